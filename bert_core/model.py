@@ -1,0 +1,397 @@
+"""A readable BERT encoder with Hugging Face's module names, so checkpoints load key by key.
+
+Every module keeps the name it has in `transformers.models.bert.modeling_bert`
+(`embeddings.word_embeddings`, `encoder.layer.N.attention.self.query`, `cls.predictions...`),
+which lets `pretrained.py` copy a checkpoint's tensors one key at a time, shapes asserted.
+
+The forward pass can return every intermediate the explorer shows (embedding parts, each layer's
+hidden state, each attention probability matrix), so what a page draws is what the model computes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, fields
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+ACTIVATIONS = {
+    "gelu": F.gelu,  # exact erf GELU, as BERT's original code
+    "relu": F.relu,
+    "gelu_new": lambda x: F.gelu(x, approximate="tanh"),
+    "gelu_pytorch_tanh": lambda x: F.gelu(x, approximate="tanh"),
+}
+
+
+@dataclass
+class BertConfig:
+    """BERT hyper-parameters, with the field names of Hugging Face's `config.json`."""
+
+    vocab_size: int = 30522
+    hidden_size: int = 768
+    num_hidden_layers: int = 12
+    num_attention_heads: int = 12
+    intermediate_size: int = 3072
+    hidden_act: str = "gelu"
+    hidden_dropout_prob: float = 0.1
+    attention_probs_dropout_prob: float = 0.1
+    max_position_embeddings: int = 512
+    type_vocab_size: int = 2
+    layer_norm_eps: float = 1e-12
+    pad_token_id: int = 0
+    initializer_range: float = 0.02
+    model_type: str = "bert"
+    architectures: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size {self.hidden_size} is not a multiple of "
+                f"num_attention_heads {self.num_attention_heads}"
+            )
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(f"hidden_act {self.hidden_act!r} is not supported")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> BertConfig:
+        """Build from a `config.json` dict, ignoring keys BERT does not use."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class EncoderTrace:
+    """Everything one forward pass computed, as tensors (the explorer's raw material)."""
+
+    word: torch.Tensor  # (B, T, H) token (word-piece) embeddings
+    position: torch.Tensor  # (B, T, H)
+    segment: torch.Tensor  # (B, T, H) token-type embeddings
+    sum: torch.Tensor  # (B, T, H) word + position + segment
+    hidden_states: list[torch.Tensor]  # L+1 x (B, T, H): LayerNorm(sum), then each layer
+    attentions: list[torch.Tensor]  # L x (B, nh, T, T)
+    pooled: torch.Tensor | None  # (B, H) or None without a pooler
+
+
+# HF keeps the capital-L `LayerNorm` (and `gamma`/`beta` in old files) from the original
+# TensorFlow checkpoint names; we keep `LayerNorm` too so keys match one for one.
+
+
+class BertEmbeddings(nn.Module):
+    """x_t = LayerNorm(E_word[id_t] + E_pos[t] + E_seg[segment_t])."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, input_ids, token_type_ids, parts: bool = False):
+        T = input_ids.shape[1]
+        word = self.word_embeddings(input_ids)  # (B, T, H)
+        position = self.position_embeddings.weight[:T].unsqueeze(0)  # (1, T, H)
+        segment = self.token_type_embeddings(token_type_ids)  # (B, T, H)
+        total = word + segment + position  # HF's order of addition, for bit-level parity
+        out = self.dropout(self.LayerNorm(total))
+        if not parts:
+            return out, None
+        return out, (word, position.expand_as(word), segment, total)
+
+
+class BertSelfAttention(nn.Module):
+    """softmax(Q K^T / sqrt(d_k) + mask) V, for every head at once."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.num_attention_heads = config.num_attention_heads
+        self.attention_head_size = config.hidden_size // config.num_attention_heads
+        self.query = nn.Linear(config.hidden_size, config.hidden_size)
+        self.key = nn.Linear(config.hidden_size, config.hidden_size)
+        self.value = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
+
+    def forward(self, x, mask):
+        B, T, H = x.shape
+        nh, hs = self.num_attention_heads, self.attention_head_size
+        # One matmul for Q, K and V: the same numbers as three Linear calls, fewer passes over x.
+        w = torch.cat([self.query.weight, self.key.weight, self.value.weight])  # (3H, H)
+        b = torch.cat([self.query.bias, self.key.bias, self.value.bias])  # (3H,)
+        qkv = F.linear(x, w, b).view(B, T, 3, nh, hs)  # (B, T, 3, nh, hs)
+        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, nh, T, hs)
+        scores = torch.matmul(q, k.transpose(-1, -2)) * (hs**-0.5)  # (B, nh, T, T)
+        if mask is not None:
+            scores = scores + mask  # (B, 1, 1, T): 0 for real tokens, a huge negative for padding
+        probs = scores.softmax(dim=-1)  # (B, nh, T, T), each row sums to 1
+        ctx = torch.matmul(self.dropout(probs), v)  # (B, nh, T, hs)
+        ctx = ctx.transpose(1, 2).reshape(B, T, H)  # (B, T, H): heads side by side again
+        return ctx, probs
+
+
+class BertSelfOutput(nn.Module):
+    """Project the heads back and add the residual: LayerNorm(x + W_o ctx) (post-LN)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, ctx, x):
+        return self.LayerNorm(self.dropout(self.dense(ctx)) + x)
+
+
+class BertAttention(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.self = BertSelfAttention(config)
+        self.output = BertSelfOutput(config)
+
+    def forward(self, x, mask):
+        ctx, probs = self.self(x, mask)
+        return self.output(ctx, x), probs
+
+
+class BertIntermediate(nn.Module):
+    """The first half of the feed-forward block: act(W_1 x + b_1), H -> 4H."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.intermediate_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+
+    def forward(self, x):
+        return self.act(self.dense(x))
+
+
+class BertOutput(nn.Module):
+    """The second half of the feed-forward block: LayerNorm(x + W_2 h), 4H -> H.
+
+    (HF's name for the FFN output sublayer; our model-level result is `EncoderTrace`.)
+    """
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def forward(self, h, x):
+        return self.LayerNorm(self.dropout(self.dense(h)) + x)
+
+
+class BertLayer(nn.Module):
+    """One transformer block: attention sublayer, then feed-forward sublayer, each post-LN."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.attention = BertAttention(config)
+        self.intermediate = BertIntermediate(config)
+        self.output = BertOutput(config)
+
+    def forward(self, x, mask):
+        a, probs = self.attention(x, mask)
+        return self.output(self.intermediate(a), a), probs
+
+
+class BertEncoder(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
+
+
+class BertPooler(nn.Module):
+    """tanh(W h_[CLS] + b): the sentence vector the NSP head reads."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+
+    def forward(self, h):
+        return torch.tanh(self.dense(h[:, 0]))
+
+
+class BertModel(nn.Module):
+    """The encoder: embeddings, L layers, optional pooler (HF's `BertModel`)."""
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__()
+        self.config = config
+        self.embeddings = BertEmbeddings(config)
+        self.encoder = BertEncoder(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False):
+        """Return the last hidden state (B, T, H), or an `EncoderTrace` when `trace` is set."""
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        mask = None
+        if attention_mask is not None:
+            # 0 where a token may be attended to, the most negative float where it is padding:
+            # softmax then gives padding exactly zero weight (HF does the same).
+            keep = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
+            dtype = self.embeddings.word_embeddings.weight.dtype
+            mask = torch.zeros(keep.shape, dtype=dtype, device=input_ids.device)
+            mask = mask.masked_fill(~keep, torch.finfo(dtype).min)
+        x, parts = self.embeddings(input_ids, token_type_ids, parts=trace)
+        hidden, attn = [x], []
+        for block in self.encoder.layer:
+            x, probs = block(x, mask)
+            if trace:
+                hidden.append(x)
+                attn.append(probs)
+        if not trace:
+            return x
+        pooled = self.pooler(x) if self.pooler is not None else None
+        return EncoderTrace(*parts, hidden_states=hidden, attentions=attn, pooled=pooled)
+
+
+class BertPredictionHeadTransform(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, x):
+        return self.LayerNorm(self.act(self.dense(x)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """MLM logits = E_word · LayerNorm(act(W h)) + b: the decoder shares the word embeddings."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(config)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, h):
+        return F.linear(self.transform(h), self.decoder.weight, self.bias)  # (..., V)
+
+
+class BertPreTrainingHeads(nn.Module):
+    """`cls`: the MLM head (`predictions`) and, when present, the NSP head (`seq_relationship`)."""
+
+    def __init__(self, config: BertConfig, nsp: bool = True):
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config)
+        self.seq_relationship = nn.Linear(config.hidden_size, 2) if nsp else None
+
+
+class BertForPreTraining(nn.Module):
+    """BERT with whichever heads a checkpoint has: MLM + NSP, MLM only, or none (encoder only).
+
+    Example: BertForPreTraining(cfg, mlm=True, nsp=False) has the keys of HF's BertForMaskedLM.
+    """
+
+    def __init__(self, config: BertConfig, mlm: bool = True, nsp: bool = True, pooler: bool | None = None):
+        super().__init__()
+        self.config = config
+        nsp = nsp and mlm
+        pooler = nsp if pooler is None else (pooler or nsp)  # NSP reads the pooler
+        self.bert = BertModel(config, add_pooling_layer=pooler)
+        self.cls = BertPreTrainingHeads(config, nsp=nsp) if mlm else None
+        self.apply(self._init_weights)
+        if self.cls is not None:
+            self.tie_weights()
+
+    @property
+    def has_mlm(self) -> bool:
+        return self.cls is not None
+
+    @property
+    def has_nsp(self) -> bool:
+        return self.cls is not None and self.cls.seq_relationship is not None
+
+    def tie_weights(self):
+        """The MLM decoder reads the word-embedding matrix: one tensor, two uses."""
+        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+
+    def _init_weights(self, module):
+        # BERT's initialisation: N(0, 0.02) weights, zero biases, LayerNorm at identity.
+        std = self.config.initializer_range
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()
+        if isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+        if isinstance(module, BertLMPredictionHead):
+            nn.init.zeros_(module.bias)
+
+    def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(..., H) hidden states -> (..., V) vocabulary logits. Pass only the rows you need."""
+        if self.cls is None:
+            raise ValueError("this checkpoint has no masked-language-model head")
+        return self.cls.predictions(hidden)
+
+    def nsp_logits(self, pooled: torch.Tensor) -> torch.Tensor:
+        """(B, H) pooled [CLS] -> (B, 2) logits for (is next, is not next)."""
+        if not self.has_nsp:
+            raise ValueError("this checkpoint has no next-sentence-prediction head")
+        return self.cls.seq_relationship(pooled)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False):
+        """Run the encoder; see `BertModel.forward`. Heads are applied by the caller, where needed."""
+        return self.bert(input_ids, token_type_ids, attention_mask, trace=trace)
+
+    def num_parameters(self) -> int:
+        """Distinct parameters (the tied decoder weight counted once)."""
+        return sum(p.numel() for p in self.parameters())
+
+
+def param_counts(config: BertConfig, mlm: bool = True, nsp: bool = True, pooler: bool = True) -> dict[str, int]:
+    """Parameter count per component, from the config alone (no weights needed).
+
+    Example: bert-base (V=30522, H=768, L=12, I=3072, P=512) -> encoder total 109,482,240.
+    """
+    V, H, L, F_, P, S = (
+        config.vocab_size,
+        config.hidden_size,
+        config.num_hidden_layers,
+        config.intermediate_size,
+        config.max_position_embeddings,
+        config.type_vocab_size,
+    )
+    ln = 2 * H
+    attn = 4 * (H * H + H) + ln  # Q, K, V, output projection, LayerNorm
+    ffn = (H * F_ + F_) + (F_ * H + H) + ln  # F_ = intermediate (feed-forward) size
+    counts = {
+        "word embeddings": V * H,
+        "position embeddings": P * H,
+        "segment embeddings": S * H,
+        "embedding LayerNorm": ln,
+        "attention (all layers)": L * attn,
+        "feed-forward (all layers)": L * ffn,
+        "pooler": (H * H + H) if (pooler or nsp) else 0,
+        "MLM head (transform + bias; decoder tied)": (H * H + H + ln + V) if mlm else 0,
+        "NSP head": (2 * H + 2) if (mlm and nsp) else 0,
+    }
+    counts["total"] = sum(counts.values())
+    return counts
+
+
+def attention_flops(config: BertConfig, T: int) -> int:
+    """Multiply-adds of one forward pass at T tokens (for the anatomy page's scale)."""
+    H, L, F_ = config.hidden_size, config.num_hidden_layers, config.intermediate_size
+    per_layer = 4 * T * H * H + 2 * T * T * H + 2 * T * H * F_
+    return L * per_layer
+
+
+__all__ = [
+    "BertConfig",
+    "BertForPreTraining",
+    "BertModel",
+    "EncoderTrace",
+    "param_counts",
+    "attention_flops",
+]

@@ -1,0 +1,54 @@
+"""Shared fixtures: tiny random Hugging Face BERTs saved to temp dirs, loaded through our loader."""
+
+from __future__ import annotations
+
+import pytest
+
+# A small vocabulary with real words, `##` pieces, accents and punctuation, so tokenization
+# tests see every case; the parity models use it too.
+VOCAB = list(dict.fromkeys(
+    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    + list(".,!?;:'\"()-")
+    + list("abcdefghijklmnopqrstuvwxyz")
+    + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
+    + "the a cat dog sat on mat was is it play ##ing ##ed ##s un ##aff ##able cafe paris".split()
+    + "he she went to store bought milk i you we they and of in".split()
+))
+
+
+def write_tiny_checkpoint(path, kind="pretraining", seed=0, **config_overrides):
+    """Save a random tiny HF BERT (`pretraining`, `mlm` or `base`) plus a tokenizer to `path`."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
+
+    from bert_core.tokenization import WordPieceTokenizer
+
+    torch.manual_seed(seed)
+    kw = dict(vocab_size=len(VOCAB) + 3, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+              intermediate_size=37, max_position_embeddings=64, attn_implementation="eager")
+    kw.update(config_overrides)
+    cfg = BertConfig(**kw)
+    cls = {"pretraining": BertForPreTraining, "mlm": BertForMaskedLM, "base": BertModel}[kind]
+    model = cls(cfg).eval()
+    # Random init leaves LayerNorms at identity and biases at zero: perturb them so the test
+    # would notice a LayerNorm or bias copied to the wrong place.
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(path)
+    # The tokenizer is built from vocab.txt alone (as old hub checkpoints ship it), then saved
+    # with tokenizer.json too; HF's BertTokenizerFast reads the result (tests/test_tokenization.py).
+    (path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    WordPieceTokenizer.from_dir(path).save(path)
+    return model
+
+
+@pytest.fixture(scope="session")
+def tiny_dirs(tmp_path_factory):
+    """{kind: (dir, hf_model)} for the three checkpoint kinds."""
+    out = {}
+    for kind in ("pretraining", "mlm", "base"):
+        d = tmp_path_factory.mktemp(f"tiny-{kind}")
+        out[kind] = (d, write_tiny_checkpoint(d, kind))
+    return out
