@@ -1,23 +1,21 @@
-"""BERT Explorer: the entry point (minimal for now: the bundled model and its tokens)."""
+"""BERT Explorer: page config, the shared sidebar, and navigation over the pages."""
 
 import streamlit as st
 
-import bert_core
+from ui.state import sidebar_ui
 
-st.set_page_config(page_title="BERT Explorer", layout="wide")
+st.set_page_config(page_title="BERT Explorer", page_icon="🔎", layout="wide")
 
+PAGES = [
+    st.Page("pages/tokenization.py", title="Tokenization", url_path="tokenization", default=True),
+    st.Page("pages/embeddings.py", title="Embeddings", url_path="embeddings"),
+    st.Page("pages/masking.py", title="Masking", url_path="masking"),
+    st.Page("pages/attention.py", title="Attention", url_path="attention"),
+    st.Page("pages/predictions.py", title="Predictions", url_path="predictions"),
+    st.Page("pages/anatomy.py", title="Model anatomy", url_path="anatomy"),
+    st.Page("pages/training.py", title="Training", url_path="training"),
+]
 
-@st.cache_resource(show_spinner="Loading the model…")
-def shared_model() -> bert_core.LoadedModel:
-    """One read-only model per process, shared by every session."""
-    return bert_core.load_model()
-
-
-st.title("BERT Explorer")
-text = st.text_input("Text", "The cat sat on the [MASK].")
-try:
-    trace = bert_core.analyze(shared_model(), text)
-except bert_core.BertCoreError as e:
-    st.warning(str(e))
-    st.stop()
-st.dataframe({"token": trace.tokens, "id": trace.input_ids.tolist()})
+nav = st.navigation(PAGES)
+st.session_state["current"] = sidebar_ui()
+nav.run()

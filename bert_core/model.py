@@ -115,7 +115,7 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
 
-    def forward(self, x, mask):
+    def forward(self, x, mask, need_probs: bool = True):
         B, T, H = x.shape
         nh, hs = self.num_attention_heads, self.attention_head_size
         # One matmul for Q, K and V: the same numbers as three Linear calls, fewer passes over x.
@@ -123,6 +123,12 @@ class BertSelfAttention(nn.Module):
         b = torch.cat([self.query.bias, self.key.bias, self.value.bias])  # (3H,)
         qkv = F.linear(x, w, b).view(B, T, 3, nh, hs)  # (B, T, 3, nh, hs)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, nh, T, hs)
+        if not need_probs:
+            # Training needs no attention maps: PyTorch's fused kernel computes the same formula
+            # without materialising the (B, nh, T, T) probabilities.
+            p = self.dropout.p if self.training else 0.0
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, nh, T, hs)
+            return ctx.transpose(1, 2).reshape(B, T, H), None
         scores = torch.matmul(q, k.transpose(-1, -2)) * (hs**-0.5)  # (B, nh, T, T)
         if mask is not None:
             scores = scores + mask  # (B, 1, 1, T): 0 for real tokens, a huge negative for padding
@@ -151,8 +157,8 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(config)
         self.output = BertSelfOutput(config)
 
-    def forward(self, x, mask):
-        ctx, probs = self.self(x, mask)
+    def forward(self, x, mask, need_probs: bool = True):
+        ctx, probs = self.self(x, mask, need_probs)
         return self.output(ctx, x), probs
 
 
@@ -193,8 +199,8 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
-    def forward(self, x, mask):
-        a, probs = self.attention(x, mask)
+    def forward(self, x, mask, need_probs: bool = True):
+        a, probs = self.attention(x, mask, need_probs)
         return self.output(self.intermediate(a), a), probs
 
 
@@ -240,7 +246,7 @@ class BertModel(nn.Module):
         x, parts = self.embeddings(input_ids, token_type_ids, parts=trace)
         hidden, attn = [x], []
         for block in self.encoder.layer:
-            x, probs = block(x, mask)
+            x, probs = block(x, mask, need_probs=trace)
             if trace:
                 hidden.append(x)
                 attn.append(probs)

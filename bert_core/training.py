@@ -1,0 +1,322 @@
+"""Masked-language-model pretraining in small steps: the loop knows nothing of the UI.
+
+The Training page and `python -m bert_core.pretrain` both drive `Trainer.step()`; each call
+returns the step's metrics, and the caller decides when to call it and how to draw.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .analysis import analyze
+from .errors import BertCoreError
+from .masking import KEPT, MASKED, RANDOM, mask_tokens
+from .model import BertConfig, BertForPreTraining
+from .pretrained import LoadedModel, save_pretrained
+from .tokenization import WordPieceTokenizer
+
+# Model sizes a user may pick for live training: small enough to step several times a second.
+PRESETS = {
+    "tiny (2 layers, 64 wide)": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                     intermediate_size=256),
+    "small (4 layers, 128 wide)": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=4,
+                                       intermediate_size=512),
+    "medium (4 layers, 256 wide)": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
+                                        intermediate_size=1024),
+}
+MAX_TRAIN_PARAMS = 12_000_000  # a session's model may not grow past this
+
+
+@dataclass
+class TrainConfig:
+    """How to train: optimisation, masking, data and reporting settings."""
+
+    batch_size: int = 32
+    seq_len: int = 64  # longest training sequence, [CLS] and [SEP] included
+    lr: float = 1e-3
+    warmup_steps: int = 100
+    max_steps: int = 2000  # the learning rate decays linearly to zero here
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    mlm_probability: float = 0.15
+    whole_word: bool = False
+    nsp: bool = False  # also train next-sentence prediction on line pairs
+    seed: int = 0
+    probe_every: int = 50
+    top_k: int = 5
+
+
+@dataclass
+class StepMetrics:
+    """What one optimisation step reports."""
+
+    step: int
+    loss: float  # the optimised loss: MLM (+ NSP when on)
+    mlm_loss: float
+    accuracy: float  # top-1 accuracy on the selected (masked/random/kept) positions
+    loss_by_outcome: dict[str, float]  # "[MASK]" / "random" / "kept" -> mean loss (nan if none)
+    nsp_loss: float | None
+    lr: float
+    tokens: int  # real (non-pad) tokens in the batch
+    tokens_per_sec: float
+    seconds: float
+
+
+@dataclass
+class Probe:
+    """The model's view of the probe sentences at one step."""
+
+    step: int
+    predictions: dict[str, dict[int, list[tuple[str, float]]]]  # sentence -> [MASK] position -> top-k
+    tokens: list[str]  # of the attention probe (the first sentence)
+    attentions: np.ndarray  # (L, nh, T, T)
+
+
+DEFAULT_PROBES = (
+    "the cat sat on the [MASK].",
+    "a [MASK] is a large body of water.",
+    "she [MASK] the letter to her mother.",
+)
+
+
+class TextDataset:
+    """Corpus lines as token ids, sampled with the trainer's generator."""
+
+    def __init__(self, lines: list[str], tokenizer: WordPieceTokenizer, seq_len: int):
+        ids = tokenizer.encode_batch_plain(list(lines))
+        self.lines = [x[: seq_len - 3] for x in ids if x]  # room for [CLS] A [SEP] (B [SEP])
+        if len(self.lines) < 2:
+            raise BertCoreError("the corpus needs at least two non-empty lines")
+        self.tok = tokenizer
+        self.seq_len = seq_len
+        self.n_tokens = sum(len(x) for x in self.lines)
+        # Line indices sorted by length: a batch of neighbours in this order needs almost no
+        # padding, so compute goes to real tokens (one sentence per input, as the pages show).
+        self.by_length = sorted(range(len(self.lines)), key=lambda i: len(self.lines[i]))
+
+    def batch(self, batch_size: int, g: torch.Generator, nsp: bool):
+        """A padded batch: ids, segments, attention mask, special mask, word ids, NSP labels."""
+        n = len(self.lines)
+        if nsp:
+            idx = torch.randint(n, (batch_size,), generator=g).tolist()
+        else:
+            start = int(torch.randint(max(n - batch_size, 0) + 1, (), generator=g))
+            idx = self.by_length[start:start + batch_size]
+        rows, segs, nsp_labels = [], [], []
+        cls, sep = self.tok.cls_token_id, self.tok.sep_token_id
+        for i in idx:
+            a = self.lines[i]
+            if not nsp:
+                rows.append([cls, *a, sep])
+                segs.append([0] * (len(a) + 2))
+                continue
+            # Half the time the true next line, half a random one (label 0 = is next).
+            is_next = bool(torch.rand((), generator=g) < 0.5)
+            j = (i + 1) % n if is_next else int(torch.randint(n, (), generator=g))
+            b = self.lines[j]
+            budget = self.seq_len - 3
+            a, b = a[: max(budget - min(len(b), budget // 2), 1)], b
+            b = b[: budget - len(a)]
+            rows.append([cls, *a, sep, *b, sep])
+            segs.append([0] * (len(a) + 2) + [1] * (len(b) + 1))
+            nsp_labels.append(0 if is_next else 1)
+        T = max(len(r) for r in rows)
+        ids = torch.full((batch_size, T), self.tok.pad_token_id, dtype=torch.long)
+        types = torch.zeros((batch_size, T), dtype=torch.long)
+        attn = torch.zeros((batch_size, T), dtype=torch.long)
+        special = torch.ones((batch_size, T), dtype=torch.long)
+        for r, (row, seg) in enumerate(zip(rows, segs)):
+            ids[r, : len(row)] = torch.tensor(row)
+            types[r, : len(seg)] = torch.tensor(seg)
+            attn[r, : len(row)] = 1
+        special[(ids != cls) & (ids != sep) & (attn == 1)] = 0
+        labels = torch.tensor(nsp_labels) if nsp else None
+        return ids, types, attn, special, labels
+
+
+def new_model(tokenizer: WordPieceTokenizer, preset: dict, max_position_embeddings: int = 128,
+              nsp: bool = False, seed: int = 0, dropout: float = 0.1) -> BertForPreTraining:
+    """A freshly initialised BERT sized by `preset`, for the tokenizer's vocabulary."""
+    cfg = BertConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=max_position_embeddings,
+                     pad_token_id=tokenizer.pad_token_id, hidden_dropout_prob=dropout,
+                     attention_probs_dropout_prob=dropout, **preset)
+    with torch.random.fork_rng():  # initialise from our seed without moving anyone's global RNG
+        torch.manual_seed(seed)
+        model = BertForPreTraining(cfg, mlm=True, nsp=nsp)
+    if model.num_parameters() > MAX_TRAIN_PARAMS:
+        raise BertCoreError(
+            f"that model has {model.num_parameters():,} parameters; live training allows {MAX_TRAIN_PARAMS:,}"
+        )
+    return model
+
+
+class Trainer:
+    """MLM (+ optional NSP) training of one model on one corpus, a step at a time."""
+
+    def __init__(self, model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines: list[str],
+                 cfg: TrainConfig | None = None, probes: tuple[str, ...] = DEFAULT_PROBES):
+        self.cfg = cfg = cfg or TrainConfig()
+        if cfg.nsp and not model.has_nsp:
+            raise BertCoreError("NSP training needs a model with an NSP head")
+        if cfg.seq_len > model.config.max_position_embeddings:
+            raise BertCoreError(
+                f"seq_len {cfg.seq_len} exceeds the model's {model.config.max_position_embeddings} positions"
+            )
+        self.model = model
+        self.tok = tokenizer
+        self.data = TextDataset(lines, tokenizer, cfg.seq_len)
+        self.g = torch.Generator().manual_seed(cfg.seed)
+        decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+        no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]  # biases, LayerNorms
+        self.opt = torch.optim.AdamW(
+            [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+            lr=cfg.lr, betas=(0.9, 0.98), eps=1e-6, fused=True,  # one fused kernel: ~4x faster step on CPU
+        )
+        self.step_count = 0
+        self.history: list[StepMetrics] = []
+        self.probes_text = probes
+        self.elapsed = 0.0
+
+    def lr_at(self, step: int) -> float:
+        """Linear warmup to `lr` over `warmup_steps`, then linear decay to 0 at `max_steps`."""
+        c = self.cfg
+        if step < c.warmup_steps:
+            return c.lr * (step + 1) / c.warmup_steps
+        return c.lr * max(0.0, (c.max_steps - step) / max(1, c.max_steps - c.warmup_steps))
+
+    def step(self) -> StepMetrics:
+        """One optimisation step on a fresh batch with a fresh masking draw."""
+        c, t0 = self.cfg, time.perf_counter()
+        model, tok = self.model, self.tok
+        model.train()
+        ids, types, attn, special, nsp_labels = self.data.batch(c.batch_size, self.g, c.nsp)
+        draw = mask_tokens(ids, special, vocab_size=model.config.vocab_size, mask_token_id=tok.mask_token_id,
+                           generator=self.g, mlm_probability=c.mlm_probability, special_ids=tok.all_special_ids)
+        lr = self.lr_at(self.step_count)
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        # Dropout draws from torch's global RNG; seed it from our generator so runs repeat.
+        with torch.random.fork_rng():
+            torch.manual_seed(int(torch.randint(2**62, (), generator=self.g)))
+            hidden = model(draw.input_ids, types, attn)  # (B, T, H)
+            sel = draw.labels != -100  # (B, T)
+            # Only the selected positions go through the vocabulary projection.
+            logits = model.mlm_logits(hidden[sel])  # (N, V)
+            target = draw.labels[sel]  # (N,)
+            per_token = F.cross_entropy(logits, target, reduction="none")  # (N,)
+            mlm_loss = per_token.mean() if per_token.numel() else hidden.sum() * 0.0
+            loss = mlm_loss
+            nsp_loss = None
+            if c.nsp:
+                pooled = model.bert.pooler(hidden)
+                nsp_loss = F.cross_entropy(model.nsp_logits(pooled), nsp_labels)
+                loss = loss + nsp_loss
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if c.grad_clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
+            self.opt.step()
+        with torch.no_grad():
+            outcome = draw.outcome[sel]
+            acc = (logits.argmax(-1) == target).float().mean().item() if target.numel() else float("nan")
+            by = {}
+            for code, name in ((MASKED, "[MASK]"), (RANDOM, "random"), (KEPT, "kept")):
+                m = outcome == code
+                by[name] = per_token[m].mean().item() if m.any() else float("nan")
+        self.step_count += 1
+        dt = time.perf_counter() - t0
+        self.elapsed += dt
+        n_tok = int(attn.sum())
+        metrics = StepMetrics(
+            step=self.step_count, loss=loss.item(), mlm_loss=mlm_loss.item(), accuracy=acc,
+            loss_by_outcome=by, nsp_loss=None if nsp_loss is None else nsp_loss.item(), lr=lr,
+            tokens=n_tok, tokens_per_sec=n_tok / dt if dt > 0 else float("inf"), seconds=dt,
+        )
+        self.history.append(metrics)
+        return metrics
+
+    def run(self, steps: int | None = None, seconds: float | None = None) -> list[StepMetrics]:
+        """Step until `steps` are done or `seconds` have passed (whichever comes first)."""
+        out, t0 = [], time.perf_counter()
+        while (steps is None or len(out) < steps) and (seconds is None or time.perf_counter() - t0 < seconds):
+            out.append(self.step())
+            if steps is None and seconds is None:
+                break
+        return out
+
+    def as_loaded(self, name: str = "session model") -> LoadedModel:
+        """The model in training, wrapped like any loaded model (shares its weights)."""
+        return LoadedModel(self.model, self.tok, name, "session")
+
+    def probe(self) -> Probe:
+        """Top-k predictions for each probe sentence and the first one's attention, at this step."""
+        m = self.as_loaded()
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            traces = [analyze(m, s, top_k=self.cfg.top_k) for s in self.probes_text]
+        finally:
+            self.model.train(was_training)
+        return Probe(
+            step=self.step_count,
+            predictions={s: t.predictions for s, t in zip(self.probes_text, traces)},
+            tokens=traces[0].tokens,
+            attentions=traces[0].attentions,
+        )
+
+    def save(self, out_dir) -> None:
+        """A checkpoint `bert_core.load_model(out_dir)` loads: safetensors, config, tokenizer."""
+        save_pretrained(self.model, self.tok, out_dir)
+
+
+@torch.no_grad()
+def evaluate_mlm(model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines: list[str], *, seed: int = 0,
+                 batch_size: int = 64, seq_len: int = 128, mlm_probability: float = 0.15) -> dict[str, float]:
+    """Held-out MLM loss and top-1/top-5 accuracy on masked positions, one seeded draw per line.
+
+    Every line is scored once (in order, not sampled), with the same 80/10/10 draw for a seed.
+    """
+    model.eval()
+    g = torch.Generator().manual_seed(seed)
+    data = TextDataset(lines, tokenizer, seq_len)
+    total_loss, n, top1, top5 = 0.0, 0, 0, 0
+    cls, sep, pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
+    for start in range(0, len(data.lines), batch_size):
+        rows = [[cls, *x, sep] for x in data.lines[start:start + batch_size]]
+        T = max(map(len, rows))
+        ids = torch.full((len(rows), T), pad, dtype=torch.long)
+        attn = torch.zeros_like(ids)
+        for r, row in enumerate(rows):
+            ids[r, : len(row)] = torch.tensor(row)
+            attn[r, : len(row)] = 1
+        special = ((ids == cls) | (ids == sep) | (attn == 0)).long()
+        draw = mask_tokens(ids, special, vocab_size=model.config.vocab_size, mask_token_id=tokenizer.mask_token_id,
+                           generator=g, mlm_probability=mlm_probability, special_ids=tokenizer.all_special_ids)
+        hidden = model(draw.input_ids, None, attn)
+        sel = draw.labels != -100
+        if not sel.any():
+            continue
+        logits = model.mlm_logits(hidden[sel])
+        target = draw.labels[sel]
+        total_loss += F.cross_entropy(logits, target, reduction="sum").item()
+        best = logits.topk(5, dim=-1).indices
+        top1 += int((best[:, 0] == target).sum())
+        top5 += int((best == target[:, None]).any(-1).sum())
+        n += int(target.numel())
+    return {"lines": len(data.lines), "masked_tokens": n, "loss": total_loss / max(n, 1),
+            "perplexity": math.exp(total_loss / max(n, 1)), "top1": top1 / max(n, 1), "top5": top5 / max(n, 1)}
+
+
+@dataclass
+class TrainingRun:
+    """A session's training state: what the page keeps between reruns."""
+
+    trainer: Trainer
+    probes: list[Probe] = field(default_factory=list)
+    running: bool = False

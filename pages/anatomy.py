@@ -1,0 +1,31 @@
+"""Model anatomy: where BERT's parameters live, computed from the config alone."""
+
+import pandas as pd
+import streamlit as st
+
+from bert_core.anatomy import KNOWN_CONFIGS, anatomy_rows
+from ui.state import require_current
+from ui.widgets import table
+
+cur = require_current()
+st.header("Model anatomy")
+st.caption("Parameter counts follow from the config alone: no weights are needed to count them.")
+
+cfg = cur.model.config
+rows = {f"{cur.model.name} (loaded)": anatomy_rows(cfg, cur.model.has_mlm, cur.model.has_nsp,
+                                                 cur.model.model.bert.pooler is not None)}
+rows.update({name: anatomy_rows(c) for name, c in KNOWN_CONFIGS.items()})
+summary = pd.DataFrame([{"model": n, "total parameters": r[-1]["parameters"]} for n, r in rows.items()])
+summary["millions"] = (summary["total parameters"] / 1e6).round(1)
+table(summary, "model sizes", key="csv-sizes", hide_index=True)
+
+pick = st.selectbox("Break down", list(rows), key="anatomy_model")
+df = pd.DataFrame(rows[pick])
+df["share"] = (100 * df["share"]).round(2).astype(str) + " %"
+table(df, f"anatomy {pick.split(' ')[0]}", key="csv-anatomy", hide_index=True)
+c = cfg if pick.endswith("(loaded)") else KNOWN_CONFIGS[pick]
+st.markdown(
+    f"**{c.num_hidden_layers} layers × {c.num_attention_heads} heads**, hidden size H = {c.hidden_size}, "
+    f"head size d_k = {c.hidden_size // c.num_attention_heads}, feed-forward size F = {c.intermediate_size}, "
+    f"vocabulary V = {c.vocab_size:,}, positions P = {c.max_position_embeddings}."
+)

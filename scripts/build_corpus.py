@@ -1,0 +1,137 @@
+"""Build the built-in English corpus from WordNet 3.0 glosses.
+
+Reads the four WordNet data files (noun, verb, adj, adv) shipped by the Debian package
+``wordnet-base`` and writes one text line per definition and one per example sentence to
+``bert_core/data/wordnet_glosses.txt.gz`` (deterministic gzip, mtime=0).
+
+Usage: python scripts/build_corpus.py [--wordnet-dir /usr/share/wordnet] [--out PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import io
+import re
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+POS_FILES = ("data.noun", "data.verb", "data.adj", "data.adv")
+MIN_WORDS = 3
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "bert_core" / "data" / "wordnet_glosses.txt.gz"
+
+_WS = re.compile(r"\s+")
+_QUOTED = re.compile(r'"([^"]+)"')
+
+
+def _normalise(text: str) -> str:
+    """Collapse whitespace, turn WordNet's `word' quoting into 'word', trim stray punctuation."""
+    text = text.replace("`", "'").replace('"', " ")
+    text = _WS.sub(" ", text).strip()
+    return text.strip(" ;:,").strip()
+
+
+def _split_top_level(gloss: str) -> list[str]:
+    """Split a gloss on ';' that are outside double quotes."""
+    parts: list[str] = []
+    buf: list[str] = []
+    in_quote = False
+    for ch in gloss:
+        if ch == '"':
+            in_quote = not in_quote
+        if ch == ";" and not in_quote:
+            parts.append("".join(buf))
+            buf = []
+        else:
+            buf.append(ch)
+    parts.append("".join(buf))
+    return [p.strip() for p in parts if p.strip()]
+
+
+def gloss_to_lines(gloss: str) -> list[str]:
+    """Definition (leading unquoted parts, joined with '; ') then each example sentence."""
+    return [text for _, text in gloss_to_kinded_lines(gloss)]
+
+
+def gloss_to_kinded_lines(gloss: str) -> list[tuple[str, str]]:
+    """Like gloss_to_lines, each line tagged "definition", "example" or "note"."""
+    definition: list[str] = []
+    out: list[str] = []
+    seen_example = False
+    for part in _split_top_level(gloss):
+        if part.startswith('"'):
+            seen_example = True
+            quoted = _QUOTED.findall(part)
+            # Balanced quotes: take each quoted sentence (drops attributions like `"..." - Shakespeare`).
+            # Unbalanced (a handful of typos in WordNet): keep the whole part, quotes removed.
+            out.extend(("example", q) for q in (quoted if quoted and part.count('"') % 2 == 0 else [part]))
+        elif not seen_example:
+            definition.append(part)
+        else:
+            # a trailing usage note such as "(`blate' is a Scottish term for bashful)"
+            out.append(("note", part))
+    lines = ([("definition", "; ".join(definition))] if definition else []) + out
+    return [(kind, n) for kind, n in ((k, _normalise(x)) for k, x in lines) if n]
+
+
+def iter_glosses(wordnet_dir: Path) -> Iterator[str]:
+    for name in POS_FILES:
+        with open(wordnet_dir / name, encoding="utf-8") as f:
+            for raw in f:
+                if raw.startswith("  "):  # licence header lines
+                    continue
+                _, sep, gloss = raw.partition(" | ")
+                if sep:
+                    yield gloss.strip()
+
+
+def build_lines(glosses: Iterable[str], kinds: Counter | None = None) -> list[str]:
+    """Corpus lines: >= MIN_WORDS words, exact duplicates dropped (first occurrence kept)."""
+    seen: set[str] = set()
+    lines: list[str] = []
+    for gloss in glosses:
+        for kind, line in gloss_to_kinded_lines(gloss):
+            if len(line.split()) < MIN_WORDS or line in seen:
+                continue
+            seen.add(line)
+            lines.append(line)
+            if kinds is not None:
+                kinds[kind] += 1
+    return lines
+
+
+def write_gzip(lines: list[str], out: Path) -> bytes:
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    buf = io.BytesIO()
+    # filename="" and mtime=0 keep the gzip header free of anything machine- or time-dependent.
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buf, compresslevel=9, mtime=0) as gz:
+        gz.write(data)
+    blob = buf.getvalue()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(blob)
+    return data
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--wordnet-dir", type=Path, default=Path("/usr/share/wordnet"))
+    ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = ap.parse_args(argv)
+
+    kinds: Counter = Counter()
+    synsets = sum(1 for _ in iter_glosses(args.wordnet_dir))
+    lines = build_lines(iter_glosses(args.wordnet_dir), kinds)
+    data = write_gzip(lines, args.out)
+    words = sum(len(line.split()) for line in lines)
+    print(f"synsets: {synsets}")
+    print(f"lines: {len(lines)}  ({', '.join(f'{k}s: {v}' for k, v in sorted(kinds.items()))})")
+    print(f"words: {words}")
+    print(f"text bytes: {len(data)}")
+    print(f"gz bytes: {args.out.stat().st_size}  ({args.out})")
+    print(f"gz sha256: {hashlib.sha256(args.out.read_bytes()).hexdigest()}")
+
+
+if __name__ == "__main__":
+    main()

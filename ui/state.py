@@ -1,0 +1,194 @@
+"""What every page shares: the sidebar inputs, the shared model, cached analysis, URL state.
+
+Pages call `current()` to get the model and input the user chose, then draw. No tensor math
+here either: this module picks and caches, `bert_core` computes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import streamlit as st
+
+import bert_core
+
+BUNDLED_LABEL = "bundled (offline, trained by this project)"
+SESSION_LABEL = "my trained model (this session)"
+OTHER_LABEL = "other hub id…"
+DEFAULT_TEXT = "The cat sat on the [MASK]."
+DEFAULT_PAIR = "It was very happy."
+
+# Public servers can turn off free hub ids (only the suggested ones stay) and local folders.
+ALLOW_FREE_HUB = os.environ.get("BERT_EXPLORER_ALLOW_FREE_HUB", "1") == "1"
+ALLOW_HUB = os.environ.get("BERT_EXPLORER_ALLOW_HUB", "1") == "1"
+LOCAL_ROOTS = [p for p in os.environ.get("BERT_EXPLORER_LOCAL_ROOTS", "").split(os.pathsep) if p]
+
+# Query parameters that make a shared link reopen the same view.
+URL_KEYS = ("text", "pair", "model", "seed", "layer", "head", "k")
+
+
+@dataclass
+class Current:
+    """The model and input every page works on."""
+
+    model: bert_core.LoadedModel
+    model_key: str  # what identifies the model in caches ("bundled", a hub id, "session:<n>")
+    text: str
+    text_pair: str | None
+    seed: int
+
+
+@st.cache_resource(show_spinner=False, max_entries=4)
+def shared_model(name: str) -> bert_core.LoadedModel:
+    """One read-only model per process and name, shared by every session (never trained)."""
+    m = bert_core.load_model(None if name == "bundled" else name, allow_hub=ALLOW_HUB,
+                             local_roots=LOCAL_ROOTS or None)
+    for p in m.model.parameters():
+        p.requires_grad_(False)  # read-only: nothing may train or mutate the shared copy
+    return m
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _cached_analysis(model_key: str, text: str, text_pair: str | None, top_k: int) -> bert_core.Trace:
+    return bert_core.analyze(shared_model(model_key), text, text_pair, top_k=top_k)
+
+
+def analysis(cur: Current, top_k: int = 5, text: str | None = None) -> bert_core.Trace | None:
+    """`bert_core.analyze` of the current input (cached per model and text); None after an error message."""
+    text = cur.text if text is None else text
+    try:
+        if cur.model_key.startswith("session:"):  # a model still changing: never cached
+            return bert_core.analyze(cur.model, text, cur.text_pair, top_k=top_k)
+        return _cached_analysis(cur.model_key, text, cur.text_pair, top_k)
+    except bert_core.BertCoreError as e:
+        st.warning(str(e))
+        return None
+
+
+def _init_from_url() -> None:
+    """Seed the widgets' session state from the URL once per session, so shared links work."""
+    if st.session_state.get("_url_loaded"):
+        return
+    st.session_state["_url_loaded"] = True
+    q = st.query_params
+    st.session_state.setdefault("text", q.get("text", DEFAULT_TEXT)[: bert_core.MAX_TEXT_CHARS])
+    pair = q.get("pair")
+    st.session_state.setdefault("use_pair", bool(pair))
+    st.session_state.setdefault("pair", (pair or DEFAULT_PAIR)[: bert_core.MAX_TEXT_CHARS])
+    st.session_state.setdefault("seed", _int(q.get("seed"), 0, 0, 2**31 - 1))
+    model = q.get("model", "bundled")
+    if model in ("bundled", *bert_core.SUGGESTED_HUB_IDS):
+        st.session_state.setdefault("model_choice", BUNDLED_LABEL if model == "bundled" else model)
+    elif ALLOW_FREE_HUB and model:
+        st.session_state.setdefault("model_choice", OTHER_LABEL)
+        st.session_state.setdefault("other_model", model[:200])
+    for key in ("layer", "head", "k"):
+        if key in q:
+            st.session_state.setdefault(f"url_{key}", _int(q.get(key), 0, 0, 1000))
+
+
+def url_int(key: str, default: int, lo: int, hi: int) -> int:
+    """A view setting (layer, head, k) from the shared link, clamped to what this model has."""
+    v = st.session_state.get(f"url_{key}", default)
+    return min(max(int(v), lo), hi)
+
+
+def set_url(**values) -> None:
+    """Write view settings into the URL (values None are removed)."""
+    for k, v in values.items():
+        if v is None:
+            st.query_params.pop(k, None)
+        elif st.query_params.get(k) != str(v):
+            st.query_params[k] = str(v)
+
+
+def _int(v, default: int, lo: int, hi: int) -> int:
+    try:
+        return min(max(int(str(v)), lo), hi)
+    except (TypeError, ValueError):
+        return default
+
+
+def _model_options() -> list[str]:
+    opts = [BUNDLED_LABEL, *bert_core.SUGGESTED_HUB_IDS] if ALLOW_HUB else [BUNDLED_LABEL]
+    if st.session_state.get("session_model") is not None:
+        opts.append(SESSION_LABEL)
+    if ALLOW_HUB and ALLOW_FREE_HUB:
+        opts.append(OTHER_LABEL)
+    return opts
+
+
+def _load_with_progress(name: str) -> bert_core.LoadedModel:
+    """Load a shared model, showing progress when it is not cached yet."""
+    with st.status(f"Loading {name}…", expanded=False) as status:
+        m = shared_model(name)
+        status.update(label=f"Loaded {name}", state="complete")
+    return m
+
+
+def sidebar_ui() -> Current | None:
+    """The shared sidebar: model, text, optional second sentence, seed. Returns the current choice."""
+    _init_from_url()
+    sb = st.sidebar
+    opts = _model_options()
+    if st.session_state.get("model_choice") not in opts:
+        st.session_state["model_choice"] = BUNDLED_LABEL
+    choice = sb.selectbox("Model", opts, key="model_choice",
+                          help="The bundled model works offline; hub models download on first use.")
+    if choice == OTHER_LABEL:
+        name = sb.text_input("Hub id (model_type bert, safetensors)", key="other_model",
+                             placeholder="e.g. google-bert/bert-base-multilingual-cased").strip()
+    elif choice == SESSION_LABEL:
+        name = "session"
+    else:
+        name = "bundled" if choice == BUNDLED_LABEL else choice
+    sb.text_area("Text", key="text", height=100, max_chars=bert_core.MAX_TEXT_CHARS,
+                 help="Use [MASK] where BERT should guess a word.")
+    use_pair = sb.checkbox("Add a second sentence (B)", key="use_pair")
+    pair = sb.text_area("Sentence B", key="pair", height=70, max_chars=bert_core.MAX_TEXT_CHARS) if use_pair else None
+    sb.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
+                    help="Drives the masking draws and training; same seed, same draw.")
+
+    model, key = _resolve_model(name)
+    if model is None:
+        return None
+    for note in model.notes:
+        sb.caption(note)
+    set_url(text=st.session_state["text"][:2000], pair=pair[:2000] if pair else None,
+            model=None if key == "bundled" else ("session" if key.startswith("session:") else key),
+            seed=st.session_state["seed"] or None)
+    return Current(model, key, st.session_state["text"], pair, int(st.session_state["seed"]))
+
+
+def _resolve_model(name: str) -> tuple[bert_core.LoadedModel | None, str]:
+    """The chosen model; on a failed load, a message and the last model that worked."""
+    if name == "session":
+        # A snapshot the Training page stored with "Use this model" (eval mode, this session only).
+        return st.session_state["session_model"], f"session:{st.session_state.get('session_model_version', 0)}"
+    if not name:
+        st.sidebar.info("Type a hub id, e.g. bert-base-multilingual-cased.")
+        name = st.session_state.get("last_good_model", "bundled")
+    try:
+        m = _load_with_progress(name)
+        st.session_state["last_good_model"] = name
+        return m, name
+    except bert_core.BertCoreError as e:
+        st.sidebar.error(f"Could not load {name[:80]}: {e}")
+        fallback = st.session_state.get("last_good_model", "bundled")
+        if fallback == name:
+            fallback = "bundled"
+        try:
+            st.sidebar.caption(f"Still showing: {fallback}")
+            return shared_model(fallback), fallback
+        except bert_core.BertCoreError as e2:
+            st.error(f"No model could be loaded: {e2}")
+            return None, ""
+
+
+def require_current() -> Current:
+    """The sidebar's choice for this rerun; stops the page quietly when no model could load."""
+    cur = st.session_state.get("current")
+    if cur is None:
+        st.stop()
+    return cur

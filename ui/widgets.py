@@ -1,0 +1,26 @@
+"""Small drawing helpers every page uses: charts with PNG export, tables with CSV export."""
+
+from __future__ import annotations
+
+import re
+
+import pandas as pd
+import streamlit as st
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "export"
+
+
+def chart(fig, name: str, key: str | None = None) -> None:
+    """A plotly figure; its toolbar's camera button downloads it as `<name>.png`."""
+    config = {"displaylogo": False,
+              "toImageButtonOptions": {"format": "png", "filename": _slug(name), "scale": 2}}
+    st.plotly_chart(fig, config=config, key=key or f"chart-{_slug(name)}")
+
+
+def table(df: pd.DataFrame, name: str, key: str | None = None, **kwargs) -> None:
+    """A dataframe with a button that downloads it as `<name>.csv`."""
+    st.dataframe(df, **kwargs)
+    st.download_button(f"Download {name} (CSV)", df.to_csv(index=False).encode("utf-8"),
+                       file_name=f"{_slug(name)}.csv", mime="text/csv", key=key or f"csv-{_slug(name)}")
