@@ -98,6 +98,7 @@ def analyze_encoding(
             nsp = (float(p_next[0]), float(p_next[1]))
         hidden = torch.stack(tr.hidden_states)[:, 0]  # (L+1, T, H)
         attn = torch.stack(tr.attentions)[:, 0]  # (L, nh, T, T)
+    notes += enc.notes
     if enc.truncation is not None:
         notes.append(enc.truncation.message)
     return Trace(

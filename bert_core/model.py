@@ -115,12 +115,26 @@ class BertSelfAttention(nn.Module):
         self.value = nn.Linear(config.hidden_size, config.hidden_size)
         self.dropout = nn.Dropout(config.attention_probs_dropout_prob)
 
+    def _fused_qkv(self):
+        """[W_q; W_k; W_v] and [b_q; b_k; b_v], concatenated once and reused while unchanged."""
+        parts = (self.query.weight, self.key.weight, self.value.weight, self.query.bias, self.key.bias, self.value.bias)
+        if torch.is_grad_enabled() and parts[0].requires_grad:  # training: gradients flow through cat
+            return torch.cat(parts[:3]), torch.cat(parts[3:])
+        # Inference: cache, keyed on each tensor's storage and in-place version counter, so an
+        # optimizer step or a weight copy invalidates it.
+        key = tuple((p.data_ptr(), p._version) for p in parts)
+        cache = self.__dict__.get("_qkv_cache")
+        if cache is None or cache[0] != key:
+            with torch.no_grad():
+                cache = (key, torch.cat(parts[:3]), torch.cat(parts[3:]))
+            self.__dict__["_qkv_cache"] = cache
+        return cache[1], cache[2]
+
     def forward(self, x, mask, need_probs: bool = True):
         B, T, H = x.shape
         nh, hs = self.num_attention_heads, self.attention_head_size
         # One matmul for Q, K and V: the same numbers as three Linear calls, fewer passes over x.
-        w = torch.cat([self.query.weight, self.key.weight, self.value.weight])  # (3H, H)
-        b = torch.cat([self.query.bias, self.key.bias, self.value.bias])  # (3H,)
+        w, b = self._fused_qkv()  # (3H, H), (3H,)
         qkv = F.linear(x, w, b).view(B, T, 3, nh, hs)  # (B, T, 3, nh, hs)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, nh, T, hs)
         if not need_probs:

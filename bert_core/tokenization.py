@@ -8,6 +8,7 @@ The shared tokenizer is never mutated (no `enable_truncation`), because sessions
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,6 +58,7 @@ class Encoding:
     sequence_ids: list[int | None]  # 0 = text, 1 = text_pair, None = special
     word_ids: list[int | None]  # pieces of one word share an id (per sentence); None for specials
     truncation: Truncation | None = None
+    notes: list[str] = field(default_factory=list)  # what the tokenizer changed or read specially
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -107,6 +109,7 @@ class WordPieceTokenizer:
         self.vocab_size = tokenizer.get_vocab_size()
         self.unk_token = specials["unk_token"]
         self.mask_token = specials["mask_token"]
+        self._mask_re = re.compile(re.escape(self.mask_token), re.IGNORECASE)
 
     @classmethod
     def from_dir(cls, path: str | Path, model_max_length: int = 512) -> WordPieceTokenizer:
@@ -180,10 +183,22 @@ class WordPieceTokenizer:
             if not t.strip():
                 raise BertCoreError(f"sentence {'AB'[i]} is empty: type some text")
         max_length = min(max_length or self.model_max_length, self.model_max_length)
-        encs = [self._tok.encode(t, add_special_tokens=False) for t in texts]
+        notes = []
+        # "[mask]" and "[Mask]" mean [MASK] to a student; the tokenizer matches special tokens
+        # case-sensitively, so spell them its way (same length: offsets stay valid).
+        fixed = [self._mask_re.sub(self.mask_token, t) for t in texts]
+        if fixed != texts:
+            notes.append(f"Read a differently-cased {self.mask_token} as {self.mask_token}.")
+        encs = [self._tok.encode(t, add_special_tokens=False) for t in fixed]
+        frame = {self.cls_token_id, self.sep_token_id, self.pad_token_id}
         for i, e in enumerate(encs):
             if not e.ids:
-                raise BertCoreError(f"sentence {'AB'[i]} has no tokens after normalisation")
+                raise BertCoreError(f"sentence {'AB'[i]} has no tokens after normalisation: type some words")
+            if set(e.ids) <= frame:
+                raise BertCoreError(
+                    f"sentence {'AB'[i]} holds only special tokens ({' '.join(dict.fromkeys(e.tokens))}); "
+                    "type some words"
+                )
         lengths = [len(e.ids) for e in encs]
         kept = _longest_first(lengths, max_length - (len(texts) + 1))
         truncation = Truncation(max_length, tuple(lengths), tuple(kept)) if kept != lengths else None
@@ -218,6 +233,7 @@ class WordPieceTokenizer:
             sequence_ids=seq_ids,
             word_ids=word_ids,
             truncation=truncation,
+            notes=notes,
         )
 
     def encode_plain(self, text: str) -> list[int]:

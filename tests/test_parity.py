@@ -131,3 +131,16 @@ def test_save_pretrained_round_trip_loads_in_transformers(tiny_dirs, tmp_path, k
     hf = cls.from_pretrained(tmp_path, attn_implementation="eager").eval()
     ids = torch.from_numpy(m.tokenizer.encode("the cat sat.").input_ids)[None]
     compare_batch(again, hf, ids, torch.zeros_like(ids), None, kind)
+
+
+def test_fused_qkv_cache_follows_weight_changes(tiny_dirs):
+    """The inference-time [W_q; W_k; W_v] cache is rebuilt when a weight changes in place."""
+    path = str(tiny_dirs["pretraining"][0])
+    m, fresh = bert_core.load_model(path), bert_core.load_model(path)
+    before = bert_core.analyze(m, "the cat sat.")
+    for model in (m.model, fresh.model):
+        with torch.no_grad():
+            model.bert.encoder.layer[0].attention.self.query.weight.mul_(3.0)
+    after, expected = bert_core.analyze(m, "the cat sat."), bert_core.analyze(fresh, "the cat sat.")
+    assert not np.allclose(before.attentions, after.attentions)
+    np.testing.assert_array_equal(after.attentions, expected.attentions)
