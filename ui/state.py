@@ -22,7 +22,12 @@ DEFAULT_PAIR = "It was very happy."
 # Public servers can turn off free hub ids (only the suggested ones stay) and local folders.
 ALLOW_FREE_HUB = os.environ.get("BERT_EXPLORER_ALLOW_FREE_HUB", "1") == "1"
 ALLOW_HUB = os.environ.get("BERT_EXPLORER_ALLOW_HUB", "1") == "1"
-LOCAL_ROOTS = [p for p in os.environ.get("BERT_EXPLORER_LOCAL_ROOTS", "").split(os.pathsep) if p]
+
+
+def local_roots() -> list[str]:
+    """Folders whose models the app may load by path; none unless the server configures them."""
+    return [p for p in os.environ.get("BERT_EXPLORER_LOCAL_ROOTS", "").split(os.pathsep) if p]
+
 
 # Query parameters that make a shared link reopen the same view.
 URL_KEYS = ("text", "pair", "model", "seed", "layer", "head", "k")
@@ -42,8 +47,7 @@ class Current:
 @st.cache_resource(show_spinner=False, max_entries=4)
 def shared_model(name: str) -> bert_core.LoadedModel:
     """One read-only model per process and name, shared by every session (never trained)."""
-    m = bert_core.load_model(None if name == "bundled" else name, allow_hub=ALLOW_HUB,
-                             local_roots=LOCAL_ROOTS or None)
+    m = bert_core.load_model(None if name == "bundled" else name, allow_hub=ALLOW_HUB, local_roots=local_roots())
     for p in m.model.parameters():
         p.requires_grad_(False)  # read-only: nothing may train or mutate the shared copy
     return m

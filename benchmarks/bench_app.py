@@ -1,0 +1,111 @@
+"""Server time of a rerun after a text edit, per page, and the time from launch to first page.
+
+    python benchmarks/bench_app.py [--reps 5]
+
+Reruns are timed with Streamlit's AppTest (the script runs in-process, as on the server) on the
+bundled model and on a bert-base-sized model with random weights (64 tokens of text), each edit
+a new text, so the analysis cache misses as it does for a user typing. Launch-to-first-page
+starts a real `streamlit run`, opens it in Debian's chromium and waits for the first page's
+content. Targets (issue 4): <= 150 ms per rerun (bundled), <= 600 ms (bert-base-sized).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy"]
+
+
+def time_reruns(model_dir: str | None, n_words: int, reps: int) -> dict[str, float]:
+    """Median seconds of a rerun after a text edit, per page."""
+    from streamlit.testing.v1 import AppTest
+
+    out = {}
+    for page in PAGES:
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+        at.run()
+        if model_dir:
+            at.sidebar.selectbox(key="model_choice").select("other hub id…").run()
+            at.sidebar.text_input(key="other_model").set_value(model_dir).run()
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+        times = []
+        for r in range(reps + 1):
+            words = [f"w{(i * 7 + r) % 500}" for i in range(n_words)] if model_dir else \
+                f"the cat sat on the mat number {r} and then it [MASK] away".split()
+            text = " ".join(words[: len(words) // 2] + ["[MASK]"] + words[len(words) // 2:])
+            at.sidebar.text_area(key="text").set_value(text)
+            t = time.perf_counter()
+            at.run()
+            dt = time.perf_counter() - t
+            assert not at.exception, [e.value for e in at.exception]
+            if r:  # the first rerun also warms caches of figures; report the steady state
+                times.append(dt)
+        out[page] = statistics.median(times)
+    return out
+
+
+def time_launch() -> float:
+    """Seconds from `streamlit run` to the first page's table drawn in chromium."""
+    from playwright.sync_api import sync_playwright
+
+    port = 8599
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
+                             "--server.headless", "true", "--server.port", str(port),
+                             "--server.address", "127.0.0.1"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.1)
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
+                                  args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                                        "--disable-component-update", "--disable-sync"])
+            page = b.new_page()
+            page.goto(f"http://127.0.0.1:{port}/")
+            page.wait_for_selector("[data-testid='stDataFrame']", timeout=120_000)
+            dt = time.perf_counter() - t0
+            b.close()
+        return dt
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+    from bench_analyze import make_checkpoint
+
+    bundled = time_reruns(None, 0, args.reps)
+    with tempfile.TemporaryDirectory() as d:
+        make_checkpoint(Path(d))
+        os.environ["BERT_EXPLORER_LOCAL_ROOTS"] = d
+        base = time_reruns(d, 60, args.reps)
+    print(f"{'page':<14} {'bundled ms':>11} {'bert-base ms':>13}")
+    for page in PAGES:
+        print(f"{page:<14} {bundled[page] * 1e3:>11.0f} {base[page] * 1e3:>13.0f}")
+    print(f"{'max':<14} {max(bundled.values()) * 1e3:>11.0f} {max(base.values()) * 1e3:>13.0f}"
+          "   (targets: 150 / 600)")
+    print(f"launch to first rendered page: {time_launch():.1f} s")
+
+
+if __name__ == "__main__":
+    main()

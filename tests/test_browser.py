@@ -1,0 +1,207 @@
+"""The real app in a real browser: `streamlit run` on loopback, Debian's chromium via Playwright.
+
+Every request that does not go to our own server is aborted, so these tests also prove the app
+renders with no network at all (bertviz included). Screenshots land in tests/output/.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.browser
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT = ROOT / "tests" / "output"
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
+PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A real Streamlit server for this module, on a free loopback port."""
+    port = free_port()
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    OUT.mkdir(parents=True, exist_ok=True)
+    log = open(OUT / "server.log", "w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
+         "--server.port", str(port), "--server.address", "127.0.0.1", "--global.developmentMode", "false"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"streamlit did not become healthy; see {OUT / 'server.log'}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "Debian's chromium is required (apt-get install chromium)"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+class PageWatch:
+    """A page whose console errors, page errors, dialogs and off-machine requests are recorded."""
+
+    def __init__(self, browser, base: str):
+        self.ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.base = base
+        self.errors: list[str] = []
+        self.blocked: list[str] = []
+        self.dialogs: list[str] = []
+        host = urllib.parse.urlparse(base).netloc
+
+        def route(r):
+            u = urllib.parse.urlparse(r.request.url)
+            if u.scheme in ("data", "blob", "about") or u.netloc == host:
+                r.continue_()
+            else:  # no network: anything off this machine fails, as it would offline
+                self.blocked.append(r.request.url)
+                r.abort()
+
+        self.ctx.route("**/*", route)
+        self.page = self.ctx.new_page()
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def dialog(d):
+            self.dialogs.append(d.message)
+            d.dismiss()
+
+        self.page.on("dialog", dialog)
+
+    def open(self, path: str):
+        self.page.goto(self.base + path, wait_until="domcontentloaded")
+        self.settle()
+        return self.page
+
+    def settle(self, timeout: float = 90):
+        """Wait until the app has rendered and is no longer running a script."""
+        p = self.page
+        p.wait_for_selector('[data-testid="stSidebar"]', timeout=timeout * 1000)
+        deadline = time.time() + timeout
+        time.sleep(1.0)
+        while time.time() < deadline:
+            if p.locator('[data-testid="stStatusWidget"]').count() == 0:
+                time.sleep(0.5)
+                if p.locator('[data-testid="stStatusWidget"]').count() == 0:
+                    return
+            time.sleep(0.3)
+        raise AssertionError("the app was still running after the timeout")
+
+    def assert_clean(self):
+        p = self.page
+        assert p.locator('[data-testid="stException"]').count() == 0, p.locator('[data-testid="stException"]')\
+            .first.inner_text()
+        # The only console errors tolerated are the ones our blocked off-machine requests cause.
+        real = [e for e in self.errors if "net::ERR_FAILED" not in e and "Failed to load resource" not in e]
+        assert not real, real
+        assert not self.dialogs, self.dialogs
+
+    def close(self):
+        self.ctx.close()
+
+
+@pytest.fixture
+def watch(browser, server):
+    w = PageWatch(browser, server)
+    yield w
+    w.close()
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_every_page_renders_offline(watch, name):
+    page = watch.open(f"/{name}")
+    watch.assert_clean()
+    assert page.locator("h1, h2, h3").count() > 0
+    if name in ("tokenization", "embeddings", "masking", "attention", "predictions", "training"):
+        page.wait_for_selector(".js-plotly-plot .main-svg, [data-testid='stDataFrame']", timeout=60_000)
+    if name in ("embeddings", "attention", "predictions", "masking"):
+        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+        assert page.locator(".js-plotly-plot").count() >= 1
+    page.screenshot(path=str(OUT / f"page_{name}.png"), full_page=True)
+    watch.assert_clean()
+
+
+def test_bertviz_views_draw_svg_with_no_network(watch):
+    page = watch.open("/attention")
+    frames = page.locator("iframe")
+    page.wait_for_function("document.querySelectorAll('iframe').length >= 2", timeout=60_000)
+    drawn = 0
+    for i in range(frames.count()):
+        fl = page.frame_locator("iframe").nth(i)
+        try:
+            fl.locator("svg").first.wait_for(timeout=30_000)
+        except Exception:
+            continue
+        drawn += int(fl.locator("svg line, svg rect, svg path").count() > 0)
+    assert drawn >= 2, f"bertviz frames with drawn SVG: {drawn}"
+    watch.assert_clean()
+
+
+def test_shared_url_reproduces_the_view(watch):
+    text = "The dog [MASK] over the fence."
+    q = urllib.parse.urlencode({"text": text, "layer": "1", "head": "2", "seed": "7"})
+    page = watch.open(f"/attention?{q}")
+    watch.assert_clean()
+    assert page.locator('[data-testid="stSidebar"] textarea').first.input_value() == text
+    body = page.locator('[data-testid="stMain"]').inner_text()
+    assert "Layer" in body or "layer" in body
+    # The view's settings stayed in the URL, so copying the address reopens this view.
+    current = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
+    assert current.get("layer") == ["1"] and current.get("head") == ["2"] and current.get("seed") == ["7"]
+
+
+def test_script_in_text_and_url_runs_nowhere(watch):
+    payload = '<script>alert("x")</script><img src=x onerror=alert(1)><b id="inj">bold</b>'
+    page = watch.open("/tokenization?" + urllib.parse.urlencode({"text": payload + " [MASK]"}))
+    watch.assert_clean()
+    assert page.locator("#inj").count() == 0
+    assert page.locator("img[src='x']").count() == 0
+    for name in ("attention", "predictions", "masking", "embeddings"):
+        page.goto(f"{watch.base}/{name}?" + urllib.parse.urlencode({"text": payload + " [MASK]"}))
+        watch.settle()
+        watch.assert_clean()
+        assert page.locator("#inj").count() == 0
+        for f in page.frames:
+            assert f.locator("#inj").count() == 0 and f.locator("img[src='x']").count() == 0
+    assert not watch.dialogs
