@@ -105,6 +105,8 @@ def set_url(**values) -> None:
             st.query_params.pop(k, None)
         elif st.query_params.get(k) != str(v):
             st.query_params[k] = str(v)
+        if k in ("layer", "head", "k") and v is not None:
+            st.session_state[f"url_{k}"] = v  # so the setting survives a page switch too
 
 
 def _int(v, default: int, lo: int, hi: int) -> int:
