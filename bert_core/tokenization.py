@@ -258,7 +258,16 @@ class WordPieceTokenizer:
         model = self._tok.model
         prefix = getattr(model, "continuing_subword_prefix", "##")
         max_chars = getattr(model, "max_input_chars_per_word", 100)
-        return [wordpiece_steps(w, self.vocab, self.unk_token, prefix, max_chars) for w, _ in self.words(text)]
+        out = []
+        # Special tokens typed in the text ([MASK], [SEP]...) are matched before WordPiece runs,
+        # as the real tokenizer does: they stay whole, with no search.
+        specials = "|".join(re.escape(t) for t in sorted(set(self.specials.values()), key=len, reverse=True))
+        for part in re.split(f"({specials})", self._mask_re.sub(self.mask_token, text)):
+            if part in self.specials.values():
+                out.append(WordSplit(part, [part]))
+            elif part:
+                out += [wordpiece_steps(w, self.vocab, self.unk_token, prefix, max_chars) for w, _ in self.words(part)]
+        return out
 
 
 def wordpiece_steps(word: str, vocab, unk_token: str = "[UNK]", prefix: str = "##",

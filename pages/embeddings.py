@@ -1,4 +1,86 @@
-"""Placeholder until this page lands."""
+"""Embeddings: the vector each token starts layer 1 with, term by term."""
+
+import pandas as pd
 import streamlit as st
 
-st.info("This page is being built.")
+import bert_core
+from bert_core import views
+from bert_core.figures.embeddings import embedding_heatmap, norms_figure, position_similarity_figure
+from ui.state import analysis, require_current
+from ui.widgets import chart, table
+
+cur = require_current()
+cfg = cur.model.config
+st.header("Embeddings")
+st.markdown(
+    "Before any attention, each token t becomes one vector of size H (here "
+    f"H = {cfg.hidden_size}): three rows looked up in three learned tables and added — the token's own "
+    "row (which token), a segment row (sentence A or B) and a position row (where it stands; BERT has no "
+    "other sense of order) — then normalised:"
+)
+st.latex(r"x_t = \mathrm{LayerNorm}\big(E_{tok}[\mathrm{id}_t] + E_{seg}[s_t] + E_{pos}[t]\big)")
+st.latex(r"\mathrm{LayerNorm}(v) = \gamma \odot \frac{v - \mathrm{mean}(v)}{\sqrt{\mathrm{var}(v) + \varepsilon}}"
+         r" + \beta")
+st.caption(f"mean and var are taken over the H = {cfg.hidden_size} numbers of one token; γ and β are learned "
+           f"vectors of size H; ε = {cfg.layer_norm_eps:g}. Table sizes here: E_tok {cfg.vocab_size:,} × H, "
+           f"E_seg {cfg.type_vocab_size} × H, E_pos {cfg.max_position_embeddings} × H.")
+
+with st.spinner("Running the model…"):
+    trace = analysis(cur)
+if trace is None:
+    st.stop()
+if trace.truncation is not None:
+    st.warning(trace.truncation.message)
+
+labels = views.token_labels(trace.tokens)
+pair = trace.text_pair is not None
+segments = trace.token_type_ids if pair else None
+
+st.subheader("The five steps, token by token")
+if cfg.hidden_size > 64:
+    n_dims = st.slider("Hidden dimensions shown (the first N)", 8, cfg.hidden_size, 64, key="emb_dims",
+                       help="Wide models have hundreds of dimensions; the first N are enough to see the patterns.")
+else:
+    n_dims = cfg.hidden_size
+parts = views.embedding_parts(trace.embeddings)
+tabs = st.tabs([views.EMBEDDING_TITLES[p] for p in views.EMBEDDING_PARTS])
+notes = {
+    "word": "One row per token id: a repeated token gets the very same row.",
+    "segment": "Only two rows exist: every A token gets one, every B token the other.",
+    "position": "Row t depends only on the position, not on the token: it is the same for every input.",
+    "sum": "What the three lookups add up to; its scale differs from token to token.",
+    "normed": "LayerNorm gives each row mean 0 and spread 1, then scales each dimension by γ and shifts it by β.",
+}
+for tab, part in zip(tabs, views.EMBEDDING_PARTS):
+    with tab:
+        st.caption(notes[part])
+        fig = embedding_heatmap(parts[part], labels, n_dims, views.EMBEDDING_TITLES[part], segments)
+        chart(fig, f"embedding {part}", key=f"chart-emb-{part}")
+
+if pair:
+    st.subheader("Sentence A and sentence B")
+    st.markdown(
+        "The strip left of each heatmap marks each token's segment. All A tokens (with [CLS] and the first "
+        "[SEP]) share **one** segment vector E_seg[0] and all B tokens share E_seg[1]; that single "
+        "difference is how BERT tells the two sentences apart (used by next-sentence prediction)."
+    )
+    table(pd.DataFrame(views.segment_rows(trace)), "segments", key="csv-segments", hide_index=True)
+
+st.subheader("How long is each vector?")
+st.caption("L2 norm ‖v‖ = sqrt(Σ v_i²) per token for each of the five. LayerNorm pulls every token to "
+           "about the same length, whatever the sum's length was; the table also shows each row's mean and "
+           "standard deviation over its H numbers before (sum) and after (normed) LayerNorm.")
+chart(norms_figure(views.token_norms(trace.embeddings), labels, views.EMBEDDING_TITLES, segments),
+      "embedding norms", key="chart-emb-norms")
+table(pd.DataFrame(views.norm_rows(trace)), "embedding norms", key="csv-emb-norms", hide_index=True)
+
+st.subheader("What the position embeddings learned")
+st.markdown(
+    "The cosine similarity cos(E_pos[i], E_pos[j]) of the learned position rows, for the first n positions. "
+    "A trained BERT shows a bright band along the diagonal: nearby positions get similar vectors, "
+    "which is how order enters the model."
+)
+max_pos = cfg.max_position_embeddings
+n_pos = st.slider("Positions n", 2, max_pos, min(64, max_pos), key="pos_n")
+chart(position_similarity_figure(bert_core.position_similarity(cur.model, n_pos)), "position similarity",
+      key="chart-pos-sim")

@@ -1,4 +1,85 @@
-"""Placeholder until this page lands."""
+"""Tokenization: how WordPiece cut the text into the pieces BERT reads."""
+
+import pandas as pd
 import streamlit as st
 
-st.info("This page is being built.")
+from bert_core import views
+from bert_core.figures.tokens import pieces_per_word_figure
+from ui.state import analysis, require_current
+from ui.widgets import chart, table
+
+cur = require_current()
+tok = cur.model.tokenizer
+st.header("Tokenization")
+st.markdown(
+    "BERT never sees letters or whole words: it sees **WordPiece tokens** from a fixed vocabulary "
+    f"(this model has {tok.vocab_size:,}). The text is normalised (e.g. lower-cased) and split into words "
+    "at spaces and punctuation; then each word is cut greedily, longest match first, into pieces the "
+    "vocabulary knows, a piece inside a word carrying the `##` prefix. A word with a stretch no "
+    "vocabulary entry matches becomes a single `[UNK]`; `[CLS]` starts the input and `[SEP]` closes each sentence."
+)
+
+with st.spinner("Tokenizing and running the model…"):
+    trace = analysis(cur)
+if trace is None:
+    st.stop()
+if trace.truncation is not None:
+    st.warning(trace.truncation.message + " The struck-through text below is what the model never sees.")
+
+counts = views.token_counts(trace, tok.all_special_ids, tok.unk_token_id)
+c1, c2, c3, c4 = st.columns(4)
+c1.metric("Words", counts["words"])
+c2.metric("Word pieces", counts["pieces"])
+c3.metric("[UNK] pieces", counts["unknown"])
+c4.metric("Tokens (with specials)", f"{counts['tokens']} / {cur.model.max_length}",
+          help="The model has one position embedding per position: longer inputs are cut.")
+
+st.subheader("The text, piece by piece")
+st.caption("Each highlight is one token over the characters it came from (hover for its position and id). "
+           "Words alternate blue and orange; pieces of one word alternate two shades. Grey chips are "
+           "special tokens, red marks [UNK].")
+st.html(views.tokens_html(trace, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
+
+st.subheader("Every token")
+st.caption("Position is the token's index t (it picks the position embedding); segment A/B picks the "
+           "segment embedding; characters are offsets into its own sentence.")
+tokens_df = pd.DataFrame(views.token_rows(trace, tok.all_special_ids, tok.unk_token_id))
+table(tokens_df.astype({"word index": "Int64"}), "tokens", key="csv-tokens", hide_index=True)
+
+st.subheader("How WordPiece split each word")
+st.markdown(
+    "For each word WordPiece tries the longest candidate first and drops one character at a time until "
+    "the vocabulary has it; then it continues from there with `##`. Pick a word to see every look-up."
+)
+sentences = [("A", trace.text)] + ([("B", trace.text_pair)] if trace.text_pair is not None else [])
+splits, rows = [], []
+specials = set(tok.specials.values())
+for name, text in sentences:
+    s = views.split_words(tok, text)
+    splits += s
+    rows += views.word_split_rows(s, tok.unk_token, specials, sentence=name)
+if trace.truncation is not None:
+    st.caption("Words of the whole text are listed, including those cut off above.")
+table(pd.DataFrame(rows), "word splits", key="csv-words", hide_index=True)
+
+unknown = [r for r in rows if r["[UNK]"] == "yes"]
+if unknown:
+    st.error(f"{len(unknown)} word(s) became [UNK]: some stretch of each matches no vocabulary entry, "
+             "so the whole word is replaced and BERT cannot tell these words apart.")
+    st.dataframe(pd.DataFrame(unknown)[["sentence", "word #", "word"]], hide_index=True, key="unk-words")
+
+if splits:
+    # Open on the most instructive word: an [UNK] if any, else the first one cut into several pieces.
+    default = next((i for i, r in enumerate(rows) if r["[UNK]"] == "yes"),
+                   next((i for i, r in enumerate(rows) if r["number of pieces"] > 1), 0))
+    pick = st.selectbox("Word", range(len(splits)), index=default, key="tok_word",
+                        format_func=lambda i: f"{rows[i]['sentence']}{rows[i]['word #']}: {rows[i]['word']}")
+    sp = splits[pick]
+    if not sp.steps:
+        st.info("A special token: it is matched whole in the raw text before WordPiece runs, never split.")
+    else:
+        # The word is user text: shown with st.code (plain text), never inside markdown.
+        st.markdown(f"**{len(sp.steps)} look-up(s)**, giving the pieces:")
+        st.code(" + ".join(sp.pieces), language=None)
+        table(pd.DataFrame(views.step_rows(sp)), "wordpiece steps", key="csv-steps", hide_index=True)
+    chart(pieces_per_word_figure(views.pieces_per_word(splits)), "pieces per word", key="chart-pieces")

@@ -79,7 +79,7 @@ def test_wordpiece_steps_replays_the_greedy_search(tok):
     assert [s.candidate for s in split.steps if s.found] == ["un", "##aff", "##able"]
     assert wordpiece_steps("xyz", {"x"}).pieces == ["[UNK]"]
     # The replay agrees with the real tokenizer on every word.
-    text = "The Café sat, unaffable! Playing€ zzq"
+    text = "The Café sat, [mask] unaffable! Playing€ zzq[MASK]"
     replay = [p for w in tok.split_words(text) for p in w.pieces]
     assert replay == tok.encode(text).tokens[1:-1]
 

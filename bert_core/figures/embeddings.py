@@ -1,0 +1,81 @@
+"""Figures for the Embeddings page: heatmaps, per-token norms, position similarity."""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+SEGMENT_COLORS = ("#4c78a8", "#f58518")  # sentence A, sentence B
+PART_COLORS = {"word": "#4c78a8", "segment": "#f58518", "position": "#54a24b", "sum": "#b279a2",
+               "normed": "#e45756"}
+
+
+def plot_text(s: str) -> str:
+    """Plotly reads a few HTML tags (<b>, <br>) in labels: escape so tokens show as typed."""
+    return html.escape(s, quote=False)
+
+
+def _height(n_rows: int) -> int:
+    return int(min(1400, max(260, 18 * n_rows + 120)))
+
+
+def embedding_heatmap(values: np.ndarray, labels: list[str], n_dims: int, title: str,
+                      segments: np.ndarray | None = None) -> go.Figure:
+    """Tokens x first `n_dims` hidden dims of a (T, H) array; with `segments`, a strip marks A/B."""
+    z = values[:, :n_dims]  # (T, n_dims)
+    y = [plot_text(s) for s in labels]
+    heat = go.Heatmap(z=z, x=list(range(z.shape[1])), y=y, colorscale="RdBu", zmid=0, reversescale=True,
+                      colorbar=dict(title="value"),
+                      hovertemplate="token %{y}<br>dim %{x}<br>value %{z:.4f}<extra></extra>")
+    if segments is None:
+        fig = go.Figure(heat)
+        fig.update_xaxes(title_text="hidden dimension")
+    else:
+        fig = make_subplots(rows=1, cols=2, shared_yaxes=True, column_widths=[0.05, 0.95], horizontal_spacing=0.01)
+        seg = np.asarray(segments).reshape(-1, 1)  # (T, 1)
+        fig.add_trace(go.Heatmap(z=seg, x=["segment"], y=y, zmin=0, zmax=1, showscale=False,
+                                 colorscale=[[0, SEGMENT_COLORS[0]], [1, SEGMENT_COLORS[1]]],
+                                 text=[["AB"[int(s)]] for s in seg[:, 0]], texttemplate="%{text}",
+                                 hovertemplate="token %{y}<br>segment %{text}<extra></extra>"), row=1, col=1)
+        fig.add_trace(heat, row=1, col=2)
+        fig.update_xaxes(title_text="hidden dimension", row=1, col=2)
+    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_layout(title=title, height=_height(len(labels)), margin=dict(l=10, r=10, t=50, b=40))
+    return fig
+
+
+def norms_figure(norms: dict[str, np.ndarray], labels: list[str], titles: dict[str, str] | None = None,
+                 segments: np.ndarray | None = None) -> go.Figure:
+    """One line per embedding part: the L2 norm of each token's vector; sentence B shaded."""
+    x = [plot_text(s) for s in labels]
+    fig = go.Figure()
+    for name, vals in norms.items():
+        fig.add_trace(go.Scatter(x=x, y=vals, mode="lines+markers", name=(titles or {}).get(name, name),
+                                 line=dict(color=PART_COLORS.get(name)),
+                                 hovertemplate="%{x}<br>|v| = %{y:.3f}<extra>" + name + "</extra>"))
+    if segments is not None:
+        b = np.flatnonzero(np.asarray(segments) == 1)
+        if len(b):
+            fig.add_vrect(x0=b[0] - 0.5, x1=b[-1] + 0.5, fillcolor=SEGMENT_COLORS[1], opacity=0.12, line_width=0,
+                          annotation_text="sentence B", annotation_position="bottom left")
+    # Log scale: LayerNorm's output is ~sqrt(H) long, the looked-up rows often far shorter.
+    fig.update_layout(title="L2 norm per token (log scale)", yaxis_title="L2 norm", yaxis_type="log", yaxis_dtick="D2",
+                      height=420, xaxis_type="category", legend=dict(orientation="h", yanchor="top", y=-0.3),
+                      margin=dict(l=40, r=20, t=50, b=40))
+    return fig
+
+
+def position_similarity_figure(sim: np.ndarray) -> go.Figure:
+    """Heatmap of cos(E_pos[i], E_pos[j]) for positions 0..n-1."""
+    n = sim.shape[0]
+    fig = go.Figure(go.Heatmap(z=sim, x=list(range(n)), y=list(range(n)), colorscale="RdBu", reversescale=True,
+                               zmin=-1, zmax=1, colorbar=dict(title="cosine"),
+                               hovertemplate="positions %{y} and %{x}<br>cosine %{z:.3f}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed", title_text="position i", scaleanchor="x", constrain="domain")
+    fig.update_xaxes(title_text="position j", constrain="domain")
+    fig.update_layout(title=f"Cosine similarity of position embeddings 0..{n - 1}", height=560,
+                      margin=dict(l=40, r=20, t=50, b=40))
+    return fig
