@@ -143,7 +143,8 @@ class BertSelfAttention(nn.Module):
             p = self.dropout.p if self.training else 0.0
             ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, nh, T, hs)
             return ctx.transpose(1, 2).reshape(B, T, H), None
-        scores = torch.matmul(q, k.transpose(-1, -2)) * (hs**-0.5)  # (B, nh, T, T)
+        # (Q / sqrt(d_k)) K^T equals Q K^T / sqrt(d_k); scaling Q touches T*d_k numbers, not T*T.
+        scores = torch.matmul(q * (hs**-0.5), k.transpose(-1, -2))  # (B, nh, T, T)
         if mask is not None:
             scores = scores + mask  # (B, 1, 1, T): 0 for real tokens, a huge negative for padding
         probs = scores.softmax(dim=-1)  # (B, nh, T, T), each row sums to 1
