@@ -126,11 +126,12 @@ class TextDataset:
             rows.append([cls, *a, sep, *b, sep])
             segs.append([0] * (len(a) + 2) + [1] * (len(b) + 1))
             nsp_labels.append(0 if is_next else 1)
-        T = max(len(r) for r in rows)
-        ids = torch.full((batch_size, T), self.tok.pad_token_id, dtype=torch.long)
-        types = torch.zeros((batch_size, T), dtype=torch.long)
-        attn = torch.zeros((batch_size, T), dtype=torch.long)
-        special = torch.ones((batch_size, T), dtype=torch.long)
+        # A corpus with fewer lines than batch_size gives a smaller batch, not rows of padding.
+        B, T = len(rows), max(len(r) for r in rows)
+        ids = torch.full((B, T), self.tok.pad_token_id, dtype=torch.long)
+        types = torch.zeros((B, T), dtype=torch.long)
+        attn = torch.zeros((B, T), dtype=torch.long)
+        special = torch.ones((B, T), dtype=torch.long)
         for r, (row, seg) in enumerate(zip(rows, segs)):
             ids[r, : len(row)] = torch.tensor(row)
             types[r, : len(seg)] = torch.tensor(seg)

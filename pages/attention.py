@@ -1,4 +1,120 @@
-"""Placeholder until this page lands."""
+"""Attention: every head's softmax(QK^T / sqrt(d_k)) map as heatmaps, plus bertviz's head and model views."""
+
 import streamlit as st
 
-st.info("This page is being built.")
+from bert_core import BertCoreError
+from bert_core.bertviz_html import head_view_height, head_view_html, model_view_height, model_view_html
+from bert_core.figures import attention as fa
+from ui.state import analysis, require_current, set_url, url_int
+from ui.widgets import chart
+
+
+def selector_ui(label: str, key: str, url_key: str, n: int, container, **kwargs) -> int:
+    """A 0-based index selector that starts at the shared link's value and stays in range for this model."""
+    kept = f"{key}_kept"  # a plain key: Streamlit forgets widget state while another page is shown
+    if st.session_state.get(key) is None or st.session_state[key] >= n:  # first visit, or a smaller model
+        st.session_state[key] = min(st.session_state.get(kept, url_int(url_key, 0, 0, n - 1)), n - 1)
+    st.session_state[kept] = container.selectbox(label, list(range(n)), key=key, **kwargs)
+    return st.session_state[kept]
+
+
+cur = require_current()
+st.header("Attention")
+st.markdown(
+    "In every layer, each head projects every token to a query **q**, a key **k** and a value **v** "
+    "(each of size d_k = hidden size / heads) and mixes the values with the weights"
+)
+st.latex(r"A = \mathrm{softmax}\!\left(\frac{Q K^\top}{\sqrt{d_k}}\right)")
+st.caption(
+    "Row i of A is how query token i spreads its attention over the key tokens j: every row sums to 1. "
+    "Dividing by √d_k keeps the dot products from growing with the head size, so the softmax stays soft."
+)
+
+with st.spinner("Running the model…"):
+    trace = analysis(cur)
+if trace is None:
+    st.stop()
+if trace.truncation is not None:
+    st.info(trace.truncation.message)
+
+n_layers, n_heads, n_tokens = trace.attentions.shape[:3]  # (L, nh, T, T)
+n = fa.capped(n_tokens, fa.ATTENTION_TOKEN_CAP)
+if n < n_tokens:
+    st.warning(
+        f"This input has {n_tokens} tokens. To stay fast, the maps below show only the first {n} tokens "
+        f"(the top-left {n}×{n} block of each {n_tokens}×{n_tokens} map), so a row can sum to less than 1."
+    )
+att, tokens = fa.crop(trace.attentions, trace.tokens, n)  # (L, nh, n, n)
+
+c1, c2, c3 = st.columns(3)
+layer = selector_ui("Layer", "attn_layer", "layer", n_layers, c1, help="0 is the first layer.")
+average = c3.toggle("Average over heads", key="attn_average",
+                    help="Show the mean of all heads of this layer instead of one head.")
+head = selector_ui("Head", "attn_head", "head", n_heads, c2, disabled=average)
+set_url(layer=layer, head=head)
+fixed = st.toggle("Fixed colour scale 0 to 1", key="attn_fixed",
+                  help="On: the same scale in every map, so heads and layers compare. "
+                       "Off: the scale runs to each map's largest weight, so faint patterns show.")
+zmax = 1.0 if fixed else None
+
+st.subheader("One head" if not average else "All heads, averaged")
+if average:
+    fig = fa.head_average_figure(att[layer], tokens, layer, zmax=zmax)
+    chart(fig, f"attention layer {layer} average", key="attn-main")
+else:
+    fig = fa.head_heatmap(att[layer, head], tokens, f"Layer {layer}, head {head}", zmax=zmax)
+    chart(fig, f"attention layer {layer} head {head}", key="attn-main")
+st.caption("Hover a cell for query → key and its weight. Labels start with the token's position, "
+           "so repeated words (and two [MASK]s) stay apart.")
+
+st.subheader(f"Every head of layer {layer}")
+chart(fa.layer_grid(att[layer], tokens, layer, zmax=zmax), f"attention layer {layer} all heads", key="attn-grid")
+
+st.markdown(
+    "**How to read the maps**\n"
+    "- A bright column: many queries look at the same key. In trained BERTs this is often "
+    "[CLS] or [SEP], a *sink* where a head parks attention when it has nothing useful to do.\n"
+    "- A bright diagonal (or the diagonal just beside it): the head attends to the token itself "
+    "(or to the previous / next token): a positional head.\n"
+    "- Scattered bright cells: content heads that link related words (a verb and its object, "
+    "a pronoun and its noun, a [MASK] and the words that help guess it).\n"
+    "- Lower layers tend to be broad and positional; higher layers sharper and more specific. "
+    "Attention shows where a head reads from, not why the model predicts what it does."
+)
+chart(fa.special_share_figure(fa.special_share(trace.attentions, trace.special_tokens_mask)),
+      "attention share on cls and sep", key="attn-special")
+st.caption("Each cell: the mean, over all query tokens of the full input, of the weight a head gives to "
+           "[CLS] and [SEP] together. Values near 1 mark sink heads.")
+
+st.subheader("bertviz: the same weights as lines")
+show = st.toggle("Show the bertviz views", value=True, key="attn_bertviz",
+                 help="Each view is a small web page of its own; turn them off for a faster page.")
+if show:
+    nb = fa.capped(n_tokens, fa.BERTVIZ_TOKEN_CAP)
+    if nb < n_tokens:
+        st.info(f"bertviz draws one line per pair of tokens, so it shows only the first {nb} of the "
+                f"{n_tokens} tokens.")
+    b_att, b_tokens = fa.crop(trace.attentions, trace.tokens, nb)  # (L, nh, nb, nb)
+    b_start = fa.sentence_b_start(trace.token_type_ids, nb)
+    layers = fa.bertviz_layers(n_layers, n_heads, nb, layer)
+    if len(layers) < n_layers:
+        st.caption(f"To keep the page light, bertviz shows layers {layers[0]}–{layers[-1]} of 0–{n_layers - 1} "
+                   f"(those around the layer chosen above; {n_layers} layers × {n_heads} heads would be "
+                   "too many lines for the browser).")
+    if b_start is not None:
+        st.caption("Sentence pair: bertviz's filter menu shows A→A, B→B, A→B and B→A attention.")
+    try:
+        with st.spinner("Building the bertviz views…"):
+            head_doc = head_view_html(b_att, b_tokens, sentence_b_start=b_start, layer=layer, include_layers=layers)
+            model_doc = model_view_html(b_att, b_tokens, sentence_b_start=b_start, include_layers=layers,
+                                        display_mode="light")
+    except BertCoreError as e:
+        st.warning(f"bertviz cannot draw this input: {e}")
+    else:
+        # st.iframe puts each document in a srcdoc iframe, as components.v1.html (now deprecated) did.
+        st.markdown("**Head view.** Left: query tokens, right: key tokens; line opacity is the weight. "
+                    "Colours are heads: double-click a colour to show only that head, hover a token to see "
+                    "only its lines.")
+        st.iframe(head_doc, height=head_view_height(nb))
+        st.markdown("**Model view.** Every layer (rows) × head (columns) as a thumbnail; click one to enlarge it.")
+        st.iframe(model_doc, height=model_view_height(len(layers), n_heads, nb))

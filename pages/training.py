@@ -1,4 +1,286 @@
-"""Placeholder until this page lands."""
+"""Training: pretrain a small BERT live in this session and watch its loss, guesses and attention."""
+
+import pandas as pd
 import streamlit as st
 
-st.info("This page is being built.")
+import bert_core
+from bert_core.corpus import MAX_USER_CORPUS_BYTES
+from bert_core.figures.training import attention_heatmap, loss_figure
+from bert_core.session_training import (
+    DEFAULT_PRESET,
+    FINISHED,
+    IDLE,
+    MAX_STEPS,
+    MAX_TRAIN_SECONDS,
+    PAUSED,
+    QUEUED,
+    RUNNING,
+    TrainingSession,
+    TrainSettings,
+    builtin_lines,
+    bundled_tokenizer,
+    decode_upload,
+    preset_parameters,
+    probe_history_rows,
+    probe_rows,
+    probe_sentences,
+    user_lines,
+)
+from bert_core.training import PRESETS
+from ui.state import require_current
+from ui.widgets import chart, table
+
+TICK_SECONDS = 1.0  # the live view refreshes this often while training
+TRAIN_SECONDS = 0.6  # of each refresh spent training; the rest draws the page
+CORPORA = ("Built-in: WordNet glosses", "Paste text", "Upload a .txt file")
+CORPUS_NAMES = dict(zip(CORPORA, ("the built-in WordNet glosses", "pasted text", "an uploaded file")))
+LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
+WIDGET_KEYS = ("train_corpus", "train_text", "train_preset", "train_lr", "train_mask_p", "train_seed",
+               "train_max_steps")
+
+cur = require_current()
+ts: TrainingSession = st.session_state.setdefault("train_session", TrainingSession())
+
+st.header("Training")
+st.markdown(
+    "Pretrain a small BERT from random weights, live, on the masked-language-model task. Each **step** "
+    "takes a batch of 32 lines, draws a fresh masking (each token selected with probability p; of those "
+    "80% → [MASK], 10% → random token, 10% kept), and takes one AdamW step on the cross-entropy at the "
+    "selected positions S:"
+)
+st.latex(r"\mathcal{L} = -\frac{1}{|S|}\sum_{i \in S} \log p_\theta\big(x_i \mid \tilde{x}\big)")
+st.caption(
+    "x̃ is the corrupted line, x_i the original token at position i. A model that guesses uniformly over "
+    "the V word pieces has loss ln V (ln 8000 ≈ 9.0); the loss falls as it learns which words are common, "
+    "then which fit their context. The learning rate rises linearly over the first 10% of steps (warm-up, "
+    "at most 100) and then falls linearly to 0 at the last step."
+)
+
+msg = st.session_state.pop("train_msg", None)
+if msg:
+    st.success(msg)
+
+
+def _tokenizer() -> bert_core.WordPieceTokenizer:
+    """The bundled model's tokenizer, for every corpus (see the caption under the settings)."""
+    return cur.model.tokenizer if cur.model.source == "bundled" else bundled_tokenizer()
+
+
+def _init_widgets() -> dict:
+    """Widget values outlive visits to other pages (streamlit forgets widgets a page did not draw)."""
+    saved = st.session_state.setdefault("train_saved", {
+        "train_corpus": CORPORA[0], "train_text": "", "train_preset": DEFAULT_PRESET, "train_lr": 1e-3,
+        "train_mask_p": 0.15, "train_seed": cur.seed, "train_max_steps": 500,
+    })
+    for k, v in saved.items():
+        st.session_state.setdefault(k, v)
+    return saved
+
+
+def settings_ui(locked: bool) -> TrainSettings:
+    """Model size, learning rate, mask probability, seed and step budget (locked while a run exists)."""
+    c1, c2, c3, c4, c5 = st.columns([3, 2, 2, 2, 2])
+    preset = c1.selectbox("Model size", list(PRESETS), key="train_preset", disabled=locked)
+    lr = c2.select_slider("Learning rate", LEARNING_RATES, key="train_lr", disabled=locked,
+                          format_func=lambda v: f"{v:g}", help="The peak, reached after warm-up.")
+    p = c3.slider("Mask probability p", 0.05, 0.5, step=0.05, key="train_mask_p", disabled=locked,
+                  help="Share of tokens selected for prediction (BERT uses 0.15).")
+    seed = c4.number_input("Seed", 0, 2**31 - 1, step=1, key="train_seed", disabled=locked,
+                           help="Fixes the initial weights, the batches, the masking draws and dropout.")
+    steps = c5.number_input("Max steps", 10, MAX_STEPS, step=50, key="train_max_steps", disabled=locked,
+                            help=f"At most {MAX_STEPS:,} steps and {MAX_TRAIN_SECONDS / 60:g} minutes of training.")
+    vocab = _tokenizer().vocab_size
+    st.caption(
+        f"{preset_parameters(preset, vocab):,} parameters. Every run uses the bundled model's WordPiece "
+        f"vocabulary ({vocab:,} pieces), also for your own text: learning a new vocabulary would take longer "
+        "than the training itself; words it lacks are split into smaller pieces (or become [UNK])."
+    )
+    return TrainSettings(preset=preset, lr=float(lr), mlm_probability=float(p), seed=int(seed),
+                         max_steps=int(steps))
+
+
+def corpus_ui(locked: bool):
+    """The corpus choice; returns (kind, pasted text, uploaded file or None)."""
+    kind = st.radio("Corpus", CORPORA, key="train_corpus", horizontal=True, disabled=locked)
+    text, upload = "", None
+    if locked:
+        t = ts.trainer
+        st.caption(f"Training on {ts.corpus_name}: {len(t.data.lines):,} lines, {t.data.n_tokens:,} word pieces.")
+    elif kind == CORPORA[0]:
+        st.caption(f"An evenly spaced sample of {len(builtin_lines()):,} WordNet 3.0 glosses (short definitions "
+                   "of English words), one a line.")
+    elif kind == CORPORA[1]:
+        text = st.text_area("Your text: one sentence (or short paragraph) a line", key="train_text", height=160,
+                            max_chars=MAX_USER_CORPUS_BYTES,
+                            placeholder="The cat sat on the mat.\nThe dog sat on the rug.\n…")
+        st.caption(f"At least 10 words on two lines, at most {MAX_USER_CORPUS_BYTES:,} bytes.")
+    else:
+        upload = st.file_uploader("A plain-text (UTF-8) .txt file", type=["txt"], key="train_upload",
+                                  max_upload_size=max(1, MAX_USER_CORPUS_BYTES // 1_000_000))
+        st.caption(f"At most {MAX_USER_CORPUS_BYTES:,} bytes; one sentence (or short paragraph) a line.")
+    return kind, text, upload
+
+
+def set_up(kind: str, text: str, upload, settings: TrainSettings) -> bool:
+    """Build the corpus, model and trainer; a plain message and False when something is wrong."""
+    try:
+        with st.spinner("Preparing the corpus and building the model…"):
+            if kind == CORPORA[0]:
+                lines = builtin_lines()
+            elif kind == CORPORA[1]:
+                lines = user_lines(text)
+            elif upload is None:
+                raise bert_core.BertCoreError("choose a .txt file to upload first")
+            else:
+                lines = user_lines(decode_upload(upload.getvalue()))
+            ts.setup(_tokenizer(), lines, settings, corpus_name=CORPUS_NAMES[kind],
+                     probes=probe_sentences(cur.text))
+        return True
+    except bert_core.BertCoreError as e:
+        st.error(f"Cannot start: {e}")
+        return False
+
+
+def controls_ui(kind: str, text: str, upload, settings: TrainSettings) -> None:
+    """Start / Pause / Run 10 steps / Reset."""
+    live = ts.state in (RUNNING, QUEUED)
+    c1, c2, c3, c4 = st.columns(4)
+    start = c1.button("Resume" if ts.state == PAUSED and ts.step else "Start", key="train_start", type="primary",
+                      disabled=live or ts.state == FINISHED, width="stretch")
+    pause = c2.button("Pause", key="train_pause", disabled=not live, width="stretch")
+    ten = c3.button("Run 10 steps", key="train_ten", disabled=live or ts.state == FINISHED, width="stretch",
+                    help="Exactly ten steps, then stop: handy for following the loss step by step.")
+    reset = c4.button("Reset", key="train_reset", disabled=ts.state == IDLE, width="stretch",
+                      help="Forget this run's model and history (a model you stored with 'Use this model' stays).")
+    if (start or ten) and ts.state == IDLE and not set_up(kind, text, upload, settings):
+        return
+    if start:
+        ts.start()
+        st.rerun()
+    if ten:
+        with st.spinner("Running 10 steps…"):
+            done = ts.run_steps(10)
+        if done is None:
+            st.warning("All training slots are busy right now: try again in a moment.")
+            return
+        st.rerun()
+    if pause:
+        ts.pause()
+        st.rerun()
+    if reset:
+        ts.reset()
+        st.rerun()
+
+
+def status_ui() -> None:
+    """The metrics row, and a note while waiting for a slot or after the run ended."""
+    status = ts.status(smoothing=st.session_state.get("train_smooth", 0.9))
+    shown = status.display()
+    for row in (shown[:4], shown[4:]):  # two rows: seven metrics do not fit side by side
+        for col, (label, value) in zip(st.columns(4), row):
+            col.metric(label, value)
+    if ts.state == QUEUED:
+        st.info(
+            f"All training slots on this server are in use: you are number {status.queue_position or 1} in line. "
+            f"Training starts by itself when a slot frees up (each run trains for at most "
+            f"{MAX_TRAIN_SECONDS / 60:g} minutes). Keep this page open."
+        )
+    elif ts.state == FINISHED:
+        st.success(f"Finished: {ts.finish_reason}. Use or download the model below; Reset to train another.")
+    elif ts.state == PAUSED and ts.step:
+        st.caption("Paused. Training only runs while this page is open: leaving it pauses the run in effect.")
+
+
+def curves_ui() -> None:
+    """The loss curves, per outcome of the 80/10/10 draw, and the masked-token accuracy."""
+    st.subheader("Loss")
+    smoothing = st.slider("Smoothing", 0.0, 0.99, 0.9, 0.01, key="train_smooth",
+                          help="Exponential moving average s ← a·s + (1−a)·loss, like TensorBoard's.")
+    chart(loss_figure(ts.curves(smoothing)), "training loss", key="train-loss")
+    st.caption(
+        "The thick line is the loss the optimiser minimises. The thin lines split it by what happened to "
+        "the selected token: replaced by [MASK], replaced by a random token, or kept. Kept tokens are "
+        "the easiest (the answer is in the input, once the model learns to trust it); random ones are "
+        "usually the hardest, because the input points the wrong way. The dotted grey line (right axis) is "
+        "how often the top guess is the original token. Only about 1.5% of tokens are random or kept, so "
+        "those two lines are noisy."
+    )
+
+
+def probes_ui() -> None:
+    """The model's top guesses for the probe sentences at the last probe, and how they changed."""
+    probe = ts.last_probe
+    st.subheader(f"What it guesses (step {probe.step})")
+    st.caption(
+        f"Every {ts.trainer.cfg.probe_every} steps the model (dropout off) fills in the [MASK] of a few fixed "
+        "sentences. If the sidebar text is short and has a [MASK], it is the first probe."
+    )
+    table(pd.DataFrame(probe_rows(probe)), "probe predictions", key="csv-train-probe", hide_index=True)
+    with st.expander("Top guess at every probe step"):
+        table(pd.DataFrame(probe_history_rows(ts.probes)), "probe history", key="csv-train-history",
+              hide_index=True)
+
+
+def attention_ui() -> None:
+    """One head's attention on the first probe sentence, at the last probe."""
+    probe = ts.last_probe
+    st.subheader("Attention on the first probe")
+    n_layers, n_heads = probe.attentions.shape[:2]  # (L, nh, T, T)
+    c1, c2 = st.columns(2)
+    if st.session_state.get("train_layer", 0) >= n_layers or st.session_state.get("train_head", 0) >= n_heads:
+        st.session_state["train_layer"], st.session_state["train_head"] = 0, 0  # a smaller model than before
+    layer = c1.selectbox("Layer", list(range(n_layers)), key="train_layer", help="0 is the first layer.")
+    head = c2.selectbox("Head", list(range(n_heads)), key="train_head")
+    chart(attention_heatmap(probe.attentions[layer, head], probe.tokens,
+                            f"layer {layer}, head {head}, step {probe.step}"),
+          "training attention", key="train-attn")
+    st.caption(
+        "Row i shows how token i spreads its attention over the tokens (each row sums to 1). At step 0 the "
+        "weights are random and every row is nearly uniform; watch patterns form as the model learns."
+    )
+
+
+saved = _init_widgets()
+locked = ts.state != IDLE
+st.subheader("Set up")
+kind, text, upload = corpus_ui(locked)
+settings = settings_ui(locked)
+saved.update({k: st.session_state[k] for k in WIDGET_KEYS if k in st.session_state})
+controls_ui(kind, text, upload, settings)
+
+if ts.trainer is None:
+    st.info("Pick a corpus and a model size, then press **Start** (or **Run 10 steps**).")
+    st.stop()
+
+
+@st.fragment(run_every=TICK_SECONDS if ts.state in (RUNNING, QUEUED) else None)
+def live_ui() -> None:
+    """Train a little, then redraw: runs every TICK_SECONDS while the run is live and the page is open."""
+    before = ts.state
+    ts.advance(TRAIN_SECONDS)
+    if before in (RUNNING, QUEUED) and ts.state not in (RUNNING, QUEUED):
+        st.rerun()  # the run just finished: redraw the buttons and stop the timer
+    status_ui()
+    curves_ui()
+    probes_ui()
+    attention_ui()
+
+
+live_ui()
+
+st.subheader("Keep the model")
+c1, c2 = st.columns(2)
+if c1.button("Use this model", key="train_use", type="primary", width="stretch",
+             help="Copy the model as it is now into the sidebar's model list, for every page."):
+    st.session_state["session_model"] = ts.snapshot()
+    st.session_state["session_model_version"] = st.session_state.get("session_model_version", 0) + 1
+    st.session_state["train_msg"] = (
+        f"Stored a copy of your model at step {ts.step}: choose “my trained model (this session)” in the "
+        "sidebar's Model list to explore it on every page. Further training does not change the copy."
+    )
+    st.rerun()
+c2.download_button("Download checkpoint (.zip)", data=ts.checkpoint_zip, file_name="bert-explorer-model.zip",
+                   mime="application/zip", key="train_download", on_click="ignore", width="stretch",
+                   help="config.json, model.safetensors and the tokenizer: bert_core.load_model(folder) and "
+                        "transformers' BertForMaskedLM.from_pretrained(folder) both read it.")
+st.caption("Your run lives in this browser session only: closing the tab discards it.")

@@ -1,0 +1,164 @@
+"""Attention page: token labels, token caps, and plotly figures of attention maps (arrays in, figures out).
+
+Every map is A = softmax(Q K^T / sqrt(d_k)) of one head: row i is how query token i spreads its
+attention over the key tokens j, so each full row sums to 1.
+"""
+
+from __future__ import annotations
+
+import html
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+# The plotly views draw at most this many tokens (a T x T heatmap per head gets slow beyond it).
+ATTENTION_TOKEN_CAP = 128
+# bertviz draws one SVG line per (query, key) pair: it gets heavy sooner than plotly.
+BERTVIZ_TOKEN_CAP = 64
+# At most this many attention weights (layers x heads x T x T) go into one bertviz view; more
+# layers than that fit are shown as a window around the chosen layer (bert-large: 24 x 16 heads).
+BERTVIZ_MAX_WEIGHTS = 200_000
+
+COLORSCALE = "Blues"
+HOVER = "query %{y} → key %{x}: %{z:.3f}<extra></extra>"
+
+
+def token_labels(tokens: list[str]) -> list[str]:
+    """Unique, markup-free axis labels: the position, then the token with & < > escaped.
+
+    Plotly reads labels as a small HTML subset (and decodes &lt; &gt; &amp;), so escaped user
+    text is shown literally and never becomes markup. The position keeps repeated tokens apart.
+    Example: ["[CLS]", "the", "<b>", "the"] -> ["0 [CLS]", "1 the", "2 &lt;b&gt;", "3 the"]
+    """
+    return [f"{i} {html.escape(t, quote=False)}" for i, t in enumerate(tokens)]
+
+
+def capped(n_tokens: int, cap: int) -> int:
+    """How many tokens a view draws: all of them, or the first `cap`."""
+    return min(int(n_tokens), int(cap))
+
+
+def sentence_b_start(token_type_ids: np.ndarray, n_tokens: int | None = None) -> int | None:
+    """Index of the first sentence-B token (first token_type_id == 1), or None for one sentence.
+
+    With `n_tokens` (a capped view), None also when B starts at or after the cut, so bertviz
+    gets a split with both sentences non-empty.
+    Example: [0, 0, 0, 0, 1, 1] -> 4; with n_tokens=4 -> None
+    """
+    ids = np.asarray(token_type_ids)[: n_tokens]
+    hits = np.flatnonzero(ids == 1)
+    if hits.size == 0 or hits[0] == 0:
+        return None
+    return int(hits[0])
+
+
+def crop(attentions: np.ndarray, tokens: list[str], n: int) -> tuple[np.ndarray, list[str]]:
+    """The first `n` tokens' block of every map: (L, nh, T, T) -> (L, nh, n, n), and their tokens.
+
+    A cropped row sums to less than 1 when the cut-off tokens received some of its attention.
+    """
+    return np.asarray(attentions)[:, :, :n, :n], list(tokens[:n])
+
+
+def head_average(layer_attention: np.ndarray) -> np.ndarray:
+    """Mean attention over the heads of one layer: (nh, T, T) -> (T, T); rows still sum to 1."""
+    return np.asarray(layer_attention).mean(axis=0)
+
+
+def special_share(attentions: np.ndarray, special_mask: np.ndarray) -> np.ndarray:
+    """Share of each head's attention that lands on [CLS]/[SEP], averaged over queries. (L, nh)."""
+    keys = np.asarray(special_mask).astype(bool)  # (T,)
+    return np.asarray(attentions)[..., keys].sum(axis=-1).mean(axis=-1)  # (L, nh, T, S) -> (L, nh)
+
+
+def bertviz_layers(n_layers: int, n_heads: int, n_tokens: int, layer: int,
+                   max_weights: int = BERTVIZ_MAX_WEIGHTS) -> list[int]:
+    """The layers a bertviz view shows: all if they fit `max_weights`, else a window holding `layer`.
+
+    Example: 24 layers, 16 heads, 64 tokens -> 65,536 weights per layer -> 3 layers, e.g. [10, 11, 12].
+    """
+    per_layer = n_heads * n_tokens * n_tokens
+    k = max(1, min(n_layers, max_weights // max(per_layer, 1)))
+    start = min(max(layer - k // 2, 0), n_layers - k)
+    return list(range(start, start + k))
+
+
+def _top(z: np.ndarray, zmax: float | None) -> float:
+    """The top of the colour scale: `zmax`, or the largest weight (0 stays white either way)."""
+    return float(zmax) if zmax is not None else max(float(np.max(z)), 1e-6)
+
+
+def _heatmap(z: np.ndarray, labels: list[str], **kw) -> go.Heatmap:
+    # float32: plotly sends numpy arrays as binary, so this halves the figure's size (colours and
+    # 3-decimal hovers cannot show the difference).
+    return go.Heatmap(z=np.asarray(z, dtype=np.float32), x=labels, y=labels,
+                      hovertemplate=HOVER, **kw)
+
+
+def head_heatmap(matrix: np.ndarray, tokens: list[str], title: str = "", zmax: float | None = 1.0) -> go.Figure:
+    """One attention map (T, T) as a heatmap: rows = query tokens, columns = key tokens.
+
+    `zmax=1.0` fixes the colour scale at 0..1 so maps compare; None runs it from 0 to this map's largest weight.
+    """
+    z = np.asarray(matrix)
+    t = len(tokens)
+    if z.shape != (t, t):
+        raise ValueError(f"attention map has shape {z.shape}, expected ({t}, {t}) for {t} tokens")
+    labels = token_labels(tokens)
+    small = t <= 16  # few enough cells to print the weights in them
+    fig = go.Figure(_heatmap(z, labels, zmin=0.0, zmax=_top(z, zmax), colorscale=COLORSCALE,
+                             colorbar={"title": {"text": "weight"}},
+                             texttemplate="%{z:.2f}" if small else None))
+    side = int(min(max(18 * t + 160, 420), 900))
+    fig.update_layout(title={"text": title}, height=side, margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    fig.update_xaxes(type="category", title={"text": "key (attended to)"}, side="top", tickangle=-60)
+    fig.update_yaxes(type="category", title={"text": "query (attending)"}, autorange="reversed",
+                     scaleanchor="x", constrain="domain")
+    return fig
+
+
+def head_average_figure(layer_attention: np.ndarray, tokens: list[str], layer: int,
+                        zmax: float | None = 1.0) -> go.Figure:
+    """The mean over all heads of one layer (nh, T, T), drawn like a single head."""
+    return head_heatmap(head_average(layer_attention), tokens, f"Layer {layer}, average of all heads", zmax)
+
+
+def layer_grid(layer_attention: np.ndarray, tokens: list[str], layer: int, cols: int = 4,
+               zmax: float | None = 1.0) -> go.Figure:
+    """Small multiples: every head of one layer (nh, T, T), one shared colour scale (0..1, or 0..largest)."""
+    att = np.asarray(layer_attention)
+    nh, t = att.shape[0], len(tokens)
+    if att.shape[1:] != (t, t):
+        raise ValueError(f"layer attention has shape {att.shape}, expected (heads, {t}, {t})")
+    cols = min(cols, nh)
+    rows = -(-nh // cols)  # ceil
+    labels = token_labels(tokens)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(nh)],
+                        horizontal_spacing=0.03, vertical_spacing=0.06 if rows > 1 else 0.1)
+    for h in range(nh):
+        tr = _heatmap(att[h], labels, coloraxis="coloraxis", name=f"head {h}")
+        tr.hovertemplate = f"head {h}<br>" + HOVER
+        fig.add_trace(tr, row=h // cols + 1, col=h % cols + 1)
+    fig.update_layout(title={"text": f"Layer {layer}: all {nh} heads"}, height=int(230 * rows + 80),
+                      coloraxis={"colorscale": COLORSCALE, "cmin": 0.0, "cmax": _top(att, zmax),
+                                 "colorbar": {"title": {"text": "weight"}}},
+                      margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    fig.update_xaxes(type="category", showticklabels=False)
+    fig.update_yaxes(type="category", showticklabels=False, autorange="reversed")
+    return fig
+
+
+def special_share_figure(share: np.ndarray) -> go.Figure:
+    """(L, nh) shares of attention on [CLS]/[SEP] as a layers x heads heatmap."""
+    s = np.asarray(share)
+    fig = go.Figure(go.Heatmap(z=s.astype(np.float32), x=list(range(s.shape[1])), y=list(range(s.shape[0])),
+                               zmin=0.0, zmax=1.0, colorscale="Oranges", texttemplate="%{z:.2f}",
+                               colorbar={"title": {"text": "share"}},
+                               hovertemplate="layer %{y}, head %{x}: %{z:.2f} on [CLS]/[SEP]<extra></extra>"))
+    fig.update_layout(title={"text": "Share of attention on [CLS] and [SEP]"},
+                      height=int(min(max(28 * s.shape[0] + 140, 260), 800)),
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    fig.update_xaxes(title={"text": "head"}, dtick=1)
+    fig.update_yaxes(title={"text": "layer"}, dtick=1, autorange="reversed")
+    return fig

@@ -1,0 +1,525 @@
+"""One user's live training run, and the process-wide cap on how many runs train at once.
+
+No streamlit here. The Training page keeps a `TrainingSession` in its session state and calls
+`advance()` from a timer while the page is open; this module decides whether that session may
+train now (a slot), for how long (budgets), and hands out copies of the model (snapshots and
+checkpoint zips). Every user of one server process shares `SLOTS`, so a few people training at
+once cannot starve everybody else of CPU.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import io
+import json
+import math
+import os
+import tempfile
+import threading
+import time
+import uuid
+import zipfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .corpus import MAX_USER_CORPUS_BYTES, load_builtin_corpus, parse_user_corpus
+from .errors import BertCoreError
+from .model import BertConfig, param_counts
+from .pretrained import BUNDLED_DIR, LoadedModel, save_pretrained
+from .tokenization import WordPieceTokenizer
+from .training import DEFAULT_PROBES, MAX_TRAIN_PARAMS, PRESETS, Probe, StepMetrics, TrainConfig, Trainer, new_model
+
+
+def _env_int(name: str, default: int) -> int:
+    try:
+        return max(1, int(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+MAX_CONCURRENT_TRAINING = _env_int("BERT_EXPLORER_MAX_TRAINING", 2)  # sessions stepping at the same time
+LEASE_SECONDS = 30.0  # a slot (or a place in the queue) lapses after this long without a call
+MAX_STEPS = 2000  # per run
+MAX_TRAIN_SECONDS = 600.0  # per run: time spent inside training steps
+BUILTIN_SAMPLE_LINES = 10_000  # of the built-in corpus, so a run starts within a few seconds
+MAX_PROBE_CHARS = 300
+DEFAULT_PRESET = "small (4 layers, 128 wide)"
+
+IDLE, QUEUED, RUNNING, PAUSED, FINISHED = "idle", "queued", "running", "paused", "finished"
+OUTCOMES = ("[MASK]", "random", "kept")
+STATE_LABELS = {IDLE: "not started", QUEUED: "waiting for a slot", RUNNING: "training", PAUSED: "paused",
+                FINISHED: "finished"}
+
+
+class SlotManager:
+    """At most `capacity` sessions train at once; the others wait in a first-come, first-served queue.
+
+    A session holds its slot (or its place in the queue) on a lease: every `request` renews it,
+    and one not renewed for `lease_seconds` lapses, so a closed browser tab frees its slot.
+
+    Example (capacity 1): request("a") -> 0 (training), request("b") -> 1 (first in line),
+    release("a"), request("b") -> 0.
+    """
+
+    def __init__(self, capacity: int = MAX_CONCURRENT_TRAINING, lease_seconds: float = LEASE_SECONDS,
+                 clock: Callable[[], float] = time.monotonic):
+        self.capacity = capacity
+        self.lease_seconds = lease_seconds
+        self.clock = clock
+        self._lock = threading.Lock()  # sessions run in different script threads
+        self._holders: dict[str, float] = {}  # session id -> last call
+        self._queue: dict[str, float] = {}  # session id -> last call, in arrival order
+
+    def _expire(self, now: float) -> None:
+        for d in (self._holders, self._queue):
+            for sid in [s for s, t in d.items() if now - t > self.lease_seconds]:
+                del d[sid]
+
+    def request(self, sid: str) -> int:
+        """Renew `sid`'s lease; 0 when it holds a slot, else its 1-based place in the queue."""
+        with self._lock:
+            now = self.clock()
+            self._expire(now)
+            if sid in self._holders:
+                self._holders[sid] = now
+                return 0
+            self._queue[sid] = now  # keeps its place if it was already waiting
+            free = self.capacity - len(self._holders)
+            place = list(self._queue).index(sid)
+            if place < free:  # only the first `free` in line may take a free slot
+                del self._queue[sid]
+                self._holders[sid] = now
+                return 0
+            return place + 1 - max(free, 0)
+
+    def release(self, sid: str) -> None:
+        """Give up `sid`'s slot or its place in the queue (no-op when it has neither)."""
+        with self._lock:
+            self._holders.pop(sid, None)
+            self._queue.pop(sid, None)
+
+    def position(self, sid: str) -> int | None:
+        """0 holding a slot, n waiting n-th in line, None neither (without renewing the lease)."""
+        with self._lock:
+            self._expire(self.clock())
+            if sid in self._holders:
+                return 0
+            if sid in self._queue:
+                return list(self._queue).index(sid) + 1 - max(self.capacity - len(self._holders), 0)
+            return None
+
+    def counts(self) -> tuple[int, int]:
+        """(sessions training, sessions waiting)."""
+        with self._lock:
+            self._expire(self.clock())
+            return len(self._holders), len(self._queue)
+
+
+SLOTS = SlotManager()
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """What a user picks for one run."""
+
+    preset: str = DEFAULT_PRESET
+    lr: float = 1e-3
+    mlm_probability: float = 0.15
+    seed: int = 0
+    max_steps: int = 500
+    batch_size: int = 32
+    seq_len: int = 64
+    probe_every: int = 25
+
+    def validate(self) -> None:
+        """Refuse settings outside the server's budgets (BertCoreError with the allowed range)."""
+        if self.preset not in PRESETS:
+            raise BertCoreError(f"unknown model size {self.preset!r}; pick one of: {', '.join(PRESETS)}")
+        checks = [
+            ("max steps", self.max_steps, 1, MAX_STEPS),
+            ("learning rate", self.lr, 1e-6, 0.1),
+            ("mask probability", self.mlm_probability, 0.01, 0.9),
+            ("seed", self.seed, 0, 2**31 - 1),
+            ("batch size", self.batch_size, 1, 128),
+            ("sequence length", self.seq_len, 8, 128),
+            ("probe interval", self.probe_every, 1, MAX_STEPS),
+        ]
+        for name, v, lo, hi in checks:
+            if not lo <= v <= hi:
+                raise BertCoreError(f"{name} must be between {lo:g} and {hi:g}, got {v:g}")
+
+    def train_config(self) -> TrainConfig:
+        """The Trainer's config: warm up over the first tenth (at most 100 steps), then decay to 0."""
+        return TrainConfig(batch_size=self.batch_size, seq_len=self.seq_len, lr=self.lr,
+                           warmup_steps=max(1, min(100, self.max_steps // 10)), max_steps=self.max_steps,
+                           mlm_probability=self.mlm_probability, seed=self.seed, probe_every=self.probe_every)
+
+
+def preset_parameters(preset: str, vocab_size: int) -> int:
+    """Parameters of an MLM-only BERT of this preset and vocabulary (tied decoder counted once)."""
+    cfg = BertConfig(vocab_size=vocab_size, max_position_embeddings=128, **PRESETS[preset])
+    return param_counts(cfg, mlm=True, nsp=False, pooler=False)["total"]
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_tokenizer() -> WordPieceTokenizer:
+    """The bundled model's WordPiece tokenizer alone (read-only, shared by every session)."""
+    if not (BUNDLED_DIR / "config.json").is_file():
+        raise BertCoreError("the bundled model is missing: run `python -m bert_core.pretrain` to build it")
+    return WordPieceTokenizer.from_dir(BUNDLED_DIR, model_max_length=128)
+
+
+def builtin_lines(n: int = BUILTIN_SAMPLE_LINES) -> list[str]:
+    """An evenly spaced sample of `n` lines of the built-in corpus (the same lines every time)."""
+    lines = load_builtin_corpus()
+    return lines[:: max(1, len(lines) // n)][:n]
+
+
+def decode_upload(data: bytes) -> str:
+    """An uploaded file's bytes as text; refuses files over the corpus limit or not UTF-8."""
+    if len(data) > MAX_USER_CORPUS_BYTES:
+        raise BertCoreError(
+            f"the file is {len(data):,} bytes, more than the limit of {MAX_USER_CORPUS_BYTES:,} bytes: "
+            "use a smaller text"
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise BertCoreError("the file is not UTF-8 text: save it as plain text (UTF-8) and upload it again") from e
+
+
+def user_lines(text: str) -> list[str]:
+    """Pasted or uploaded text as training lines (size and word-count bounded, see parse_user_corpus)."""
+    lines = parse_user_corpus(text)
+    if len(lines) < 2:
+        raise BertCoreError("the corpus needs at least two lines: put one sentence on each line")
+    return lines
+
+
+def probe_sentences(text: str | None) -> tuple[str, ...]:
+    """The probes: the sidebar text first when it is short and has a [MASK], then the defaults."""
+    if not text or "[MASK]" not in text or len(text) > MAX_PROBE_CHARS:
+        return DEFAULT_PROBES
+    # Our models are uncased: "The cat ..." and "the cat ..." are the same probe.
+    return (text, *(p for p in DEFAULT_PROBES if p.lower() != text.strip().lower()))
+
+
+def ema(values, smoothing: float) -> np.ndarray:
+    """Exponential moving average, bias-corrected, skipping NaNs (steps where a series had no token).
+
+    s_t = a s_{t-1} + (1 - a) x_t, reported as s_t / (1 - a^n) after n finite values (as TensorBoard).
+    Example: values [1, 3], smoothing 0.5 -> [1.0, 2.333...].
+    """
+    x = np.asarray(values, dtype=float)
+    out = np.full_like(x, np.nan)
+    s, w = 0.0, 0.0
+    for i, v in enumerate(x):
+        if not math.isnan(v):
+            s = smoothing * s + (1 - smoothing) * v
+            w = smoothing * w + (1 - smoothing)
+        if w > 0:
+            out[i] = s / w
+    return out
+
+
+@dataclass
+class Status:
+    """What the page's metrics row shows."""
+
+    state: str
+    step: int
+    max_steps: int
+    elapsed: float  # seconds spent training
+    max_seconds: float
+    tokens_per_sec: float  # over the last few steps
+    lr: float  # of the last step
+    loss: float  # smoothed
+    accuracy: float  # smoothed
+    queue_position: int | None  # 0 training, n waiting n-th, None not asking for a slot
+
+    def display(self) -> list[tuple[str, str]]:
+        """(label, value) pairs for the metrics row; "–" where there is no number yet."""
+        def num(x: float, fmt: str, unit: str = "") -> str:
+            return "–" if math.isnan(x) else format(x, fmt) + unit
+
+        return [
+            ("State", STATE_LABELS[self.state]),
+            ("Step", f"{self.step:,} / {self.max_steps:,}"),
+            ("Training time", f"{format_seconds(self.elapsed)} / {format_seconds(self.max_seconds)}"),
+            ("Tokens / s", num(self.tokens_per_sec, ",.0f") if self.step else "–"),
+            ("Learning rate", f"{self.lr:.2e}"),
+            ("Loss (smoothed)", num(self.loss, ".3f")),
+            ("Accuracy (smoothed)", num(100 * self.accuracy, ".1f", " %")),
+        ]
+
+
+class TrainingSession:
+    """One user's run: a Trainer, its probe history, its state and its budgets.
+
+    States: idle (nothing set up) -> running <-> paused, running -> queued (waiting for a slot)
+    -> running, and running -> finished when a budget is spent. reset() goes back to idle.
+    """
+
+    def __init__(self, slots: SlotManager | None = None, max_seconds: float = MAX_TRAIN_SECONDS,
+                 clock: Callable[[], float] = time.perf_counter):
+        self.id = uuid.uuid4().hex
+        self.slots = slots or SLOTS
+        self.max_seconds = max_seconds
+        self.clock = clock
+        self.state = IDLE
+        self.trainer: Trainer | None = None
+        self.settings: TrainSettings | None = None
+        self.corpus_name = ""
+        self.probes: list[Probe] = []
+        self.finish_reason = ""
+        # The page's script thread steps the model; a download runs on another thread.
+        self._lock = threading.RLock()
+        self._zip: tuple[int, bytes] | None = None
+
+    # --- set-up and controls -------------------------------------------------------------
+
+    def setup(self, tokenizer: WordPieceTokenizer, lines: list[str], settings: TrainSettings,
+              corpus_name: str = "", probes: tuple[str, ...] = DEFAULT_PROBES) -> None:
+        """Build a fresh model and trainer for these settings (replacing any previous run)."""
+        settings.validate()
+        if sum(len(s.encode("utf-8")) for s in lines) > MAX_USER_CORPUS_BYTES:
+            raise BertCoreError(f"the corpus is larger than {MAX_USER_CORPUS_BYTES:,} bytes: use a smaller text")
+        model = new_model(tokenizer, PRESETS[settings.preset], max_position_embeddings=128, seed=settings.seed)
+        trainer = Trainer(model, tokenizer, lines, settings.train_config(), probes=probes)
+        with self._lock:
+            self.reset()
+            self.trainer, self.settings, self.corpus_name = trainer, settings, corpus_name
+            self.probes = [trainer.probe()]  # step 0: what the untrained model guesses
+            self.state = PAUSED
+
+    def start(self) -> int:
+        """Ask to train: 0 when training now, else the place in the queue."""
+        if self.trainer is None:
+            raise BertCoreError("set up a run first: pick a corpus and a model size")
+        if self.state == FINISHED:
+            raise BertCoreError(f"this run is finished ({self.finish_reason}): reset to train again")
+        self.state = RUNNING
+        return self._claim()
+
+    def pause(self) -> None:
+        """Stop training and give the slot to the next in line."""
+        self.slots.release(self.id)
+        if self.state in (RUNNING, QUEUED):
+            self.state = PAUSED
+
+    def reset(self) -> None:
+        """Drop the model and its history; back to idle."""
+        with self._lock:
+            self.slots.release(self.id)
+            self.state, self.trainer, self.settings, self.probes = IDLE, None, None, []
+            self.corpus_name, self.finish_reason, self._zip = "", "", None
+
+    def _claim(self) -> int:
+        pos = self.slots.request(self.id)
+        self.state = RUNNING if pos == 0 else QUEUED
+        return pos
+
+    def queue_position(self) -> int | None:
+        """0 training, n waiting n-th in line, None when not asking for a slot."""
+        return self.slots.position(self.id)
+
+    # --- training ---------------------------------------------------------------------------
+
+    def _budget_spent(self) -> str:
+        t = self.trainer
+        if t.step_count >= self.settings.max_steps:
+            return f"reached {self.settings.max_steps} steps"
+        if t.elapsed >= self.max_seconds:
+            return f"reached the {self.max_seconds / 60:g}-minute training limit"
+        return ""
+
+    def _finish(self, reason: str) -> None:
+        self.slots.release(self.id)
+        self.state, self.finish_reason = FINISHED, reason
+        if self.probes[-1].step != self.trainer.step_count:
+            self.probes.append(self.trainer.probe())
+
+    def _steps(self, seconds: float | None, steps: int | None) -> list[StepMetrics]:
+        """Step until `seconds` pass or `steps` are done or a budget is spent; probe on schedule."""
+        out: list[StepMetrics] = []
+        t0 = self.clock()
+        with self._lock:
+            t = self.trainer
+            while True:
+                reason = self._budget_spent()
+                if reason:
+                    self._finish(reason)
+                    break
+                if (steps is not None and len(out) >= steps) or (seconds is not None and self.clock() - t0 >= seconds):
+                    break
+                out.append(t.step())
+                if t.step_count % t.cfg.probe_every == 0:
+                    self.probes.append(t.probe())
+        return out
+
+    def advance(self, seconds: float = 0.5) -> list[StepMetrics]:
+        """While running: renew the slot and train for about `seconds`; the new steps' metrics.
+
+        Called from the page's timer, so training happens only while the page is open. Returns []
+        while waiting for a slot (state queued) or when not running.
+        """
+        if self.state not in (RUNNING, QUEUED) or self.trainer is None:
+            return []
+        if self._claim() != 0:
+            return []
+        return self._steps(seconds, None)
+
+    def run_steps(self, n: int) -> list[StepMetrics] | None:
+        """Exactly `n` steps now (fewer if a budget runs out); None when no slot is free."""
+        if self.trainer is None:
+            raise BertCoreError("set up a run first: pick a corpus and a model size")
+        if self.state == FINISHED:
+            raise BertCoreError(f"this run is finished ({self.finish_reason}): reset to train again")
+        was_running = self.state in (RUNNING, QUEUED)
+        if self.slots.request(self.id) != 0:
+            if not was_running:
+                self.slots.release(self.id)  # only asked for a moment: do not hold a place in line
+            return None
+        try:
+            return self._steps(None, n)
+        finally:
+            if not was_running and self.state != FINISHED:
+                self.slots.release(self.id)
+                self.state = PAUSED
+
+    # --- reading the run --------------------------------------------------------------------
+
+    @property
+    def step(self) -> int:
+        return self.trainer.step_count if self.trainer else 0
+
+    def status(self, smoothing: float = 0.9) -> Status:
+        """Step, time, throughput, lr and smoothed loss/accuracy for the metrics row."""
+        t = self.trainer
+        h = t.history if t else []
+        recent = h[-10:]
+        secs = sum(m.seconds for m in recent)
+        tps = sum(m.tokens for m in recent) / secs if secs > 0 else 0.0
+        loss = self.curves(smoothing)["loss"][-1] if h else math.nan
+        acc = ema([m.accuracy for m in h], smoothing)[-1] if h else math.nan
+        return Status(state=self.state, step=self.step, max_steps=self.settings.max_steps if self.settings else 0,
+                      elapsed=t.elapsed if t else 0.0, max_seconds=self.max_seconds, tokens_per_sec=tps,
+                      lr=h[-1].lr if h else (t.lr_at(0) if t else 0.0), loss=float(loss), accuracy=float(acc),
+                      queue_position=self.queue_position() if self.state in (RUNNING, QUEUED) else None)
+
+    def curves(self, smoothing: float = 0.9) -> dict[str, np.ndarray]:
+        """Per-step series for the loss chart, smoothed: step, loss, [MASK]/random/kept, accuracy."""
+        h = self.trainer.history if self.trainer else []
+        # A step whose draw selected no token has loss 0 by convention: leave it out (NaN), not 0.
+        loss = [m.loss if not math.isnan(m.accuracy) else math.nan for m in h]
+        out = {"step": np.array([m.step for m in h], dtype=int), "loss": ema(loss, smoothing)}
+        for name in OUTCOMES:
+            out[name] = ema([m.loss_by_outcome[name] for m in h], smoothing)
+        out["accuracy"] = ema([m.accuracy for m in h], smoothing)
+        return out
+
+    @property
+    def last_probe(self) -> Probe | None:
+        return self.probes[-1] if self.probes else None
+
+    def snapshot(self, name: str | None = None) -> LoadedModel:
+        """A copy of the model as it is now (eval mode, no gradients): later training leaves it alone."""
+        if self.trainer is None:
+            raise BertCoreError("there is no model yet: start a run first")
+        with self._lock:
+            model = copy.deepcopy(self.trainer.model)
+            step = self.trainer.step_count
+        model.eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        s = self.settings
+        note = (f"Trained in this session: {s.preset}, {step} steps on {self.corpus_name or 'a corpus'}, "
+                f"seed {s.seed}.")
+        # The tokenizer is shared, never copied: nothing mutates it (see tokenization.py).
+        return LoadedModel(model, self.trainer.tok, name or f"my model (step {step})", "session", [note])
+
+    def checkpoint_zip(self) -> bytes:
+        """A zip of the checkpoint (config.json, model.safetensors, tokenizer files, training_report.json)."""
+        if self.trainer is None:
+            raise BertCoreError("there is no model yet: start a run first")
+        with self._lock:
+            if self._zip is not None and self._zip[0] == self.trainer.step_count:
+                return self._zip[1]
+            with tempfile.TemporaryDirectory() as d:
+                save_pretrained(self.trainer.model, self.trainer.tok, d)
+                report = {"settings": asdict(self.settings), "steps": self.trainer.step_count,
+                          "corpus": self.corpus_name, "training_seconds": round(self.trainer.elapsed, 1),
+                          "last_loss": self.trainer.history[-1].loss if self.trainer.history else None}
+                (Path(d) / "training_report.json").write_text(json.dumps(report, indent=2) + "\n")
+                buf = io.BytesIO()
+                with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+                    for f in sorted(Path(d).iterdir()):
+                        z.write(f, f.name)
+            self._zip = (self.trainer.step_count, buf.getvalue())
+            return self._zip[1]
+
+
+def probe_rows(probe: Probe) -> list[dict]:
+    """One row per probe [MASK]: the sentence, the top guess with its probability, and the top-k."""
+    rows = []
+    for sentence, preds in probe.predictions.items():
+        for pos, top in sorted(preds.items()):
+            rows.append({"sentence": sentence, "position": pos, "top guess": top[0][0],
+                         "probability": round(top[0][1], 3),
+                         "top-k": ", ".join(f"{tok} {p:.2f}" for tok, p in top)})
+    return rows
+
+
+def probe_history_rows(probes: list[Probe]) -> list[dict]:
+    """The top guess at each probe sentence's first [MASK], one row per probe step."""
+    rows = []
+    for pr in probes:
+        row = {"step": pr.step}
+        for sentence, preds in pr.predictions.items():
+            if preds:
+                tok, p = preds[min(preds)][0]
+                row[sentence] = f"{tok} ({p:.2f})"
+        rows.append(row)
+    return rows
+
+
+def format_seconds(s: float) -> str:
+    """Seconds as m:ss. Example: 75.4 -> '1:15'."""
+    s = int(s)
+    return f"{s // 60}:{s % 60:02d}"
+
+
+__all__ = [
+    "BUILTIN_SAMPLE_LINES",
+    "DEFAULT_PRESET",
+    "FINISHED",
+    "IDLE",
+    "LEASE_SECONDS",
+    "MAX_CONCURRENT_TRAINING",
+    "MAX_STEPS",
+    "MAX_TRAIN_PARAMS",
+    "MAX_TRAIN_SECONDS",
+    "PAUSED",
+    "QUEUED",
+    "RUNNING",
+    "SLOTS",
+    "STATE_LABELS",
+    "SlotManager",
+    "Status",
+    "TrainSettings",
+    "TrainingSession",
+    "builtin_lines",
+    "bundled_tokenizer",
+    "decode_upload",
+    "ema",
+    "format_seconds",
+    "preset_parameters",
+    "probe_history_rows",
+    "probe_rows",
+    "probe_sentences",
+    "user_lines",
+]
