@@ -7,13 +7,13 @@ from ui.state import sidebar_ui
 st.set_page_config(page_title="BERT Explorer", page_icon="🔎", layout="wide")
 
 PAGES = [
-    st.Page("pages/tokenization.py", title="Tokenization", url_path="tokenization", default=True),
-    st.Page("pages/embeddings.py", title="Embeddings", url_path="embeddings"),
-    st.Page("pages/masking.py", title="Masking", url_path="masking"),
-    st.Page("pages/attention.py", title="Attention", url_path="attention"),
-    st.Page("pages/predictions.py", title="Predictions", url_path="predictions"),
-    st.Page("pages/anatomy.py", title="Model anatomy", url_path="anatomy"),
-    st.Page("pages/training.py", title="Training", url_path="training"),
+    st.Page("views/tokenization.py", title="Tokenization", url_path="tokenization", default=True),
+    st.Page("views/embeddings.py", title="Embeddings", url_path="embeddings"),
+    st.Page("views/masking.py", title="Masking", url_path="masking"),
+    st.Page("views/attention.py", title="Attention", url_path="attention"),
+    st.Page("views/predictions.py", title="Predictions", url_path="predictions"),
+    st.Page("views/anatomy.py", title="Model anatomy", url_path="anatomy"),
+    st.Page("views/training.py", title="Training", url_path="training"),
 ]
 
 nav = st.navigation(PAGES)

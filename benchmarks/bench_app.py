@@ -38,7 +38,7 @@ def time_reruns(model_dir: str | None, n_words: int, reps: int) -> dict[str, flo
         if model_dir:
             at.sidebar.selectbox(key="model_choice").select("other hub id…").run()
             at.sidebar.text_input(key="other_model").set_value(model_dir).run()
-        at.switch_page(f"pages/{page}.py").run()
+        at.switch_page(f"views/{page}.py").run()
         assert not at.exception, [e.value for e in at.exception]
         times = []
         for r in range(reps + 1):

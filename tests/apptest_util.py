@@ -11,13 +11,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def open_page(page: str, *, text: str | None = None, pair: str | None = None, timeout: float = 60,
               query: dict | None = None) -> AppTest:
-    """Run app.py, switch to `pages/<page>.py`, set the sidebar text, and return the AppTest."""
+    """Run app.py, switch to `views/<page>.py`, set the sidebar text, and return the AppTest."""
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
     for k, v in (query or {}).items():
         at.query_params[k] = v
     at.run()
     assert not at.exception, at.exception
-    at.switch_page(f"pages/{page}.py")
+    at.switch_page(f"views/{page}.py")
     at.run()
     if text is not None:
         at.sidebar.text_area(key="text").set_value(text)

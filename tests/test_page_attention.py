@@ -102,8 +102,8 @@ def test_switch_layer_head_and_average():
     assert at.query_params["layer"] == "2" and at.query_params["head"] == "3"
     assert bertviz_params(bertviz_doc(at))["layer"] == 2 and bertviz_doc(at) != doc0
 
-    at.switch_page("pages/anatomy.py").run()  # away and back: the chosen layer and head are kept
-    at.switch_page("pages/attention.py").run()
+    at.switch_page("views/anatomy.py").run()  # away and back: the chosen layer and head are kept
+    at.switch_page("views/attention.py").run()
     assert_ok(at)
     assert at.selectbox(key="attn_layer").value == 2 and at.selectbox(key="attn_head").value == 3
 

@@ -2,28 +2,10 @@
 
 from __future__ import annotations
 
-import pytest
-import streamlit.testing.v1.app_test as app_test
 from apptest_util import assert_ok, open_page
-from streamlit.runtime.pages_manager import PagesManager
 
 HOSTILE = "<script>alert(1)</script> [MASK]"
 LONG = "unaffable playing bookkeeper the cat sat on the mat and the dog was very happy today"
-
-
-class _NavigationPages(PagesManager):
-    """AppTest resets `uses_pages_directory` before every run; with a `pages/` folder beside app.py
-    streamlit then replays the legacy pages-folder mode and runs the page file alone, without
-    app.py's sidebar. The app uses st.navigation, so say so (what st.navigation itself sets)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-
-@pytest.fixture(autouse=True)
-def _navigation_mode(monkeypatch):
-    monkeypatch.setattr(app_test, "PagesManager", _NavigationPages)
 
 
 def draw_table(at):
@@ -111,7 +93,7 @@ def test_draw_number_survives_a_visit_to_another_page():
     at = open_page("masking")
     at.button(key="mask_draw_again").click().run()
     at.button(key="mask_draw_again").click().run()
-    at.switch_page("pages/anatomy.py").run()
-    at.switch_page("pages/masking.py").run()
+    at.switch_page("views/anatomy.py").run()
+    at.switch_page("views/masking.py").run()
     assert_ok(at)
     assert at.subheader[0].value == "Seed 0, draw 3"

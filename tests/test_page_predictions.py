@@ -2,29 +2,11 @@
 
 from __future__ import annotations
 
-import pytest
-import streamlit.testing.v1.app_test as app_test
 from apptest_util import assert_ok, open_page
-from streamlit.runtime.pages_manager import PagesManager
 
 from ui.state import OTHER_LABEL
 
 HOSTILE = "<script>alert(1)</script> [MASK]"
-
-
-class _NavigationPages(PagesManager):
-    """AppTest resets `uses_pages_directory` before every run; with a `pages/` folder beside app.py
-    streamlit then replays the legacy pages-folder mode and runs the page file alone, without
-    app.py's sidebar. The app uses st.navigation, so say so (what st.navigation itself sets)."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        PagesManager.uses_pages_directory = False
-
-
-@pytest.fixture(autouse=True)
-def _navigation_mode(monkeypatch):
-    monkeypatch.setattr(app_test, "PagesManager", _NavigationPages)
 
 
 def charts(at):

@@ -4,30 +4,12 @@ from __future__ import annotations
 
 import pytest
 from apptest_util import assert_ok, open_page
-from streamlit.runtime import pages_manager
 
 from bert_core import session_training
 from bert_core.session_training import FINISHED, IDLE, PAUSED, RUNNING, SlotManager
 from ui.state import SESSION_LABEL
 
 TINY = "tiny (2 layers, 64 wide)"
-
-
-@pytest.fixture(autouse=True)
-def navigation_runs_app_py(monkeypatch):
-    """Make AppTest run app.py (sidebar, then st.navigation) on every rerun after switch_page.
-
-    AppTest resets PagesManager.uses_pages_directory before each run; because our pages live in
-    a folder called `pages/`, it then takes the app for an old-style multipage app and runs the
-    page file alone, without app.py's sidebar. A real server learns otherwise from st.navigation.
-    """
-    init = pages_manager.PagesManager.__init__
-
-    def patched(self, *args, **kwargs):
-        pages_manager.PagesManager.uses_pages_directory = False
-        init(self, *args, **kwargs)
-
-    monkeypatch.setattr(pages_manager.PagesManager, "__init__", patched)
 
 
 @pytest.fixture(autouse=True)
