@@ -150,10 +150,10 @@ def watch(browser, server):
 
 @pytest.mark.parametrize("name", PAGES)
 def test_every_page_renders_offline(watch, name):
-    page = watch.open(f"/{name}")
+    page = watch.open("/" if name == PAGES[0] else f"/{name}")  # the default page lives at the root
     watch.assert_clean()
     assert page.locator("h1, h2, h3").count() > 0
-    if name in ("tokenization", "embeddings", "masking", "attention", "predictions", "training"):
+    if name in ("tokenization", "embeddings", "masking", "attention", "predictions"):
         page.wait_for_selector(".js-plotly-plot .main-svg, [data-testid='stDataFrame']", timeout=60_000)
     if name in ("embeddings", "attention", "predictions", "masking"):
         page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
@@ -193,7 +193,7 @@ def test_shared_url_reproduces_the_view(watch):
 
 def test_script_in_text_and_url_runs_nowhere(watch):
     payload = '<script>alert("x")</script><img src=x onerror=alert(1)><b id="inj">bold</b>'
-    page = watch.open("/tokenization?" + urllib.parse.urlencode({"text": payload + " [MASK]"}))
+    page = watch.open("/?" + urllib.parse.urlencode({"text": payload + " [MASK]"}))
     watch.assert_clean()
     assert page.locator("#inj").count() == 0
     assert page.locator("img[src='x']").count() == 0
@@ -205,3 +205,24 @@ def test_script_in_text_and_url_runs_nowhere(watch):
         for f in page.frames:
             assert f.locator("#inj").count() == 0 and f.locator("img[src='x']").count() == 0
     assert not watch.dialogs
+
+
+def test_live_training_in_the_browser(watch):
+    """Start trains while the page is open: the step counter advances and the loss is drawn."""
+    page = watch.open("/training")
+    page.get_by_role("button", name="Start").click()
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        body = page.locator('[data-testid="stMain"]').inner_text()
+        if "Step" in body and page.locator(".js-plotly-plot").count() >= 1:
+            break
+        time.sleep(1)
+    time.sleep(5)  # a few live ticks
+    page.get_by_role("button", name="Pause").click()
+    watch.settle()
+    watch.assert_clean()
+    metrics = page.locator('[data-testid="stMetric"]').all_inner_texts()
+    step = [m for m in metrics if m.lower().startswith("step")]
+    assert step and int(step[0].split()[-1].replace(",", "").split("/")[0]) > 0, metrics
+    page.screenshot(path=str(OUT / "page_training_live.png"), full_page=True)
