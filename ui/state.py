@@ -125,11 +125,17 @@ def _model_options() -> list[str]:
     return opts
 
 
+_READY: set[str] = set()  # models this process has loaded (their later reruns need no status box)
+
+
 def _load_with_progress(name: str) -> bert_core.LoadedModel:
-    """Load a shared model, showing progress when it is not cached yet."""
+    """Load a shared model, showing progress only the first time (a hub download can take minutes)."""
+    if name in _READY:
+        return shared_model(name)
     with st.status(f"Loading {name}…", expanded=False) as status:
         m = shared_model(name)
         status.update(label=f"Loaded {name}", state="complete")
+    _READY.add(name)
     return m
 
 
