@@ -183,7 +183,11 @@ def test_shared_url_reproduces_the_view(watch):
     q = urllib.parse.urlencode({"text": text, "layer": "1", "head": "2", "seed": "7"})
     page = watch.open(f"/attention?{q}")
     watch.assert_clean()
-    assert page.locator('[data-testid="stSidebar"] textarea').first.input_value() == text
+    box = page.locator('[data-testid="stSidebar"] textarea').first
+    deadline = time.time() + 20
+    while box.input_value() != text and time.time() < deadline:  # the widget may fill a moment late
+        time.sleep(0.5)
+    assert box.input_value() == text
     body = page.locator('[data-testid="stMain"]').inner_text()
     assert "Layer" in body or "layer" in body
     # The view's settings stayed in the URL, so copying the address reopens this view.

@@ -1,0 +1,84 @@
+"""Peak RSS of a real app server: with the bundled model, and with a bert-base-sized model.
+
+    python benchmarks/memory.py
+
+Starts `streamlit run app.py` on loopback, opens every page in Debian's chromium (all requests
+off this machine aborted) and reads the server's peak resident set size (VmHWM) from /proc.
+The bert-base-sized model has random weights (no hub) and is opened through the sidebar's model
+field as a local folder under BERT_EXPLORER_LOCAL_ROOTS. Targets (issue 5): <= 500 MB and <= 1.2 GB.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+PAGES = ["", "embeddings", "masking", "attention", "predictions", "anatomy"]
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+        "--disable-sync"]
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM")
+
+
+def measure(model: str | None, env_extra: dict) -> float:
+    """Peak RSS (MB) of a fresh server after every page has rendered once with `model`."""
+    from playwright.sync_api import sync_playwright
+
+    port = 8620 + (0 if model is None else 1)
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
+                             "true", "--server.port", str(port), "--server.address", "127.0.0.1"], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "HF_HUB_OFFLINE": "1", **env_extra})
+    base = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(300):
+            try:
+                urllib.request.urlopen(base + "/_stcore/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=ARGS)
+            ctx = b.new_context()
+            ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith(base) else r.abort())
+            page = ctx.new_page()
+            query = "?" + urllib.parse.urlencode({"model": model}) if model else ""
+            for name in PAGES:
+                page.goto(f"{base}/{name}{query}")
+                page.wait_for_selector('[data-testid="stSidebar"]', timeout=120_000)
+                time.sleep(1)
+                while page.locator('[data-testid="stStatusWidget"]').count():
+                    time.sleep(0.3)
+            b.close()
+        return peak_rss_mb(proc.pid)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def main() -> None:
+    from bench_analyze import make_checkpoint
+
+    bundled = measure(None, {})
+    with tempfile.TemporaryDirectory() as d:
+        make_checkpoint(Path(d))
+        base = measure(d, {"BERT_EXPLORER_LOCAL_ROOTS": d})
+    print(f"peak RSS, bundled model:          {bundled:7.0f} MB  (target 500)")
+    print(f"peak RSS, bert-base-sized model:  {base:7.0f} MB  (target 1200)")
+
+
+if __name__ == "__main__":
+    main()
