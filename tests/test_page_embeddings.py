@@ -11,6 +11,7 @@ import json
 from apptest_util import assert_ok, open_page
 
 import bert_core
+from ui.state import DEFAULT_TEXT
 
 PARTS = ("word", "segment", "position", "sum", "normed")
 
@@ -32,7 +33,7 @@ def test_default_input():
     at = _open()
     charts = _charts(at)
     assert {f"chart-emb-{p}" for p in PARTS} | {"chart-emb-norms", "chart-pos-sim"} <= set(charts)
-    t = bert_core.analyze(m, "The cat sat on the [MASK].")
+    t = bert_core.analyze(m, DEFAULT_TEXT)
     heat = charts["chart-emb-word"]["data"][0]
     assert heat["y"] == [f"{i}: {tok}" for i, tok in enumerate(t.tokens)]
     assert len(heat["x"]) == min(64, m.config.hidden_size)

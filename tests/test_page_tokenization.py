@@ -33,7 +33,7 @@ def test_default_input():
     assert df["token"].iloc[0] == "[CLS]" and df["token"].iloc[-1] == "[SEP]"
     assert "[MASK]" in set(df["token"]) and set(df["segment"]) == {"A"}
     markup = at.html[0].value
-    assert "[CLS]" in markup and "[MASK]" in markup and "sat" in markup
+    assert "[CLS]" in markup and "[MASK]" in markup and "letter" in markup
     assert not at.warning  # short text: nothing truncated
     assert any(b.label == "Download tokens (CSV)" for b in at.get("download_button"))
 

@@ -50,9 +50,9 @@ def test_start_train_pause_reset(slots):
     assert metrics(at)["Step"].startswith(f"{steps} /")
     assert len(at.get("plotly_chart")) == 2  # loss curves and the attention heatmap
     # The sidebar's default text has a [MASK], so it is the first probe (in place of its lower-case twin).
-    assert at.dataframe[0].value["sentence"].tolist() == ["The cat sat on the [MASK].",
-                                                          "a [MASK] is a large body of water.",
-                                                          "she [MASK] the letter to her mother."]
+    assert at.dataframe[0].value["sentence"].tolist() == ["She [MASK] the letter to her mother.",
+                                                          "the cat sat on the [MASK].",
+                                                          "a [MASK] is a large body of water."]
     at.selectbox(key="train_layer").select(1).run()
     at.selectbox(key="train_head").select(1).run()
     assert_ok(at)

@@ -16,7 +16,7 @@ import bert_core
 BUNDLED_LABEL = "bundled (offline, trained by this project)"
 SESSION_LABEL = "my trained model (this session)"
 OTHER_LABEL = "other hub id…"
-DEFAULT_TEXT = "The cat sat on the [MASK]."
+DEFAULT_TEXT = "She [MASK] the letter to her mother."
 DEFAULT_PAIR = "It was very happy."
 
 # Public servers can turn off free hub ids (only the suggested ones stay) and local folders.
