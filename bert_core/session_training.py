@@ -469,8 +469,8 @@ def probe_rows(probe: Probe) -> list[dict]:
     for sentence, preds in probe.predictions.items():
         for pos, top in sorted(preds.items()):
             rows.append({"sentence": sentence, "position": pos, "top guess": top[0][0],
-                         "probability": round(top[0][1], 3),
-                         "top-k": ", ".join(f"{tok} {p:.2f}" for tok, p in top)})
+                         "probability": round(top[0][1], 4),
+                         "top-k": ", ".join(f"{tok} {p:.3f}" for tok, p in top)})
     return rows
 
 

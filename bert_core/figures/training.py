@@ -32,7 +32,8 @@ def loss_figure(curves: dict[str, np.ndarray], height: int = 380) -> go.Figure:
                       secondary_y=True)
     fig.update_xaxes(title_text="step", rangemode="tozero")
     fig.update_yaxes(title_text="cross-entropy (nats)", rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title_text="accuracy", range=[0, 1], secondary_y=True, showgrid=False)
+    fig.update_yaxes(title_text="accuracy", range=[0, 1], secondary_y=True, showgrid=False, tickmode="array",
+                     tickvals=[0, 0.25, 0.5, 0.75, 1], tickformat=".0%")
     fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=10), uirevision="loss",
                       legend=dict(orientation="h", y=1.12, x=0), hovermode="x unified")
     return fig
