@@ -1,8 +1,7 @@
 """The Attention page: heatmaps, the head grid, URL state, token caps, and the offline bertviz iframe.
 
-Inputs go in through the shared link (query parameters): after `switch_page`, AppTest in
-streamlit 1.67 runs the page script alone (app.py's sidebar does not run again), so
-`open_page(text=...)` cannot type into the sidebar.
+Inputs go in through the shared link (query parameters), so these tests also check that a
+link reopens the same view.
 """
 
 from __future__ import annotations
