@@ -230,3 +230,64 @@ def test_live_training_in_the_browser(watch):
     step = [m for m in metrics if m.lower().startswith("step")]
     assert step and int(step[0].split()[-1].replace(",", "").split("/")[0]) > 0, metrics
     page.screenshot(path=str(OUT / "page_training_live.png"), full_page=True)
+
+
+NAME_PAYLOAD = '"><img src=x onerror=alert(1)><script>alert(2)</script>.txt'
+BODY_PAYLOAD = (
+    "The cat sat on the mat <script>alert(3)</script> and looked at the door.\n"
+    "The dog slept on the rug <img src=x onerror=alert(4)> near the warm fire.\n"
+    "A bird sang in the tree while the children played in the garden.\n"
+)
+INJECTED_JS = """() => [...document.querySelectorAll('script')].filter(s => s.textContent.includes('alert(')).length
+    + document.querySelectorAll('img[src="x"], [onerror]').length"""
+
+
+def assert_nothing_injected(page):
+    """No <img src=x>, onerror attribute or script holding an alert in the page or any of its frames."""
+    for f in page.frames:
+        assert f.evaluate(INJECTED_JS) == 0, f.url
+
+
+def upload_corpus(watch, name: str, data: bytes):
+    """Open Training, choose the upload corpus and upload one in-memory file; returns the page."""
+    page = watch.open("/training")
+    page.get_by_text("Upload a .txt file", exact=True).click()
+    watch.settle()
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": name, "mimeType": "text/plain", "buffer": data}])
+    page.wait_for_selector('[data-testid="stFileChipName"]', timeout=30_000)
+    watch.settle()
+    return page
+
+
+def test_upload_name_and_content_inject_nothing(watch):
+    """An uploaded file whose name and lines are HTML/script shows as plain text, runs nothing, and trains."""
+    page = upload_corpus(watch, NAME_PAYLOAD, BODY_PAYLOAD.encode())
+    chip = page.locator('[data-testid="stFileChipName"]')
+    # The widget shortens long names on screen but keeps the whole name in the title: both must be literal text.
+    assert chip.get_attribute("title") == NAME_PAYLOAD
+    assert chip.inner_text().startswith('"><img')
+    # Checked now, while the uploader shows the name: once a run exists the page hides the uploader.
+    assert_nothing_injected(page)
+    page.get_by_role("button", name="Run 10 steps").click()
+    watch.settle()
+    assert_nothing_injected(page)  # the content has now been read, split into lines and trained on
+    watch.assert_clean()  # no dialog (alert), no exception, no console error
+    metrics = page.locator('[data-testid="stMetric"]').all_inner_texts()
+    step = [m for m in metrics if m.lower().startswith("step")]
+    assert step and step[0].split()[-3] == "10", metrics  # "Step\n10 / 500": the upload was trained on
+
+
+def test_non_utf8_upload_gives_a_clear_message(watch):
+    """A file that is not UTF-8 (with markup in its name) is refused in plain words, without a traceback."""
+    page = upload_corpus(watch, "bad<b>.txt", b"caf\xe9 au lait\n" * 5)
+    chip = page.locator('[data-testid="stFileChipName"]')
+    assert chip.get_attribute("title") == "bad<b>.txt" and chip.inner_text() == "bad<b>.txt"
+    page.get_by_role("button", name="Run 10 steps").click()
+    watch.settle()
+    watch.assert_clean()
+    alert = page.locator('[data-testid="stAlert"]').filter(has_text="Cannot start")
+    assert alert.count() == 1 and "not UTF-8" in alert.inner_text(), alert.all_inner_texts()
+    assert page.locator("b", has_text=".txt").count() == 0  # the name's <b> stayed text everywhere
+    assert "Traceback" not in page.locator('[data-testid="stMain"]').inner_text()
+    assert page.locator('[data-testid="stMetric"]').count() == 0  # nothing was set up
