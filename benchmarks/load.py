@@ -1,0 +1,511 @@
+"""A full classroom on one server: every session gets its own answers, nothing leaks, the training cap holds.
+
+    python benchmarks/load.py                                   # 30 sessions, 6 of them training, 60 s
+    python benchmarks/load.py --sessions 8 --trainers 3 --seconds 20
+
+Starts `streamlit run app.py` on loopback (HF_HUB_OFFLINE=1, bundled model) and talks to it the
+way browsers do: Streamlit's websocket, protobuf BackMsg out, ForwardMsg in. All sessions run in
+one asyncio loop, so the client costs little CPU beside the server (no browser per student).
+
+- Every session has a marker word in its text (e.g. "qxbaq"). Analysing sessions edit their text
+  (a new text each time, so no cache hit) and switch pages in a loop, with a think time between
+  actions. Their Predictions are checked against `bert_core.analyze` run here on the same text,
+  their Tokenization counts against our tokenizer, and every rerun must finish without an
+  exception element.
+- Training sessions open the Training page, set a small step budget, press Start and then send
+  the fragment reruns a browser's timer sends (every TICK). One of them closes its socket
+  mid-run without pausing, as a closed laptop does.
+- Leakage: no byte another session receives may contain a marker that is not its own (its own
+  must appear, or the check would prove nothing).
+- The cap: a monitor loaded into the server process (benchmarks/load_site/sitecustomize.py)
+  counts sessions inside a training step loop at once, slot holders and lapsed leases.
+- Latency: seconds from sending a rerun to its script_finished, for text edits; first with one
+  user alone, then with the full class, in the same run.
+
+Bounded: at most MAX_SESSIONS sessions and MAX_SECONDS of load; loopback only. Exits 1 when a
+check fails. `run()` returns the report (tests/test_load.py runs a small class).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+MAX_SESSIONS = 60
+MAX_SECONDS = 600
+TICK = 1.0  # views/training.py TICK_SECONDS: the browser's fragment timer
+ANALYSIS_PAGES = ("tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training")
+WORDS = ("quietly", "never", "then", "often", "gladly", "also", "soon", "still", "once", "later", "slowly", "first")
+
+
+def marker(i: int) -> str:
+    """A made-up word per session, none a prefix of another. Example: 0 -> 'qxaaq', 27 -> 'qxbbq'."""
+    return f"qx{chr(97 + i // 26)}{chr(97 + i % 26)}q"
+
+
+@dataclass
+class Run:
+    """What one rerun sent back."""
+
+    seconds: float
+    status: int  # ForwardMsg.ScriptFinishedStatus
+    elements: list = field(default_factory=list)  # (element type, proto of that type)
+    query: str | None = None  # the URL query string the page set, if it changed
+
+    def of(self, kind: str) -> list:
+        return [e for k, e in self.elements if k == kind]
+
+
+class Client:
+    """One browser session over Streamlit's websocket."""
+
+    def __init__(self, base: str, name: str):
+        self.url = base.replace("http", "ws", 1) + "/_stcore/stream"
+        self.name = name
+        self.received = bytearray()  # every byte the server sent this session, for the leakage check
+        self.widgets: dict[str, str] = {}  # user key -> widget id
+        self.values: dict[str, str | int] = {}  # user key -> value this "browser" holds for it
+        self.pages: dict[str, str] = {}  # url path -> page script hash
+        self.page = ""
+        self.fragments: set[str] = set()  # fragments the page asked to rerun on a timer
+        self._run: Run | None = None
+        self._done: asyncio.Future | None = None
+
+    async def connect(self) -> None:
+        import websockets
+
+        self.ws = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None)
+        self._reader = asyncio.create_task(self._read())
+
+    async def close(self) -> None:
+        await self.ws.close()
+        self._reader.cancel()
+
+    async def _read(self) -> None:
+        from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+        async for data in self.ws:
+            self.received += data
+            m = ForwardMsg()
+            m.ParseFromString(data)
+            kind = m.WhichOneof("type")
+            if kind == "navigation":
+                self.pages = {p.url_pathname: p.page_script_hash for p in m.navigation.app_pages}
+            elif kind == "new_session" and not m.metadata.run.fragment_ids:
+                self.fragments.clear()  # a full run starts: the browser drops its fragment timers
+            elif kind == "auto_rerun":
+                self.fragments.add(m.auto_rerun.fragment_id)
+            elif kind == "stop_auto_rerun":
+                self.fragments.difference_update(m.stop_auto_rerun.fragment_ids)
+            if self._run is None:
+                continue
+            if kind == "delta" and m.delta.WhichOneof("type") == "new_element":
+                el = m.delta.new_element
+                etype = el.WhichOneof("type")
+                sub = getattr(el, etype)
+                wid = getattr(sub, "id", "")
+                if wid.startswith("$$ID-") and wid.count("-") >= 2:
+                    self.widgets[wid.split("-", 2)[2]] = wid
+                self._run.elements.append((etype, sub))
+            elif kind == "page_info_changed":
+                self._run.query = m.page_info_changed.query_string
+            elif kind == "script_finished" and m.script_finished != 2 and not self._done.done():
+                # Status 2 (finished early for a rerun): the page called st.rerun(); wait for that run.
+                self._done.set_result(m.script_finished)
+
+    async def rerun(self, page: str | None = None, query: str = "", widgets: dict | None = None,
+                    fragment: str | None = None, timeout: float = 300) -> Run:
+        """Send one rerun (a page switch, widget values by key, or a fragment tick); wait for it to finish."""
+        from streamlit.proto.BackMsg_pb2 import BackMsg
+
+        msg = BackMsg()
+        cs = msg.rerun_script
+        cs.query_string = query
+        if page is not None:
+            self.page = page
+        cs.page_name = self.page
+        cs.page_script_hash = self.pages.get(self.page, "")
+        # A browser sends the value of every widget it shows with every rerun, not only the one
+        # that changed: a widget left out falls back to its default.
+        self.values.update({k: v for k, v in (widgets or {}).items() if v is not True})
+        triggers = {k: v for k, v in (widgets or {}).items() if v is True}  # a click counts once
+        for key, value in {**self.values, **triggers}.items():
+            w = cs.widget_states.widgets.add()
+            w.id = self.widgets[key]
+            if value is True:
+                w.trigger_value = True
+            elif isinstance(value, str):
+                w.string_value = value
+            else:
+                w.int_value = int(value)
+        if fragment:
+            cs.fragment_id, cs.is_auto_rerun = fragment, True
+        self._run = Run(0.0, -1)
+        self._done = asyncio.get_running_loop().create_future()
+        t0 = time.perf_counter()
+        await self.ws.send(msg.SerializeToString())
+        status = await asyncio.wait_for(self._done, timeout)
+        run, self._run = self._run, None
+        run.seconds, run.status = time.perf_counter() - t0, status
+        return run
+
+
+def problems_of(run: Run) -> list[str]:
+    """An unfinished script or an exception element: what a student would see as broken."""
+    out = [f"exception: {e.message[:200]} {list(e.stack_trace)[-2:]}" for e in run.of("exception")]
+    if run.status not in (0, 3):  # finished, or a fragment finished
+        out.append(f"script ended with status {run.status}")
+    return out
+
+
+def metrics(run: Run) -> dict[str, str]:
+    return {m.label: m.body for m in run.of("metric")}
+
+
+class Expect:
+    """What the bundled model answers, computed here with bert_core, to hold each page against."""
+
+    def __init__(self):
+        import bert_core
+        from bert_core.maskview import md_literal
+
+        self.bc, self.md_literal = bert_core, md_literal
+        self.model = bert_core.load_model()
+
+    def predictions(self, text: str, k: int = 5) -> list[tuple[str, float]]:
+        """(candidate label, probability) per button, in page order."""
+        t = self.bc.analyze(self.model, text, None, top_k=k)
+        return [(self.md_literal(tok), p) for cands in t.predictions.values() for tok, p in cands]
+
+    def n_tokens(self, text: str) -> int:
+        return len(self.model.tokenizer.encode(text).input_ids)
+
+
+def check_answer(page: str, text: str, run: Run, expect: Expect) -> list[str]:
+    """Does this rerun show what the model computes for this session's own text?"""
+    if page == "predictions":
+        got = [(b.label.rsplit(" · ", 1)[0], float(b.label.rsplit(" · ", 1)[1].rstrip("%")) / 100)
+               for b in run.of("button") if " · " in b.label]
+        want = expect.predictions(text)
+        if [g[0] for g in got] != [w[0] for w in want] or any(abs(g[1] - w[1]) > 0.0015 for g, w in zip(got, want)):
+            return [f"predictions {got[:3]}... differ from bert_core's {want[:3]}..."]
+    if page == "tokenization":
+        shown = metrics(run).get("Tokens (with specials)", "")
+        if not shown.startswith(f"{expect.n_tokens(text)} /"):
+            return [f"token count {shown!r}, bert_core counts {expect.n_tokens(text)}"]
+    return []
+
+
+@dataclass
+class SessionLog:
+    """What one simulated student did and saw."""
+
+    name: str
+    marker: str
+    role: str  # "analyse" or "train"
+    edits: list[float] = field(default_factory=list)  # seconds per text-edit rerun
+    switches: list[float] = field(default_factory=list)  # seconds per page switch
+    ticks: list[float] = field(default_factory=list)  # seconds per training fragment rerun
+    checked: int = 0  # reruns whose content was checked against bert_core
+    problems: list[str] = field(default_factory=list)
+    states: list[tuple[float, str, str]] = field(default_factory=list)  # (time, state, step) on the Training page
+    last_tick: float = 0.0  # when it last sent a training tick (each one renews its slot's lease)
+    client: Client | None = None
+
+    @property
+    def trained_steps(self) -> int:
+        steps = [int(s.split("/")[0].replace(",", "")) for _, _, s in self.states if s]
+        return max(steps, default=0)
+
+
+async def analyse(base: str, log: SessionLog, seed: int, until: float, expect: Expect, think: tuple[float, float],
+                  rounds: int | None = None) -> None:
+    """Edit the text and switch pages until `until` (or for `rounds` page visits), checking each answer."""
+    rnd = random.Random(seed)
+    c = log.client = Client(base, log.name)
+    await c.connect()
+    text = f"The {log.marker} [MASK] the letter to her mother."
+    first = await c.rerun("tokenization", urllib.parse.urlencode({"text": text, "seed": seed}))
+    c.values.update(text=text, seed=seed)  # what the sidebar now shows, from the link
+    log.problems += problems_of(first)
+    n = 0
+    while time.monotonic() < until and (rounds is None or n < rounds):
+        page = ANALYSIS_PAGES[(n + 1) % len(ANALYSIS_PAGES)]
+        await asyncio.sleep(rnd.uniform(*think))
+        run = await c.rerun(page)
+        log.switches.append(run.seconds)
+        log.problems += [f"{page} (switch): {p}" for p in problems_of(run)]
+        await asyncio.sleep(rnd.uniform(*think))
+        text = f"The {log.marker} {WORDS[n % len(WORDS)]} [MASK] the letter to her mother {n}."
+        run = await c.rerun(widgets={"text": text})
+        log.edits.append(run.seconds)
+        log.problems += [f"{page} (edit): {p}" for p in problems_of(run)]
+        if page in ("predictions", "tokenization"):
+            log.problems += [f"{page}: {p}" for p in check_answer(page, text, run, expect)]
+            log.checked += 1
+        if run.query is not None and urllib.parse.parse_qs(run.query).get("text") != [text]:
+            log.problems.append(f"{page}: the URL holds another text: {run.query[:120]}")
+        n += 1
+
+
+async def train(base: str, log: SessionLog, seed: int, until: float, max_steps: int, leavers: list[SessionLog],
+                leave_after: float = 5.0) -> None:
+    """Start a run on the Training page and tick like the browser's timer until it ends.
+
+    The first session to have trained for `leave_after` seconds closes its tab instead (it joins
+    `leavers`): the lease must then free its slot for the next in line.
+    """
+    c = log.client = Client(base, log.name)
+    await c.connect()
+    text = f"The {log.marker} [MASK] the letter."  # short with a [MASK]: the run's first probe sentence
+    run = await c.rerun("training", urllib.parse.urlencode({"text": text, "seed": seed}))
+    c.values.update(text=text, seed=seed)
+    log.problems += problems_of(run)
+    run = await c.rerun(widgets={"train_max_steps": max_steps})
+    run = await c.rerun(widgets={"train_start": True})
+    log.problems += problems_of(run)
+    while time.monotonic() < until:
+        trained = [t for t, state, _ in log.states if state == "training"]
+        if not leavers and trained and time.time() - trained[0] > leave_after:
+            leavers.append(log)
+            log.states.append((time.time(), "left", ""))
+            await c.close()  # no Pause: the tab is simply gone
+            return
+        if not c.fragments:
+            break  # the run finished: the page stopped its timer
+        await asyncio.sleep(TICK)
+        log.last_tick = time.time()
+        try:
+            run = await c.rerun(fragment=next(iter(c.fragments)), timeout=120)
+        except TimeoutError:
+            log.problems.append("a training tick got no answer within 120 s")
+            break
+        log.ticks.append(run.seconds)
+        log.problems += problems_of(run)
+        m = metrics(run)
+        log.states.append((time.time(), m.get("State", ""), m.get("Step", "")))
+
+
+async def guarded(coro, log: SessionLog) -> None:
+    """Run one session; a lost connection or a rerun with no answer is that session's problem, not a crash."""
+    import websockets
+
+    try:
+        await coro
+    except (TimeoutError, websockets.ConnectionClosed) as e:
+        log.problems.append(f"no answer: {type(e).__name__} {e}")
+
+
+def pct(xs: list[float], q: int) -> float:
+    """The q-th percentile (NaN for no values)."""
+    if len(xs) < 2:
+        return xs[0] if xs else float("nan")
+    return statistics.quantiles(xs, n=100, method="inclusive")[q - 1]
+
+
+def start_server(port: int, monitor: Path, env_extra: dict) -> subprocess.Popen:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_LOAD_MONITOR": str(monitor), **env_extra}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "benchmarks" / "load_site"), env.get("PYTHONPATH", "")])
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
+                             "true", "--server.port", str(port), "--server.address", "127.0.0.1"],
+                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 120
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
+            return proc
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                proc.kill()
+                raise RuntimeError("the streamlit server did not start") from None
+            time.sleep(0.3)
+
+
+def peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError("no VmHWM")
+
+
+async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max_steps: int, think: tuple,
+                arrive: float, expect: Expect) -> tuple[SessionLog, list[SessionLog], list[SessionLog]]:
+    # One user alone first: the reference latency, measured on the same server in the same run.
+    solo = SessionLog("solo", marker(n_sessions), "analyse")
+    fast = (0.2, 0.2)  # alone, think time changes nothing but the wall time
+    await analyse(base, solo, 10_000, time.monotonic() + MAX_SECONDS, expect, fast, rounds=len(ANALYSIS_PAGES))
+    await solo.client.close()
+    solo.edits.clear()  # that was the warm-up: first loads, first imports
+    await analyse(base, solo, 10_001, time.monotonic() + MAX_SECONDS, expect, fast, rounds=2 * len(ANALYSIS_PAGES))
+    await solo.client.close()
+
+    logs = [SessionLog(f"s{i:02d}", marker(i), "train" if i < n_trainers else "analyse") for i in range(n_sessions)]
+    leavers: list[SessionLog] = []
+    until = time.monotonic() + seconds
+    tasks = []
+    for i, log in enumerate(logs):
+        if log.role == "analyse":
+            tasks.append(asyncio.create_task(guarded(analyse(base, log, i, until, expect, think), log)))
+        else:
+            tasks.append(asyncio.create_task(guarded(train(base, log, i, until, max_steps, leavers), log)))
+        await asyncio.sleep(arrive / n_sessions)  # students open the link over `arrive` seconds
+    await asyncio.gather(*tasks)
+    for log in logs:
+        if log not in leavers:
+            await log.client.close()
+    return solo, logs, leavers
+
+
+def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_steps: int = 200, cap: int = 2,
+        think: tuple[float, float] = (3.0, 10.0), arrive: float = 15.0, port: int | None = None) -> dict:
+    """Start a server, run the class, stop the server; the report as a dict (see `main` for the fields)."""
+    import socket
+
+    n_sessions = min(n_sessions, MAX_SESSIONS)
+    seconds = min(seconds, MAX_SECONDS)
+    if port is None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+    expect = Expect()
+    with tempfile.TemporaryDirectory() as d:
+        monitor = Path(d) / "monitor.json"
+        proc = start_server(port, monitor, {"BERT_EXPLORER_MAX_TRAINING": str(cap)})
+        try:
+            t0 = time.monotonic()
+            cpu0 = time.process_time()
+            solo, logs, leavers = asyncio.run(_load(f"http://127.0.0.1:{port}", n_sessions, n_trainers, seconds,
+                                                    max_steps, think, arrive, expect))
+            client_cpu = time.process_time()
+            wall = time.monotonic() - t0
+            time.sleep(1.0)  # the monitor writes every half second
+            rss = peak_rss_mb(proc.pid)
+            mon = json.loads(monitor.read_text()) if monitor.exists() else {}
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+    r = report(solo, logs, leavers, mon, rss, wall, cap)
+    r["client_cpu_seconds"] = client_cpu - cpu0  # this script's own share of the two cores
+    return r
+
+
+def report(solo: SessionLog, logs: list[SessionLog], left: list[SessionLog], mon: dict, rss: float, wall: float,
+           cap: int) -> dict:
+    """The checks and numbers of one run."""
+    markers = {log.marker for log in [solo, *logs]}
+    leaks, own_missing = [], []
+    for log in logs:
+        data = bytes(log.client.received)
+        if log.marker.encode() not in data:
+            own_missing.append(log.name)
+        leaks += [f"{log.name} received {m}" for m in markers - {log.marker} if m.encode() in data]
+    analysers = [log for log in logs if log.role == "analyse"]
+    trainers = [log for log in logs if log.role != "analyse"]
+    edits = [x for log in analysers for x in log.edits]
+    leave_t = left[0].last_tick if left else None  # its lease was last renewed then
+    lapses = [e["t"] - leave_t for e in mon.get("lapsed", []) if leave_t and e["t"] >= leave_t]
+    return {
+        "sessions": len(logs), "analysers": len(analysers), "trainers": len(trainers), "wall_seconds": wall,
+        "problems": {log.name: log.problems for log in [solo, *logs] if log.problems},
+        "unanswered": [log.name for log in analysers if not log.edits],
+        "checked_answers": sum(log.checked for log in [solo, *logs]),
+        "leaks": leaks, "own_marker_missing": own_missing,
+        "cap": cap, "monitor_seen": bool(mon), "max_in_steps": mon.get("max_in_steps"),
+        "max_holders": mon.get("max_holders"), "max_waiting": mon.get("max_waiting"),
+        "trained_steps": {log.name: log.trained_steps for log in trainers},
+        "queued_seen": [log.name for log in trainers if any(s == "waiting for a slot" for _, s, _ in log.states)],
+        "left": [log.name for log in left], "lease_seconds": mon.get("lease_seconds"),
+        "slot_freed_after": min(lapses) if lapses else None, "lapsed_total": len(mon.get("lapsed", [])),
+        # A lease lapses lazily, when somebody asks for a slot: was anybody asking after it ran out?
+        "asked_after_lease": bool(leave_t and mon.get("last_request", 0) > leave_t + mon.get("lease_seconds", 0)),
+        "peak_rss_mb": rss,
+        "solo_edits": len(solo.edits), "solo_p50": pct(solo.edits, 50), "solo_p95": pct(solo.edits, 95),
+        "load_edits": len(edits), "load_p50": pct(edits, 50), "load_p95": pct(edits, 95),
+        "switch_p50": pct([x for log in analysers for x in log.switches], 50),
+        "switch_p95": pct([x for log in analysers for x in log.switches], 95),
+        "ticks": {log.name: len(log.ticks) for log in trainers},
+        "tick_p50": pct([x for log in trainers for x in log.ticks], 50),
+        "tick_p95": pct([x for log in trainers for x in log.ticks], 95),
+    }
+
+
+def failures(r: dict) -> list[str]:
+    """The checks a run must pass; empty when it did."""
+    out = []
+    if r["problems"]:
+        out.append(f"sessions saw problems: {r['problems']}")
+    if r["unanswered"]:
+        out.append(f"sessions got no answer: {r['unanswered']}")
+    if r["leaks"] or r["own_marker_missing"]:
+        out.append(f"leakage {r['leaks']}; own marker missing (check blind) {r['own_marker_missing']}")
+    if not r["monitor_seen"] or r["max_in_steps"] > r["cap"] or r["max_holders"] > r["cap"]:
+        out.append(f"training cap {r['cap']}: {r['max_in_steps']} in steps, {r['max_holders']} holders at once")
+    if r["trainers"] > r["cap"] and not r["queued_seen"]:
+        out.append("more trainers than slots, yet nobody was shown a place in line")
+    idle = [k for k, v in r["trained_steps"].items() if v == 0 and k not in r["queued_seen"]]
+    if idle:
+        out.append(f"training sessions neither trained nor saw their place in line: {idle}")
+    if r["left"] and r["asked_after_lease"] and r["slot_freed_after"] is None:
+        out.append("the session that left kept its slot past its lease while others asked for it")
+    if r["lapsed_total"] > len(r["left"]):
+        out.append(f"{r['lapsed_total']} leases lapsed, {len(r['left'])} session(s) left: an open page lost its slot")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sessions", type=int, default=30)
+    ap.add_argument("--trainers", type=int, default=6, help="of the sessions, how many train (one of them leaves)")
+    ap.add_argument("--seconds", type=float, default=60, help="of load, after the single-user reference")
+    ap.add_argument("--max-steps", type=int, default=200, help="each training run's step budget")
+    ap.add_argument("--cap", type=int, default=2, help="BERT_EXPLORER_MAX_TRAINING for the server")
+    ap.add_argument("--arrive", type=float, default=15.0, help="seconds over which the class opens the link")
+    ap.add_argument("--think", type=float, nargs=2, default=(3.0, 10.0), metavar=("MIN", "MAX"),
+                    help="seconds a student reads before the next action (uniform)")
+    a = ap.parse_args()
+    r = run(a.sessions, a.trainers, a.seconds, a.max_steps, a.cap, tuple(a.think), a.arrive)
+    print(f"{r['sessions']} sessions ({r['analysers']} analysing, {r['trainers']} training) for "
+          f"{r['wall_seconds']:.0f} s on one server, cap {r['cap']} training at once")
+    print(f"answers: {r['load_edits']} text edits answered under load, {r['checked_answers']} checked against "
+          f"bert_core; problems: {r['problems'] or 'none'}; unanswered sessions: {r['unanswered'] or 'none'}")
+    print(f"leakage: {r['leaks'] or 'none'} (own marker seen by every session: {not r['own_marker_missing']})")
+    print(f"training: at most {r['max_in_steps']} sessions stepping and {r['max_holders']} slot holders at once, "
+          f"up to {r['max_waiting']} waiting; shown a place in line: {', '.join(r['queued_seen']) or 'nobody'}")
+    print(f"  steps per trainer: {r['trained_steps']}")
+    if r["left"]:
+        freed = r["slot_freed_after"]
+        print(f"  {r['left'][0]} closed its tab mid-run: its slot lapsed after "
+              f"{'never' if freed is None else f'{freed:.1f} s'} (lease {r['lease_seconds']:g} s"
+              f"{'' if r['asked_after_lease'] else '; nobody asked for a slot after it, so not tested'})")
+    print(f"peak RSS of the server: {r['peak_rss_mb']:.0f} MB; this client's CPU: {r['client_cpu_seconds']:.0f} s "
+          f"of {r['wall_seconds']:.0f} s wall")
+    print(f"rerun after a text edit, s: alone p50 {r['solo_p50']:.3f} p95 {r['solo_p95']:.3f} (n={r['solo_edits']}); "
+          f"class p50 {r['load_p50']:.3f} p95 {r['load_p95']:.3f} (n={r['load_edits']}); "
+          f"ratio p50 {r['load_p50'] / r['solo_p50']:.1f}x p95 {r['load_p95'] / r['solo_p95']:.1f}x")
+    print(f"page switch, s: class p50 {r['switch_p50']:.3f} p95 {r['switch_p95']:.3f}")
+    print(f"training tick (fragment rerun), s: p50 {r['tick_p50']:.3f} p95 {r['tick_p95']:.3f}; ticks {r['ticks']}")
+    bad = failures(r)
+    for f in bad:
+        print("FAILED:", f)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()
