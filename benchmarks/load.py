@@ -335,6 +335,12 @@ def start_server(port: int, monitor: Path, env_extra: dict) -> subprocess.Popen:
             time.sleep(0.3)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (/proc/<pid>/stat, fields 14 and 15)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def peak_rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmHWM:"):
@@ -343,7 +349,7 @@ def peak_rss_mb(pid: int) -> float:
 
 
 async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max_steps: int, think: tuple,
-                arrive: float, expect: Expect) -> tuple[SessionLog, list[SessionLog], list[SessionLog]]:
+                arrive: float, expect: Expect, pid: int) -> tuple[SessionLog, list[SessionLog], list[SessionLog], dict]:
     # One user alone first: the reference latency, measured on the same server in the same run.
     solo = SessionLog("solo", marker(n_sessions), "analyse")
     fast = (0.2, 0.2)  # alone, think time changes nothing but the wall time
@@ -355,6 +361,7 @@ async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max
 
     logs = [SessionLog(f"s{i:02d}", marker(i), "train" if i < n_trainers else "analyse") for i in range(n_sessions)]
     leavers: list[SessionLog] = []
+    usage = {"cpu": -cpu_seconds(pid), "wall": -time.monotonic()}  # the server's CPU during the class
     until = time.monotonic() + seconds
     tasks = []
     for i, log in enumerate(logs):
@@ -364,10 +371,12 @@ async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max
             tasks.append(asyncio.create_task(guarded(train(base, log, i, until, max_steps, leavers), log)))
         await asyncio.sleep(arrive / n_sessions)  # students open the link over `arrive` seconds
     await asyncio.gather(*tasks)
+    usage["cpu"] += cpu_seconds(pid)
+    usage["wall"] += time.monotonic()
     for log in logs:
         if log not in leavers:
             await log.client.close()
-    return solo, logs, leavers
+    return solo, logs, leavers, usage
 
 
 def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_steps: int = 200, cap: int = 2,
@@ -388,8 +397,8 @@ def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_step
         try:
             t0 = time.monotonic()
             cpu0 = time.process_time()
-            solo, logs, leavers = asyncio.run(_load(f"http://127.0.0.1:{port}", n_sessions, n_trainers, seconds,
-                                                    max_steps, think, arrive, expect))
+            solo, logs, leavers, usage = asyncio.run(_load(f"http://127.0.0.1:{port}", n_sessions, n_trainers,
+                                                           seconds, max_steps, think, arrive, expect, proc.pid))
             client_cpu = time.process_time()
             wall = time.monotonic() - t0
             time.sleep(1.0)  # the monitor writes every half second
@@ -403,6 +412,7 @@ def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_step
                 proc.kill()
     r = report(solo, logs, leavers, mon, rss, wall, cap)
     r["client_cpu_seconds"] = client_cpu - cpu0  # this script's own share of the two cores
+    r["server_cores_busy"] = usage["cpu"] / usage["wall"]  # mean cores the server kept busy during the class
     return r
 
 
@@ -494,8 +504,9 @@ def main() -> None:
         print(f"  {r['left'][0]} closed its tab mid-run: its slot lapsed after "
               f"{'never' if freed is None else f'{freed:.1f} s'} (lease {r['lease_seconds']:g} s"
               f"{'' if r['asked_after_lease'] else '; nobody asked for a slot after it, so not tested'})")
-    print(f"peak RSS of the server: {r['peak_rss_mb']:.0f} MB; this client's CPU: {r['client_cpu_seconds']:.0f} s "
-          f"of {r['wall_seconds']:.0f} s wall")
+    print(f"peak RSS of the server: {r['peak_rss_mb']:.0f} MB; server CPU during the class: "
+          f"{r['server_cores_busy']:.2f} cores busy on average (of {os.cpu_count()}); this client's CPU: "
+          f"{r['client_cpu_seconds']:.0f} s of {r['wall_seconds']:.0f} s wall")
     print(f"rerun after a text edit, s: alone p50 {r['solo_p50']:.3f} p95 {r['solo_p95']:.3f} (n={r['solo_edits']}); "
           f"class p50 {r['load_p50']:.3f} p95 {r['load_p95']:.3f} (n={r['load_edits']}); "
           f"ratio p50 {r['load_p50'] / r['solo_p50']:.1f}x p95 {r['load_p95'] / r['solo_p95']:.1f}x")
