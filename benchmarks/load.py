@@ -45,6 +45,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from memory import peak_rss_mb  # noqa: E402
+
 MAX_SESSIONS = 60
 MAX_SECONDS = 600
 TICK = 1.0  # views/training.py TICK_SECONDS: the browser's fragment timer
@@ -339,13 +342,6 @@ def cpu_seconds(pid: int) -> float:
     """User + system CPU time a process has used so far (/proc/<pid>/stat, fields 14 and 15)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM")
 
 
 async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max_steps: int, think: tuple,
