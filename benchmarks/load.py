@@ -13,7 +13,7 @@ one asyncio loop, so the client costs little CPU beside the server (no browser p
   their Tokenization counts against our tokenizer, and every rerun must finish without an
   exception element.
 - Training sessions open the Training page, set a small step budget, press Start and then send
-  the fragment reruns a browser's timer sends (every TICK). One of them closes its socket
+  the fragment reruns a browser's timer sends (at the interval the page asks for). One of them closes its socket
   mid-run without pausing, as a closed laptop does.
 - Leakage: no byte another session receives may contain a marker that is not its own (its own
   must appear, or the check would prove nothing).
@@ -50,7 +50,6 @@ from memory import peak_rss_mb  # noqa: E402
 
 MAX_SESSIONS = 60
 MAX_SECONDS = 600
-TICK = 1.0  # views/training.py TICK_SECONDS: the browser's fragment timer
 ANALYSIS_PAGES = ("tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training")
 WORDS = ("quietly", "never", "then", "often", "gladly", "also", "soon", "still", "once", "later", "slowly", "first")
 
@@ -84,7 +83,7 @@ class Client:
         self.values: dict[str, str | int] = {}  # user key -> value this "browser" holds for it
         self.pages: dict[str, str] = {}  # url path -> page script hash
         self.page = ""
-        self.fragments: set[str] = set()  # fragments the page asked to rerun on a timer
+        self.fragments: dict[str, float] = {}  # fragment id -> seconds: what the page asked to rerun on a timer
         self._run: Run | None = None
         self._done: asyncio.Future | None = None
 
@@ -111,9 +110,10 @@ class Client:
             elif kind == "new_session" and not m.metadata.run.fragment_ids:
                 self.fragments.clear()  # a full run starts: the browser drops its fragment timers
             elif kind == "auto_rerun":
-                self.fragments.add(m.auto_rerun.fragment_id)
+                self.fragments[m.auto_rerun.fragment_id] = m.auto_rerun.interval
             elif kind == "stop_auto_rerun":
-                self.fragments.difference_update(m.stop_auto_rerun.fragment_ids)
+                for fid in m.stop_auto_rerun.fragment_ids:
+                    self.fragments.pop(fid, None)
             if self._run is None:
                 continue
             if kind == "delta" and m.delta.WhichOneof("type") == "new_element":
@@ -227,6 +227,7 @@ class SessionLog:
     problems: list[str] = field(default_factory=list)
     states: list[tuple[float, str, str]] = field(default_factory=list)  # (time, state, step) on the Training page
     last_tick: float = 0.0  # when it last sent a training tick (each one renews its slot's lease)
+    intervals: set[tuple[str, float]] = field(default_factory=set)  # (state shown, seconds until the next tick)
     client: Client | None = None
 
     @property
@@ -290,10 +291,13 @@ async def train(base: str, log: SessionLog, seed: int, until: float, max_steps: 
             return
         if not c.fragments:
             break  # the run finished: the page stopped its timer
-        await asyncio.sleep(TICK)
+        fragment, interval = next(iter(c.fragments.items()))
+        if log.states:
+            log.intervals.add((log.states[-1][1], interval))
+        await asyncio.sleep(interval)
         log.last_tick = time.time()
         try:
-            run = await c.rerun(fragment=next(iter(c.fragments)), timeout=120)
+            run = await c.rerun(fragment=fragment, timeout=120)
         except TimeoutError:
             log.problems.append("a training tick got no answer within 120 s")
             break
@@ -447,6 +451,7 @@ def report(solo: SessionLog, logs: list[SessionLog], left: list[SessionLog], mon
         "switch_p50": pct([x for log in analysers for x in log.switches], 50),
         "switch_p95": pct([x for log in analysers for x in log.switches], 95),
         "ticks": {log.name: len(log.ticks) for log in trainers},
+        "tick_intervals": sorted({x for log in trainers for x in log.intervals}),
         "tick_p50": pct([x for log in trainers for x in log.ticks], 50),
         "tick_p95": pct([x for log in trainers for x in log.ticks], 95),
     }

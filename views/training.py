@@ -31,6 +31,10 @@ from ui.state import require_current
 from ui.widgets import chart, table
 
 TICK_SECONDS = 1.0  # the live view refreshes this often while training
+# ...and this often while waiting for a slot: each refresh of a waiting page costs the server as much
+# as a training one, and with a class waiting in line those refreshes slowed the runs that had the
+# slots (benchmarks/load.py). Well inside the slot lease (LEASE_SECONDS), so nobody loses their place.
+QUEUED_TICK_SECONDS = 5.0
 TRAIN_SECONDS = 0.8  # of each refresh spent training; drawing the page takes about 0.15 s more
 CORPORA = ("Built-in: WordNet glosses", "Paste text", "Upload a .txt file")
 CORPUS_NAMES = dict(zip(CORPORA, ("the built-in WordNet glosses", "pasted text", "an uploaded file")))
@@ -253,13 +257,13 @@ if ts.trainer is None:
     st.stop()
 
 
-@st.fragment(run_every=TICK_SECONDS if ts.state in (RUNNING, QUEUED) else None)
+@st.fragment(run_every={RUNNING: TICK_SECONDS, QUEUED: QUEUED_TICK_SECONDS}.get(ts.state))
 def live_ui() -> None:
-    """Train a little, then redraw: runs every TICK_SECONDS while the run is live and the page is open."""
+    """Train a little, then redraw: runs on a timer while the run is live and the page is open."""
     before = ts.state
     ts.advance(TRAIN_SECONDS)
-    if before in (RUNNING, QUEUED) and ts.state not in (RUNNING, QUEUED):
-        st.rerun()  # the run just finished: redraw the buttons and stop the timer
+    if before in (RUNNING, QUEUED) and ts.state != before:
+        st.rerun()  # finished (redraw the buttons, stop the timer) or got a slot (tick at the training pace)
     status_ui()
     curves_ui()
     probes_ui()
