@@ -14,11 +14,9 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,34 +57,21 @@ def time_reruns(model_dir: str | None, n_words: int, reps: int) -> dict[str, flo
 
 def time_launch() -> float:
     """Seconds from `streamlit run` to the first page's table drawn in chromium."""
+    from appserver import app_server
     from playwright.sync_api import sync_playwright
 
-    port = 8599
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"),
-                             "--server.headless", "true", "--server.port", str(port),
-                             "--server.address", "127.0.0.1"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, env={**os.environ, "HF_HUB_OFFLINE": "1"})
-    try:
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.1)
+    with app_server(timeout=300) as (base, _):
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
                                   args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                                         "--disable-component-update", "--disable-sync"])
             page = b.new_page()
-            page.goto(f"http://127.0.0.1:{port}/")
+            page.goto(base + "/")
             page.wait_for_selector("[data-testid='stDataFrame']", timeout=120_000)
             dt = time.perf_counter() - t0
             b.close()
         return dt
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def main() -> None:

@@ -34,19 +34,17 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from memory import peak_rss_mb  # noqa: E402
+from appserver import app_server, peak_rss_mb  # noqa: E402
 
 MAX_SESSIONS = 60
 MAX_SECONDS = 600
@@ -324,24 +322,6 @@ def pct(xs: list[float], q: int) -> float:
     return statistics.quantiles(xs, n=100, method="inclusive")[q - 1]
 
 
-def start_server(port: int, monitor: Path, env_extra: dict) -> subprocess.Popen:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_LOAD_MONITOR": str(monitor), **env_extra}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "benchmarks" / "load_site"), env.get("PYTHONPATH", "")])
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
-                             "true", "--server.port", str(port), "--server.address", "127.0.0.1"],
-                            cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=2)
-            return proc
-        except OSError:
-            if proc.poll() is not None or time.time() > deadline:
-                proc.kill()
-                raise RuntimeError("the streamlit server did not start") from None
-            time.sleep(0.3)
-
-
 def cpu_seconds(pid: int) -> float:
     """User + system CPU time a process has used so far (/proc/<pid>/stat, fields 14 and 15)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -380,36 +360,26 @@ async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max
 
 
 def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_steps: int = 200, cap: int = 2,
-        think: tuple[float, float] = (3.0, 10.0), arrive: float = 15.0, port: int | None = None) -> dict:
+        think: tuple[float, float] = (3.0, 10.0), arrive: float = 15.0) -> dict:
     """Start a server, run the class, stop the server; the report as a dict (see `main` for the fields)."""
-    import socket
-
     n_sessions = min(n_sessions, MAX_SESSIONS)
     seconds = min(seconds, MAX_SECONDS)
-    if port is None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
     expect = Expect()
     with tempfile.TemporaryDirectory() as d:
         monitor = Path(d) / "monitor.json"
-        proc = start_server(port, monitor, {"BERT_EXPLORER_MAX_TRAINING": str(cap)})
-        try:
+        site = os.pathsep.join([str(ROOT / "benchmarks" / "load_site"), os.environ.get("PYTHONPATH", "")])
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_MAX_TRAINING": str(cap),
+               "BERT_EXPLORER_LOAD_MONITOR": str(monitor), "PYTHONPATH": site}
+        with app_server(env) as (url, proc):
             t0 = time.monotonic()
             cpu0 = time.process_time()
-            solo, logs, leavers, usage = asyncio.run(_load(f"http://127.0.0.1:{port}", n_sessions, n_trainers,
-                                                           seconds, max_steps, think, arrive, expect, proc.pid))
+            solo, logs, leavers, usage = asyncio.run(_load(url, n_sessions, n_trainers, seconds, max_steps, think,
+                                                           arrive, expect, proc.pid))
             client_cpu = time.process_time()
             wall = time.monotonic() - t0
             time.sleep(1.0)  # the monitor writes every half second
             rss = peak_rss_mb(proc.pid)
             mon = json.loads(monitor.read_text()) if monitor.exists() else {}
-        finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
     r = report(solo, logs, leavers, mon, rss, wall, cap)
     r["client_cpu_seconds"] = client_cpu - cpu0  # this script's own share of the two cores
     r["server_cores_busy"] = usage["cpu"] / usage["wall"]  # mean cores the server kept busy during the class

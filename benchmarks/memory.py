@@ -11,45 +11,26 @@ field as a local folder under BERT_EXPLORER_LOCAL_ROOTS. Targets (issue 5): <= 5
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import tempfile
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
+from appserver import app_server, peak_rss_mb  # noqa: E402
+
 PAGES = ["", "embeddings", "masking", "attention", "predictions", "anatomy"]
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
         "--disable-sync"]
-
-
-def peak_rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmHWM")
 
 
 def measure(model: str | None, env_extra: dict) -> float:
     """Peak RSS (MB) of a fresh server after every page has rendered once with `model`."""
     from playwright.sync_api import sync_playwright
 
-    port = 8620 + (0 if model is None else 1)
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
-                             "true", "--server.port", str(port), "--server.address", "127.0.0.1"], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1", **env_extra})
-    base = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                urllib.request.urlopen(base + "/_stcore/health", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.2)
+    with app_server({**os.environ, "HF_HUB_OFFLINE": "1", **env_extra}) as (base, proc):
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=ARGS)
             ctx = b.new_context()
@@ -64,9 +45,6 @@ def measure(model: str | None, env_extra: dict) -> float:
                     time.sleep(0.3)
             b.close()
         return peak_rss_mb(proc.pid)
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def main() -> None:

@@ -7,19 +7,16 @@ renders with no network at all (bertviz included). Screenshots land in tests/out
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
 import time
 import urllib.parse
-import urllib.request
 from pathlib import Path
 
 import pytest
+from appserver import ROOT, app_server  # benchmarks/ is on pytest's pythonpath (pyproject.toml)
 
 pytestmark = pytest.mark.browser
 
-ROOT = Path(__file__).resolve().parent.parent
+
 OUT = ROOT / "tests" / "output"
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -27,45 +24,14 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def server():
-    """A real Streamlit server for this module, on a free loopback port."""
-    port = free_port()
+    """A real Streamlit server for this module, on a free loopback port (its log in tests/output/)."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     OUT.mkdir(parents=True, exist_ok=True)
-    log = open(OUT / "server.log", "w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless", "true",
-         "--server.port", str(port), "--server.address", "127.0.0.1", "--global.developmentMode", "false"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"streamlit did not become healthy; see {OUT / 'server.log'}")
-            time.sleep(0.5)
+    with open(OUT / "server.log", "w") as log, \
+            app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=90) as (url, _):
         yield url
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
 
 
 @pytest.fixture(scope="module")
@@ -146,6 +112,20 @@ def watch(browser, server):
     w = PageWatch(browser, server)
     yield w
     w.close()
+
+
+def test_table_downloads_its_csv(watch):
+    """A table's CSV button (written on click, not on every rerun) downloads that table."""
+    page = watch.open("/")
+    with page.expect_download(timeout=30_000) as d:
+        page.get_by_role("button", name="Download tokens (CSV)").click()
+    assert d.value.suggested_filename == "tokens.csv"
+    lines = Path(d.value.path()).read_text(encoding="utf-8").splitlines()
+    assert lines[0].startswith("position,token,id,segment")
+    # The default text "She [MASK] the letter to her mother." is 10 tokens with [CLS] and [SEP].
+    assert [line.split(",")[1] for line in lines[1:]] == ["[CLS]", "she", "[MASK]", "the", "letter", "to", "her",
+                                                          "mother", ".", "[SEP]"]
+    watch.assert_clean()
 
 
 @pytest.mark.parametrize("name", PAGES)

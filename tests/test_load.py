@@ -7,13 +7,7 @@ to the next in line. Speed is printed by the script, never asserted here.
 
 from __future__ import annotations
 
-import sys
-
-from test_browser import ROOT
-
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-import load  # noqa: E402
+import load  # benchmarks/load.py: benchmarks/ is on pytest's pythonpath (pyproject.toml)
 
 
 def test_small_class_gets_its_own_answers_and_the_cap_holds():
