@@ -20,7 +20,13 @@ def chart(fig, name: str, key: str | None = None) -> None:
 
 
 def table(df: pd.DataFrame, name: str, key: str | None = None, **kwargs) -> None:
-    """A dataframe with a button that downloads it as `<name>.csv`."""
+    """A dataframe with a button that downloads it as `<name>.csv`.
+
+    The CSV is written only when the button is clicked (a deferred download), not on every rerun.
+    That also matters on the live Training page: a download stored as a file was replaced at every
+    tick, and the browser's check of a replaced file's address failed with a 404.
+    """
     st.dataframe(df, **kwargs)
-    st.download_button(f"Download {name} (CSV)", df.to_csv(index=False).encode("utf-8"),
-                       file_name=f"{_slug(name)}.csv", mime="text/csv", key=key or f"csv-{_slug(name)}")
+    st.download_button(f"Download {name} (CSV)", lambda: df.to_csv(index=False).encode("utf-8"),
+                       file_name=f"{_slug(name)}.csv", mime="text/csv", key=key or f"csv-{_slug(name)}",
+                       on_click="ignore")
