@@ -407,7 +407,8 @@ def report(solo: SessionLog, logs: list[SessionLog], left: list[SessionLog], mon
         "unanswered": [log.name for log in analysers if not log.edits],
         "checked_answers": sum(log.checked for log in [solo, *logs]),
         "leaks": leaks, "own_marker_missing": own_missing,
-        "cap": cap, "monitor_seen": bool(mon), "max_in_steps": mon.get("max_in_steps"),
+        "cap": cap, "monitor_seen": "max_in_steps" in mon, "monitor_error": mon.get("monitor_error"),
+        "max_in_steps": mon.get("max_in_steps"),
         "max_holders": mon.get("max_holders"), "max_waiting": mon.get("max_waiting"),
         "trained_steps": {log.name: log.trained_steps for log in trainers},
         "queued_seen": [log.name for log in trainers if any(s == "waiting for a slot" for _, s, _ in log.states)],
@@ -437,7 +438,8 @@ def failures(r: dict) -> list[str]:
     if r["leaks"] or r["own_marker_missing"]:
         out.append(f"leakage {r['leaks']}; own marker missing (check blind) {r['own_marker_missing']}")
     if not r["monitor_seen"] or r["max_in_steps"] > r["cap"] or r["max_holders"] > r["cap"]:
-        out.append(f"training cap {r['cap']}: {r['max_in_steps']} in steps, {r['max_holders']} holders at once")
+        out.append(f"training cap {r['cap']}: {r['max_in_steps']} in steps, {r['max_holders']} holders at once"
+                   f" (monitor error: {r['monitor_error']})")
     if r["trainers"] > r["cap"] and not r["queued_seen"]:
         out.append("more trainers than slots, yet nobody was shown a place in line")
     idle = [k for k, v in r["trained_steps"].items() if v == 0 and k not in r["queued_seen"]]

@@ -20,11 +20,24 @@ _PATH = os.environ.get("BERT_EXPLORER_LOAD_MONITOR")
 
 
 def _watch(path: str) -> None:
-    while "bert_core.session_training" not in sys.modules:
+    try:
+        _watch_training(path)
+    except Exception as e:  # say so in the file: the load script reports a monitor it did not see
+        with open(path, "w") as f:
+            json.dump({"monitor_error": f"{type(e).__name__}: {e}"}, f)
+
+
+def _loaded(name: str):
+    """The module once it is imported and has finished executing (importlib clears _initializing)."""
+    while True:
+        mod = sys.modules.get(name)
+        if mod is not None and getattr(mod.__spec__, "_initializing", True) is False:
+            return mod
         time.sleep(0.05)
-    st = sys.modules["bert_core.session_training"]
-    while not hasattr(st, "SLOTS"):  # the module may still be executing
-        time.sleep(0.05)
+
+
+def _watch_training(path: str) -> None:
+    st = _loaded("bert_core.session_training")
     lock = threading.Lock()
     seen = {"in_steps": 0, "max_in_steps": 0, "max_holders": 0, "max_waiting": 0, "requests": 0,
             "capacity": st.SLOTS.capacity, "lease_seconds": st.SLOTS.lease_seconds, "lapsed": [], "t0": time.time()}
