@@ -13,6 +13,11 @@ from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# Debian's chromium, never a browser a test tool downloads; without the background-networking
+# flags it keeps calling out, and this machine refuses every such connection.
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
+                 "--disable-sync", "--no-first-run", "--disable-quic"]
 
 
 def free_port() -> int:

@@ -57,15 +57,13 @@ def time_reruns(model_dir: str | None, n_words: int, reps: int) -> dict[str, flo
 
 def time_launch() -> float:
     """Seconds from `streamlit run` to the first page's table drawn in chromium."""
-    from appserver import app_server
+    from appserver import CHROMIUM, CHROMIUM_ARGS, app_server
     from playwright.sync_api import sync_playwright
 
     t0 = time.perf_counter()
     with app_server(timeout=300) as (base, _):
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True,
-                                  args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                                        "--disable-component-update", "--disable-sync"])
+            b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             page = b.new_page()
             page.goto(base + "/")
             page.wait_for_selector("[data-testid='stDataFrame']", timeout=120_000)

@@ -73,9 +73,8 @@ class Run:
 class Client:
     """One browser session over Streamlit's websocket."""
 
-    def __init__(self, base: str, name: str):
+    def __init__(self, base: str):
         self.url = base.replace("http", "ws", 1) + "/_stcore/stream"
-        self.name = name
         self.received = bytearray()  # every byte the server sent this session, for the leakage check
         self.widgets: dict[str, str] = {}  # user key -> widget id
         self.values: dict[str, str | int] = {}  # user key -> value this "browser" holds for it
@@ -238,7 +237,7 @@ async def analyse(base: str, log: SessionLog, seed: int, until: float, expect: E
                   rounds: int | None = None) -> None:
     """Edit the text and switch pages until `until` (or for `rounds` page visits), checking each answer."""
     rnd = random.Random(seed)
-    c = log.client = Client(base, log.name)
+    c = log.client = Client(base)
     await c.connect()
     text = f"The {log.marker} [MASK] the letter to her mother."
     first = await c.rerun("tokenization", urllib.parse.urlencode({"text": text, "seed": seed}))
@@ -271,7 +270,7 @@ async def train(base: str, log: SessionLog, seed: int, until: float, max_steps: 
     The first session to have trained for `leave_after` seconds closes its tab instead (it joins
     `leavers`): the lease must then free its slot for the next in line.
     """
-    c = log.client = Client(base, log.name)
+    c = log.client = Client(base)
     await c.connect()
     text = f"The {log.marker} [MASK] the letter."  # short with a [MASK]: the run's first probe sentence
     run = await c.rerun("training", urllib.parse.urlencode({"text": text, "seed": seed}))
@@ -408,6 +407,7 @@ def report(solo: SessionLog, logs: list[SessionLog], left: list[SessionLog], mon
         "checked_answers": sum(log.checked for log in [solo, *logs]),
         "leaks": leaks, "own_marker_missing": own_missing,
         "cap": cap, "monitor_seen": "max_in_steps" in mon, "monitor_error": mon.get("monitor_error"),
+        "monitor_capacity": mon.get("capacity"),
         "max_in_steps": mon.get("max_in_steps"),
         "max_holders": mon.get("max_holders"), "max_waiting": mon.get("max_waiting"),
         "trained_steps": {log.name: log.trained_steps for log in trainers},
@@ -437,9 +437,10 @@ def failures(r: dict) -> list[str]:
         out.append(f"sessions got no answer: {r['unanswered']}")
     if r["leaks"] or r["own_marker_missing"]:
         out.append(f"leakage {r['leaks']}; own marker missing (check blind) {r['own_marker_missing']}")
-    if not r["monitor_seen"] or r["max_in_steps"] > r["cap"] or r["max_holders"] > r["cap"]:
-        out.append(f"training cap {r['cap']}: {r['max_in_steps']} in steps, {r['max_holders']} holders at once"
-                   f" (monitor error: {r['monitor_error']})")
+    if (not r["monitor_seen"] or r["monitor_capacity"] != r["cap"] or r["max_in_steps"] > r["cap"]
+            or r["max_holders"] > r["cap"]):
+        out.append(f"training cap {r['cap']} (server's: {r['monitor_capacity']}): {r['max_in_steps']} in steps, "
+                   f"{r['max_holders']} holders at once (monitor error: {r['monitor_error']})")
     if r["trainers"] > r["cap"] and not r["queued_seen"]:
         out.append("more trainers than slots, yet nobody was shown a place in line")
     idle = [k for k, v in r["trained_steps"].items() if v == 0 and k not in r["queued_seen"]]

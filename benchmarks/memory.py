@@ -19,11 +19,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from appserver import app_server, peak_rss_mb  # noqa: E402
+from appserver import CHROMIUM, CHROMIUM_ARGS, app_server, peak_rss_mb  # noqa: E402
 
 PAGES = ["", "embeddings", "masking", "attention", "predictions", "anatomy"]
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync"]
 
 
 def measure(model: str | None, env_extra: dict) -> float:
@@ -32,7 +30,7 @@ def measure(model: str | None, env_extra: dict) -> float:
 
     with app_server({**os.environ, "HF_HUB_OFFLINE": "1", **env_extra}) as (base, proc):
         with sync_playwright() as p:
-            b = p.chromium.launch(executable_path="/usr/bin/chromium", headless=True, args=ARGS)
+            b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             ctx = b.new_context()
             ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith(base) else r.abort())
             page = ctx.new_page()

@@ -10,17 +10,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from appserver import CHROMIUM, CHROMIUM_ARGS  # benchmarks/ is on pytest's pythonpath
 
 from bert_core.bertviz_html import head_view_html, model_view_html
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 OUTPUT_DIR = Path(__file__).parent / "output"
 
 HOSTILE = "</script><img src=x onerror=alert(1)>"

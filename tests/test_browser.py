@@ -12,15 +12,11 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from appserver import ROOT, app_server  # benchmarks/ is on pytest's pythonpath (pyproject.toml)
+from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT, app_server  # benchmarks/ is on pytest's pythonpath
 
 pytestmark = pytest.mark.browser
 
-
 OUT = ROOT / "tests" / "output"
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic"]
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training"]
 
 

@@ -30,7 +30,7 @@ def test_small_class_gets_its_own_answers_and_the_cap_holds():
 
 def _log(name: str, i: int, received: bytes, role: str = "analyse") -> load.SessionLog:
     log = load.SessionLog(name, load.marker(i), role, edits=[0.1])
-    log.client = load.Client("http://127.0.0.1:1", name)
+    log.client = load.Client("http://127.0.0.1:1")
     log.client.received += received
     return log
 
@@ -38,7 +38,7 @@ def _log(name: str, i: int, received: bytes, role: str = "analyse") -> load.Sess
 def test_the_checks_catch_a_leak_a_blind_check_and_a_broken_cap():
     """The report's checks fail when they should: without a server, on logs made up to break them."""
     solo = _log("solo", 9, b"")
-    mon = {"max_in_steps": 1, "max_holders": 1, "max_waiting": 0, "lease_seconds": 30.0, "lapsed": []}
+    mon = {"capacity": 1, "max_in_steps": 1, "max_holders": 1, "max_waiting": 0, "lease_seconds": 30.0, "lapsed": []}
     ok = [_log("s00", 0, b"..." + load.marker(0).encode()), _log("s01", 1, load.marker(1).encode())]
     assert load.failures(load.report(solo, ok, [], mon, 1.0, 1.0, cap=1)) == []
     leaky = [_log("s00", 0, (load.marker(0) + load.marker(1)).encode()), _log("s01", 1, load.marker(1).encode())]
@@ -48,3 +48,5 @@ def test_the_checks_catch_a_leak_a_blind_check_and_a_broken_cap():
     assert load.report(solo, blind, [], mon, 1.0, 1.0, cap=1)["own_marker_missing"] == ["s00"]
     over = load.report(solo, ok, [], {**mon, "max_in_steps": 2}, 1.0, 1.0, cap=1)
     assert any("training cap" in f for f in load.failures(over))
+    unset = load.report(solo, ok, [], {**mon, "capacity": 2}, 1.0, 1.0, cap=1)  # the server ignored the cap asked for
+    assert any("training cap" in f for f in load.failures(unset))

@@ -7,7 +7,7 @@ import os
 
 import pytest
 from appserver import app_server
-from test_browser import CHROMIUM_ARGS, OUT, PAGES, ROOT, PageWatch
+from test_browser import CHROMIUM, CHROMIUM_ARGS, OUT, PAGES, ROOT, PageWatch
 
 pytestmark = pytest.mark.browser
 
@@ -27,7 +27,7 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=CHROMIUM_ARGS, headless=True)
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield b
         b.close()
 

@@ -39,8 +39,8 @@ def _loaded(name: str):
 def _watch_training(path: str) -> None:
     st = _loaded("bert_core.session_training")
     lock = threading.Lock()
-    seen = {"in_steps": 0, "max_in_steps": 0, "max_holders": 0, "max_waiting": 0, "requests": 0,
-            "capacity": st.SLOTS.capacity, "lease_seconds": st.SLOTS.lease_seconds, "lapsed": [], "t0": time.time()}
+    seen = {"in_steps": 0, "max_in_steps": 0, "max_holders": 0, "max_waiting": 0, "capacity": st.SLOTS.capacity,
+            "lease_seconds": st.SLOTS.lease_seconds, "lapsed": []}
 
     steps, request, release, expire = (st.TrainingSession._steps, st.SlotManager.request,
                                        st.SlotManager.release, st.SlotManager._expire)
@@ -65,7 +65,6 @@ def _watch_training(path: str) -> None:
     def counted_request(self, sid):
         out = request(self, sid)
         with lock:
-            seen["requests"] += 1
             seen["last_request"] = time.time()
         note_counts(self)
         return out
