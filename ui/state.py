@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 import bert_core
+from ui.cache import RESULTS
 
 BUNDLED_LABEL = "bundled (offline, trained by this project)"
 SESSION_LABEL = "my trained model (this session)"
@@ -53,18 +54,23 @@ def shared_model(name: str) -> bert_core.LoadedModel:
     return m
 
 
-@st.cache_data(show_spinner=False, max_entries=256)
-def _cached_analysis(model_key: str, text: str, text_pair: str | None, top_k: int) -> bert_core.Trace:
-    return bert_core.analyze(shared_model(model_key), text, text_pair, top_k=top_k)
+def model_cached(cur: Current, fn, *args, **kwargs):
+    """`fn(cur.model, *args, **kwargs)`, cached process-wide in the byte-bounded cache (ui/cache.py).
+
+    The key is the function, the model's key and the arguments (which must be hashable). A model a
+    session is still training is never cached: its answers change from step to step.
+    """
+    if cur.model_key.startswith("session:"):
+        return fn(cur.model, *args, **kwargs)
+    key = (fn.__module__, fn.__qualname__, cur.model_key, args, tuple(sorted(kwargs.items())))
+    return RESULTS.get_or_compute(key, lambda: fn(cur.model, *args, **kwargs))
 
 
 def analysis(cur: Current, top_k: int = 5, text: str | None = None) -> bert_core.Trace | None:
     """`bert_core.analyze` of the current input (cached per model and text); None after an error message."""
     text = cur.text if text is None else text
     try:
-        if cur.model_key.startswith("session:"):  # a model still changing: never cached
-            return bert_core.analyze(cur.model, text, cur.text_pair, top_k=top_k)
-        return _cached_analysis(cur.model_key, text, cur.text_pair, top_k)
+        return model_cached(cur, bert_core.analyze, text, cur.text_pair, top_k=top_k)
     except bert_core.BertCoreError as e:
         st.warning(str(e))
         return None

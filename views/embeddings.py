@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from bert_core import views
+from bert_core import input_tables
 from bert_core.figures.embeddings import embedding_heatmap, norms_figure, position_similarity_figure
 from ui.state import analysis, require_current
 from ui.widgets import chart, table
@@ -32,7 +32,7 @@ if trace is None:
 if trace.truncation is not None:
     st.warning(trace.truncation.message)
 
-labels = views.token_labels(trace.tokens)
+labels = input_tables.token_labels(trace.tokens)
 pair = trace.text_pair is not None
 segments = trace.token_type_ids if pair else None
 
@@ -42,8 +42,8 @@ if cfg.hidden_size > 64:
                        help="Wide models have hundreds of dimensions; the first N are enough to see the patterns.")
 else:
     n_dims = cfg.hidden_size
-parts = views.embedding_parts(trace.embeddings)
-tabs = st.tabs([views.EMBEDDING_TITLES[p] for p in views.EMBEDDING_PARTS])
+parts = input_tables.embedding_parts(trace.embeddings)
+tabs = st.tabs([input_tables.EMBEDDING_TITLES[p] for p in input_tables.EMBEDDING_PARTS])
 notes = {
     "word": "One row per token id: a repeated token gets the very same row.",
     "segment": "Only two rows exist: every A token gets one, every B token the other.",
@@ -51,10 +51,10 @@ notes = {
     "sum": "What the three lookups add up to; its scale differs from token to token.",
     "normed": "LayerNorm gives each row mean 0 and spread 1, then scales each dimension by γ and shifts it by β.",
 }
-for tab, part in zip(tabs, views.EMBEDDING_PARTS):
+for tab, part in zip(tabs, input_tables.EMBEDDING_PARTS):
     with tab:
         st.caption(notes[part])
-        fig = embedding_heatmap(parts[part], labels, n_dims, views.EMBEDDING_TITLES[part], segments)
+        fig = embedding_heatmap(parts[part], labels, n_dims, input_tables.EMBEDDING_TITLES[part], segments)
         chart(fig, f"embedding {part}", key=f"chart-emb-{part}")
 
 if pair:
@@ -64,15 +64,15 @@ if pair:
         "[SEP]) share **one** segment vector E_seg[0] and all B tokens share E_seg[1]; that single "
         "difference is how BERT tells the two sentences apart (used by next-sentence prediction)."
     )
-    table(pd.DataFrame(views.segment_rows(trace)), "segments", key="csv-segments", hide_index=True)
+    table(pd.DataFrame(input_tables.segment_rows(trace)), "segments", key="csv-segments", hide_index=True)
 
 st.subheader("How long is each vector?")
 st.caption("L2 norm ‖v‖ = sqrt(Σ v_i²) per token for each of the five. LayerNorm pulls every token to "
            "about the same length, whatever the sum's length was; the table also shows each row's mean and "
            "standard deviation over its H numbers before (sum) and after (normed) LayerNorm.")
-chart(norms_figure(views.token_norms(trace.embeddings), labels, views.EMBEDDING_TITLES, segments),
+chart(norms_figure(input_tables.token_norms(trace.embeddings), labels, input_tables.EMBEDDING_TITLES, segments),
       "embedding norms", key="chart-emb-norms")
-table(pd.DataFrame(views.norm_rows(trace)), "embedding norms", key="csv-emb-norms", hide_index=True)
+table(pd.DataFrame(input_tables.norm_rows(trace)), "embedding norms", key="csv-emb-norms", hide_index=True)
 
 st.subheader("What the position embeddings learned")
 st.markdown(

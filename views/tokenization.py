@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from bert_core import views
+from bert_core import input_tables
 from bert_core.figures.tokens import pieces_per_word_figure
 from ui.state import analysis, require_current
 from ui.widgets import chart, table
@@ -26,7 +26,7 @@ if trace is None:
 if trace.truncation is not None:
     st.warning(trace.truncation.message + " The struck-through text below is what the model never sees.")
 
-counts = views.token_counts(trace, tok.all_special_ids, tok.unk_token_id)
+counts = input_tables.token_counts(trace, tok.all_special_ids, tok.unk_token_id)
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Words", counts["words"])
 c2.metric("Word pieces", counts["pieces"])
@@ -38,12 +38,12 @@ st.subheader("The text, piece by piece")
 st.caption("Each highlight is one token over the characters it came from (hover for its position and id). "
            "Words alternate blue and orange; pieces of one word alternate two shades. Grey chips are "
            "special tokens, red marks [UNK].")
-st.html(views.tokens_html(trace, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
+st.html(input_tables.tokens_html(trace, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
 
 st.subheader("Every token")
 st.caption("Position is the token's index t (it picks the position embedding); segment A/B picks the "
            "segment embedding; characters are offsets into its own sentence.")
-tokens_df = pd.DataFrame(views.token_rows(trace, tok.all_special_ids, tok.unk_token_id))
+tokens_df = pd.DataFrame(input_tables.token_rows(trace, tok.all_special_ids, tok.unk_token_id))
 table(tokens_df.astype({"word index": "Int64"}), "tokens", key="csv-tokens", hide_index=True)
 
 st.subheader("How WordPiece split each word")
@@ -55,9 +55,9 @@ sentences = [("A", trace.text)] + ([("B", trace.text_pair)] if trace.text_pair i
 splits, rows = [], []
 specials = set(tok.specials.values())
 for name, text in sentences:
-    s = views.split_words(tok, text)
+    s = input_tables.split_words(tok, text)
     splits += s
-    rows += views.word_split_rows(s, tok.unk_token, specials, sentence=name)
+    rows += input_tables.word_split_rows(s, tok.unk_token, specials, sentence=name)
 if trace.truncation is not None:
     st.caption("Words of the whole text are listed, including those cut off above.")
 table(pd.DataFrame(rows), "word splits", key="csv-words", hide_index=True)
@@ -81,5 +81,5 @@ if splits:
         # The word is user text: shown with st.code (plain text), never inside markdown.
         st.markdown(f"**{len(sp.steps)} look-up(s)**, giving the pieces:")
         st.code(" + ".join(sp.pieces), language=None)
-        table(pd.DataFrame(views.step_rows(sp)), "wordpiece steps", key="csv-steps", hide_index=True)
-    chart(pieces_per_word_figure(views.pieces_per_word(splits)), "pieces per word", key="chart-pieces")
+        table(pd.DataFrame(input_tables.step_rows(sp)), "wordpiece steps", key="csv-steps", hide_index=True)
+    chart(pieces_per_word_figure(input_tables.pieces_per_word(splits)), "pieces per word", key="chart-pieces")

@@ -1,4 +1,4 @@
-"""bert_core.views (the data behind the Tokenization and Embeddings pages) and their figures."""
+"""bert_core.input_tables (the data behind the Tokenization and Embeddings pages) and their figures."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import bert_core
-from bert_core import views
+from bert_core import input_tables
 from bert_core.figures.embeddings import embedding_heatmap, norms_figure, position_similarity_figure
 from bert_core.figures.tokens import pieces_per_word_figure
 from bert_core.tokenization import WordSplit
@@ -39,7 +39,7 @@ def _visible_text(markup: str) -> str:
 def test_spans_reconstruct_text_and_cover_every_piece(tiny, text):
     enc = tiny.tokenizer.encode(text)
     pieces = [(i, o) for i, o in enumerate(enc.offsets) if o is not None]
-    spans = views.highlight_spans(text, pieces)
+    spans = input_tables.highlight_spans(text, pieces)
     assert "".join(s.text for s in spans) == text
     covered = [p for s in spans for p in s.positions]
     assert covered == [i for i, _ in pieces]  # every piece exactly once, in order
@@ -52,18 +52,18 @@ def test_spans_reconstruct_text_and_cover_every_piece(tiny, text):
 
 
 def test_spans_overlapping_offsets_join_and_truncated_tail_is_cut():
-    spans = views.highlight_spans("ﬁ ab cd", [(1, (0, 1)), (2, (0, 1)), (3, (2, 4))], truncated=True)
+    spans = input_tables.highlight_spans("ﬁ ab cd", [(1, (0, 1)), (2, (0, 1)), (3, (2, 4))], truncated=True)
     assert [(s.text, s.kind, s.positions) for s in spans] == [
         ("ﬁ", "piece", [1, 2]), (" ", "gap", []), ("ab", "piece", [3]), (" cd", "cut", [])]
     # Without truncation the same tail is an ordinary gap.
-    assert views.highlight_spans("ab cd", [(1, (0, 2))])[-1].kind == "gap"
+    assert input_tables.highlight_spans("ab cd", [(1, (0, 2))])[-1].kind == "gap"
 
 
 @pytest.mark.parametrize("text", TEXTS)
 def test_tokens_html_shows_exactly_the_text(tiny, text):
     tok = tiny.tokenizer
     t = bert_core.analyze(tiny, text)
-    markup = views.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id)
+    markup = input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id)
     assert _visible_text(markup) == "A[CLS]" + text + "[SEP]"
     if "<" in text:
         assert "<script>" not in markup and "<b>x" not in markup
@@ -73,21 +73,21 @@ def test_tokens_html_shows_exactly_the_text(tiny, text):
 def test_tokens_html_pair_and_truncation(tiny):
     tok = tiny.tokenizer
     t = bert_core.analyze(tiny, "the cat sat", "he went  to the store")
-    text = _visible_text(views.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
+    text = _visible_text(input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
     assert text == "A[CLS]the cat sat[SEP]Bhe went  to the store[SEP]"
     long = " ".join(["the cat sat on the mat"] * 30)  # 180 pieces > 64 positions
     t = bert_core.analyze(tiny, long)
     assert t.truncation is not None
-    spans = views.sentence_spans(t, 0)
+    spans = input_tables.sentence_spans(t, 0)
     assert spans[-1].kind == "cut" and "".join(s.text for s in spans) == long
-    markup = views.tokens_html(t, tok.all_special_ids, tok.unk_token_id)
+    markup = input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id)
     assert "line-through" in markup
 
 
 def test_token_rows(tiny):
     tok = tiny.tokenizer
     t = bert_core.analyze(tiny, "playing [MASK] 🙂", "the cat")
-    rows = views.token_rows(t, tok.all_special_ids, tok.unk_token_id)
+    rows = input_tables.token_rows(t, tok.all_special_ids, tok.unk_token_id)
     assert [r["token"] for r in rows] == ["[CLS]", "play", "##ing", "[MASK]", "[UNK]", "[SEP]", "the", "cat", "[SEP]"]
     assert [r["position"] for r in rows] == list(range(9))
     assert [r["segment"] for r in rows] == list("AAAAAABBB")
@@ -97,54 +97,54 @@ def test_token_rows(tiny):
     assert rows[2]["characters"] == "4-7" and rows[2]["text"] == "ing"
     assert rows[4]["text"] == "🙂" and rows[7]["text"] == "cat" and rows[0]["text"] == ""
     assert [r["id"] for r in rows] == t.input_ids.tolist()
-    assert views.token_counts(t, tok.all_special_ids, tok.unk_token_id) == {
+    assert input_tables.token_counts(t, tok.all_special_ids, tok.unk_token_id) == {
         "words": 5, "pieces": 6, "unknown": 1, "tokens": 9, "special": 4}
 
 
 @pytest.mark.parametrize("text", TEXTS)
 def test_split_words_replays_the_tokenizer(tiny, text):
     """Greedy longest-match replay (with specials kept whole) gives the pieces `encode` gives."""
-    splits = views.split_words(tiny.tokenizer, text)
+    splits = input_tables.split_words(tiny.tokenizer, text)
     enc = tiny.tokenizer.encode(text)
     assert [p for s in splits for p in s.pieces] == enc.tokens[1:-1]
 
 
 def test_word_split_rows_and_steps(tiny):
     tok = tiny.tokenizer
-    splits = views.split_words(tok, "unaffable [MASK] 🙂")
-    rows = views.word_split_rows(splits, tok.unk_token, set(tok.specials.values()), sentence="B")
+    splits = input_tables.split_words(tok, "unaffable [MASK] 🙂")
+    rows = input_tables.word_split_rows(splits, tok.unk_token, set(tok.specials.values()), sentence="B")
     assert [(r["word"], r["pieces"], r["[UNK]"], r["special"]) for r in rows] == [
         ("unaffable", "un ##aff ##able", "no", "no"), ("[MASK]", "[MASK]", "no", "yes"),
         ("🙂", "[UNK]", "yes", "no")]
     assert rows[0]["sentence"] == "B" and rows[0]["look-ups"] == len(splits[0].steps)
-    steps = views.step_rows(splits[0])
+    steps = input_tables.step_rows(splits[0])
     assert steps[0]["candidate"] == "unaffable" and steps[0]["in vocabulary"] == "no"
     assert [s["candidate"] for s in steps if s["in vocabulary"] != "no"] == ["un", "##aff", "##able"]
     assert [s["try"] for s in steps] == list(range(1, len(steps) + 1))
-    assert views.step_rows(splits[1]) == []
+    assert input_tables.step_rows(splits[1]) == []
 
 
 def test_pieces_per_word():
     splits = [WordSplit("the", ["the"]), WordSplit("unaffable", ["un", "##aff", "##able"]), WordSplit("a", ["a"])]
-    assert views.pieces_per_word(splits) == {1: 2, 3: 1}
-    fig = pieces_per_word_figure(views.pieces_per_word(splits))
+    assert input_tables.pieces_per_word(splits) == {1: 2, 3: 1}
+    fig = pieces_per_word_figure(input_tables.pieces_per_word(splits))
     assert list(fig.data[0].x) == ["1", "3"] and list(fig.data[0].y) == [2, 1]
 
 
 def test_token_labels_unique():
-    labels = views.token_labels(["[CLS]", "the", "the", "[SEP]"])
+    labels = input_tables.token_labels(["[CLS]", "the", "the", "[SEP]"])
     assert labels == ["0: [CLS]", "1: the", "2: the", "3: [SEP]"]
 
 
 def test_norms_match_numpy(tiny):
     t = bert_core.analyze(tiny, "the cat sat on the mat", "it was")
-    norms = views.token_norms(t.embeddings)
-    assert list(norms) == list(views.EMBEDDING_PARTS)
+    norms = input_tables.token_norms(t.embeddings)
+    assert list(norms) == list(input_tables.EMBEDDING_PARTS)
     for name, vals in norms.items():
         arr = getattr(t.embeddings, name)
         assert vals.shape == (len(t.tokens),)
         np.testing.assert_allclose(vals, [np.sqrt((row.astype(np.float64) ** 2).sum()) for row in arr], rtol=1e-5)
-    rows = views.norm_rows(t)
+    rows = input_tables.norm_rows(t)
     assert len(rows) == len(t.tokens) and rows[3]["token"] == "3: sat"
     assert rows[3]["|normed|"] == round(float(np.linalg.norm(t.embeddings.normed[3])), 4)
     assert rows[-1]["segment"] == "B"
@@ -156,16 +156,16 @@ def test_norms_match_numpy(tiny):
 
 def test_segment_rows(tiny):
     t = bert_core.analyze(tiny, "the cat sat", "he went")
-    rows = views.segment_rows(t)
+    rows = input_tables.segment_rows(t)
     assert [(r["segment"], r["tokens"], r["distinct vectors"]) for r in rows] == [("A", 5, 1), ("B", 3, 1)]
     seg = tiny.model.bert.embeddings.token_type_embeddings.weight.detach().numpy()
     assert rows[1]["L2 norm"] == round(float(np.linalg.norm(seg[1])), 4)
-    assert [r["segment"] for r in views.segment_rows(bert_core.analyze(tiny, "the cat"))] == ["A"]
+    assert [r["segment"] for r in input_tables.segment_rows(bert_core.analyze(tiny, "the cat"))] == ["A"]
 
 
 def test_heatmap_labels_escaped_and_dims_cut():
     vals = np.arange(3 * 10, dtype=np.float32).reshape(3, 10)
-    labels = views.token_labels(["[CLS]", "<b>x</b>", "[SEP]"])
+    labels = input_tables.token_labels(["[CLS]", "<b>x</b>", "[SEP]"])
     fig = embedding_heatmap(vals, labels, 4, "t")
     assert np.asarray(fig.data[0].z).shape == (3, 4)
     assert list(fig.data[0].y) == ["0: [CLS]", "1: &lt;b&gt;x&lt;/b&gt;", "2: [SEP]"]

@@ -1,0 +1,133 @@
+"""One process-wide cache of computed results, bounded in bytes (not entries).
+
+Streamlit's `st.cache_data(max_entries=N)` bounds the number of entries, but one bert-base
+analysis of 512 tokens is ~180 MB and one of 8 tokens is ~1 MB: N entries can be anything from a
+few MB to many GB. Here every entry is measured (the numpy arrays it holds, plus small objects)
+and the least recently used entries are dropped until the total fits `BERT_EXPLORER_CACHE_MB`.
+
+Values are returned as they are stored (not copied): callers must treat them as read-only.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import sys
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import numpy as np
+
+log = logging.getLogger("bert_explorer.cache")
+
+DEFAULT_CACHE_MB = 400  # fits a 2.7 GB Streamlit Cloud container beside bert-base (README)
+
+
+def nbytes(obj: Any, _seen: set[int] | None = None) -> int:
+    """Approximate memory held by `obj`: numpy/torch buffers exactly, containers and strings roughly.
+
+    Example: nbytes(np.zeros((10, 10), np.float32)) -> 400 + the array header (~112).
+    """
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen:
+        return 0
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        # A view holds its base's memory alive: count the base once.
+        base = obj if obj.base is None or not isinstance(obj.base, np.ndarray) else obj.base
+        return sys.getsizeof(obj) + (nbytes(base, seen) if base is not obj else 0)
+    if hasattr(obj, "untyped_storage"):  # a torch tensor, without importing torch here
+        return obj.untyped_storage().nbytes() + 64
+    if isinstance(obj, (str, bytes, int, float, bool, type(None))):
+        return sys.getsizeof(obj)
+    if isinstance(obj, dict):
+        return sys.getsizeof(obj) + sum(nbytes(k, seen) + nbytes(v, seen) for k, v in obj.items())
+    if isinstance(obj, (list, tuple, set, frozenset)):
+        return sys.getsizeof(obj) + sum(nbytes(x, seen) for x in obj)
+    if dataclasses.is_dataclass(obj):
+        return sys.getsizeof(obj) + sum(nbytes(getattr(obj, f.name), seen) for f in dataclasses.fields(obj))
+    if hasattr(obj, "__dict__"):
+        return sys.getsizeof(obj) + nbytes(vars(obj), seen)
+    return sys.getsizeof(obj)
+
+
+def freeze(obj: Any, _seen: set[int] | None = None) -> None:
+    """Make every numpy array inside `obj` read-only: a cached value is shared by every session."""
+    seen = set() if _seen is None else _seen
+    if id(obj) in seen or isinstance(obj, (str, bytes, int, float, bool, type(None))):
+        return
+    seen.add(id(obj))
+    if isinstance(obj, np.ndarray):
+        obj.flags.writeable = False
+    elif isinstance(obj, dict):
+        for v in obj.values():
+            freeze(v, seen)
+    elif isinstance(obj, (list, tuple, set, frozenset)):
+        for x in obj:
+            freeze(x, seen)
+    elif dataclasses.is_dataclass(obj) or hasattr(obj, "__dict__"):
+        for v in vars(obj).values():
+            freeze(v, seen)
+
+
+class ByteLRU:
+    """A thread-safe least-recently-used cache whose entries together stay under `max_bytes`."""
+
+    def __init__(self, max_bytes: int):
+        self.max_bytes = int(max_bytes)
+        self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
+        self._lock = threading.Lock()
+        self.total = 0  # bytes held now
+        self.hits = self.misses = self.too_big = 0
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
+        """The cached value for `key`, or `compute()` stored (when it fits) and returned."""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return self._items[key][0]
+            self.misses += 1
+        # Computed outside the lock: other sessions' cache hits need not wait for this analysis.
+        value = compute()
+        freeze(value)
+        size = nbytes(value)
+        with self._lock:
+            if size > self.max_bytes:
+                self.too_big += 1
+                log.warning("cache: a result of %.1f MB is larger than the whole cache budget (%.1f MB); "
+                            "served uncached", size / 2**20, self.max_bytes / 2**20)
+                return value
+            if key in self._items:  # another session computed the same thing meanwhile
+                self.total -= self._items.pop(key)[1]
+            self._items[key] = (value, size)
+            self.total += size
+            while self.total > self.max_bytes:
+                _, (_, old) = self._items.popitem(last=False)
+                self.total -= old
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.total = 0
+
+
+def budget_bytes() -> int:
+    """The cache budget from `BERT_EXPLORER_CACHE_MB` (default DEFAULT_CACHE_MB; 0 turns caching off)."""
+    raw = os.environ.get("BERT_EXPLORER_CACHE_MB", "")
+    try:
+        mb = float(raw) if raw.strip() else DEFAULT_CACHE_MB
+    except ValueError:
+        log.warning("cache: BERT_EXPLORER_CACHE_MB=%r is not a number; using %d", raw, DEFAULT_CACHE_MB)
+        mb = DEFAULT_CACHE_MB
+    return int(max(mb, 0) * 2**20)
+
+
+RESULTS = ByteLRU(budget_bytes())  # shared by every session of this process
