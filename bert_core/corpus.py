@@ -13,6 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from tokenizers import AddedToken, Tokenizer, decoders, normalizers, pre_tokenizers, processors, trainers
@@ -22,6 +23,7 @@ from .errors import BertCoreError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 BUILTIN_CORPUS_FILE = DATA_DIR / "wordnet_glosses.txt.gz"
+BROWN_FILE = DATA_DIR / "brown.txt.gz"
 
 MAX_USER_CORPUS_BYTES = 2_000_000
 MIN_USER_CORPUS_WORDS = 10
@@ -44,6 +46,68 @@ def _builtin_lines() -> tuple[str, ...]:
 def load_builtin_corpus() -> list[str]:
     """All lines of the built-in WordNet gloss corpus, in file order (a fresh list each call)."""
     return list(_builtin_lines())
+
+
+@dataclass(frozen=True)
+class Document:
+    """One Brown text: its file id, genre and sentences in their original order."""
+
+    doc_id: str
+    genre: str
+    sentences: tuple[str, ...]
+
+
+@functools.lru_cache(maxsize=1)
+def _brown() -> tuple[Document, ...]:
+    docs: list[Document] = []
+    with gzip.open(BROWN_FILE, "rt", encoding="utf-8") as f:
+        for block in f.read().split("\n\n"):
+            head, *sentences = block.strip("\n").split("\n")
+            _, doc_id, genre = head.split(" ", 2)
+            docs.append(Document(doc_id, genre, tuple(sentences)))
+    return tuple(docs)
+
+
+def load_brown_documents() -> list[Document]:
+    """The 500 Brown-corpus texts (15 genres), sentences in order (see data/CORPUS.md)."""
+    return list(_brown())
+
+
+# Dictionary shorthand that a model trained on glosses learns to predict everywhere (issue 13):
+# "e.g." and "i.e." become words, "etc." and parenthesised asides go.
+_ABBREVIATIONS = ((re.compile(r"\be\.g\.,?", re.I), "for example"), (re.compile(r"\bi\.e\.,?", re.I), "that is"))
+_ETC = re.compile(r",?\s*\betc\b\.?", re.I)
+_PARENS = re.compile(r"\s*\([^()]*\)")
+
+
+def clean_gloss(line: str) -> str:
+    """A WordNet line without dictionary artefacts.
+
+    Example: "a hoofed mammal (e.g., a horse), etc." -> "a hoofed mammal"
+    Example: "any of various fruits; i.e. apples and pears" -> "any of various fruits; that is apples and pears"
+    """
+    line = _PARENS.sub("", line)
+    for pattern, words in _ABBREVIATIONS:
+        line = pattern.sub(words, line)
+    line = _ETC.sub("", line)
+    return _WS.sub(" ", line).strip(" ;,")
+
+
+def load_pretraining_corpus(seed: int = 0, fraction: float = 0.02):
+    """The bundled model's corpus, split per line into (train, heldout) by `split_heldout`.
+
+    Returns (train_lines, train_documents, heldout_lines, heldout_documents): cleaned WordNet lines
+    (one sentence each, no order) and Brown texts whose held-out sentences are cut out, so a
+    document's sentence pairs never cross the split. Lines shorter than 3 words are dropped.
+    """
+    lines = [c for c in (clean_gloss(x) for x in _builtin_lines()) if len(c.split()) >= 3]
+    train, heldout = split_heldout(dict.fromkeys(lines), fraction, seed)
+    train_docs, heldout_docs = [], []
+    for d in _brown():
+        keep, out = split_heldout(d.sentences, fraction, seed)
+        train_docs.append(Document(d.doc_id, d.genre, tuple(keep)))
+        heldout_docs.append(Document(d.doc_id, d.genre, tuple(out)))
+    return train, train_docs, heldout, heldout_docs
 
 
 def _heldout_score(line: str, seed: int) -> float:

