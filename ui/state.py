@@ -25,9 +25,22 @@ ALLOW_FREE_HUB = os.environ.get("BERT_EXPLORER_ALLOW_FREE_HUB", "1") == "1"
 ALLOW_HUB = os.environ.get("BERT_EXPLORER_ALLOW_HUB", "1") == "1"
 
 
+# The model a fresh visitor sees: "bundled" (works offline), a hub id such as bert-base-uncased
+# (a Cloud deploy with network), or a local folder on the server.
+DEFAULT_MODEL = os.environ.get("BERT_EXPLORER_DEFAULT_MODEL", "").strip() or "bundled"
+
+
 def local_roots() -> list[str]:
-    """Folders whose models the app may load by path; none unless the server configures them."""
-    return [p for p in os.environ.get("BERT_EXPLORER_LOCAL_ROOTS", "").split(os.pathsep) if p]
+    """Folders whose models the app may load by path: the server's list, plus a default model's folder."""
+    roots = [p for p in os.environ.get("BERT_EXPLORER_LOCAL_ROOTS", "").split(os.pathsep) if p]
+    if DEFAULT_MODEL != "bundled" and os.path.isdir(DEFAULT_MODEL):
+        roots.append(DEFAULT_MODEL)
+    return roots
+
+
+def _label(name: str) -> str:
+    """The model selector's label for a model name."""
+    return BUNDLED_LABEL if name == "bundled" else name
 
 
 # Query parameters that make a shared link reopen the same view.
@@ -87,9 +100,9 @@ def _init_from_url() -> None:
     st.session_state.setdefault("use_pair", bool(pair))
     st.session_state.setdefault("pair", (pair or DEFAULT_PAIR)[: bert_core.MAX_TEXT_CHARS])
     st.session_state.setdefault("seed", _int(q.get("seed"), 0, 0, 2**31 - 1))
-    model = q.get("model", "bundled")
-    if model in ("bundled", *bert_core.SUGGESTED_HUB_IDS):
-        st.session_state.setdefault("model_choice", BUNDLED_LABEL if model == "bundled" else model)
+    model = q.get("model", DEFAULT_MODEL)
+    if model in ("bundled", DEFAULT_MODEL, *bert_core.SUGGESTED_HUB_IDS):
+        st.session_state.setdefault("model_choice", _label(model))
     elif ALLOW_FREE_HUB and model:
         st.session_state.setdefault("model_choice", OTHER_LABEL)
         st.session_state.setdefault("other_model", model[:200])
@@ -124,6 +137,8 @@ def _int(v, default: int, lo: int, hi: int) -> int:
 
 def _model_options() -> list[str]:
     opts = [BUNDLED_LABEL, *bert_core.SUGGESTED_HUB_IDS] if ALLOW_HUB else [BUNDLED_LABEL]
+    if _label(DEFAULT_MODEL) not in opts:  # the server's default is always offered, first
+        opts.insert(0, _label(DEFAULT_MODEL))
     if st.session_state.get("session_model") is not None:
         opts.append(SESSION_LABEL)
     if ALLOW_HUB and ALLOW_FREE_HUB:
@@ -151,7 +166,7 @@ def sidebar_ui() -> Current | None:
     sb = st.sidebar
     opts = _model_options()
     if st.session_state.get("model_choice") not in opts:
-        st.session_state["model_choice"] = BUNDLED_LABEL
+        st.session_state["model_choice"] = _label(DEFAULT_MODEL)
     choice = sb.selectbox("Model", opts, key="model_choice",
                           help="The bundled model works offline; hub models download on first use.")
     if choice == OTHER_LABEL:
@@ -174,7 +189,7 @@ def sidebar_ui() -> Current | None:
     for note in model.notes:
         sb.caption(note)
     set_url(text=st.session_state["text"][:2000], pair=pair[:2000] if pair else None,
-            model=None if key == "bundled" else ("session" if key.startswith("session:") else key),
+            model=None if key == DEFAULT_MODEL else ("session" if key.startswith("session:") else key),
             seed=st.session_state["seed"] or None)
     return Current(model, key, st.session_state["text"], pair, int(st.session_state["seed"]))
 
