@@ -247,5 +247,13 @@ def _gradient_salience(m, ids, types, position, target, special) -> np.ndarray:
     return out
 
 
+def heads_by(stats: list[dict], stat: str, at_least: float) -> list[dict]:
+    """The heads whose `stat` is at least `at_least`, strongest first (for "which heads do X?").
+
+    Example: heads_by(stats, "prev", 0.5) -> the heads that put half or more of each row on the previous token.
+    """
+    return sorted((s for s in stats if s[stat] >= at_least), key=lambda s: -s[stat])
+
+
 __all__ = ["HEAD_STATS", "MAX_WORK_TOKENS", "SALIENCE_METHODS", "attention_rollout", "batched_positions",
-           "cls_sep_positions", "head_stats", "salience"]
+           "cls_sep_positions", "head_stats", "heads_by", "salience"]
