@@ -19,8 +19,9 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bert_core  # noqa: E402
 from bench_analyze import best_of, make_checkpoint  # noqa: E402
+
+import bert_core  # noqa: E402
 
 
 def main() -> None:

@@ -55,7 +55,7 @@ def nsp_figure(p_is_next: float, p_not_next: float) -> go.Figure:
 def token_strip_figure(tokens: list[str], values, title: str, diverging: bool, per_row: int = 10) -> go.Figure:
     """The tokens as cells of a grid (`per_row` to a line, in reading order), each coloured by its value.
 
-    `diverging`: a blue-white-red scale centred on 0 (occlusion can be negative); else white to red.
+    `diverging`: blue (negative) - white - red (positive), centred on 0 (occlusion can be negative); else white to red.
     NaN (a token the capped pass did not score) stays blank.
     """
     v = np.asarray(values, dtype=np.float64)
@@ -71,7 +71,7 @@ def token_strip_figure(tokens: list[str], values, title: str, diverging: bool, p
         hover[r][c] = f"{i} {_esc(tok)}: " + ("not scored (capped)" if np.isnan(x) else f"{x:+.4f}")
     top = float(np.nanmax(np.abs(v))) if np.isfinite(v).any() else 0.0
     top = max(top, 1e-9)
-    scale = dict(colorscale="RdBu", zmid=0.0, zmin=-top, zmax=top) if diverging else \
+    scale = dict(colorscale="RdBu", reversescale=True, zmid=0.0, zmin=-top, zmax=top) if diverging else \
         dict(colorscale="Reds", zmin=0.0, zmax=top)
     fig = go.Figure(go.Heatmap(z=z.astype(np.float32), text=text, texttemplate="%{text}", customdata=hover,
                                hovertemplate="%{customdata}<extra></extra>", xgap=2, ygap=2,
