@@ -41,19 +41,19 @@ def attention_rollout(attentions: np.ndarray) -> np.ndarray:
     Row i of R_l: how much each input token j can have flowed into position i after layer l.
     Example: one layer, one head, A = [[0, 1], [1, 0]] -> R_0 = [[0.5, 0.5], [0.5, 0.5]].
     """
-    att = np.asarray(attentions, dtype=np.float64)
+    att = np.asarray(attentions)
     if att.ndim != 4 or att.shape[-1] != att.shape[-2]:
         raise BertCoreError(f"attentions must be (layers, heads, T, T), got shape {att.shape}")
     n_layers, t = att.shape[0], att.shape[-1]
     eye = np.eye(t)
-    out = np.empty((n_layers, t, t), dtype=np.float64)
+    out = np.empty((n_layers, t, t), dtype=np.float32)
     r = eye
     for layer in range(n_layers):
-        a = 0.5 * att[layer].mean(axis=0) + 0.5 * eye  # (T, T)
+        a = 0.5 * att[layer].mean(axis=0, dtype=np.float64) + 0.5 * eye  # (T, T), no float64 copy of all heads
         a = a / a.sum(axis=-1, keepdims=True)
         r = a @ r  # (T, T): layer l's mixing applied after everything below it
         out[layer] = r
-    return out.astype(np.float32)
+    return out
 
 
 # ----------------------------------------------------------------------------------------------
@@ -83,18 +83,18 @@ def head_stats(trace) -> list[dict]:
     att = np.asarray(trace.attentions)  # (L, nh, T, T)
     n_layers, n_heads, t = att.shape[0], att.shape[1], att.shape[-1]
     cls_pos, sep_pos = cls_sep_positions(trace.special_tokens_mask)
-    dist = np.abs(np.arange(t)[:, None] - np.arange(t)[None, :]).astype(np.float64)  # (T, T) |i - j|
+    dist = np.abs(np.arange(t)[:, None] - np.arange(t)[None, :]).astype(np.float32)  # (T, T) |i - j|
     rows = []
     for layer in range(n_layers):  # one layer at a time: bounded temporaries at 512 tokens
-        a = att[layer].astype(np.float64)  # (nh, T, T)
-        plogp = np.where(a > 0, a * np.log(np.where(a > 0, a, 1.0)), 0.0)  # 0 ln 0 = 0
-        entropy = -plogp.sum(-1).mean(-1)  # (nh,)
-        distance = (a * dist).sum(-1).mean(-1)
-        cls = a[:, :, cls_pos].sum(-1).mean(-1)
-        sep = a[:, :, sep_pos].sum(-1).mean(-1)
-        diag = np.diagonal(a, 0, 1, 2)  # (nh, T)
-        prev = np.diagonal(a, -1, 1, 2)  # (nh, T-1): a[i, i-1] for i = 1..T-1
-        nxt = np.diagonal(a, 1, 1, 2)  # (nh, T-1): a[i, i+1] for i = 0..T-2
+        a = np.asarray(att[layer], dtype=np.float32)  # (nh, T, T)
+        # 0 ln 0 = 0: a zero weight times the log of a tiny positive number is exactly 0.
+        entropy = -(a * np.log(np.maximum(a, 1e-30))).sum(-1, dtype=np.float64).mean(-1)  # (nh,)
+        distance = (a * dist).sum(-1, dtype=np.float64).mean(-1)
+        cls = a[:, :, cls_pos].sum(-1, dtype=np.float64).mean(-1)
+        sep = a[:, :, sep_pos].sum(-1, dtype=np.float64).mean(-1)
+        diag = np.diagonal(a, 0, 1, 2).astype(np.float64)  # (nh, T)
+        prev = np.diagonal(a, -1, 1, 2).astype(np.float64)  # (nh, T-1): a[i, i-1] for i = 1..T-1
+        nxt = np.diagonal(a, 1, 1, 2).astype(np.float64)  # (nh, T-1): a[i, i+1] for i = 0..T-2
         for h in range(n_heads):
             rows.append({
                 "layer": layer, "head": h,
