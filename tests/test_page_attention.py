@@ -14,6 +14,7 @@ import pytest
 from apptest_util import assert_ok, open_page
 from conftest import write_tiny_checkpoint
 
+import bert_core
 from bert_core.figures import attention as fa
 
 BUNDLED_LAYERS = BUNDLED_HEADS = 4
@@ -260,3 +261,19 @@ def test_rollout_views():
     assert rollout_map["layout"]["title"]["text"] == "Rollout after layer 0"
     assert "3 sat" in row["layout"]["title"]["text"]
     assert any("After layer 0, 3 sat draws most from" in c.value for c in at.caption)
+
+
+def test_head_statistics_and_rollout_cached_across_reruns(monkeypatch):
+    """A rerun that only changes a widget reuses them (process-wide cache), so a long input stays responsive."""
+    at = open_page("attention", query={"text": "The dog ran to the park."})
+    assert_ok(at)
+    before = figures(at)[3:6]
+
+    def fail(*args, **kwargs):
+        raise AssertionError("recomputed on a widget-only rerun")
+
+    monkeypatch.setattr(bert_core, "head_stats", fail)
+    monkeypatch.setattr(bert_core, "attention_rollout", fail)
+    at.toggle(key="attn_fixed").set_value(True).run()
+    assert_ok(at)
+    assert figures(at)[3:6] == before

@@ -8,7 +8,7 @@ from bert_core.attribution import heads_by
 from bert_core.bertviz_html import head_view_height, head_view_html, model_view_height, model_view_html
 from bert_core.figures import attention as fa
 from bert_core.maskview import md_literal
-from ui.state import analysis, require_current, set_url, url_int
+from ui.state import analysis, model_cached, require_current, set_url, url_int
 from ui.widgets import chart, table
 
 
@@ -40,6 +40,16 @@ def finder_ui(title: str, stats: list[dict], stat: str, what: str) -> None:
         best = max(stats, key=lambda s: s[stat])
         st.markdown(f"No head puts half of its attention there. The strongest is layer {best['layer']}, "
                     f"head {best['head']}: {best[stat]:.0%} {what}.")
+
+
+def attention_summaries(_model, text: str, text_pair: str | None) -> tuple:
+    """Head statistics and the (L, T, T) rollout of the current input, from its (cached) analysis.
+
+    Called through `model_cached`, so a rerun that only changes a widget does not recompute them
+    (at 512 tokens on bert-base they take about a second).
+    """
+    t = analysis(cur)
+    return head_stats(t), attention_rollout(t.attentions)
 
 
 cur = require_current()
@@ -119,7 +129,7 @@ st.latex(r"\text{prev} = \frac{1}{T-1}\sum_{i=1}^{T-1} a_{i,i-1} \qquad "
 st.caption("next and self are the same for a_{i,i+1} and a_{ii}; cls for the [CLS] column; distance = mean of "
            "Σ_j a_ij·|i−j|, how far a head reads. Entropy is 0 when every row looks at one token and ln T when it "
            "spreads evenly. Computed on the whole input, not only the tokens the maps show.")
-stats = head_stats(trace)  # one dict per (layer, head)
+stats, rollout = model_cached(cur, attention_summaries, cur.text, cur.text_pair)  # per (layer, head); (L, T, T)
 stat = st.selectbox("Colour the grid by", list(fa.STAT_LABELS), format_func=fa.STAT_LABELS.get, key="attn_stat")
 chart(fa.head_stats_figure(stats, stat), f"head statistics {stat}", key="attn-stats")
 f1, f2 = st.columns(2)
@@ -151,7 +161,6 @@ st.latex(r"\hat A_l = \mathrm{rownorm}\!\left(\tfrac12\,\overline{A}_l + \tfrac1
 st.caption("Row i of R_l: how much of input token j can have reached position i after layer l (each row sums to 1). "
            "It ignores what the values and the feed-forward layers do, so it is a map of possible routes, not of "
            "what the prediction used; the Predictions page's salience asks that.")
-rollout = attention_rollout(trace.attentions)  # (L, T, T) on the whole input
 st.session_state.setdefault("attn_rollout_layer_kept", n_layers - 1)  # start at the last layer
 r1, r2 = st.columns(2)
 r_layer = selector_ui("Rollout after layer", "attn_rollout_layer", "rollout_layer", n_layers, r1)
