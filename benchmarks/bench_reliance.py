@@ -11,17 +11,36 @@ forward and one backward pass. Target (issue 10): occlusion and PLL each <= 4x o
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_analyze import best_of, make_checkpoint  # noqa: E402
+from bench_analyze import make_checkpoint  # noqa: E402
 
 import bert_core  # noqa: E402
+
+
+def interleaved_medians(fns: dict, reps: int) -> dict[str, float]:
+    """Median wall time of each call, the calls taken in turn within every rep (after one warm-up round).
+
+    Interleaving puts every call and its peer under the same load when the machine is shared, so the
+    ratios hold even while the absolute times swing.
+    """
+    for fn in fns.values():
+        fn()
+    times = {name: [] for name in fns}
+    for _ in range(reps):
+        for name, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
 
 
 def main() -> None:
@@ -47,9 +66,10 @@ def main() -> None:
         "pseudo_log_likelihood": lambda: bert_core.pseudo_log_likelihood(m, text),
         "fill_masks left_to_right": lambda: bert_core.fill_masks(m, text, strategy="left_to_right"),
     }
-    times = {name: best_of(fn, args.reps) for name, fn in rows.items()}
+    times = interleaved_medians(rows, args.reps)
     peer = times["analyze (peer)"]
-    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, {T} tokens, reps {args.reps} (median)")
+    print(f"torch {torch.__version__}, threads {torch.get_num_threads()}, {T} tokens, reps {args.reps} "
+          "(median, calls interleaved)")
     print(f"{'call':<26} {'ms':>9} {'x analyze':>10}")
     for name, t in times.items():
         print(f"{name:<26} {t * 1e3:>9.1f} {t / peer:>10.2f}")
