@@ -7,7 +7,9 @@
 """
 
 from .analysis import EmbeddingParts, Trace, analyze, analyze_encoding, position_similarity
+from .attribution import attention_rollout, head_stats, salience
 from .errors import BertCoreError
+from .mask_filling import FillResult, PseudoLogLikelihood, fill_masks, pseudo_log_likelihood
 from .masking import KEPT, MASKED, NOT_SELECTED, OUTCOME_NAMES, RANDOM, MaskingDraw, mask_tokens, masking_statistics
 from .model import BertConfig, BertForPreTraining, BertModel, EncoderTrace, param_counts
 from .pretrained import (
@@ -52,4 +54,11 @@ __all__ = [
     "position_similarity",
     "save_pretrained",
     "wordpiece_steps",
+    "attention_rollout",
+    "head_stats",
+    "salience",
+    "FillResult",
+    "PseudoLogLikelihood",
+    "fill_masks",
+    "pseudo_log_likelihood",
 ]

@@ -124,7 +124,10 @@ class BertSelfAttention(nn.Module):
         # optimizer step or a weight copy invalidates it.
         key = tuple((p.data_ptr(), p._version) for p in parts)
         cache = self.__dict__.get("_qkv_cache")
-        if cache is None or cache[0] != key:
+        # A cache built under torch.inference_mode holds inference tensors, which autograd refuses
+        # (gradient salience differentiates with respect to the input): rebuild it outside that mode.
+        stale = cache is not None and torch.is_grad_enabled() and cache[1].is_inference()
+        if cache is None or cache[0] != key or stale:
             with torch.no_grad():
                 cache = (key, torch.cat(parts[:3]), torch.cat(parts[3:]))
             self.__dict__["_qkv_cache"] = cache

@@ -14,6 +14,7 @@ import pytest
 from apptest_util import assert_ok, open_page
 from conftest import write_tiny_checkpoint
 
+import bert_core
 from bert_core.figures import attention as fa
 
 BUNDLED_LAYERS = BUNDLED_HEADS = 4
@@ -21,7 +22,8 @@ HOSTILE = "<script>alert(1)</script>"
 
 
 def figures(at) -> list[dict]:
-    """The plotly figures on the page, in order: main map, head grid, [CLS]/[SEP] share."""
+    """The plotly figures on the page, in order: main map, head grid, [CLS]/[SEP] share, head statistics,
+    rollout map, rollout row."""
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
 
 
@@ -64,7 +66,7 @@ def test_default_input():
     assert at.selectbox(key="attn_layer").value == 0 and at.selectbox(key="attn_head").value == 0
     assert at.query_params["layer"] == "0" and at.query_params["head"] == "0"
     assert any("softmax" in e.value for e in at.latex)
-    main, grid, share = figures(at)
+    main, grid, share = figures(at)[:3]
     tr = main["data"][0]
     t = len(tr["x"])
     assert arr(tr["z"]).shape == (t, t) and tr["y"] == tr["x"]
@@ -118,7 +120,7 @@ def test_switch_layer_head_and_average():
 
     at.toggle(key="attn_bertviz").set_value(False).run()
     assert_ok(at)
-    assert not at.get("iframe") and len(figures(at)) == 3
+    assert not at.get("iframe") and len(figures(at)) == 6
 
 
 def test_url_opens_with_layer_and_head():
@@ -207,8 +209,71 @@ def test_plotly_views_capped_at_128_tokens(long_model, monkeypatch):
     (warning,) = at.warning
     assert f"show only the first {fa.ATTENTION_TOKEN_CAP} tokens" in warning.value
     assert "212 tokens" in warning.value  # 30 x 7 word pieces + [CLS] + [SEP]
-    main, grid, share = figures(at)
+    main, grid, share = figures(at)[:3]
     assert arr(main["data"][0]["z"]).shape == (fa.ATTENTION_TOKEN_CAP, fa.ATTENTION_TOKEN_CAP)
     assert all(arr(tr["z"]).shape == (128, 128) for tr in grid["data"])
     assert arr(share["data"][0]["z"]).shape == (2, 4)  # the tiny model: 2 layers x 4 heads
     assert len(bertviz_params(bertviz_doc(at))["attention"][0]["left_text"]) == fa.BERTVIZ_TOKEN_CAP
+
+
+def test_head_statistics_grid_finders_table_and_open_head():
+    at = open_page("attention")
+    assert_ok(at)
+    stats_fig = figures(at)[3]
+    assert stats_fig["layout"]["title"]["text"] == "Every head: weight on the previous token"  # the first statistic
+    z = arr(stats_fig["data"][0]["z"])
+    assert z.shape == (BUNDLED_LAYERS, BUNDLED_HEADS) and ((z >= 0) & (z <= 1)).all()
+    md = " ".join(m.value for m in at.markdown)
+    assert "Heads that look at the previous token" in md and "Sink heads on [SEP]" in md
+    df = at.dataframe[-1].value
+    assert list(df.columns) == ["layer", "head", "entropy", "distance", "cls", "sep", "self", "prev", "next"]
+    assert len(df) == BUNDLED_LAYERS * BUNDLED_HEADS
+    np.testing.assert_allclose(z, df["prev"].to_numpy().reshape(BUNDLED_LAYERS, BUNDLED_HEADS), atol=1e-3)
+    at.selectbox(key="attn_stat").select("entropy").run()
+    assert_ok(at)
+    assert "entropy" in figures(at)[3]["layout"]["title"]["text"]
+    # The open-head list is ranked by the colour statistic: open the one with the most spread-out attention.
+    best = df.sort_values("entropy", ascending=False).iloc[0]
+    at.selectbox(key="attn_open_pick").select(0).run()
+    at.button(key="attn_open").click().run()
+    assert_ok(at)
+    assert at.selectbox(key="attn_layer").value == best["layer"] and at.selectbox(key="attn_head").value == best["head"]
+    assert figures(at)[0]["layout"]["title"]["text"] == f"Layer {int(best['layer'])}, head {int(best['head'])}"
+    assert bertviz_params(bertviz_doc(at))["layer"] == best["layer"]
+
+
+def test_rollout_views():
+    at = open_page("attention", query={"text": "The cat sat on the mat."})
+    assert_ok(at)
+    assert any("R_l" in e.value for e in at.latex)
+    rollout_map, row = figures(at)[4:6]
+    assert rollout_map["layout"]["title"]["text"] == f"Rollout after layer {BUNDLED_LAYERS - 1}"  # starts at the last
+    z = arr(rollout_map["data"][0]["z"])
+    t = len(rollout_map["data"][0]["x"])
+    np.testing.assert_allclose(z.sum(-1), 1.0, atol=1e-4)  # nothing cropped: rollout rows sum to 1
+    assert arr(row["data"][0]["z"]).shape == (BUNDLED_LAYERS, t)
+    np.testing.assert_allclose(arr(row["data"][0]["z"])[-1], z[0], atol=1e-6)  # [CLS]'s row after the last layer
+    assert "[CLS]" in row["layout"]["title"]["text"]
+    at.selectbox(key="attn_rollout_layer").select(0).run()
+    at.selectbox(key="attn_rollout_query").select(3).run()
+    assert_ok(at)
+    rollout_map, row = figures(at)[4:6]
+    assert rollout_map["layout"]["title"]["text"] == "Rollout after layer 0"
+    assert "3 sat" in row["layout"]["title"]["text"]
+    assert any("After layer 0, 3 sat draws most from" in c.value for c in at.caption)
+
+
+def test_head_statistics_and_rollout_cached_across_reruns(monkeypatch):
+    """A rerun that only changes a widget reuses them (process-wide cache), so a long input stays responsive."""
+    at = open_page("attention", query={"text": "The dog ran to the park."})
+    assert_ok(at)
+    before = figures(at)[3:6]
+
+    def fail(*args, **kwargs):
+        raise AssertionError("recomputed on a widget-only rerun")
+
+    monkeypatch.setattr(bert_core, "head_stats", fail)
+    monkeypatch.setattr(bert_core, "attention_rollout", fail)
+    at.toggle(key="attn_fixed").set_value(True).run()
+    assert_ok(at)
+    assert figures(at)[3:6] == before

@@ -1,12 +1,15 @@
 """Attention: every head's softmax(QK^T / sqrt(d_k)) map as heatmaps, plus bertviz's head and model views."""
 
+import pandas as pd
 import streamlit as st
 
-from bert_core import BertCoreError
+from bert_core import BertCoreError, attention_rollout, head_stats
+from bert_core.attribution import heads_by
 from bert_core.bertviz_html import head_view_height, head_view_html, model_view_height, model_view_html
 from bert_core.figures import attention as fa
-from ui.state import analysis, require_current, set_url, url_int
-from ui.widgets import chart
+from bert_core.maskview import md_literal
+from ui.state import analysis, model_cached, require_current, set_url, url_int
+from ui.widgets import chart, table
 
 
 def selector_ui(label: str, key: str, url_key: str, n: int, container, **kwargs) -> int:
@@ -16,6 +19,37 @@ def selector_ui(label: str, key: str, url_key: str, n: int, container, **kwargs)
         st.session_state[key] = min(st.session_state.get(kept, url_int(url_key, 0, 0, n - 1)), n - 1)
     st.session_state[kept] = container.selectbox(label, list(range(n)), key=key, **kwargs)
     return st.session_state[kept]
+
+
+def _open_head(layer: int, head: int) -> None:
+    """Show this head in the heatmap and bertviz at the top (runs before the selectors are drawn)."""
+    for key, v in (("attn_layer", layer), ("attn_head", head)):
+        st.session_state[key] = st.session_state[f"{key}_kept"] = v
+    st.session_state["attn_average"] = False
+
+
+def finder_ui(title: str, stats: list[dict], stat: str, what: str) -> None:
+    """A plain-words list of the heads where `stat` is at least one half, or the strongest one if none is."""
+    st.markdown(f"**{title}**")
+    found = heads_by(stats, stat, 0.5)
+    if found:
+        lines = [f"- layer {s['layer']}, head {s['head']}: {s[stat]:.0%} {what}" for s in found[:6]]
+        more = f"\n- … and {len(found) - 6} more" if len(found) > 6 else ""
+        st.markdown("\n".join(lines) + more)
+    else:
+        best = max(stats, key=lambda s: s[stat])
+        st.markdown(f"No head puts half of its attention there. The strongest is layer {best['layer']}, "
+                    f"head {best['head']}: {best[stat]:.0%} {what}.")
+
+
+def attention_summaries(_model, text: str, text_pair: str | None) -> tuple:
+    """Head statistics and the (L, T, T) rollout of the current input, from its (cached) analysis.
+
+    Called through `model_cached`, so a rerun that only changes a widget does not recompute them
+    (at 512 tokens on bert-base they take about a second).
+    """
+    t = analysis(cur)
+    return head_stats(t), attention_rollout(t.attentions)
 
 
 cur = require_current()
@@ -85,6 +119,61 @@ chart(fa.special_share_figure(fa.special_share(trace.attentions, trace.special_t
       "attention share on cls and sep", key="attn-special")
 st.caption("Each cell: the mean, over all query tokens of the full input, of the weight a head gives to "
            "[CLS] and [SEP] together. Values near 1 mark sink heads.")
+
+st.subheader("Which heads do what: head statistics")
+st.markdown("Each head's map A (row i: how query token i spreads its attention, rows sum to 1) summed up in a "
+            "few numbers, each a mean over the query rows i, for example:")
+st.latex(r"\text{prev} = \frac{1}{T-1}\sum_{i=1}^{T-1} a_{i,i-1} \qquad "
+         r"\text{sep} = \frac{1}{T}\sum_{i}\sum_{j \in \text{[SEP]}} a_{ij} \qquad "
+         r"\text{entropy} = -\frac{1}{T}\sum_{i}\sum_{j} a_{ij} \ln a_{ij}")
+st.caption("next and self are the same for a_{i,i+1} and a_{ii}; cls for the [CLS] column; distance = mean of "
+           "Σ_j a_ij·|i−j|, how far a head reads. Entropy is 0 when every row looks at one token and ln T when it "
+           "spreads evenly. Computed on the whole input, not only the tokens the maps show.")
+stats, rollout = model_cached(cur, attention_summaries, cur.text, cur.text_pair)  # per (layer, head); (L, T, T)
+stat = st.selectbox("Colour the grid by", list(fa.STAT_LABELS), format_func=fa.STAT_LABELS.get, key="attn_stat")
+chart(fa.head_stats_figure(stats, stat), f"head statistics {stat}", key="attn-stats")
+f1, f2 = st.columns(2)
+with f1:
+    finder_ui("Heads that look at the previous token", stats, "prev",
+              "of each token's attention on the token before it")
+with f2:
+    finder_ui("Sink heads on [SEP]", stats, "sep", "of all attention parked on [SEP]")
+ranked = sorted(stats, key=lambda s: -s[stat])
+o1, o2 = st.columns([3, 1], vertical_alignment="bottom")
+pick = o1.selectbox("Open a head in the heatmap and bertviz above (strongest first by the colour statistic)",
+                    range(len(ranked)), key="attn_open_pick",
+                    format_func=lambda i: f"layer {ranked[i]['layer']}, head {ranked[i]['head']}: "
+                                          f"{stat} = {ranked[i][stat]:.3f}")
+pick = min(pick or 0, len(ranked) - 1)
+o2.button("Open this head", key="attn_open", on_click=_open_head, args=(ranked[pick]["layer"], ranked[pick]["head"]),
+          width="stretch")
+table(pd.DataFrame(stats).round(4), "head statistics", key="attn-stats-csv", hide_index=True)
+st.caption("Click a column header to sort the table. These numbers describe where heads read, for this input; "
+           "a head that looks at the previous token here usually does so for every input.")
+
+st.subheader("Attention rollout: where information can have come from")
+st.markdown(
+    "One map shows one layer. Rollout (Abnar & Zuidema, 2020) follows attention through the layers: average the "
+    "heads, add the residual connection as half of each token staying where it is, and multiply layer by layer:"
+)
+st.latex(r"\hat A_l = \mathrm{rownorm}\!\left(\tfrac12\,\overline{A}_l + \tfrac12\,I\right), \qquad "
+         r"R_0 = \hat A_0, \qquad R_l = \hat A_l\,R_{l-1}")
+st.caption("Row i of R_l: how much of input token j can have reached position i after layer l (each row sums to 1). "
+           "It ignores what the values and the feed-forward layers do, so it is a map of possible routes, not of "
+           "what the prediction used; the Predictions page's salience asks that.")
+st.session_state.setdefault("attn_rollout_layer_kept", n_layers - 1)  # start at the last layer
+r1, r2 = st.columns(2)
+r_layer = selector_ui("Rollout after layer", "attn_rollout_layer", "rollout_layer", n_layers, r1)
+query = selector_ui("What does this token draw from?", "attn_rollout_query", "rollout_query", n, r2,
+                    format_func=lambda i: f"{i} {tokens[i]}")
+r_shown = rollout[:, :n, :n]  # (L, n, n)
+chart(fa.head_heatmap(r_shown[r_layer], tokens, f"Rollout after layer {r_layer}", zmax=None),
+      f"attention rollout layer {r_layer}", key="attn-rollout")
+chart(fa.rollout_row_figure(r_shown, tokens, query), f"rollout of token {query}", key="attn-rollout-row")
+top = sorted(range(n), key=lambda j: -float(r_shown[r_layer, query, j]))[:3]
+st.caption(f"After layer {r_layer}, {md_literal(f'{query} {tokens[query]}')} draws most from "
+           + ", ".join(f"{md_literal(f'{j} {tokens[j]}')} ({float(r_shown[r_layer, query, j]):.0%})" for j in top)
+           + ". Rollout tends to even out in higher layers: every token has mixed with every other.")
 
 st.subheader("bertviz: the same weights as lines")
 show = st.toggle("Show the bertviz views", value=True, key="attn_bertviz",

@@ -1,11 +1,14 @@
 """Predictions: BERT's top-k guesses at every [MASK], a click puts one into the text; and NSP for a pair."""
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
-from bert_core.figures.predictions import candidates_figure, nsp_figure
+import bert_core
+from bert_core.figures.predictions import candidates_figure, nsp_figure, pll_figure, token_strip_figure
 from bert_core.maskview import default_word, fill_at, mask_context, mask_word, md_literal, rank_of, words_of
-from ui.state import analysis, require_current, set_url, url_int
-from ui.widgets import chart
+from ui.state import analysis, model_cached, require_current, set_url, url_int
+from ui.widgets import chart, table
 
 cur = require_current()
 st.header("Predictions")
@@ -48,9 +51,61 @@ def candidate_buttons(t, pos: int, cands: list[tuple[str, float]], per_row: int 
                            f"Put this into the [MASK] at position {pos}.")
 
 
+def salience_ui(text: str, pair: str | None, masks: dict, tokens: list[str], hidden: str | None) -> None:
+    """Pick a [MASK] and a candidate; draw occlusion and gradient salience side by side."""
+    positions = list(masks)
+    pos = positions[0]
+    c1, c2, c3 = st.columns(3)
+    if len(positions) > 1:
+        pos = c1.selectbox("[MASK] to explain", positions, key="pred_sal_pos",
+                           format_func=lambda q: f"position {q}: {mask_context(tokens, q)}")
+    cands = [tok for tok, _ in masks[pos] if tok not in specials]
+    if hidden is not None and hidden not in cands:
+        cands.insert(0, hidden)
+    cand = c2.selectbox("Candidate", cands, key="pred_sal_cand",
+                        help="The top-k candidates at this [MASK] (special tokens are never candidates)."
+                        + (" The first is the hidden word's first piece." if hidden is not None else ""))
+    typed = c3.text_input("…or type a word", key="pred_sal_word", max_chars=100,
+                          help="Any vocabulary entry, or a word that is one word piece.")
+    token = typed.strip() or cand
+    if token is None:
+        st.info("This [MASK] has no candidate that is a word piece.")
+        return
+    try:
+        with st.spinner("Occluding every token in one batched pass, and one backward pass…"):
+            occ = model_cached(cur, bert_core.salience, text, pos, token, pair, method="occlusion")
+            grad = model_cached(cur, bert_core.salience, text, pos, token, pair, method="gradient")
+    except bert_core.BertCoreError as e:
+        st.warning(str(e))
+        return
+    shown = md_literal(token)
+    left, right = st.columns(2)
+    with left:
+        chart(token_strip_figure(tokens, occ, f"Occlusion: p drop when a token is masked ({token})", True),
+              "salience occlusion", key="chart-sal-occ")
+    with right:
+        chart(token_strip_figure(tokens, grad, f"Gradient × input ({token})", False),
+              "salience gradient", key="chart-sal-grad")
+    st.caption(
+        f"Both explain p(**{shown}** at position {pos}). Occlusion measures it: mask one token, run the model, see "
+        "how far p falls (red: the token helped, blue: without it the candidate became *more* likely). "
+        "Gradient × input estimates it from one backward pass: how strongly p reacts to a small change of each "
+        "token's input vector, so it has no sign and can miss tokens whose effect is not linear. Where the two "
+        "agree you can trust the picture more. Special tokens get 0."
+    )
+    skipped = int(np.isnan(occ).sum())
+    if skipped:
+        st.info(f"This input is long: occlusion masked only the word pieces nearest the [MASK] (one model pass "
+                f"each, {len(tokens)} tokens per pass, at most {bert_core.attribution.MAX_WORK_TOKENS:,} tokens of "
+                f"work in all); the {skipped} farther ones stay blank.")
+
+
+# What the salience section explains: (text, pair, {[MASK] position: candidates}, tokens, the hidden word's piece).
+explain = None
 if not cur.model.has_mlm:
     st.warning("Predictions are unavailable: " + " ".join(trace.notes))
 elif trace.predictions:
+    explain = (cur.text, cur.text_pair, trace.predictions, trace.tokens, None)
     st.subheader(f"{len(trace.predictions)} [MASK] position{'s' * (len(trace.predictions) != 1)}")
     st.caption("Click a candidate to write it into the text in the sidebar (each [MASK] is filled on its own).")
     for pos, cands in trace.predictions.items():
@@ -87,6 +142,93 @@ else:
         st.info(f"The hidden word was **{md_literal(w.text)}**: it is not among the top {k}. "
                 "Raise k to look further down the list.")
     st.button("Put this [MASK] into the text", key="pred-use-mask", on_click=_put, args=("text", new_text))
+    explain = (new_text, cur.text_pair, {pos: t2.predictions[pos]}, t2.tokens, target)
+
+
+st.subheader("Which words did the prediction rely on? (salience)")
+st.markdown("For a [MASK] and one candidate w, salience gives every input token i a number: how much "
+            "p(w) depends on it. Two ways, the first exact and slow, the second one pass and approximate:")
+st.latex(r"\text{occlusion}_i = p(w \mid x) - p(w \mid x \text{ with } x_i \to \texttt{[MASK]}) \qquad "
+         r"\text{gradient}_i = \Big\lVert \frac{\partial p(w \mid x)}{\partial e_i} \odot e_i \Big\rVert_2")
+st.caption("e_i: token i's summed input embedding (word + position + segment). Occlusion runs the model once per "
+           "word piece (all in one batched pass), so it is off until you turn it on.")
+if explain is None:
+    st.info("Salience needs a model with a masked-language-model head and a [MASK] (or a word picked above).")
+elif st.toggle("Compute salience", key="pred_salience"):
+    salience_ui(*explain)
+
+st.subheader("Several masks: does the order matter?")
+st.markdown(
+    "With two or more [MASK]s, each is guessed from both sides, but the others are still blanks. "
+    "**independent** (what HF's fill-mask does): one pass, every [MASK] gets its own top-1 and none sees the "
+    "others' answers. **left to right**: fill the leftmost [MASK], run the model again, repeat. "
+    "**confident first**: fill the [MASK] whose top-1 is most probable, run again, repeat. The last two let "
+    "later guesses fit the earlier ones, at one model pass per [MASK]."
+)
+n_masks = len(trace.mask_positions) if cur.model.has_mlm else 0
+if not cur.model.has_mlm:
+    st.info("This model has no masked-language-model head, so it cannot fill a [MASK].")
+elif st.toggle("Compare the three strategies", key="pred_fill"):
+    if n_masks < 2:
+        st.info(f"The text has {n_masks} [MASK]{'s' * (n_masks != 1)}: the strategies can only differ with two or "
+                "more. A word of several pieces needs one [MASK] per piece, so it is a good test.")
+        st.button("Try “The [MASK] [MASK] sat on the mat.”", key="pred-fill-example", on_click=_put,
+                  args=("text", "The [MASK] [MASK] sat on the mat."))
+    if n_masks:
+        with st.spinner("Filling the [MASK]s three ways…"):
+            fills = [model_cached(cur, bert_core.fill_masks, cur.text, cur.text_pair, strategy=s)
+                     for s in bert_core.mask_filling.FILL_STRATEGIES]
+        for col, r in zip(st.columns(3), fills):
+            with col:
+                st.markdown(f"**{r.strategy.replace('_', ' ')}** · {r.passes} pass{'es' * (r.passes != 1)}")
+                st.code(r.text + (f"\n{r.text_pair}" if r.text_pair is not None else ""), language=None,
+                        wrap_lines=True)
+                st.dataframe(pd.DataFrame([{"step": i + 1, "position": q, "token": tok, "p": round(p, 4)}
+                                           for i, (q, tok, p) in enumerate(r.steps)]), hide_index=True)
+                for note in r.notes:
+                    st.caption(md_literal(note))
+        answers = {tuple(tok for _, tok, _ in sorted(r.steps)) for r in fills}
+        st.caption("All three strategies give the same words here." if len(answers) == 1 else
+                   f"The strategies give {len(answers)} different answers: the steps show which [MASK] each filled "
+                   "first and how sure it was then. A [MASK] filled later sees the earlier answers, which can "
+                   "raise (or change) its guess.")
+
+st.subheader("Which sentence is more natural?")
+st.markdown("BERT cannot give a sentence a probability directly, but it can score each token with only that token "
+            "masked and add up the log-probabilities: the pseudo-log-likelihood (Salazar et al., 2020).")
+st.latex(r"\mathrm{PLL}(S) = \sum_{i} \log p\big(w_i \mid S \text{ with } w_i \to \texttt{[MASK]}\big)")
+st.caption("Closer to 0 is more natural to the model. Longer sentences have more terms, so compare sentences of "
+           "similar length (or the mean per token). A word of several pieces is scored piece by piece with the "
+           "other pieces visible, which makes it look easy. One model pass per token, so it is off until turned on.")
+if not cur.model.has_mlm:
+    st.info("This model has no masked-language-model head, so it cannot score sentences.")
+elif st.toggle("Compare sentences", key="pred_pll"):
+    st.session_state.setdefault("pred_pll_text", "The cat sat on the mat.\nThe mat sat on the cat.")
+    lines = [ln.strip() for ln in st.text_area("Sentences, one per line (2 to 6)", key="pred_pll_text",
+                                              max_chars=4000).splitlines() if ln.strip()][:6]
+    scored = []
+    with st.spinner("Scoring every token of every sentence…"):
+        for i, line in enumerate(lines, start=1):
+            try:
+                scored.append((i, line, model_cached(cur, bert_core.pseudo_log_likelihood, line)))
+            except bert_core.BertCoreError as e:
+                st.warning(f"Sentence {i}: {e}")
+    if len(lines) < 2:
+        st.info("Type at least two sentences, one per line, to compare them.")
+    if scored:
+        chart(pll_figure([(f"sentence {i}", r.per_token, r.total) for i, _, r in scored]),
+              "pseudo log likelihood", key="chart-pll")
+        table(pd.DataFrame([{"sentence": i, "text": line, "PLL": round(r.total, 3), "mean per token": round(r.mean, 3),
+                             "tokens scored": len(r.per_token)} for i, line, r in scored]),
+              "pseudo log likelihood", key="pll-csv", hide_index=True)
+        for i, _, r in scored:
+            for note in r.notes:
+                st.caption(f"Sentence {i}: {md_literal(note)}")
+        ranked = [x for x in sorted(scored, key=lambda x: -x[2].total) if x[2].per_token]
+        if len(ranked) >= 2:
+            (a, _, ra), (b, _, rb) = ranked[:2]
+            st.success(f"BERT finds sentence {a} the most natural: PLL {ra.total:.2f} against {rb.total:.2f} for "
+                       f"sentence {b} (a difference of {ra.total - rb.total:.2f} nats).")
 
 st.subheader("Next sentence prediction (NSP)")
 st.caption(

@@ -162,3 +162,65 @@ def special_share_figure(share: np.ndarray) -> go.Figure:
     fig.update_xaxes(title={"text": "head"}, dtick=1)
     fig.update_yaxes(title={"text": "layer"}, dtick=1, autorange="reversed")
     return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# Head statistics and attention rollout
+# ----------------------------------------------------------------------------------------------
+
+# What each head statistic means, in the words the page uses (keys of bert_core.head_stats' dicts).
+STAT_LABELS = {
+    "prev": "weight on the previous token",
+    "next": "weight on the next token",
+    "self": "weight on the token itself",
+    "sep": "weight on [SEP]",
+    "cls": "weight on [CLS]",
+    "entropy": "entropy (nats): how spread out",
+    "distance": "mean distance read (tokens)",
+}
+
+
+def stat_grid(stats: list[dict], stat: str) -> np.ndarray:
+    """One statistic of `bert_core.head_stats` as a (layers, heads) array.
+
+    Example: [{"layer": 0, "head": 0, "prev": 0.1}, {"layer": 0, "head": 1, "prev": 0.9}], "prev" -> [[0.1, 0.9]]
+    """
+    n_layers = max(s["layer"] for s in stats) + 1
+    n_heads = max(s["head"] for s in stats) + 1
+    z = np.zeros((n_layers, n_heads), dtype=np.float32)
+    for s in stats:
+        z[s["layer"], s["head"]] = s[stat]
+    return z
+
+
+def head_stats_figure(stats: list[dict], stat: str) -> go.Figure:
+    """Layers x heads grid coloured by one head statistic (weights 0..1; entropy and distance 0..largest)."""
+    z = stat_grid(stats, stat)
+    share = stat in ("prev", "next", "self", "sep", "cls")
+    fig = go.Figure(go.Heatmap(
+        z=z, x=list(range(z.shape[1])), y=list(range(z.shape[0])), zmin=0.0,
+        zmax=1.0 if share else max(float(z.max()), 1e-6), colorscale="Viridis",
+        texttemplate="%{z:.2f}" if z.size <= 400 else None, colorbar={"title": {"text": stat}},
+        hovertemplate=f"layer %{{y}}, head %{{x}}: {STAT_LABELS[stat]} = %{{z:.3f}}<extra></extra>"))
+    fig.update_layout(title={"text": f"Every head: {STAT_LABELS[stat]}"},
+                      height=int(min(max(28 * z.shape[0] + 140, 260), 800)),
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    fig.update_xaxes(title={"text": "head"}, dtick=1)
+    fig.update_yaxes(title={"text": "layer"}, dtick=1, autorange="reversed")
+    return fig
+
+
+def rollout_row_figure(rollout: np.ndarray, tokens: list[str], query: int) -> go.Figure:
+    """What one token has drawn from after each layer: row `query` of every R_l, (L, T) as layers x tokens."""
+    z = np.asarray(rollout)[:, query, :]  # (L, T)
+    labels = token_labels(tokens)
+    fig = go.Figure(go.Heatmap(
+        z=z.astype(np.float32), x=labels, y=list(range(z.shape[0])), zmin=0.0, zmax=max(float(z.max()), 1e-6),
+        colorscale="Purples", colorbar={"title": {"text": "share"}},
+        hovertemplate=f"after layer %{{y}}, {labels[query]} draws %{{z:.3f}} from %{{x}}<extra></extra>"))
+    fig.update_layout(title={"text": f"What {labels[query]} draws from, layer by layer (rollout)"},
+                      height=int(min(max(26 * z.shape[0] + 200, 280), 800)),
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    fig.update_xaxes(type="category", tickangle=-60)
+    fig.update_yaxes(title={"text": "after layer"}, dtick=1, autorange="reversed")
+    return fig

@@ -1,4 +1,4 @@
-"""Predictions page: the top-k candidates of one [MASK] and the NSP probabilities, as plotly bars.
+"""Predictions page: top-k candidates of a [MASK], NSP, salience strips and pseudo-log-likelihood bars.
 
 At a [MASK] the model's guess is p = softmax(W_e · LN(gelu(W h + b)) + b_v): h is the position's
 final hidden state, W_e the word-embedding matrix (shared with the input side).
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import html
 
+import numpy as np
 import plotly.graph_objects as go
+from plotly.subplots import make_subplots
 
 
 def _esc(s: str) -> str:
@@ -42,4 +44,57 @@ def nsp_figure(p_is_next: float, p_not_next: float) -> go.Figure:
                            textposition="auto", hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
     fig.update_layout(title="Next sentence prediction", xaxis_title="probability", xaxis_range=[0, 1],
                       height=200, margin=dict(l=10, r=20, t=50, b=40))
+    return fig
+
+
+# ----------------------------------------------------------------------------------------------
+# Salience and pseudo-log-likelihood
+# ----------------------------------------------------------------------------------------------
+
+
+def token_strip_figure(tokens: list[str], values, title: str, diverging: bool, per_row: int = 10) -> go.Figure:
+    """The tokens as cells of a grid (`per_row` to a line, in reading order), each coloured by its value.
+
+    `diverging`: blue (negative) - white - red (positive), centred on 0 (occlusion can be negative); else white to red.
+    NaN (a token the capped pass did not score) stays blank.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    n = len(tokens)
+    rows = max(1, -(-n // per_row))
+    z = np.full((rows, per_row), np.nan)
+    text = [[""] * per_row for _ in range(rows)]
+    hover = [[""] * per_row for _ in range(rows)]
+    for i, (tok, x) in enumerate(zip(tokens, v)):
+        r, c = divmod(i, per_row)
+        z[r, c] = x
+        text[r][c] = _esc(tok)
+        hover[r][c] = f"{i} {_esc(tok)}: " + ("not scored (capped)" if np.isnan(x) else f"{x:+.4f}")
+    top = float(np.nanmax(np.abs(v))) if np.isfinite(v).any() else 0.0
+    top = max(top, 1e-9)
+    scale = dict(colorscale="RdBu", reversescale=True, zmid=0.0, zmin=-top, zmax=top) if diverging else \
+        dict(colorscale="Reds", zmin=0.0, zmax=top)
+    fig = go.Figure(go.Heatmap(z=z.astype(np.float32), text=text, texttemplate="%{text}", customdata=hover,
+                               hovertemplate="%{customdata}<extra></extra>", xgap=2, ygap=2,
+                               colorbar={"title": {"text": "salience"}}, **scale))
+    fig.update_layout(title=_esc(title), height=90 + 42 * rows, margin=dict(l=10, r=10, t=50, b=10))
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False, autorange="reversed")
+    return fig
+
+
+def pll_figure(sentences: list[tuple[str, list[tuple[str, float]], float]]) -> go.Figure:
+    """Per-token bars of log p(token | rest), one row per sentence: (label, per_token, total)."""
+    n = max(len(sentences), 1)
+    fig = make_subplots(rows=n, cols=1, vertical_spacing=0.12 if n > 1 else 0.1,
+                        subplot_titles=[f"{_esc(label)}: PLL = {total:.2f}" for label, _, total in sentences])
+    low = min((v for _, per, _ in sentences for _, v in per), default=-1.0)
+    for r, (label, per, _) in enumerate(sentences, start=1):
+        x = [f"{i + 1} {_esc(t)}" for i, (t, _) in enumerate(per)]
+        y = [round(v, 4) for _, v in per]
+        fig.add_trace(go.Bar(x=x, y=y, marker_color="#8e44ad", name=_esc(label), showlegend=False,
+                             hovertemplate="%{x}: log p = %{y:.3f}<extra></extra>"), row=r, col=1)
+        fig.update_xaxes(type="category", row=r, col=1)
+        fig.update_yaxes(range=[1.05 * low, 0], title_text="log p", row=r, col=1)
+    fig.update_layout(title="log p(token | the sentence with that token masked)", height=80 + 220 * n,
+                      margin=dict(l=10, r=10, t=80, b=10))
     return fig

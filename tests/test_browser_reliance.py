@@ -1,0 +1,71 @@
+"""Rollout, head statistics, salience, several masks and PLL in a real chromium, offline; screenshots for the docs.
+
+Uses test_browser.py's server, browser and offline page watch (every off-machine request aborted).
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import urllib.parse
+
+import pytest
+from test_browser import OUT, ROOT, browser, server, watch  # noqa: F401  (pytest fixtures)
+
+pytestmark = pytest.mark.browser
+DOCS = ROOT / "docs" / "screenshots"
+
+
+def plots(page) -> int:
+    return page.locator(".js-plotly-plot .main-svg").count()
+
+
+def wait_plots(page, n: int, timeout: float = 90):
+    deadline = time.time() + timeout
+    while plots(page) < n and time.time() < deadline:
+        time.sleep(0.5)
+    assert plots(page) >= n, plots(page)
+
+
+def shoot(page, heading: str, name: str):
+    """Scroll `heading` to the top of the window and save the window to tests/output and docs/screenshots."""
+    page.get_by_role("heading", name=heading).first.scroll_into_view_if_needed()
+    page.evaluate("window.scrollBy(0, 0)")
+    page.get_by_role("heading", name=heading).first.evaluate("el => el.scrollIntoView({block: 'start'})")
+    time.sleep(1.5)  # plotly's resize after scrolling
+    OUT.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(OUT / name))
+    DOCS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(OUT / name, DOCS / name)
+
+
+def test_attention_rollout_and_head_statistics(watch):  # noqa: F811
+    q = urllib.parse.urlencode({"text": "The cat sat on the mat because it was [MASK]."})
+    page = watch.open(f"/attention?{q}")
+    wait_plots(page, 6)  # heatmap, head grid, [CLS]/[SEP] share, statistics grid, rollout map, rollout row
+    watch.assert_clean()
+    body = page.locator('[data-testid="stMain"]').inner_text()
+    assert "Heads that look at the previous token" in body and "Sink heads on [SEP]" in body
+    assert "draws most from" in body
+    page.get_by_role("button", name="Open this head").click()
+    watch.settle()
+    watch.assert_clean()
+    shoot(page, "Attention rollout: where information can have come from", "attention_rollout.png")
+    watch.assert_clean()
+
+
+def test_predictions_salience_fill_and_pll(watch):  # noqa: F811
+    q = urllib.parse.urlencode({"text": "The [MASK] sat on the [MASK] because it was tired."})
+    page = watch.open(f"/predictions?{q}")
+    wait_plots(page, 2)
+    for label in ("Compute salience", "Compare the three strategies", "Compare sentences"):
+        page.get_by_text(label, exact=True).click()
+        watch.settle()
+        watch.assert_clean()
+    wait_plots(page, 5)  # 2 candidates, occlusion, gradient, PLL
+    body = page.locator('[data-testid="stMain"]').inner_text()
+    assert "Gradient × input estimates it" in body
+    assert "left to right" in body and "confident first" in body
+    assert "the most natural" in body
+    shoot(page, "Which words did the prediction rely on? (salience)", "predictions_salience.png")
+    watch.assert_clean()
