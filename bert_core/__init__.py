@@ -8,6 +8,17 @@
 
 from .analysis import EmbeddingParts, Trace, analyze, analyze_encoding, position_similarity
 from .errors import BertCoreError
+from .inside_layers import (
+    LayerSteps,
+    LogitLens,
+    RepeatedWord,
+    ResidualStream,
+    SameWord,
+    layer_steps,
+    logit_lens,
+    residual_stream,
+    same_word,
+)
 from .masking import KEPT, MASKED, NOT_SELECTED, OUTCOME_NAMES, RANDOM, MaskingDraw, mask_tokens, masking_statistics
 from .model import BertConfig, BertForPreTraining, BertModel, EncoderTrace, param_counts
 from .pretrained import (
@@ -52,4 +63,13 @@ __all__ = [
     "position_similarity",
     "save_pretrained",
     "wordpiece_steps",
+    "LayerSteps",
+    "LogitLens",
+    "RepeatedWord",
+    "ResidualStream",
+    "SameWord",
+    "layer_steps",
+    "logit_lens",
+    "residual_stream",
+    "same_word",
 ]
