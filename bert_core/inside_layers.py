@@ -228,6 +228,52 @@ def _notes(m: LoadedModel, enc: Encoding) -> list[str]:
     return notes
 
 
+@dataclass
+class TokenPath:
+    """One query token followed through one layer and one head (slices of a `LayerSteps`)."""
+
+    token: int
+    head: int
+    x: np.ndarray  # (H,)     its input
+    q: np.ndarray  # (d_k,)   its query in this head
+    keys: np.ndarray  # (T, d_k)   every token's key in this head
+    values: np.ndarray  # (T, d_k) every token's value in this head
+    dots: np.ndarray  # (T,)  q · k_j
+    scores: np.ndarray  # (T,) q · k_j / sqrt(d_k) (+ mask): the same row as LayerSteps.scores
+    weights: np.ndarray  # (T,) softmax(scores) = the Attention page's row
+    head_context: np.ndarray  # (d_k,) sum_j weights_j v_j
+    context: np.ndarray  # (H,)  all heads' contexts side by side
+    attn_out: np.ndarray  # (H,)
+    resid1: np.ndarray  # (H,)   x + attn_out, before LayerNorm
+    h1: np.ndarray  # (H,)
+    ffn_act: np.ndarray  # (F,)
+    top_neurons: np.ndarray  # (n,) indices of the largest activations, largest first
+    ffn_out: np.ndarray  # (H,)
+    resid2: np.ndarray  # (H,)   h1 + ffn_out, before LayerNorm
+    out: np.ndarray  # (H,)
+
+
+def follow_token(s: LayerSteps, head: int, token: int, n_neurons: int = 12) -> TokenPath:
+    """Slice one head and one query token out of `s`, with the two sums shown before each LayerNorm.
+
+    Example: weights = s.probs[head, token]; head_context = weights @ v = s.context[token, head*d_k:(head+1)*d_k].
+    """
+    nh, T, dk = s.q.shape
+    if not 0 <= head < nh or not 0 <= token < T:
+        raise BertCoreError(f"head must be in 0..{nh - 1} and token in 0..{T - 1}")
+    q = s.q[head, token]  # (d_k,)
+    k, v = s.k[head], s.v[head]  # (T, d_k)
+    act = s.ffn_act[token]  # (F,)
+    top = np.argsort(-act, kind="stable")[:n_neurons]
+    return TokenPath(
+        token=token, head=head, x=s.x[token], q=q, keys=k, values=v, dots=k @ q, scores=s.scores[head, token],
+        weights=s.probs[head, token], head_context=s.context[token, head * dk:(head + 1) * dk],
+        context=s.context[token], attn_out=s.attn_out[token], resid1=s.x[token] + s.attn_out[token],
+        h1=s.h1[token], ffn_act=act, top_neurons=top, ffn_out=s.ffn_out[token],
+        resid2=s.h1[token] + s.ffn_out[token], out=s.out[token],
+    )
+
+
 # ---------------------------------------------------------------------------------------------
 # The logit lens
 
@@ -393,7 +439,9 @@ __all__ = [
     "RepeatedWord",
     "ResidualStream",
     "SameWord",
+    "TokenPath",
     "block_steps",
+    "follow_token",
     "layer_steps",
     "logit_lens",
     "pca_2d",

@@ -272,3 +272,27 @@ def test_bad_layer_is_a_clear_error(tiny_dirs):
             bert_core.layer_steps(m, TEXT, bad)
     with pytest.raises(bert_core.BertCoreError, match="empty"):
         bert_core.layer_steps(m, "   ", 0)
+
+
+def test_follow_token_slices_are_the_steps(tiny_dirs):
+    """The Inside-a-layer page's numbers: q·k / sqrt(d_k) = the scores row, weights @ v = the head's context."""
+    m = bert_core.load_model(str(tiny_dirs["mlm"][0]))
+    s = bert_core.layer_steps(m, TEXT, 1, PAIR)
+    nh, T, dk = s.q.shape
+    for head in range(nh):
+        for tok in (0, 3, T - 1):
+            p = il.follow_token(s, head, tok, n_neurons=5)
+            np.testing.assert_allclose(p.dots / np.sqrt(dk), s.scores[head, tok], atol=ATOL)
+            np.testing.assert_allclose(p.weights, s.probs[head, tok])
+            np.testing.assert_allclose(p.weights @ p.values, p.head_context, atol=ATOL)
+            assert list(p.ffn_act[p.top_neurons]) == sorted(s.ffn_act[tok], reverse=True)[:5]
+            np.testing.assert_allclose(p.out, s.out[tok])
+            # The two LayerNorms, recomputed by hand from the sums the page shows.
+            blk = m.model.bert.encoder.layer[1]
+            for resid, ln, after in ((p.resid1, blk.attention.output.LayerNorm, p.h1),
+                                     (p.resid2, blk.output.LayerNorm, p.out)):
+                z = (resid - resid.mean()) / np.sqrt(resid.var() + ln.eps)
+                np.testing.assert_allclose(z * ln.weight.detach().numpy() + ln.bias.detach().numpy(), after,
+                                           atol=ATOL)
+    with pytest.raises(bert_core.BertCoreError):
+        il.follow_token(s, nh, 0)
