@@ -124,10 +124,11 @@ def pca_figure(pca: np.ndarray, tokens: list[str], shown: list[int], explained: 
     for t in shown:
         path = pca[:, t]  # (L+1, 2)
         fig.add_trace(go.Scatter(
-            x=path[:, 0], y=path[:, 1], mode="lines+markers+text", name=labels[t], customdata=rows,
+            x=path[:, 0], y=path[:, 1], mode="lines+markers+text", name=labels[t],
+            customdata=[[r, labels[t]] for r in rows],  # the label goes in as data, never into the template
             text=[""] * (len(rows) - 1) + [labels[t]], textposition="top center",
             marker=dict(size=[5] * (len(rows) - 1) + [10]),
-            hovertemplate=labels[t].replace("%", "%%") + ", %{customdata}<extra></extra>"))
+            hovertemplate="%{customdata[1]}, %{customdata[0]}<extra></extra>"))
     fig.update_xaxes(title_text=f"PC 1 ({explained[0]:.0%} of the variance)")
     fig.update_yaxes(title_text=f"PC 2 ({explained[1]:.0%})")
     fig.update_layout(title="Every token through the layers (big dot: last layer)", height=560, margin=MARGIN,
@@ -155,7 +156,7 @@ def vector_strip(vectors: dict[str, np.ndarray], title: str, boundaries: int | N
             fig.add_vline(x=b - 0.5, line_width=1, line_color="black")
     fig.update_yaxes(type="category", autorange="reversed")
     fig.update_xaxes(title_text="dimension")
-    fig.update_layout(title=title, height=_height(len(names), 40, 170, 600), margin=MARGIN)
+    fig.update_layout(title=title, height=_height(len(names), 40, 200, 600), margin=MARGIN)
     return fig
 
 
