@@ -335,22 +335,32 @@ def _ratio(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 def pca_2d(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(N, H) -> (N, 2) coordinates on the first two principal axes, and their explained variance share.
 
-    Fitted in float64 from the H x H covariance; each axis's sign is fixed so its largest loading is
-    positive (the same input always gives the same picture).
+    The axes are the top two eigenvectors of Xc^T Xc (Xc: the centred points), in float64. With
+    fewer points than dimensions the N x N matrix Xc Xc^T is decomposed instead: it has the same
+    nonzero eigenvalues, and u -> Xc^T u / sqrt(lambda) maps its eigenvectors to the axes (far
+    cheaper: a short text on the bundled model has 5 x 14 points in 256 dimensions). The total
+    variance is the trace, sum(Xc^2). Each axis's sign is fixed so its largest loading is positive
+    (the same input always gives the same picture).
     Example: points on a line y = 2x in 2-D -> all variance on axis 1, explained ~ (1.0, 0.0).
     """
     X = np.asarray(points, dtype=np.float64)
+    N, H = X.shape
     Xc = X - X.mean(axis=0, keepdims=True)  # (N, H)
-    cov = Xc.T @ Xc / max(len(X) - 1, 1)  # (H, H)
-    vals, vecs = np.linalg.eigh(cov)  # ascending
-    order = np.argsort(vals)[::-1][:2]
-    axes = vecs[:, order]  # (H, 2)
+    if N < H:
+        vals, U = np.linalg.eigh(Xc @ Xc.T)  # (N,), (N, N), ascending
+        order = np.argsort(vals)[::-1][:2]
+        lam = vals[order].clip(min=0)
+        axes = (Xc.T @ U[:, order]) / np.sqrt(np.where(lam > 0, lam, 1.0))  # (H, 2): unit where lam > 0
+    else:
+        vals, vecs = np.linalg.eigh(Xc.T @ Xc)  # (H,), (H, H), ascending
+        order = np.argsort(vals)[::-1][:2]
+        lam, axes = vals[order].clip(min=0), vecs[:, order]
     signs = np.sign(axes[np.abs(axes).argmax(axis=0), range(axes.shape[1])])
     axes = axes * np.where(signs == 0, 1, signs)
-    total = vals.clip(min=0).sum()
-    explained = vals[order].clip(min=0) / total if total > 0 else np.zeros(len(order))
-    coords = Xc @ axes  # (N, 2)
-    if coords.shape[1] < 2:  # H = 1: pad a zero axis
+    total = float((Xc**2).sum())
+    explained = lam / total if total > 0 else np.zeros(len(order))
+    coords = Xc @ axes  # (N, <=2)
+    if coords.shape[1] < 2:  # H = 1 or a single point: pad a zero axis
         coords = np.pad(coords, ((0, 0), (0, 2 - coords.shape[1])))
         explained = np.pad(explained, (0, 2 - len(explained)))
     return coords.astype(np.float32), explained.astype(np.float32)

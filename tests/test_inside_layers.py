@@ -231,6 +231,19 @@ def test_pca_2d_worked_example():
     assert coords[-1, 0] > 0  # sign fixed: the largest loading is positive
 
 
+@pytest.mark.parametrize("n, h", [(12, 40), (40, 12)])
+def test_pca_2d_both_ways_match_svd(n, h):
+    """Fewer points than dimensions (the N x N route) and more (the H x H route): the SVD's axes and shares."""
+    pts = np.random.default_rng(n).standard_normal((n, h)) * np.linspace(3, 0.1, h)
+    coords, explained = il.pca_2d(pts)
+    centred = pts - pts.mean(0)
+    _, sv, vt = np.linalg.svd(centred, full_matrices=False)
+    np.testing.assert_allclose(np.abs(coords), np.abs(centred @ vt[:2].T), atol=1e-5)
+    np.testing.assert_allclose(explained, (sv[:2] ** 2) / (sv**2).sum(), atol=1e-6)
+    same, none = il.pca_2d(np.ones((3, h)))
+    assert not same.any() and not none.any()
+
+
 def test_same_word_two_contexts(tiny_dirs):
     path, hf = tiny_dirs["mlm"]
     m = bert_core.load_model(str(path))

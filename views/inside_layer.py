@@ -105,7 +105,8 @@ chart(fl.vector_strip({"x": p.x, "attn_out": p.attn_out, "x + attn_out": p.resid
                       f"|attn_out| / |x| = {ratio:.3f}"), "attention residual", key="in-resid1")
 
 st.subheader("6. Feed-forward block")
-st.latex(r"\mathrm{ffn\_act} = \mathrm{gelu}(W_1\, h_1 + b_1)\ \ (\text{size } F),\qquad "
+act = cfg.hidden_act.replace("_", r"\_")  # one of bert_core.model.ACTIVATIONS' names, so safe in LaTeX
+st.latex(r"\mathrm{ffn\_act} = \mathrm{" + act + r"}(W_1\, h_1 + b_1)\ \ (\text{size } F),\qquad "
          r"\mathrm{ffn\_out} = W_2\, \mathrm{ffn\_act} + b_2\ \ (\text{size } H)")
 st.markdown(f"Each token alone (no mixing between tokens here) goes up to F = {F} neurons, through the "
             f"activation ({md_literal(cfg.hidden_act)}), and back down to H = {H}. Most neurons stay near zero "

@@ -83,10 +83,10 @@ chart(fl.similarity_heatmap(stream.token_similarity[state, :n_pair, :n_pair], to
 
 st.subheader("The logit lens: when does the answer form?")
 st.markdown(
-    "The MLM head (dense → gelu → LayerNorm → the word-embedding matrix, tied) turns a [MASK]'s **last** "
-    "hidden state into a probability for every vocabulary entry. The lens applies that same head to every "
-    "earlier state too. **The head was trained on the last layer only**, so it reads early layers "
-    "imperfectly: a poor early guess means the head cannot read the answer there yet, not that the "
+    f"The MLM head (dense → {md_literal(cfg.hidden_act)} → LayerNorm → the word-embedding matrix, tied) turns a "
+    "[MASK]'s **last** hidden state into a probability for every vocabulary entry. The lens applies that same "
+    "head to every earlier state too. **The head was trained on the last layer only**, so it reads early "
+    "layers imperfectly: a poor early guess means the head cannot read the answer there yet, not that the "
     "information is absent."
 )
 if not cur.model.has_mlm:
