@@ -12,6 +12,8 @@ PAGES = [
     st.Page("views/masking.py", title="Masking", url_path="masking"),
     st.Page("views/attention.py", title="Attention", url_path="attention"),
     st.Page("views/predictions.py", title="Predictions", url_path="predictions"),
+    st.Page("views/layers.py", title="Layers", url_path="layers"),
+    st.Page("views/inside_layer.py", title="Inside a layer", url_path="inside-layer"),
     st.Page("views/anatomy.py", title="Model anatomy", url_path="anatomy"),
     st.Page("views/training.py", title="Training", url_path="training"),
 ]

@@ -9,6 +9,17 @@
 from .analysis import EmbeddingParts, Trace, analyze, analyze_encoding, position_similarity
 from .attribution import attention_rollout, head_stats, salience
 from .errors import BertCoreError
+from .inside_layers import (
+    LayerSteps,
+    LogitLens,
+    RepeatedWord,
+    ResidualStream,
+    SameWord,
+    layer_steps,
+    logit_lens,
+    residual_stream,
+    same_word,
+)
 from .mask_filling import FillResult, PseudoLogLikelihood, fill_masks, pseudo_log_likelihood
 from .masking import KEPT, MASKED, NOT_SELECTED, OUTCOME_NAMES, RANDOM, MaskingDraw, mask_tokens, masking_statistics
 from .model import BertConfig, BertForPreTraining, BertModel, EncoderTrace, param_counts
@@ -61,4 +72,13 @@ __all__ = [
     "PseudoLogLikelihood",
     "fill_masks",
     "pseudo_log_likelihood",
+    "LayerSteps",
+    "LogitLens",
+    "RepeatedWord",
+    "ResidualStream",
+    "SameWord",
+    "layer_steps",
+    "logit_lens",
+    "residual_stream",
+    "same_word",
 ]

@@ -6,6 +6,7 @@ import pytest
 from apptest_util import assert_ok, open_page
 
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training"]
+PAGES += ["layers", "inside_layer"]
 HOSTILE = {
     "empty": "",
     "whitespace": "   \n\t  ",

@@ -1,0 +1,461 @@
+"""Inside the encoder: one layer's arithmetic step by step, the residual stream, and the logit lens.
+
+Every number here is computed by the model's own submodules (`attention.self.query/key/value`,
+`attention.output.dense/LayerNorm`, `intermediate`, `output.dense/LayerNorm`, `cls.predictions`),
+called one at a time so each intermediate can be shown. Written against the block objects, not
+key names or a model type, so any family that reuses BERT's blocks (one per layer, or ALBERT's
+single block reused L times) works unchanged. One BERT layer (post-LN):
+
+    q, k, v  = W_q x + b_q,  W_k x + b_k,  W_v x + b_v        split into heads of d_k
+    scores   = q k^T / sqrt(d_k) (+ padding mask)             per head, (T, T)
+    probs    = softmax(scores)                                each row sums to 1
+    context  = probs v, heads concatenated                    (T, H)
+    attn_out = W_o context + b_o
+    h1       = LayerNorm(x + attn_out)
+    ffn_act  = act(W_1 h1 + b_1)                              (T, F)
+    ffn_out  = W_2 ffn_act + b_2
+    out      = LayerNorm(h1 + ffn_out)                        = the next layer's input
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+from .analysis import analyze
+from .errors import BertCoreError
+from .pretrained import LoadedModel
+from .tokenization import Encoding, Truncation
+
+STEP_NAMES = ("x", "q", "k", "v", "scores", "probs", "context", "attn_out", "h1", "ffn_act", "ffn_out", "out")
+MAX_LENS_POSITIONS = 16  # [MASK] positions the lens reads (each costs L+1 rows through the vocabulary)
+MAX_REPEATED_WORDS = 20
+
+
+@dataclass
+class LayerSteps:
+    """Every intermediate of one encoder layer for one input (numpy, fp32)."""
+
+    layer: int
+    tokens: list[str]
+    x: np.ndarray  # (T, H)        the layer's input = analyze(...).hidden_states[layer]
+    q: np.ndarray  # (nh, T, d_k)  per head
+    k: np.ndarray  # (nh, T, d_k)
+    v: np.ndarray  # (nh, T, d_k)
+    scores: np.ndarray  # (nh, T, T) Q K^T / sqrt(d_k) (+ padding mask), before softmax
+    probs: np.ndarray  # (nh, T, T)  softmax(scores) = analyze(...).attentions[layer]
+    context: np.ndarray  # (T, H)    heads' weighted values, concatenated
+    attn_out: np.ndarray  # (T, H)   after the attention output projection, before the residual
+    h1: np.ndarray  # (T, H)         LayerNorm(x + attn_out)
+    ffn_act: np.ndarray  # (T, F)    activation(W_1 h1 + b_1)
+    ffn_out: np.ndarray  # (T, H)    W_2 ffn_act + b_2
+    out: np.ndarray  # (T, H)        LayerNorm(h1 + ffn_out) = hidden_states[layer + 1]
+    token_type_ids: np.ndarray | None = None  # (T,)
+    truncation: Truncation | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def d_k(self) -> int:
+        return self.q.shape[-1]
+
+
+@dataclass
+class LogitLens:
+    """The MLM head applied to every hidden state 0..L at each [MASK] (state 0: the embedding output)."""
+
+    tokens: list[str]
+    predictions: dict[int, list[list[tuple[str, float]]]]  # pos -> per state, top-k (token, prob)
+    final_token: dict[int, str]  # pos -> the last layer's top candidate (the model's answer)
+    final_rank: dict[int, np.ndarray]  # pos -> (L+1,) its rank (1 = top) in each state's distribution
+    final_prob: dict[int, np.ndarray]  # pos -> (L+1,) its probability in each state
+    skipped: int = 0  # [MASK] positions beyond MAX_LENS_POSITIONS, not read
+    truncation: Truncation | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def mask_positions(self) -> list[int]:
+        return sorted(self.predictions)
+
+
+@dataclass
+class ResidualStream:
+    """How every token's vector changes through the layers (the Layers page's numbers)."""
+
+    tokens: list[str]
+    token_type_ids: np.ndarray  # (T,)
+    special_tokens_mask: np.ndarray  # (T,)
+    norms: np.ndarray  # (L+1, T)    |h_l[t]|
+    self_similarity: np.ndarray  # (L, T)   cos(h_{l+1}[t], h_l[t]): how much layer l turned each token
+    token_similarity: np.ndarray  # (L+1, T, T) cos(h_l[i], h_l[j])
+    attn_update: np.ndarray  # (L, T)   |attn_out| / |x| per token and layer
+    ffn_update: np.ndarray  # (L, T)    |ffn_out| / |h1|
+    pca: np.ndarray  # (L+1, T, 2)    every token at every layer on the first two principal axes
+    pca_explained: np.ndarray  # (2,) share of the variance each axis explains
+    cls: np.ndarray  # (H,)          the last layer's [CLS] vector
+    pooled: np.ndarray | None  # (H,) tanh(W_p h_[CLS] + b_p), or None without a pooler
+    truncation: Truncation | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RepeatedWord:
+    """One word that occurs twice, with the cosine of its two vectors at every hidden state."""
+
+    word: str
+    first: list[int]  # token positions of the first occurrence (its word pieces)
+    second: list[int]  # token positions of the second
+    cos: np.ndarray  # (L+1,) cos(mean of first's pieces, mean of second's pieces) per state
+
+
+@dataclass
+class SameWord:
+    """Every word that occurs at least twice in an input, compared across the layers."""
+
+    tokens: list[str]
+    words: list[RepeatedWord]
+    truncation: Truncation | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# One layer, step by step
+
+
+def blocks(m: LoadedModel) -> list[nn.Module]:
+    """The block object each layer 0..L-1 runs (ALBERT: the same object L times)."""
+    layers = m.model.bert.encoder.layer
+    n = m.config.num_hidden_layers
+    if len(layers) == n:
+        return list(layers)
+    if len(layers) == 1:  # one shared block stored once
+        return [layers[0]] * n
+    raise BertCoreError(f"the encoder has {len(layers)} blocks for {n} layers")
+
+
+def block_steps(block: nn.Module, x: torch.Tensor, mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
+    """One BERT layer's intermediates for a batch, from the block's own submodules.
+
+    x: (B, T, H); mask: None or (B, 1, 1, T) additive (0 keep, most negative float for padding).
+    """
+    sa = block.attention.self
+    B, T, H = x.shape
+    nh = sa.num_attention_heads
+    hs = H // nh  # d_k
+
+    def heads(t):  # (B, T, H) -> (B, nh, T, d_k)
+        return t.view(B, T, nh, hs).transpose(1, 2)
+
+    q, k, v = heads(sa.query(x)), heads(sa.key(x)), heads(sa.value(x))
+    # (Q / sqrt(d_k)) K^T: the model's own order of operations (bert_core.model.BertSelfAttention).
+    scores = torch.matmul(q * (hs**-0.5), k.transpose(-1, -2))  # (B, nh, T, T)
+    if mask is not None:
+        scores = scores + mask
+    probs = scores.softmax(dim=-1)  # (B, nh, T, T)
+    context = torch.matmul(probs, v).transpose(1, 2).reshape(B, T, H)  # (B, T, H): heads side by side
+    attn_out = block.attention.output.dense(context)  # (B, T, H)
+    h1 = block.attention.output.LayerNorm(attn_out + x)  # post-LN: normalise after adding the residual
+    ffn_act = block.intermediate(h1)  # (B, T, F): act(W_1 h1 + b_1), the block's own activation
+    ffn_out = block.output.dense(ffn_act)  # (B, T, H)
+    out = block.output.LayerNorm(ffn_out + h1)
+    return dict(x=x, q=q, k=k, v=v, scores=scores, probs=probs, context=context, attn_out=attn_out, h1=h1,
+                ffn_act=ffn_act, ffn_out=ffn_out, out=out)
+
+
+class _Stop(Exception):
+    """Raised inside a forward hook once the input we need has been seen: later layers are not run."""
+
+
+def _block_input(m: LoadedModel, enc: Encoding, layer: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(x, mask) as the model's own forward hands them to layer `layer`'s block, (1, T, H).
+
+    The model's forward runs (the same call `analyze` makes, so x is its hidden_states[layer]) and
+    a hook stops it at that block: embeddings and earlier layers are the model's code, later ones
+    are skipped.
+    """
+    bl = blocks(m)
+    block = bl[layer]
+    target = sum(b is block for b in bl[:layer])  # ALBERT: the block's n-th call is layer n
+    calls, seen = [0], {}
+
+    def hook(module, args, kwargs):
+        if calls[0] == target:
+            seen["x"] = args[0]
+            seen["mask"] = args[1] if len(args) > 1 else kwargs.get("mask")
+            raise _Stop
+        calls[0] += 1
+
+    ids = torch.from_numpy(enc.input_ids).unsqueeze(0)  # (1, T)
+    types = torch.from_numpy(enc.token_type_ids).unsqueeze(0)  # (1, T)
+    handle = block.register_forward_pre_hook(hook, with_kwargs=True)
+    try:
+        m.model(ids, types, trace=True)
+    except _Stop:
+        pass
+    finally:
+        handle.remove()
+    if "x" not in seen:
+        raise BertCoreError(f"layer {layer}'s block was never called")
+    return seen["x"], seen["mask"]
+
+
+def _check_layer(m: LoadedModel, layer) -> int:
+    n = m.config.num_hidden_layers
+    if not isinstance(layer, (int, np.integer)) or not 0 <= int(layer) < n:
+        raise BertCoreError(f"layer must be between 0 and {n - 1}, got {layer!r}")
+    return int(layer)
+
+
+def layer_steps(m: LoadedModel, text: str, layer: int, text_pair: str | None = None) -> LayerSteps:
+    """Every intermediate of encoder layer `layer` (0-based) for one input, as numpy arrays."""
+    layer = _check_layer(m, layer)
+    enc = m.tokenizer.encode(text, text_pair, max_length=m.max_length)
+    with torch.inference_mode():
+        x, mask = _block_input(m, enc, layer)
+        s = block_steps(blocks(m)[layer], x, mask)
+        arrays = {name: s[name][0].detach().cpu().numpy() for name in STEP_NAMES}
+    return LayerSteps(layer=layer, tokens=enc.tokens, token_type_ids=enc.token_type_ids,
+                      truncation=enc.truncation, notes=_notes(m, enc), **arrays)
+
+
+def _notes(m: LoadedModel, enc: Encoding) -> list[str]:
+    notes = list(m.notes) + list(enc.notes)
+    if enc.truncation is not None:
+        notes.append(enc.truncation.message)
+    return notes
+
+
+@dataclass
+class TokenPath:
+    """One query token followed through one layer and one head (slices of a `LayerSteps`)."""
+
+    token: int
+    head: int
+    x: np.ndarray  # (H,)     its input
+    q: np.ndarray  # (d_k,)   its query in this head
+    keys: np.ndarray  # (T, d_k)   every token's key in this head
+    values: np.ndarray  # (T, d_k) every token's value in this head
+    dots: np.ndarray  # (T,)  q · k_j
+    scores: np.ndarray  # (T,) q · k_j / sqrt(d_k) (+ mask): the same row as LayerSteps.scores
+    weights: np.ndarray  # (T,) softmax(scores) = the Attention page's row
+    head_context: np.ndarray  # (d_k,) sum_j weights_j v_j
+    context: np.ndarray  # (H,)  all heads' contexts side by side
+    attn_out: np.ndarray  # (H,)
+    resid1: np.ndarray  # (H,)   x + attn_out, before LayerNorm
+    h1: np.ndarray  # (H,)
+    ffn_act: np.ndarray  # (F,)
+    top_neurons: np.ndarray  # (n,) indices of the largest activations, largest first
+    ffn_out: np.ndarray  # (H,)
+    resid2: np.ndarray  # (H,)   h1 + ffn_out, before LayerNorm
+    out: np.ndarray  # (H,)
+
+
+def follow_token(s: LayerSteps, head: int, token: int, n_neurons: int = 12) -> TokenPath:
+    """Slice one head and one query token out of `s`, with the two sums shown before each LayerNorm.
+
+    Example: weights = s.probs[head, token]; head_context = weights @ v = s.context[token, head*d_k:(head+1)*d_k].
+    """
+    nh, T, dk = s.q.shape
+    if not 0 <= head < nh or not 0 <= token < T:
+        raise BertCoreError(f"head must be in 0..{nh - 1} and token in 0..{T - 1}")
+    q = s.q[head, token]  # (d_k,)
+    k, v = s.k[head], s.v[head]  # (T, d_k)
+    act = s.ffn_act[token]  # (F,)
+    top = np.argsort(-act, kind="stable")[:n_neurons]
+    return TokenPath(
+        token=token, head=head, x=s.x[token], q=q, keys=k, values=v, dots=k @ q, scores=s.scores[head, token],
+        weights=s.probs[head, token], head_context=s.context[token, head * dk:(head + 1) * dk],
+        context=s.context[token], attn_out=s.attn_out[token], resid1=s.x[token] + s.attn_out[token],
+        h1=s.h1[token], ffn_act=act, top_neurons=top, ffn_out=s.ffn_out[token],
+        resid2=s.h1[token] + s.ffn_out[token], out=s.out[token],
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The logit lens
+
+
+def logit_lens(m: LoadedModel, text: str, text_pair: str | None = None, top_k: int = 5,
+               max_positions: int = MAX_LENS_POSITIONS) -> LogitLens:
+    """The model's MLM head (transform, LayerNorm, tied decoder) read at every hidden state, per [MASK].
+
+    State L is what `analyze` predicts; earlier states show how the answer forms. The head was
+    trained on the last layer only, so earlier layers are read with a head not made for them.
+    Only the first `max_positions` [MASK]s are read (each costs L+1 rows through the vocabulary).
+    """
+    if not m.has_mlm:
+        raise BertCoreError("this checkpoint has no masked-language-model head (no cls.predictions weights), "
+                            "so there is nothing to read the hidden states with")
+    if not 1 <= int(top_k) <= 100:
+        raise BertCoreError(f"top_k must be between 1 and 100, got {top_k}")
+    enc = m.tokenizer.encode(text, text_pair, max_length=m.max_length)
+    masks = np.flatnonzero(enc.input_ids == m.tokenizer.mask_token_id).tolist()
+    shown, skipped = masks[:max_positions], max(0, len(masks) - max_positions)
+    ids = torch.from_numpy(enc.input_ids).unsqueeze(0)  # (1, T)
+    types = torch.from_numpy(enc.token_type_ids).unsqueeze(0)
+    predictions, final_token, final_rank, final_prob = {}, {}, {}, {}
+    with torch.inference_mode():
+        tr = m.model(ids, types, trace=True)
+        hidden = torch.stack(tr.hidden_states)[:, 0]  # (L+1, T, H)
+        for pos in shown:  # one position at a time: (L+1, V) probabilities, never (P, L+1, V)
+            probs = m.model.mlm_logits(hidden[:, pos]).softmax(-1)  # (L+1, V)
+            k = min(int(top_k), probs.shape[-1])
+            p, idx = probs.topk(k, dim=-1)  # (L+1, k)
+            predictions[pos] = [[(m.tokenizer.id_to_token(i), float(q)) for i, q in zip(ix, pr)]
+                                for pr, ix in zip(p.tolist(), idx.tolist())]
+            answer = int(idx[-1, 0])
+            pa = probs[:, answer]  # (L+1,)
+            final_token[pos] = m.tokenizer.id_to_token(answer)
+            final_prob[pos] = pa.numpy().copy()
+            final_rank[pos] = ((probs > pa[:, None]).sum(-1) + 1).numpy()
+    notes = _notes(m, enc)
+    if skipped:
+        notes.append(f"The lens reads the first {len(shown)} of {len(masks)} [MASK] positions.")
+    return LogitLens(tokens=enc.tokens, predictions=predictions, final_token=final_token, final_rank=final_rank,
+                     final_prob=final_prob, skipped=skipped, truncation=enc.truncation, notes=notes)
+
+
+# ---------------------------------------------------------------------------------------------
+# The residual stream across all layers
+
+
+def _cos(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Cosine along the last axis (0 for a zero vector)."""
+    return torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=1e-12)
+
+
+def _ratio(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """|a| / |b| along the last axis."""
+    return a.norm(dim=-1) / b.norm(dim=-1).clamp_min(1e-12)
+
+
+def pca_2d(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(N, H) -> (N, 2) coordinates on the first two principal axes, and their explained variance share.
+
+    The axes are the top two eigenvectors of Xc^T Xc (Xc: the centred points), in float64. With
+    fewer points than dimensions the N x N matrix Xc Xc^T is decomposed instead: it has the same
+    nonzero eigenvalues, and u -> Xc^T u / sqrt(lambda) maps its eigenvectors to the axes (far
+    cheaper: a short text on the bundled model has 5 x 14 points in 256 dimensions). The total
+    variance is the trace, sum(Xc^2). Each axis's sign is fixed so its largest loading is positive
+    (the same input always gives the same picture).
+    Example: points on a line y = 2x in 2-D -> all variance on axis 1, explained ~ (1.0, 0.0).
+    """
+    X = np.asarray(points, dtype=np.float64)
+    N, H = X.shape
+    Xc = X - X.mean(axis=0, keepdims=True)  # (N, H)
+    if N < H:
+        vals, U = np.linalg.eigh(Xc @ Xc.T)  # (N,), (N, N), ascending
+        order = np.argsort(vals)[::-1][:2]
+        lam = vals[order].clip(min=0)
+        axes = (Xc.T @ U[:, order]) / np.sqrt(np.where(lam > 0, lam, 1.0))  # (H, 2): unit where lam > 0
+    else:
+        vals, vecs = np.linalg.eigh(Xc.T @ Xc)  # (H,), (H, H), ascending
+        order = np.argsort(vals)[::-1][:2]
+        lam, axes = vals[order].clip(min=0), vecs[:, order]
+    signs = np.sign(axes[np.abs(axes).argmax(axis=0), range(axes.shape[1])])
+    axes = axes * np.where(signs == 0, 1, signs)
+    total = float((Xc**2).sum())
+    explained = lam / total if total > 0 else np.zeros(len(order))
+    coords = Xc @ axes  # (N, <=2)
+    if coords.shape[1] < 2:  # H = 1 or a single point: pad a zero axis
+        coords = np.pad(coords, ((0, 0), (0, 2 - coords.shape[1])))
+        explained = np.pad(explained, (0, 2 - len(explained)))
+    return coords.astype(np.float32), explained.astype(np.float32)
+
+
+def residual_stream(m: LoadedModel, text: str, text_pair: str | None = None) -> ResidualStream:
+    """Norms, similarities, update sizes and a PCA of every token at every layer, for one input.
+
+    Each layer is run by `block_steps` (the same arithmetic as `layer_steps`), so the update sizes
+    |attn_out|/|x| and |ffn_out|/|h1| come from the very numbers the Inside-a-layer page shows.
+    """
+    enc = m.tokenizer.encode(text, text_pair, max_length=m.max_length)
+    with torch.inference_mode():
+        x, mask = _block_input(m, enc, 0)
+        hidden, attn_up, ffn_up = [x[0]], [], []
+        for block in blocks(m):
+            s = block_steps(block, x, mask)
+            attn_up.append(_ratio(s["attn_out"][0], s["x"][0]))  # (T,)
+            ffn_up.append(_ratio(s["ffn_out"][0], s["h1"][0]))
+            x = s["out"]
+            hidden.append(x[0])
+        h = torch.stack(hidden)  # (L+1, T, H)
+        unit = torch.nn.functional.normalize(h, dim=-1, eps=1e-12)
+        token_sim = unit @ unit.transpose(-1, -2)  # (L+1, T, T)
+        pooler = m.model.bert.pooler
+        pooled = pooler(h[-1:])[0].numpy() if pooler is not None else None  # pooler reads row 0: [CLS]
+        norms = h.norm(dim=-1).numpy()
+        self_sim = _cos(h[1:], h[:-1]).numpy()  # (L, T)
+        L1, T, H = h.shape
+        coords, explained = pca_2d(h.reshape(L1 * T, H).numpy())
+    return ResidualStream(
+        tokens=enc.tokens, token_type_ids=enc.token_type_ids, special_tokens_mask=enc.special_tokens_mask,
+        norms=norms, self_similarity=self_sim, token_similarity=token_sim.numpy(),
+        attn_update=torch.stack(attn_up).numpy(), ffn_update=torch.stack(ffn_up).numpy(),
+        pca=coords.reshape(L1, T, 2), pca_explained=explained, cls=h[-1, 0].numpy().copy(), pooled=pooled,
+        truncation=enc.truncation, notes=_notes(m, enc),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Same word, two contexts
+
+
+def word_occurrences(tokens: list[str], sequence_ids: list, word_ids: list) -> dict[str, list[list[int]]]:
+    """Each word (its pieces joined, lower-cased) -> the token positions of each of its occurrences.
+
+    Only words with letters or digits count (not punctuation). Words are those of the tokenizer's
+    pre-tokenizer (`word_ids`), per sentence.
+    Example: [CLS] the bank , the river bank [SEP] -> {"the": [[1], [4]], "bank": [[2], [6]], "river": [[5]]}
+    """
+    groups: dict[tuple[int, int], list[int]] = {}
+    for pos, (seq, wid) in enumerate(zip(sequence_ids, word_ids)):
+        if seq is not None and wid is not None:
+            groups.setdefault((seq, wid), []).append(pos)
+    out: dict[str, list[list[int]]] = {}
+    for positions in groups.values():
+        word = "".join(tokens[p][2:] if tokens[p].startswith("##") else tokens[p] for p in positions).lower()
+        if re.search(r"\w", word):
+            out.setdefault(word, []).append(positions)
+    return out
+
+
+def same_word(m: LoadedModel, text: str, text_pair: str | None = None) -> SameWord:
+    """For every word that occurs twice or more: cosine of its first two occurrences at each hidden state.
+
+    A word of several pieces is represented by the mean of its pieces' vectors. The hidden states
+    are `analyze`'s, so state 0 is the embedding output (same word piece -> nearly the same vector;
+    only position and segment differ) and later states show how much context pulls them apart.
+    """
+    t = analyze(m, text, text_pair)
+    occ = word_occurrences(t.tokens, t.sequence_ids, t.word_ids)
+    words = []
+    h = torch.from_numpy(np.ascontiguousarray(t.hidden_states))  # (L+1, T, H)
+    for word, places in occ.items():
+        if len(places) < 2 or len(words) >= MAX_REPEATED_WORDS:
+            continue
+        a, b = places[0], places[1]
+        va, vb = h[:, a].mean(dim=1), h[:, b].mean(dim=1)  # (L+1, H)
+        words.append(RepeatedWord(word, a, b, _cos(va, vb).numpy()))
+    return SameWord(tokens=t.tokens, words=words, truncation=t.truncation, notes=t.notes)
+
+
+__all__ = [
+    "LayerSteps",
+    "LogitLens",
+    "RepeatedWord",
+    "ResidualStream",
+    "SameWord",
+    "TokenPath",
+    "block_steps",
+    "follow_token",
+    "layer_steps",
+    "logit_lens",
+    "pca_2d",
+    "residual_stream",
+    "same_word",
+    "word_occurrences",
+]

@@ -1,0 +1,31 @@
+"""The Layers and Inside-a-layer pages in Debian's chromium, offline; screenshots for the README.
+
+Uses test_browser.py's server, browser and PageWatch (every off-machine request is aborted).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+from test_browser import ROOT, browser, server, watch  # noqa: F401  (pytest fixtures)
+
+pytestmark = pytest.mark.browser
+
+SHOTS = ROOT / "docs" / "screenshots"
+
+
+@pytest.mark.parametrize("path,name,min_plots", [("layers", "layers", 8), ("inside-layer", "inside_layer", 10)])
+def test_layer_pages_render_offline(watch, path, name, min_plots):  # noqa: F811
+    q = urllib.parse.urlencode({"text": "The cat [MASK] on the mat because it was tired."})
+    page = watch.open(f"/{path}?{q}")
+    watch.assert_clean()
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+    page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= {min_plots}", timeout=60_000)
+    assert page.locator("h1, h2, h3").count() > 0
+    assert page.locator(".katex").count() >= 1  # the formulas render (KaTeX ships with streamlit)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.set_viewport_size({"width": 1400, "height": 2400})  # Streamlit scrolls inside: a tall window shows more
+    page.wait_for_timeout(1500)
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    watch.assert_clean()

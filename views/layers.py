@@ -1,0 +1,167 @@
+"""Layers: the residual stream through the encoder, the logit lens, one word in two contexts, PCA paths, [CLS]."""
+
+import streamlit as st
+
+import bert_core
+from bert_core.figures import layers as fl
+from bert_core.maskview import md_literal
+from ui.state import model_cached, require_current
+from ui.widgets import chart
+
+TWO_CONTEXTS = ("He sat on the river bank.", "She opened an account at the bank.")
+
+cur = require_current()
+cfg = cur.model.config
+L = cfg.num_hidden_layers
+st.header("Layers")
+st.markdown(
+    f"Between the embeddings and the prediction, every token's vector passes through {L} layers. Each layer "
+    "*adds* to the vector (the **residual stream**) and renormalises: first what attention gathered from the "
+    "other tokens, then what the feed-forward block computes from the token alone:"
+)
+st.latex(r"h_1 = \mathrm{LayerNorm}\big(x + \mathrm{Attention}(x)\big), \qquad "
+         r"x' = \mathrm{LayerNorm}\big(h_1 + \mathrm{FFN}(h_1)\big)")
+st.caption("State 'emb' is the embedding output (what layer 0 reads); state 'L3' is what layer 3 hands on. "
+           "The *Inside a layer* page follows one token through one of these steps with all its numbers.")
+
+
+def run(fn, *args, **kwargs):
+    """A cached bert_core call; a warning (and None) when the input cannot be analysed."""
+    try:
+        return model_cached(cur, fn, *args, **kwargs)
+    except bert_core.BertCoreError as e:
+        st.warning(str(e))
+        return None
+
+
+with st.spinner("Running every layer…"):
+    stream = run(bert_core.residual_stream, cur.text, cur.text_pair)
+if stream is None:
+    st.stop()
+if stream.truncation is not None:
+    st.info(stream.truncation.message)
+tokens = stream.tokens
+T = len(tokens)
+n = min(T, fl.STREAM_TOKEN_CAP)
+if n < T:
+    st.warning(f"This input has {T} tokens. To stay fast, the per-token charts below show the first {n}; "
+               f"the token-by-token map the first {fl.PAIR_TOKEN_CAP}, the paths the first {fl.TRAJECTORY_CAP}.")
+states = fl.state_labels(L + 1)
+
+st.subheader("The residual stream")
+tab_norm, tab_turn, tab_upd = st.tabs(["Length of each vector", "Change per layer", "Size of each update"])
+with tab_norm:
+    st.caption("‖h‖ per token after each layer. LayerNorm keeps lengths near √H·(scale of γ); a token whose "
+               "length stands out (often [CLS], [SEP] or '.') is one the model treats specially.")
+    chart(fl.layer_token_heatmap(stream.norms[:, :n], tokens[:n], states, "‖h‖ per token and state", "‖h‖"),
+          "residual stream norms", key="lay-norms")
+with tab_turn:
+    st.caption("cos(h after layer l, h before it) for each token: 1 means the layer left the direction of the "
+               "vector unchanged; lower values show where a layer rewrote a token most.")
+    chart(fl.layer_token_heatmap(stream.self_similarity[:, :n], tokens[:n], [f"L{i}" for i in range(L)],
+                                 "Similarity of each token to itself one layer earlier", "cos", "RdBu", -1, 1),
+          "self similarity per layer", key="lay-selfsim")
+with tab_upd:
+    st.latex(r"\frac{\lVert \mathrm{attn\_out} \rVert}{\lVert x \rVert} \quad\text{and}\quad "
+             r"\frac{\lVert \mathrm{ffn\_out} \rVert}{\lVert h_1 \rVert}")
+    st.caption("How big each sublayer's addition is next to the vector it is added to: well below 1, the "
+               "residual (the token's old vector) dominates and the layer only nudges it.")
+    rows = [f"L{i}" for i in range(L)]
+    chart(fl.layer_token_heatmap(stream.attn_update[:, :n], tokens[:n], rows, "Attention update |attn_out| / |x|",
+                                 "ratio"), "attention update size", key="lay-attn-upd")
+    chart(fl.layer_token_heatmap(stream.ffn_update[:, :n], tokens[:n], rows, "Feed-forward update |ffn_out| / |h1|",
+                                 "ratio"), "feed-forward update size", key="lay-ffn-upd")
+
+st.markdown("**Token by token at one layer.** cos(h_i, h_j) between every pair of tokens. In the embedding "
+            "output, only equal tokens are alike; layer by layer, context makes neighbours and related words "
+            "more alike (and in many trained BERTs, all vectors drift into a narrow cone).")
+state = st.select_slider("Hidden state", options=list(range(L + 1)), value=L, key="lay_sim_state",
+                         format_func=lambda i: states[i])
+n_pair = min(T, fl.PAIR_TOKEN_CAP)
+chart(fl.similarity_heatmap(stream.token_similarity[state, :n_pair, :n_pair], tokens[:n_pair],
+                            f"Token similarity at state {states[state]}"), "token similarity", key="lay-tok-sim")
+
+st.subheader("The logit lens: when does the answer form?")
+st.markdown(
+    f"The MLM head (dense → {md_literal(cfg.hidden_act)} → LayerNorm → the word-embedding matrix, tied) turns a "
+    "[MASK]'s **last** hidden state into a probability for every vocabulary entry. The lens applies that same "
+    "head to every earlier state too. **The head was trained on the last layer only**, so it reads early "
+    "layers imperfectly: a poor early guess means the head cannot read the answer there yet, not that the "
+    "information is absent."
+)
+if not cur.model.has_mlm:
+    st.info("This model has no masked-language-model head (its checkpoint has no cls.predictions weights, "
+            "e.g. a plain BertModel or a fine-tuned classifier), so there is nothing to read the hidden states "
+            "with: the logit lens is not available for it.")
+elif tokens.count(cur.model.tokenizer.mask_token) == 0:
+    st.info("There is no [MASK] in the text. Put [MASK] where a word should be guessed to see the lens.")
+else:
+    k = st.slider("Candidates per state (top k)", 1, 10, 5, key="lay_k")
+    with st.spinner("Reading every layer with the MLM head…"):
+        lens = run(bert_core.logit_lens, cur.text, cur.text_pair, top_k=k)
+    if lens is not None:
+        if lens.skipped:
+            st.info(f"The lens reads the first {len(lens.predictions)} [MASK] positions; {lens.skipped} more "
+                    "are not shown.")
+        for pos in lens.mask_positions:
+            ans = lens.final_token[pos]
+            chart(fl.lens_figure(lens.predictions[pos], f"[MASK] at position {pos}: top {k} per state", ans),
+                  f"logit lens position {pos}", key=f"lay-lens-{pos}")
+            chart(fl.answer_trajectory(lens.final_rank[pos], lens.final_prob[pos], ans,
+                                       f"The final answer {fl.esc(ans)!s} at each state"),
+                  f"logit lens answer position {pos}", key=f"lay-lens-ans-{pos}")
+            first = next((i for i, r in enumerate(lens.final_rank[pos]) if r == 1), L)
+            st.caption(f"Position {pos}: the final answer **{md_literal(ans)}** is the lens's top guess from state "
+                       f"{states[first]} on; its rank at each state is the dotted line (1 = top).")
+
+st.subheader("Same word, two contexts")
+st.markdown(
+    "The same word piece starts from the same embedding row (only its position and segment differ), so its two "
+    "occurrences begin almost identical. How far apart the layers push them shows how much the context "
+    "changed its meaning: *bank* of a river and *bank* with an account should drift apart."
+)
+c1, c2 = st.columns(2)
+a = c1.text_input("Sentence A", TWO_CONTEXTS[0], key="lay_two_a", max_chars=500)
+b = c2.text_input("Sentence B", TWO_CONTEXTS[1], key="lay_two_b", max_chars=500)
+sw = run(bert_core.same_word, a, b or None) if a.strip() else None
+if not a.strip():
+    st.info("Type sentence A (and B): this view needs a word that occurs twice.")
+elif sw is not None:
+    if not sw.words:
+        st.info("No word occurs twice here. This view needs one word that appears twice: once in A and once in "
+                f"B, or twice in A — e.g. '{TWO_CONTEXTS[0]}' and '{TWO_CONTEXTS[1]}'.")
+    else:
+        chart(fl.same_word_figure(sw.words, "cos(first occurrence, second occurrence) at each state"),
+              "same word two contexts", key="lay-same-word")
+        st.caption("Both sentences run together as one input ([CLS] A [SEP] B [SEP]). A word of several word "
+                   "pieces is the mean of its pieces. Lines: "
+                   + "; ".join(f"{md_literal(w.word)} at positions {w.first} and {w.second}" for w in sw.words))
+
+st.subheader("Every token through the layers (PCA)")
+st.markdown(
+    "All hidden states of all tokens, projected on the two directions along which they vary most (principal "
+    "component analysis over every token at every state). Each line is one token's path from the embedding "
+    "(small dots) to the last layer (big dot): tokens start apart by identity and move by context."
+)
+hide_special = st.toggle("Hide [CLS] and [SEP]", value=True, key="lay_hide_special",
+                         help="They often sit far from the words and squeeze the rest of the picture.")
+shown = [i for i in range(T) if not (hide_special and stream.special_tokens_mask[i])][: fl.TRAJECTORY_CAP]
+if shown:
+    chart(fl.pca_figure(stream.pca, tokens, shown, stream.pca_explained), "pca trajectories", key="lay-pca")
+else:
+    st.info("Only [CLS] and [SEP] here: turn off 'Hide [CLS] and [SEP]' to see them.")
+st.caption(f"Together the two axes hold {float(stream.pca_explained.sum()):.0%} of the variance: a flat picture "
+           "of a space with many more dimensions, so nearby dots may still differ.")
+
+st.subheader("The [CLS] vector and the pooler")
+st.markdown("[CLS] attends to every token in every layer; its last hidden state is the usual sentence summary. "
+            "The pooler turns it into the vector the next-sentence head reads:")
+st.latex(r"\mathrm{pooled} = \tanh\big(W_p\, h^{(L)}_{[\mathrm{CLS}]} + b_p\big)")
+vecs = {"[CLS], last layer": stream.cls}
+if stream.pooled is not None:
+    vecs["pooler output"] = stream.pooled
+chart(fl.vector_strip(vecs, f"The {cfg.hidden_size} numbers of each vector"), "cls and pooler", key="lay-cls")
+if stream.pooled is None:
+    st.info("This checkpoint has no pooler (no bert.pooler weights), so only the [CLS] vector is shown.")
+else:
+    st.caption("tanh squeezes every pooled number into (-1, 1).")
