@@ -270,9 +270,8 @@ def _load_dir(path: Path, name: str, source: str, progress: Progress) -> LoadedM
         config = BertConfig.from_dict(raw)
     except (TypeError, ValueError) as e:
         raise BertCoreError(f"{name}: unusable config.json ({e})") from e
-    progress(f"Reading {name}'s weights", 0.85)
-    state = read_safetensors(path, name)
-    model, notes = model_from_state_dict(config, state, name)
+    # The tokenizer first: a folder we cannot tokenize, or whose tokenizer outgrows the embedding
+    # matrix, is refused before the weights are read.
     tokenizer = WordPieceTokenizer.from_dir(path, model_max_length=config.max_position_embeddings
                                             - config.position_offset, family=config.model_type)
     if tokenizer.vocab_size > config.vocab_size:
@@ -281,6 +280,9 @@ def _load_dir(path: Path, name: str, source: str, progress: Progress) -> LoadedM
             f"{config.vocab_size} rows, so some token ids would have no embedding; the tokenizer and the weights "
             "do not belong together"
         )
+    progress(f"Reading {name}'s weights", 0.85)
+    state = read_safetensors(path, name)
+    model, notes = model_from_state_dict(config, state, name)
     progress(f"Loaded {name}", 1.0)
     return LoadedModel(model, tokenizer, name, source, notes)
 

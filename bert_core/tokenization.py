@@ -186,9 +186,9 @@ class WordPieceTokenizer:
             except Exception as e:
                 raise BertCoreError(f"{path.name}: vocab.json / merges.txt are not a readable BPE vocabulary") from e
             tok = impl._tokenizer
-            # As RoBERTa's tokenizer: <mask> swallows the space before it, so "a <mask>" is [a, <mask>].
-            tok.add_special_tokens([AddedToken(t, lstrip=(n == "mask_token"), normalized=False)
-                                    for n, t in specials.items()])
+            # As transformers' RobertaTokenizer builds it from these two files (roberta-base's own
+            # tokenizer.json, read above when present, makes <mask> swallow the space before it).
+            tok.add_special_tokens([AddedToken(t, normalized=False) for t in specials.values()])
         elif (path / "vocab.txt").is_file():
             from tokenizers.implementations import BertWordPieceTokenizer
 
