@@ -22,8 +22,11 @@ KNOWN_CONFIGS = {
 }
 
 
-def anatomy_rows(config: BertConfig, mlm: bool = True, nsp: bool = True, pooler: bool = True) -> list[dict]:
+def anatomy_rows(config: BertConfig, mlm: bool = True, nsp: bool = True, pooler: bool | None = None) -> list[dict]:
     """Rows of (component, parameters, share of total, formula) for a table.
+
+    `pooler` None: as the family's published MLM checkpoint (BERT has one; RoBERTa, DistilBERT and
+    ALBERT's masked-LM models do not).
 
     Example: bert-base -> word embeddings 23,440,896 (= 30522 x 768), total 110,106,428 with both heads.
     """
@@ -44,6 +47,8 @@ def anatomy_rows(config: BertConfig, mlm: bool = True, nsp: bool = True, pooler:
         "NSP head": "2H + 2",
         "total": "",
     }
+    if pooler is None:
+        pooler = config.model_type == "bert"
     counts = param_counts(config, mlm=mlm, nsp=nsp, pooler=pooler)
     total = counts["total"]
     return [{"component": k, "parameters": v, "share": v / total, "formula": formulas[k]} for k, v in counts.items()]

@@ -78,7 +78,8 @@ class BertConfig:
 
     def to_hf_dict(self) -> dict:
         """The `config.json` transformers expects for this family (DistilBERT's own names)."""
-        d = {k: v for k, v in asdict(self).items() if k not in ("embedding_size", "num_hidden_groups", "inner_group_num")}
+        albert_only = ("embedding_size", "num_hidden_groups", "inner_group_num")
+        d = {k: v for k, v in asdict(self).items() if k not in albert_only}
         if self.model_type == "albert":
             d.update(embedding_size=self.E, num_hidden_groups=1, inner_group_num=1)
         if self.model_type == "distilbert":

@@ -65,9 +65,11 @@ KEY_MAPS: dict[str, list[tuple[str, str]]] = {
     "albert": [
         ("albert.embeddings.{REST}", "bert.embeddings.{REST}"),
         ("albert.encoder.embedding_hidden_mapping_in.{P}", "bert.encoder.embedding_hidden_mapping_in.{P}"),
-        *[(f"albert.encoder.albert_layer_groups.0.albert_layers.0.{theirs}.{{P}}", f"bert.encoder.shared_layer.{ours}.{{P}}")
+        *[(f"albert.encoder.albert_layer_groups.0.albert_layers.0.{theirs}.{{P}}",
+           f"bert.encoder.shared_layer.{ours}.{{P}}")
           for theirs, ours in (("attention.query", "attention.self.query"), ("attention.key", "attention.self.key"),
-                               ("attention.value", "attention.self.value"), ("attention.dense", "attention.output.dense"),
+                               ("attention.value", "attention.self.value"),
+                               ("attention.dense", "attention.output.dense"),
                                ("attention.LayerNorm", "attention.output.LayerNorm"), ("ffn", "intermediate.dense"),
                                ("ffn_output", "output.dense"), ("full_layer_layer_norm", "output.LayerNorm"))],
         ("albert.pooler.{P}", "bert.pooler.dense.{P}"),

@@ -44,7 +44,8 @@ TOKENIZER_CLASSES = {"bert": "BertTokenizer", "distilbert": "DistilBertTokenizer
 USER_MASK = "[MASK]"  # what the user types, whatever the model's own mask token is
 SCHEMES = {
     "wordpiece": ("WordPiece", "##", "a piece that continues a word starts with ##: playing -> play ##ing"),
-    "bpe": ("byte-level BPE", "Ġ", "a piece that follows a space starts with Ġ (the space byte): ' playing' -> Ġplaying"),
+    "bpe": ("byte-level BPE", "Ġ",
+            "a piece that follows a space starts with Ġ (the space byte): ' playing' -> Ġplaying"),
     "unigram": ("SentencePiece (Unigram)", "▁", "a piece that starts a word starts with ▁ (the space): ▁play ing"),
 }
 
@@ -167,7 +168,7 @@ class WordPieceTokenizer:
             try:
                 tok = _RustTokenizer.from_file(str(path / "tokenizer.json"))
             except Exception as e:
-                raise BertCoreError(f"{path.name}: tokenizer.json is not a tokenizer the `tokenizers` library reads") from e
+                raise BertCoreError(f"{path.name}: tokenizer.json is not one the `tokenizers` library reads") from e
         elif (path / "vocab.json").is_file() or (path / "merges.txt").is_file():
             # RoBERTa's byte-level BPE needs both: the vocabulary and the ranked merges that build it.
             if not ((path / "vocab.json").is_file() and (path / "merges.txt").is_file()):
