@@ -32,21 +32,6 @@ if tok.mask_token != USER_MASK:
     st.info(f"You always type {USER_MASK}; this model's own mask token is {tok.mask_token}, so every typed "
             f"{USER_MASK} becomes {tok.mask_token} (one token, id {tok.mask_token_id}) before tokenizing.")
 
-with st.expander("Three schemes side by side: WordPiece ##, byte-level BPE Ġ, SentencePiece ▁",
-                 expanded=tok.scheme != "wordpiece"):
-    st.markdown(
-        "Each family's tokenizer marks word boundaries differently; the pieces carry the mark, so the model "
-        "can tell a word's start from its middle."
-    )
-    table(pd.DataFrame([{"scheme": n, "family": fam, "mark": f"`{mk}`", "rule": rule,
-                         "this model": "✓" if key == tok.scheme else ""}
-                        for key, (n, mk, rule), fam in zip(SCHEMES, SCHEMES.values(),
-                                                           ("BERT, DistilBERT", "RoBERTa", "ALBERT"))]),
-          "tokenizer schemes", key="csv-schemes", hide_index=True)
-    st.caption("WordPiece marks the pieces *inside* a word (##); BPE and SentencePiece mark the *start* of a "
-               "word (Ġ is the space byte 0x20 shown printable; ▁ is SentencePiece's visible space). Byte-level "
-               "BPE never needs an unknown token: any byte is in its vocabulary.")
-
 with st.spinner("Tokenizing and running the model…"):
     trace = analysis(cur)
 if trace is None:
@@ -127,3 +112,17 @@ if splits:
         st.code(" + ".join(sp.pieces), language=None)
         table(pd.DataFrame(input_tables.step_rows(sp)), "wordpiece steps", key="csv-steps", hide_index=True)
     chart(pieces_per_word_figure(input_tables.pieces_per_word(splits)), "pieces per word", key="chart-pieces")
+
+with st.expander("Three schemes side by side: WordPiece ##, byte-level BPE Ġ, SentencePiece ▁",
+                 expanded=tok.scheme != "wordpiece"):
+    st.markdown(
+        "Each family's tokenizer marks word boundaries differently; the pieces carry the mark, so the model "
+        "can tell a word's start from its middle."
+    )
+    # A static markdown table (no user text in it), so the page's dataframes stay the ones above.
+    st.markdown("| scheme | used by | mark | rule | this model |\n|---|---|---|---|---|\n" + "\n".join(
+        f"| {n} | {fam} | `{mk}` | {rule} | {'✓' if key == tok.scheme else ''} |"
+        for (key, (n, mk, rule)), fam in zip(SCHEMES.items(), ("BERT, DistilBERT", "RoBERTa", "ALBERT"))))
+    st.caption("WordPiece marks the pieces *inside* a word (##); BPE and SentencePiece mark the *start* of a "
+               "word (Ġ is the space byte 0x20 shown printable; ▁ is SentencePiece's visible space). Byte-level "
+               "BPE never needs an unknown token: any byte is in its vocabulary.")
