@@ -290,6 +290,43 @@ def test_text_filling_robertas_positions(family_dirs):
         m.model(torch.cat([ids, ids[:, :1]], 1))
 
 
+
+def test_text_filling_roberta_base_514_positions(tmp_path):
+    """roberta-base's own table (514 rows, padding_idx 1): a long text keeps 512 tokens and matches HF there."""
+    hf = write_family_checkpoint(tmp_path / "r", "roberta", "mlm", max_position_embeddings=514)
+    m = bert_core.load_model(str(tmp_path / "r"))
+    assert m.config.max_position_embeddings == 514 and m.max_length == 512
+    t = bert_core.analyze(m, "[MASK] " + "the cat sat on the mat " * 100)
+    assert len(t.tokens) == 512 and t.tokens[-1] == "</s>" and t.truncation is not None
+    ids = torch.from_numpy(t.input_ids)[None]
+    tr = compare(m, hf, "roberta", "mlm", ids, torch.zeros_like(ids))
+    assert tr.hidden_states[0].shape[1] == 512  # position ids 2 .. 513: the table's last row is used
+
+
+def test_folders_we_cannot_tokenize_say_so(family_dirs, tmp_path):
+    """No tokenizer files, SentencePiece's spiece.model alone, merges without vocab, a broken tokenizer.json."""
+    src = family_dirs["albert", "mlm"][0]
+
+    def bare(name):
+        d = tmp_path / name
+        d.mkdir()
+        for f in ("config.json", "model.safetensors"):
+            shutil.copy(src / f, d / f)
+        return d
+
+    bare("none")
+    (bare("spiece") / "spiece.model").write_bytes(b"\x00not a real sentencepiece model")
+    (bare("merges") / "merges.txt").write_text("#version: 0.2\nG a\n")
+    (bare("broken") / "tokenizer.json").write_text('{"model": {"type": "NoSuchModel"}}')
+    for name, msg in (("none", "no tokenizer in none: expected tokenizer.json, vocab.json [+] merges.txt, or "
+                               "vocab.txt"),
+                      ("spiece", "cannot tokenize for spiece: it has only SentencePiece's spiece.model"),
+                      ("merges", "cannot tokenize for merges: it has merges.txt but no vocab.json"),
+                      ("broken", "tokenizer.json is not one the `tokenizers` library reads")):
+        with pytest.raises(BertCoreError, match=msg):
+            bert_core.load_model(str(tmp_path / name))
+
+
 # transformers' num_parameters() of the MLM models (ALBERT's often-quoted 11.7M is AlbertModel, with a pooler).
 REAL_CONFIGS = {
     "distilbert-base-uncased": ("distilbert", dict(vocab_size=30522), 66_985_530),

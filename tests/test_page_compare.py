@@ -69,3 +69,42 @@ def test_three_families_side_by_side(roberta_dir, monkeypatch):
     at.sidebar.text_area(key="text").set_value("no mask here").run()
     assert_ok(at)
     assert any("Type [MASK]" in i.value for i in at.info)
+
+
+def test_a_mask_one_model_truncated_away_is_said(roberta_dir, monkeypatch):
+    """The tiny RoBERTa (38 positions) cuts a long text before its last [MASK]; the bundled model keeps both."""
+    monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(roberta_dir.parent))
+    text = "The [MASK] sat on the mat. " + "the dog ran in the park " * 8 + "and then it [MASK]."
+    at = open_page("compare", query={"text": text, "model": str(roberta_dir)})
+    assert_ok(at)
+    said = " ".join(i.value for i in at.info)
+    assert "Not every model kept every [MASK]" in said and "kept 1" in said and "kept 2" in said, said
+    assert "Type [MASK]" not in said
+    agree = next(d.value for d in at.dataframe if "top-1 agree" in d.value.columns)
+    assert list(agree["[MASK]"]) == [1]  # only the [MASK] both models read
+
+
+def test_suggested_hub_ids_are_offered_and_fail_plainly_offline(tmp_path, monkeypatch):
+    """Item 5's ids are in the sidebar's list and Compare's; with no network, picking one says why, nothing breaks."""
+    import socket
+
+    family_ids = {"distilbert-base-uncased", "roberta-base", "albert-base-v2", "bert-base-cased"}
+    assert family_ids <= set(bert_core.SUGGESTED_HUB_IDS)
+    at = open_page("compare", query={"text": TEXT})
+    assert family_ids <= set(at.sidebar.selectbox(key="model_choice").options)
+    ms = at.multiselect(key="cmp_models")
+    assert family_ids <= set(ms.options)
+
+    def refuse(*args, **kwargs):
+        raise OSError("network disabled by the test")
+
+    for name in ("connect", "connect_ex"):
+        monkeypatch.setattr(socket.socket, name, refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.setenv("HF_HOME", str(tmp_path))  # an empty cache: nothing to fall back on
+    ms.set_value([ms.options[0], "roberta-base"]).run()
+    assert_ok(at)
+    said = " ".join(w.value for w in at.warning)
+    assert "Could not load roberta-base" in said and "hub" in said, said
+    assert any("at least two" in i.value for i in at.info)

@@ -95,3 +95,49 @@ def test_anatomy_counts_the_loaded_family(family_models, monkeypatch):
     loaded = sizes[sizes["model"].str.endswith("(loaded)")]["total parameters"].iloc[0]
     assert loaded == m.model.num_parameters() == param_counts(m.config, nsp=False, pooler=False)["total"]
     assert {"albert-base-v2", "roberta-base", "distilbert-base-uncased"} <= set(sizes["model"])
+
+
+def _broken_folders(family_models, root):
+    """The issue's bad folders, each next to the good ones: {name: what the message must say}."""
+    import shutil
+
+    def variant(name, fam, edit_cfg=None, drop=()):
+        d = root / name
+        shutil.copytree(family_models / fam, d)
+        if edit_cfg:
+            cfg = json.loads((d / "config.json").read_text())
+            edit_cfg(cfg)
+            (d / "config.json").write_text(json.dumps(cfg))
+        for f in drop:
+            (d / f).unlink()
+        return d
+
+    variant("electra", "roberta", lambda c: c.update(model_type="electra"))
+    # A RoBERTa folder with its vocab.json but neither merges.txt nor tokenizer.json.
+    d = variant("no-merges", "roberta", drop=("tokenizer.json",))
+    vocab = json.loads((family_models / "roberta" / "tokenizer.json").read_text())["model"]["vocab"]
+    (d / "vocab.json").write_text(json.dumps(vocab))
+    variant("small-vocab", "albert", lambda c: c.update(vocab_size=20))
+    variant("no-tokenizer", "distilbert", drop=("tokenizer.json", "vocab.txt"))
+    return {
+        "electra": "electra model.*'bert', 'roberta', 'distilbert', 'albert'",
+        "no-merges": "vocab.json but no merges.txt",
+        "small-vocab": "embedding matrix has only 20 rows",
+        "no-tokenizer": "no tokenizer in no-tokenizer",
+    }
+
+
+@pytest.mark.parametrize("page", ["predictions", "compare"])
+def test_bad_family_folders_get_a_message_and_the_page_keeps_working(family_models, tmp_path, page, monkeypatch):
+    """Each bad folder of the issue as the sidebar's model: a plain message, and the bundled model answers."""
+    import re
+
+    cases = _broken_folders(family_models, tmp_path)
+    monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(tmp_path))
+    for name, msg in cases.items():
+        at = open_page(page, query={"model": str(tmp_path / name), "text": TEXT})
+        assert_ok(at)
+        errors = " ".join(e.value for e in at.sidebar.error)
+        assert "Could not load" in errors and re.search(msg, errors), (name, errors)
+        assert "Traceback" not in errors
+        assert any("Still showing: bundled" in c.value for c in at.sidebar.caption), name

@@ -100,9 +100,14 @@ n_masks = min((len(r.predictions) for r in runs if r.has_mlm), default=0)
 without = [r.name for r in runs if not r.has_mlm]
 if without:
     st.info(f"No masked-language-model head, so no guesses: {', '.join(without)}.")
-if n_masks == 0:
+kept = {r.name: len(r.predictions) for r in runs if r.has_mlm}
+if len(set(kept.values())) > 1:  # a model whose input was truncated lost the [MASK]s past its last position
+    which = f"the first {n_masks}, which every model read, are compared" if n_masks else "so none can be compared"
+    st.info("Not every model kept every [MASK] (see the truncation notes above): "
+            + ", ".join(f"{name} kept {n}" for name, n in kept.items()) + f"; {which}.")
+if n_masks == 0 and not any(kept.values()):
     st.info("Type [MASK] in the text (sidebar) where the models should guess a word.")
-else:
+elif n_masks > 0:
     cols = st.columns(len(runs))
     for col, r in zip(cols, runs):
         col.markdown(f"**{r.family}**")
