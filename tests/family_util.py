@@ -75,3 +75,16 @@ def write_family_checkpoint(path, family: str, kind: str = "mlm", seed: int = 0,
     model.save_pretrained(path)
     tok.save_pretrained(path)
     return model
+
+
+def edited_copy(src, dst, drop=(), **config):
+    """Copy the checkpoint folder `src` to `dst` with `config` written into its config.json and `drop` files gone."""
+    import shutil
+
+    shutil.copytree(src, dst)
+    cfg = json.loads((dst / "config.json").read_text())
+    cfg.update(config)
+    (dst / "config.json").write_text(json.dumps(cfg))
+    for f in drop:
+        (dst / f).unlink()
+    return dst

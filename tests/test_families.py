@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from family_util import write_family_checkpoint
+from family_util import edited_copy, write_family_checkpoint
 
 import bert_core
 from bert_core import BertCoreError
@@ -226,19 +226,13 @@ def test_trainer_and_masking_work_for_the_family(family_dirs, fam):
 
 def test_unsupported_model_types_name_the_supported_ones(family_dirs, tmp_path):
     for bad in ("electra", "deberta", "gpt2"):
-        shutil.copytree(family_dirs["roberta", "mlm"][0], tmp_path / bad)
-        cfg = json.loads((tmp_path / bad / "config.json").read_text())
-        cfg["model_type"] = bad
-        (tmp_path / bad / "config.json").write_text(json.dumps(cfg))
+        edited_copy(family_dirs["roberta", "mlm"][0], tmp_path / bad, model_type=bad)
         with pytest.raises(BertCoreError, match=f"{bad} model.*'bert', 'roberta', 'distilbert', 'albert'"):
             bert_core.load_model(str(tmp_path / bad))
 
 
 def test_albert_with_several_layer_groups_is_refused(family_dirs, tmp_path):
-    shutil.copytree(family_dirs["albert", "mlm"][0], tmp_path / "a")
-    cfg = json.loads((tmp_path / "a" / "config.json").read_text())
-    cfg["num_hidden_groups"] = 2
-    (tmp_path / "a" / "config.json").write_text(json.dumps(cfg))
+    edited_copy(family_dirs["albert", "mlm"][0], tmp_path / "a", num_hidden_groups=2)
     with pytest.raises(BertCoreError, match="num_hidden_groups=2.*not supported"):
         bert_core.load_model(str(tmp_path / "a"))
 
@@ -267,10 +261,7 @@ def test_roberta_vocab_and_merges_folder(family_dirs, tmp_path):
 
 
 def test_tokenizer_larger_than_the_embedding_matrix_is_refused(family_dirs, tmp_path):
-    shutil.copytree(family_dirs["albert", "mlm"][0], tmp_path / "a")
-    cfg = json.loads((tmp_path / "a" / "config.json").read_text())
-    cfg["vocab_size"] = 20
-    (tmp_path / "a" / "config.json").write_text(json.dumps(cfg))
+    edited_copy(family_dirs["albert", "mlm"][0], tmp_path / "a", vocab_size=20)
     with pytest.raises(BertCoreError, match="tokenizer has .* tokens but the model's embedding matrix has only 20"):
         bert_core.load_model(str(tmp_path / "a"))
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 from apptest_util import assert_ok, open_page
-from family_util import write_family_checkpoint
+from family_util import edited_copy, write_family_checkpoint
 
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training"]
 TEXT = "She [MASK] the letter to her mother."
@@ -99,26 +99,13 @@ def test_anatomy_counts_the_loaded_family(family_models, monkeypatch):
 
 def _broken_folders(family_models, root):
     """The issue's bad folders, each next to the good ones: {name: what the message must say}."""
-    import shutil
-
-    def variant(name, fam, edit_cfg=None, drop=()):
-        d = root / name
-        shutil.copytree(family_models / fam, d)
-        if edit_cfg:
-            cfg = json.loads((d / "config.json").read_text())
-            edit_cfg(cfg)
-            (d / "config.json").write_text(json.dumps(cfg))
-        for f in drop:
-            (d / f).unlink()
-        return d
-
-    variant("electra", "roberta", lambda c: c.update(model_type="electra"))
+    edited_copy(family_models / "roberta", root / "electra", model_type="electra")
     # A RoBERTa folder with its vocab.json but neither merges.txt nor tokenizer.json.
-    d = variant("no-merges", "roberta", drop=("tokenizer.json",))
+    d = edited_copy(family_models / "roberta", root / "no-merges", drop=("tokenizer.json",))
     vocab = json.loads((family_models / "roberta" / "tokenizer.json").read_text())["model"]["vocab"]
     (d / "vocab.json").write_text(json.dumps(vocab))
-    variant("small-vocab", "albert", lambda c: c.update(vocab_size=20))
-    variant("no-tokenizer", "distilbert", drop=("tokenizer.json", "vocab.txt"))
+    edited_copy(family_models / "albert", root / "small-vocab", vocab_size=20)
+    edited_copy(family_models / "distilbert", root / "no-tokenizer", drop=("tokenizer.json", "vocab.txt"))
     return {
         "electra": "electra model.*'bert', 'roberta', 'distilbert', 'albert'",
         "no-merges": "vocab.json but no merges.txt",
