@@ -64,18 +64,35 @@ def wait_for_text(page, needle: str, timeout: float = 60):
         time.sleep(0.5)
 
 
+SLOW = 300  # s: a shared machine (load 20-30 on 2 cores seen) makes a rerun take minutes
+
+
+def open_slow(watch, path: str):
+    """`watch.open` with a longer wait for the app to settle."""
+    watch.page.goto(watch.base + path, wait_until="domcontentloaded")
+    watch.settle(timeout=SLOW)
+    return watch.page
+
+
+def wait_for_tables(page, n: int = 5):
+    """Wait until the page shows `n` dataframes (a busy server draws them one rerun step at a time)."""
+    page.wait_for_function(f"document.querySelectorAll('[data-testid=\"stDataFrame\"]').length >= {n}",
+                           timeout=SLOW * 1000)
+
+
 def test_compare_bundled_with_the_session_model(watch):
     """Train 10 steps, keep the model, go to Compare (same session): both models, their guesses, agreement."""
-    page = watch.open("/training?" + urllib.parse.urlencode({"text": TEXT}))
+    page = open_slow(watch, "/training?" + urllib.parse.urlencode({"text": TEXT}))
     page.get_by_role("button", name="Run 10 steps").click()
-    watch.settle(timeout=300)  # ten training steps: slow when the machine is shared (load 20 on 2 cores seen)
+    watch.settle(timeout=SLOW)  # ten training steps
     page.get_by_role("button", name="Use this model").click()
-    watch.settle(timeout=300)
+    watch.settle(timeout=SLOW)
     watch.assert_clean()
     # The sidebar's navigation keeps this browser session (a fresh URL would start a new one without the model).
     page.locator('[data-testid="stSidebarNav"] a', has_text="Compare").click()
-    watch.settle()
-    wait_for_text(page, "Agreement")
+    watch.settle(timeout=SLOW)
+    wait_for_text(page, "Agreement", SLOW)
+    wait_for_tables(page)
     watch.assert_clean()
     body = main_text(page)
     assert "Compare models" in body and "Pick at least two" not in body
@@ -89,8 +106,10 @@ def test_compare_bundled_with_the_session_model(watch):
 def test_compare_roberta_folder_with_the_bundled_model(watch, roots):
     """A RoBERTa folder as the sidebar model, compared with the bundled BERT: two families, two mask tokens."""
     q = urllib.parse.urlencode({"model": str(roots / "roberta"), "text": TEXT})
-    page = watch.open(f"/compare?{q}")
-    wait_for_text(page, "Agreement")
+    page = open_slow(watch, f"/compare?{q}")
+    wait_for_text(page, "Agreement", SLOW)
+    wait_for_tables(page)
+    watch.settle(timeout=SLOW)
     watch.assert_clean()
     body = main_text(page)
     assert "roberta" in body and "bert" in body  # each column is headed by its family
@@ -105,8 +124,8 @@ def test_compare_text_with_markup_injects_nothing(watch, roots):
     # [MASK] first: the tiny RoBERTa (38 positions) truncates this text, and would drop a [MASK] at its end.
     payload = '[MASK] <script>alert("x")</script><img src=x onerror=alert(1)><b id="inj">bold</b>'
     q = urllib.parse.urlencode({"model": str(roots / "roberta"), "text": payload})
-    page = watch.open(f"/compare?{q}")
-    wait_for_text(page, "Agreement")
+    page = open_slow(watch, f"/compare?{q}")
+    wait_for_text(page, "Agreement", SLOW)
     watch.assert_clean()
     assert page.locator("#inj").count() == 0
     assert_nothing_injected(page)

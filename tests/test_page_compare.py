@@ -108,3 +108,23 @@ def test_suggested_hub_ids_are_offered_and_fail_plainly_offline(tmp_path, monkey
     said = " ".join(w.value for w in at.warning)
     assert "Could not load roberta-base" in said and "hub" in said, said
     assert any("at least two" in i.value for i in at.info)
+
+
+def test_hostile_text_with_two_families(roberta_dir, monkeypatch):
+    """The hostile list of test_hostile_pages, with two models really compared (RoBERTa and the bundled BERT)."""
+    from test_hostile_pages import HOSTILE
+
+    monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(roberta_dir.parent))
+    at = open_page("compare", query={"text": TEXT, "model": str(roberta_dir)})
+    assert_ok(at)
+    for name, text in HOSTILE.items():
+        at.sidebar.text_area(key="text").set_value(text).run()
+        assert not at.exception, (name, [e.value for e in at.exception])
+        for md in at.markdown:  # user text never reaches our HTML unescaped
+            assert "<script>" not in md.value and "<img" not in md.value, name
+        if name in ("empty", "whitespace"):
+            said = " ".join(w.value for w in at.warning)
+            assert "empty" in said or "no tokens" in said, (name, said)
+        elif "[MASK]" in text:  # compared, or (the tiny RoBERTa has 38 positions) said why not
+            assert any("top-1 agree" in d.value.columns for d in at.dataframe) or any(
+                "Not every model kept every [MASK]" in i.value for i in at.info), name
