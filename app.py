@@ -16,6 +16,7 @@ PAGES = [
     st.Page("views/inside_layer.py", title="Inside a layer", url_path="inside-layer"),
     st.Page("views/anatomy.py", title="Model anatomy", url_path="anatomy"),
     st.Page("views/training.py", title="Training", url_path="training"),
+    st.Page("views/compare.py", title="Compare", url_path="compare"),
 ]
 
 nav = st.navigation(PAGES)

@@ -14,13 +14,15 @@ from .tokenization import Encoding, Truncation
 
 @dataclass
 class EmbeddingParts:
-    """The input embedding of each token, term by term. Each (T, H)."""
+    """The input embedding of each token, term by term. Each (T, E); E = H except for ALBERT."""
 
     word: np.ndarray
     position: np.ndarray
-    segment: np.ndarray
+    segment: np.ndarray  # zeros where the model has no segment table (DistilBERT: has_segments False)
     sum: np.ndarray  # word + position + segment
-    normed: np.ndarray  # LayerNorm(sum): what layer 1 reads (dropout is off in eval)
+    normed: np.ndarray  # LayerNorm(sum): what layer 1 reads (dropout is off in eval); ALBERT: before E -> H
+    projected: np.ndarray | None = None  # (T, H) ALBERT only: W normed + b, what its layer 1 reads
+    has_segments: bool = True
 
 
 @dataclass
@@ -116,7 +118,9 @@ def analyze_encoding(
             position=_np(tr.position[0]),
             segment=_np(tr.segment[0]),
             sum=_np(tr.sum[0]),
-            normed=_np(tr.hidden_states[0][0]),
+            normed=_np(tr.hidden_states[0][0] if tr.normed is None else tr.normed[0]),
+            projected=None if tr.normed is None else _np(tr.hidden_states[0][0]),
+            has_segments=model.config.has_segments,
         ),
         hidden_states=_np(hidden),
         attentions=_np(attn),
@@ -132,8 +136,12 @@ def _np(x: torch.Tensor) -> np.ndarray:
 
 
 def position_similarity(m: LoadedModel, n: int | None = None) -> np.ndarray:
-    """Cosine similarity between the model's learned position embeddings 0..n-1. (n, n)."""
+    """Cosine similarity between the model's learned position embeddings 0..n-1. (n, n).
+
+    RoBERTa's rows 0..padding_idx are never used by a real token: row padding_idx + 1 is its position 0.
+    """
     w = m.model.bert.embeddings.position_embeddings.weight.detach()
+    w = w[m.config.position_offset:]
     w = w[: n or w.shape[0]]
     w = torch.nn.functional.normalize(w, dim=-1)
     return (w @ w.T).numpy()  # (n, n)

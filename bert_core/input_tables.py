@@ -25,6 +25,7 @@ EMBEDDING_TITLES = {
     "position": "position embedding E_pos[t]",
     "sum": "sum E_tok + E_seg + E_pos",
     "normed": "LayerNorm(sum): what layer 1 reads",
+    "projected": "E → H projection W·LayerNorm(sum) + b: what layer 1 reads",
 }
 
 
@@ -103,6 +104,11 @@ def _chip(token: str, pos: int, tok_id: int, kind: str) -> str:
     return f'<span title="{title}" style="{_CHIP_STYLE}background:{_CHIP_COLORS[kind]};">{_esc(token)}</span>'
 
 
+def _closes(trace: Trace, i: int) -> int:
+    """The sentence a special token at i closes: that of the nearest text token before it (0 if none)."""
+    return next((s for s in reversed(trace.sequence_ids[:i]) if s is not None), 0)
+
+
 def tokens_html(trace: Trace, special_ids, unk_id: int, mask_id: int | None = None) -> str:
     """The input as BERT reads it, as HTML: each piece highlighted over its characters, specials as chips.
 
@@ -114,10 +120,9 @@ def tokens_html(trace: Trace, special_ids, unk_id: int, mask_id: int | None = No
     lines = []
     n_seq = 1 if trace.text_pair is None else 2
     for seq in range(n_seq):
-        # [CLS] leads sentence A; each sentence is closed by its own [SEP] (same segment id).
+        # [CLS] leads sentence A; each sentence is closed by its own [SEP] (RoBERTa: A's </s></s>).
         lead = [i for i, o in enumerate(trace.offsets) if o is None and i == 0 and seq == 0]
-        trail = [i for i, o in enumerate(trace.offsets)
-                 if o is None and i > 0 and int(trace.token_type_ids[i]) == seq]
+        trail = [i for i, o in enumerate(trace.offsets) if o is None and i > 0 and _closes(trace, i) == seq]
         parts = [f'<span style="font-weight:bold;color:#666;margin-right:6px;">{SEGMENT_NAMES[seq]}</span>']
         parts += [_chip(trace.tokens[i], i, ids[i], "other") for i in lead]
         for span in sentence_spans(trace, seq):
@@ -269,8 +274,14 @@ def token_labels(tokens: list[str]) -> list[str]:
 
 
 def embedding_parts(emb: EmbeddingParts) -> dict[str, np.ndarray]:
-    """The five (T, H) arrays of the input embedding, keyed as in EMBEDDING_PARTS."""
-    return {name: getattr(emb, name) for name in EMBEDDING_PARTS}
+    """The (T, E) arrays of the input embedding, keyed as in EMBEDDING_PARTS.
+
+    DistilBERT has no segment table (no "segment"); ALBERT adds its E -> H "projected" (T, H).
+    """
+    parts = {name: getattr(emb, name) for name in EMBEDDING_PARTS if name != "segment" or emb.has_segments}
+    if emb.projected is not None:
+        parts["projected"] = emb.projected
+    return parts
 
 
 def token_norms(emb: EmbeddingParts) -> dict[str, np.ndarray]:
@@ -285,7 +296,7 @@ def norm_rows(trace: Trace) -> list[dict]:
     rows = []
     for i, label in enumerate(token_labels(trace.tokens)):
         row = {"token": label, "segment": SEGMENT_NAMES[int(trace.token_type_ids[i])]}
-        row.update({f"|{name}|": round(float(norms[name][i]), 4) for name in EMBEDDING_PARTS})
+        row.update({f"|{name}|": round(float(v[i]), 4) for name, v in norms.items()})
         row.update({"sum mean": round(float(s[i].mean()), 4), "sum std": round(float(s[i].std()), 4),
                     "normed mean": round(float(n[i].mean()), 4), "normed std": round(float(n[i].std()), 4)})
         rows.append(row)

@@ -41,10 +41,20 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
     initializer_range: float = 0.02
-    model_type: str = "bert"
+    model_type: str = "bert"  # the family: "bert", "roberta", "distilbert" or "albert"
     architectures: list[str] = field(default_factory=list)
+    embedding_size: int | None = None  # ALBERT's E (embeddings are E wide, then projected to H); None = H
+    num_hidden_groups: int = 1  # ALBERT: how many distinct layers are shared out over the L layers
+    inner_group_num: int = 1  # ALBERT: layers per group
 
     def __post_init__(self):
+        if self.model_type not in FAMILIES:
+            raise ValueError(f"model_type {self.model_type!r} is not one of {', '.join(FAMILIES)}")
+        if self.model_type == "albert" and (self.num_hidden_groups, self.inner_group_num) != (1, 1):
+            raise ValueError(
+                f"ALBERT with num_hidden_groups={self.num_hidden_groups}, inner_group_num={self.inner_group_num} "
+                "is not supported: only the published layout (1 group of 1 layer, shared by all layers)"
+            )
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"hidden_size {self.hidden_size} is not a multiple of "
@@ -55,25 +65,77 @@ class BertConfig:
 
     @classmethod
     def from_dict(cls, d: dict) -> BertConfig:
-        """Build from a `config.json` dict, ignoring keys BERT does not use."""
+        """Build from a `config.json` dict (any supported family), ignoring keys BERT does not use."""
+        if d.get("model_type") == "distilbert":
+            # DistilBERT's config says dim/n_layers/...; it has no segment table and a fixed LayerNorm eps.
+            d = {DISTILBERT_CONFIG_NAMES.get(k, k): v for k, v in d.items()}
+            d.update(type_vocab_size=0, layer_norm_eps=1e-12)
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def to_hf_dict(self) -> dict:
+        """The `config.json` transformers expects for this family (DistilBERT's own names)."""
+        albert_only = ("embedding_size", "num_hidden_groups", "inner_group_num")
+        d = {k: v for k, v in asdict(self).items() if k not in albert_only}
+        if self.model_type == "albert":
+            d.update(embedding_size=self.E, num_hidden_groups=1, inner_group_num=1)
+        if self.model_type == "distilbert":
+            back = {ours: theirs for theirs, ours in DISTILBERT_CONFIG_NAMES.items()}
+            d = {back.get(k, k): v for k, v in d.items() if k not in ("type_vocab_size", "layer_norm_eps")}
+        return d
+
+    @property
+    def family(self) -> str:
+        return self.model_type
+
+    @property
+    def E(self) -> int:
+        """Embedding width: ALBERT's embedding_size, otherwise the hidden size."""
+        return self.embedding_size or self.hidden_size
+
+    @property
+    def has_segments(self) -> bool:
+        """DistilBERT dropped the segment (token-type) table."""
+        return self.type_vocab_size > 0
+
+    @property
+    def position_offset(self) -> int:
+        """RoBERTa's first real position is padding_idx + 1 (fairseq's convention); BERT's is 0."""
+        return self.pad_token_id + 1 if self.model_type == "roberta" else 0
+
+    @property
+    def head_act(self) -> str:
+        """The MLM head's activation: RoBERTa's head always uses exact GELU, the others hidden_act."""
+        return "gelu" if self.model_type == "roberta" else self.hidden_act
+
+
+FAMILIES = ("bert", "roberta", "distilbert", "albert")
+DISTILBERT_CONFIG_NAMES = {  # DistilBERT's config.json name -> BERT's
+    "dim": "hidden_size",
+    "n_layers": "num_hidden_layers",
+    "n_heads": "num_attention_heads",
+    "hidden_dim": "intermediate_size",
+    "activation": "hidden_act",
+    "dropout": "hidden_dropout_prob",
+    "attention_dropout": "attention_probs_dropout_prob",
+}
+
 
 @dataclass
 class EncoderTrace:
     """Everything one forward pass computed, as tensors (the explorer's raw material)."""
 
-    word: torch.Tensor  # (B, T, H) token (word-piece) embeddings
-    position: torch.Tensor  # (B, T, H)
-    segment: torch.Tensor  # (B, T, H) token-type embeddings
-    sum: torch.Tensor  # (B, T, H) word + position + segment
-    hidden_states: list[torch.Tensor]  # L+1 x (B, T, H): LayerNorm(sum), then each layer
+    word: torch.Tensor  # (B, T, E) token (word-piece) embeddings; E = H except for ALBERT
+    position: torch.Tensor  # (B, T, E)
+    segment: torch.Tensor  # (B, T, E) token-type embeddings; zeros for DistilBERT, which has no segment table
+    sum: torch.Tensor  # (B, T, E) word + position + segment
+    hidden_states: list[torch.Tensor]  # L+1 x (B, T, H): LayerNorm(sum) (ALBERT: projected to H), then each layer
     attentions: list[torch.Tensor]  # L x (B, nh, T, T)
     pooled: torch.Tensor | None  # (B, H) or None without a pooler
+    normed: torch.Tensor | None = None  # (B, T, E) LayerNorm(sum) before ALBERT's E -> H projection (ALBERT only)
 
 
 # HF keeps the capital-L `LayerNorm` (and `gamma`/`beta` in old files) from the original
@@ -81,25 +143,53 @@ class EncoderTrace:
 
 
 class BertEmbeddings(nn.Module):
-    """x_t = LayerNorm(E_word[id_t] + E_pos[t] + E_seg[segment_t])."""
+    """x_t = LayerNorm(E_word[id_t] + E_pos[t] + E_seg[segment_t]).
+
+    The family differences live here, in three places:
+    - RoBERTa: positions count real tokens from padding_idx + 1 (see `position_ids`); its one-row segment table.
+    - DistilBERT: no segment table (`token_type_embeddings` is None; the trace shows zeros).
+    - ALBERT: the three tables are E wide (E < H); `BertEncoder` projects E -> H.
+    """
 
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.word_embeddings = nn.Embedding(config.vocab_size, config.hidden_size, padding_idx=config.pad_token_id)
-        self.position_embeddings = nn.Embedding(config.max_position_embeddings, config.hidden_size)
-        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        E = config.E
+        self.offset = config.position_offset
+        self.padding_idx = config.pad_token_id
+        self.word_embeddings = nn.Embedding(config.vocab_size, E, padding_idx=config.pad_token_id)
+        self.position_embeddings = nn.Embedding(config.max_position_embeddings, E,
+                                                padding_idx=config.pad_token_id if self.offset else None)
+        self.token_type_embeddings = nn.Embedding(config.type_vocab_size, E) if config.has_segments else None
+        self.LayerNorm = nn.LayerNorm(E, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
+
+    def position_ids(self, input_ids):
+        """RoBERTa: cumsum of non-pad tokens + padding_idx, pad -> padding_idx (HF/fairseq). Others: 0..T-1.
+
+        Example (padding_idx 1): ids [0, 31, 42, 2, 1, 1] -> positions [2, 3, 4, 5, 1, 1].
+        """
+        if not self.offset:
+            return torch.arange(input_ids.shape[1], device=input_ids.device).expand_as(input_ids)
+        real = input_ids.ne(self.padding_idx).long()  # (B, T)
+        return torch.cumsum(real, dim=1) * real + self.padding_idx  # (B, T)
 
     def forward(self, input_ids, token_type_ids, parts: bool = False):
         T = input_ids.shape[1]
-        word = self.word_embeddings(input_ids)  # (B, T, H)
-        position = self.position_embeddings.weight[:T].unsqueeze(0)  # (1, T, H)
-        segment = self.token_type_embeddings(token_type_ids)  # (B, T, H)
-        total = word + segment + position  # HF's order of addition, for bit-level parity
+        word = self.word_embeddings(input_ids)  # (B, T, E)
+        if self.offset:  # RoBERTa: per-row positions, padding skipped
+            position = self.position_embeddings(self.position_ids(input_ids))  # (B, T, E)
+        else:
+            position = self.position_embeddings.weight[:T].unsqueeze(0)  # (1, T, E)
+        if self.token_type_embeddings is not None:
+            segment = self.token_type_embeddings(token_type_ids)  # (B, T, E)
+            total = word + segment + position  # HF's order of addition, for bit-level parity
+        else:  # DistilBERT
+            segment = None
+            total = word + position
         out = self.dropout(self.LayerNorm(total))
         if not parts:
             return out, None
+        segment = torch.zeros_like(word) if segment is None else segment
         return out, (word, position.expand_as(word), segment, total)
 
 
@@ -223,9 +313,19 @@ class BertLayer(nn.Module):
 
 
 class BertEncoder(nn.Module):
+    """L blocks. ALBERT: an E -> H projection first, and ONE block whose weights every layer reuses."""
+
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
+        if config.model_type == "albert":
+            self.embedding_hidden_mapping_in = nn.Linear(config.E, config.hidden_size)
+            self.shared_layer = BertLayer(config)  # the only layer weights ALBERT has
+            # A plain list, not a ModuleList: `layer[l]` works for every l, and the weights are
+            # registered (and saved, and counted) once, under `shared_layer`.
+            self.layer = [self.shared_layer] * config.num_hidden_layers
+        else:
+            self.embedding_hidden_mapping_in = None
+            self.layer = nn.ModuleList([BertLayer(config) for _ in range(config.num_hidden_layers)])
 
 
 class BertPooler(nn.Module):
@@ -262,6 +362,10 @@ class BertModel(nn.Module):
             mask = torch.zeros(keep.shape, dtype=dtype, device=input_ids.device)
             mask = mask.masked_fill(~keep, torch.finfo(dtype).min)
         x, parts = self.embeddings(input_ids, token_type_ids, parts=trace)
+        normed = None
+        if self.encoder.embedding_hidden_mapping_in is not None:  # ALBERT: E -> H
+            normed = x
+            x = self.encoder.embedding_hidden_mapping_in(x)  # (B, T, E) -> (B, T, H)
         hidden, attn = [x], []
         for block in self.encoder.layer:
             x, probs = block(x, mask, need_probs=trace)
@@ -271,15 +375,17 @@ class BertModel(nn.Module):
         if not trace:
             return x
         pooled = self.pooler(x) if self.pooler is not None else None
-        return EncoderTrace(*parts, hidden_states=hidden, attentions=attn, pooled=pooled)
+        return EncoderTrace(*parts, hidden_states=hidden, attentions=attn, pooled=pooled, normed=normed)
 
 
 class BertPredictionHeadTransform(nn.Module):
+    """LayerNorm(act(W h + b)), H -> E (ALBERT's head maps back to its embedding width)."""
+
     def __init__(self, config: BertConfig):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
-        self.act = ACTIVATIONS[config.hidden_act]
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+        self.dense = nn.Linear(config.hidden_size, config.E)
+        self.act = ACTIVATIONS[config.head_act]
+        self.LayerNorm = nn.LayerNorm(config.E, eps=config.layer_norm_eps)
 
     def forward(self, x):
         return self.LayerNorm(self.act(self.dense(x)))
@@ -291,7 +397,7 @@ class BertLMPredictionHead(nn.Module):
     def __init__(self, config: BertConfig):
         super().__init__()
         self.transform = BertPredictionHeadTransform(config)
-        self.decoder = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.decoder = nn.Linear(config.E, config.vocab_size, bias=False)
         self.bias = nn.Parameter(torch.zeros(config.vocab_size))
 
     def forward(self, h):
@@ -311,18 +417,25 @@ class BertForPreTraining(nn.Module):
     """BERT with whichever heads a checkpoint has: MLM + NSP, MLM only, or none (encoder only).
 
     Example: BertForPreTraining(cfg, mlm=True, nsp=False) has the keys of HF's BertForMaskedLM.
+    Every family (config.model_type) is this class: RoBERTa, DistilBERT and ALBERT differ only inside
+    `BertEmbeddings`, `BertEncoder` and the head's widths; `pretrained.py` maps their key names onto ours.
+    Only BERT has an NSP head.
     """
 
     def __init__(self, config: BertConfig, mlm: bool = True, nsp: bool = True, pooler: bool | None = None):
         super().__init__()
         self.config = config
-        nsp = nsp and mlm
+        nsp = nsp and mlm and config.model_type == "bert"
         pooler = nsp if pooler is None else (pooler or nsp)  # NSP reads the pooler
         self.bert = BertModel(config, add_pooling_layer=pooler)
         self.cls = BertPreTrainingHeads(config, nsp=nsp) if mlm else None
         self.apply(self._init_weights)
         if self.cls is not None:
             self.tie_weights()
+
+    @property
+    def family(self) -> str:
+        return self.config.model_type
 
     @property
     def has_mlm(self) -> bool:
@@ -377,28 +490,37 @@ def param_counts(config: BertConfig, mlm: bool = True, nsp: bool = True, pooler:
     """Parameter count per component, from the config alone (no weights needed).
 
     Example: bert-base (V=30522, H=768, L=12, I=3072, P=512) -> encoder total 109,482,240.
+    ALBERT's tables are E wide and its L layers share one set of weights (counted once);
+    DistilBERT has no segment table and no pooler; only BERT has an NSP head.
     """
-    V, H, L, F_, P, S = (
+    V, H, L, F_, P, S, E = (
         config.vocab_size,
         config.hidden_size,
         config.num_hidden_layers,
         config.intermediate_size,
         config.max_position_embeddings,
         config.type_vocab_size,
+        config.E,
     )
-    ln = 2 * H
-    attn = 4 * (H * H + H) + ln  # Q, K, V, output projection, LayerNorm
-    ffn = (H * F_ + F_) + (F_ * H + H) + ln  # F_ = intermediate (feed-forward) size
+    albert = config.model_type == "albert"
+    nsp = nsp and mlm and config.model_type == "bert"
+    distinct = 1 if albert else L  # layers with their own weights
+    attn = 4 * (H * H + H) + 2 * H  # Q, K, V, output projection, LayerNorm
+    ffn = (H * F_ + F_) + (F_ * H + H) + 2 * H  # F_ = intermediate (feed-forward) size
     counts = {
-        "word embeddings": V * H,
-        "position embeddings": P * H,
-        "segment embeddings": S * H,
-        "embedding LayerNorm": ln,
-        "attention (all layers)": L * attn,
-        "feed-forward (all layers)": L * ffn,
+        "word embeddings": V * E,
+        "position embeddings": P * E,
+        "segment embeddings": S * E,
+        "embedding LayerNorm": 2 * E,
+    }
+    if albert:
+        counts["embedding projection E -> H"] = E * H + H
+    counts |= {
+        "attention (all layers)": distinct * attn,
+        "feed-forward (all layers)": distinct * ffn,
         "pooler": (H * H + H) if (pooler or nsp) else 0,
-        "MLM head (transform + bias; decoder tied)": (H * H + H + ln + V) if mlm else 0,
-        "NSP head": (2 * H + 2) if (mlm and nsp) else 0,
+        "MLM head (transform + bias; decoder tied)": (H * E + E + 2 * E + V) if mlm else 0,
+        "NSP head": (2 * H + 2) if nsp else 0,
     }
     counts["total"] = sum(counts.values())
     return counts
@@ -412,6 +534,7 @@ def attention_flops(config: BertConfig, T: int) -> int:
 
 
 __all__ = [
+    "FAMILIES",
     "BertConfig",
     "BertForPreTraining",
     "BertModel",

@@ -1,8 +1,12 @@
-"""WordPiece tokenization with everything a student wants to see: pieces, ids, segments, offsets.
+"""Tokenization with everything a student wants to see: pieces, ids, segments, offsets.
 
-A thin wrapper over the `tokenizers` library (the same Rust code HF's fast BERT tokenizer runs),
-plus `wordpiece_steps`, a plain-Python replay of WordPiece's greedy longest-match-first search.
+A thin wrapper over the `tokenizers` library (the same Rust code HF's fast tokenizers run), plus
+`wordpiece_steps`, a plain-Python replay of WordPiece's greedy longest-match-first search.
 The shared tokenizer is never mutated (no `enable_truncation`), because sessions share it.
+
+Three schemes, one per family (see SCHEMES): BERT/DistilBERT's WordPiece marks a piece that
+continues a word with `##`; RoBERTa's byte-level BPE marks a piece that starts after a space with
+`Ġ` (the byte 0x20 shown as a printable character); ALBERT's SentencePiece (Unigram) marks it with `▁`.
 """
 
 from __future__ import annotations
@@ -25,6 +29,24 @@ DEFAULT_SPECIALS = {
     "cls_token": "[CLS]",
     "sep_token": "[SEP]",
     "mask_token": "[MASK]",
+}
+# Each family's special tokens when a folder has no tokenizer_config.json to say (roberta-base, albert-base-v2).
+FAMILY_SPECIALS = {
+    "bert": DEFAULT_SPECIALS,
+    "distilbert": DEFAULT_SPECIALS,
+    "roberta": {"pad_token": "<pad>", "unk_token": "<unk>", "cls_token": "<s>", "sep_token": "</s>",
+                "mask_token": "<mask>"},
+    "albert": {"pad_token": "<pad>", "unk_token": "<unk>", "cls_token": "[CLS]", "sep_token": "[SEP]",
+               "mask_token": "[MASK]"},
+}
+TOKENIZER_CLASSES = {"bert": "BertTokenizer", "distilbert": "DistilBertTokenizer", "roberta": "RobertaTokenizer",
+                     "albert": "AlbertTokenizer"}
+USER_MASK = "[MASK]"  # what the user types, whatever the model's own mask token is
+SCHEMES = {
+    "wordpiece": ("WordPiece", "##", "a piece that continues a word starts with ##: playing -> play ##ing"),
+    "bpe": ("byte-level BPE", "Ġ",
+            "a piece that follows a space starts with Ġ (the space byte): ' playing' -> Ġplaying"),
+    "unigram": ("SentencePiece (Unigram)", "▁", "a piece that starts a word starts with ▁ (the space): ▁play ing"),
 }
 
 
@@ -84,9 +106,16 @@ class WordSplit:
 
 
 class WordPieceTokenizer:
-    """A BERT tokenizer: the Rust `tokenizers` model plus the special tokens and the model's limit."""
+    """A tokenizer of the BERT family: the Rust `tokenizers` model plus the special tokens and the model's limit.
 
-    def __init__(self, tokenizer: _RustTokenizer, specials: dict[str, str], model_max_length: int = 512):
+    (Named for BERT's WordPiece; it also wraps RoBERTa's byte-level BPE and ALBERT's SentencePiece.
+    `scheme` says which; `family` decides the input frame: RoBERTa's pairs are <s> A </s></s> B </s>,
+    and RoBERTa and DistilBERT use no segment ids.)
+    """
+
+    def __init__(self, tokenizer: _RustTokenizer, specials: dict[str, str], model_max_length: int = 512,
+                 family: str = "bert"):
+        self.family = family
         tokenizer.no_truncation()
         tokenizer.no_padding()
         self._tok = tokenizer
@@ -109,21 +138,58 @@ class WordPieceTokenizer:
         self.vocab_size = tokenizer.get_vocab_size()
         self.unk_token = specials["unk_token"]
         self.mask_token = specials["mask_token"]
-        self._mask_re = re.compile(re.escape(self.mask_token), re.IGNORECASE)
+        # The user always types [MASK] (any case); the model's own mask token (e.g. <mask>) works too.
+        self._mask_re = re.compile("|".join(re.escape(t) for t in dict.fromkeys([USER_MASK, self.mask_token])),
+                                   re.IGNORECASE)
+        kind = type(tokenizer.model).__name__.lower()
+        self.scheme = "bpe" if kind == "bpe" else "unigram" if kind == "unigram" else "wordpiece"
+
+    @property
+    def segments(self) -> bool:
+        """Does this family give sentence B its own segment id? (RoBERTa and DistilBERT do not.)"""
+        return self.family in ("bert", "albert")
 
     @classmethod
-    def from_dir(cls, path: str | Path, model_max_length: int = 512) -> WordPieceTokenizer:
-        """Load `tokenizer.json`, or build from `vocab.txt` + `tokenizer_config.json`."""
+    def from_dir(cls, path: str | Path, model_max_length: int = 512, family: str = "bert") -> WordPieceTokenizer:
+        """Load `tokenizer.json`, or build from RoBERTa's `vocab.json` + `merges.txt` or BERT's `vocab.txt`."""
         path = Path(path)
         cfg = {}
         if (path / "tokenizer_config.json").is_file():
-            cfg = json.loads((path / "tokenizer_config.json").read_text())
-        specials = {n: _token_str(cfg.get(n)) or DEFAULT_SPECIALS[n] for n in SPECIAL_NAMES}
+            try:
+                cfg = json.loads((path / "tokenizer_config.json").read_text())
+            except (json.JSONDecodeError, UnicodeDecodeError) as e:
+                raise BertCoreError(f"{path.name}: tokenizer_config.json is not valid JSON") from e
+        defaults = FAMILY_SPECIALS.get(family, DEFAULT_SPECIALS)
+        specials = {n: _token_str(cfg.get(n)) or defaults[n] for n in SPECIAL_NAMES}
         limit = cfg.get("model_max_length")
         if isinstance(limit, int) and 0 < limit < model_max_length:
             model_max_length = limit
         if (path / "tokenizer.json").is_file():
-            tok = _RustTokenizer.from_file(str(path / "tokenizer.json"))
+            try:
+                tok = _RustTokenizer.from_file(str(path / "tokenizer.json"))
+            except Exception as e:
+                raise BertCoreError(f"{path.name}: tokenizer.json is not one the `tokenizers` library reads") from e
+        elif (path / "vocab.json").is_file() or (path / "merges.txt").is_file():
+            # RoBERTa's byte-level BPE needs both: the vocabulary and the ranked merges that build it.
+            if not ((path / "vocab.json").is_file() and (path / "merges.txt").is_file()):
+                have, need = ("vocab.json", "merges.txt") if (path / "vocab.json").is_file() else ("merges.txt",
+                                                                                                    "vocab.json")
+                raise BertCoreError(
+                    f"cannot tokenize for {path.name}: it has {have} but no {need} (and no tokenizer.json); "
+                    "a byte-level BPE tokenizer needs both vocab.json and merges.txt"
+                )
+            from tokenizers import AddedToken
+            from tokenizers.implementations import ByteLevelBPETokenizer
+
+            try:
+                impl = ByteLevelBPETokenizer(str(path / "vocab.json"), str(path / "merges.txt"),
+                                             add_prefix_space=bool(cfg.get("add_prefix_space", False)))
+            except Exception as e:
+                raise BertCoreError(f"{path.name}: vocab.json / merges.txt are not a readable BPE vocabulary") from e
+            tok = impl._tokenizer
+            # As transformers' RobertaTokenizer builds it from these two files (roberta-base's own
+            # tokenizer.json, read above when present, makes <mask> swallow the space before it).
+            tok.add_special_tokens([AddedToken(t, normalized=False) for t in specials.values()])
         elif (path / "vocab.txt").is_file():
             from tokenizers.implementations import BertWordPieceTokenizer
 
@@ -140,19 +206,27 @@ class WordPieceTokenizer:
                 mask_token=specials["mask_token"],
             )
             tok = impl._tokenizer
+        elif (path / "spiece.model").is_file():
+            raise BertCoreError(
+                f"cannot tokenize for {path.name}: it has only SentencePiece's spiece.model; "
+                "BERT Explorer reads tokenizer.json (save one with the tokenizer's save_pretrained in transformers)"
+            )
         else:
-            raise BertCoreError(f"no tokenizer in {path.name}: expected tokenizer.json or vocab.txt")
-        return cls(tok, specials, model_max_length)
+            raise BertCoreError(
+                f"no tokenizer in {path.name}: expected tokenizer.json, vocab.json + merges.txt, or vocab.txt"
+            )
+        return cls(tok, specials, model_max_length, family)
 
     def save(self, out_dir: str | Path) -> None:
         """Write tokenizer.json, vocab.txt and tokenizer_config.json (HF's BertTokenizerFast reads them)."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         self._tok.save(str(out / "tokenizer.json"))
-        vocab = "\n".join(t for t, _ in sorted(self.vocab.items(), key=lambda kv: kv[1])) + "\n"
-        (out / "vocab.txt").write_text(vocab, encoding="utf-8")
+        if self.scheme == "wordpiece":
+            vocab = "\n".join(t for t, _ in sorted(self.vocab.items(), key=lambda kv: kv[1])) + "\n"
+            (out / "vocab.txt").write_text(vocab, encoding="utf-8")
         lower = self._lowercases()
-        cfg = {"tokenizer_class": "BertTokenizer", "do_lower_case": lower,
+        cfg = {"tokenizer_class": TOKENIZER_CLASSES.get(self.family, "BertTokenizer"), "do_lower_case": lower,
                "model_max_length": self.model_max_length, **self.specials}
         (out / "tokenizer_config.json").write_text(json.dumps(cfg, indent=2))
 
@@ -168,6 +242,8 @@ class WordPieceTokenizer:
     def encode(self, text: str, text_pair: str | None = None, max_length: int | None = None) -> Encoding:
         """Tokenize one sentence or a pair into [CLS] A [SEP] (B [SEP]), cutting to `max_length`.
 
+        RoBERTa: <s> A </s> (</s> B </s>), all segment ids 0. A typed [MASK] becomes the model's own
+        mask token (<mask> for RoBERTa), with offsets still into the text as typed.
         Example: "The cat sat." -> [CLS] the cat sat . [SEP], offsets (0,3) (4,7) (8,11) (11,12).
         Truncation cuts the longer sentence first, one piece at a time (HF's "longest_first"),
         and is reported in `Encoding.truncation`, never silent.
@@ -186,9 +262,10 @@ class WordPieceTokenizer:
         notes = []
         # "[mask]" and "[Mask]" mean [MASK] to a student; the tokenizer matches special tokens
         # case-sensitively, so spell them its way (same length: offsets stay valid).
-        fixed = [self._mask_re.sub(self.mask_token, t) for t in texts]
-        if fixed != texts:
-            notes.append(f"Read a differently-cased {self.mask_token} as {self.mask_token}.")
+        fixed, back = zip(*(self._fix_masks(t) for t in texts))
+        if list(fixed) != texts:
+            typed = sorted({m.group(0) for t in texts for m in self._mask_re.finditer(t)} - {self.mask_token})
+            notes.append(f"Read {', '.join(typed)} as this model's mask token {self.mask_token}.")
         encs = [self._tok.encode(t, add_special_tokens=False) for t in fixed]
         frame = {self.cls_token_id, self.sep_token_id, self.pad_token_id}
         for i, e in enumerate(encs):
@@ -200,7 +277,8 @@ class WordPieceTokenizer:
                     "type some words"
                 )
         lengths = [len(e.ids) for e in encs]
-        kept = _longest_first(lengths, max_length - (len(texts) + 1))
+        roberta_pair = self.family == "roberta" and len(texts) == 2
+        kept = _longest_first(lengths, max_length - (len(texts) + 1 + roberta_pair))
         truncation = Truncation(max_length, tuple(lengths), tuple(kept)) if kept != lengths else None
 
         tokens, ids, types, special, offsets, seq_ids, word_ids = [], [], [], [], [], [], []
@@ -215,13 +293,16 @@ class WordPieceTokenizer:
             word_ids.append(None)
 
         add_special(self.cls_token_id, 0)
-        for seg, (e, n) in enumerate(zip(encs, kept)):
+        for seq, (e, n) in enumerate(zip(encs, kept)):
+            seg = seq if self.segments else 0
+            if seq and roberta_pair:
+                add_special(self.sep_token_id, 0)  # RoBERTa separates a pair with </s></s>
             tokens += e.tokens[:n]
             ids += e.ids[:n]
             types += [seg] * n
             special += [0] * n
-            offsets += [tuple(o) for o in e.offsets[:n]]
-            seq_ids += [seg] * n
+            offsets += [(back[seq][a], back[seq][b]) for a, b in e.offsets[:n]]
+            seq_ids += [seq] * n
             word_ids += e.word_ids[:n]
             add_special(self.sep_token_id, seg)
         return Encoding(
@@ -235,6 +316,25 @@ class WordPieceTokenizer:
             truncation=truncation,
             notes=notes,
         )
+
+    def _fix_masks(self, text: str) -> tuple[str, list[int]]:
+        """Spell every typed mask ([MASK], [mask], <mask>) as the model's own mask token.
+
+        Returns the new text and, for each of its character positions (and its end), the position in
+        the typed text, so offsets stay valid when the two tokens differ in length.
+        Example (RoBERTa): "a [MASK]." -> "a <mask>.", back = [0, 1, 2, ..., 9].
+        """
+        out, back, cursor = [], [], 0
+        for m in self._mask_re.finditer(text):
+            out.append(text[cursor:m.start()])
+            back += range(cursor, m.start())
+            out.append(self.mask_token)
+            n = len(self.mask_token)
+            back += [m.start() + min(i * len(m.group(0)) // n, len(m.group(0)) - 1) for i in range(n)]
+            cursor = m.end()
+        out.append(text[cursor:])
+        back += range(cursor, len(text) + 1)
+        return "".join(out), back
 
     def encode_plain(self, text: str) -> list[int]:
         """Ids of `text` without special tokens (for corpora; no length limit applied)."""
@@ -265,8 +365,13 @@ class WordPieceTokenizer:
         for part in re.split(f"({specials})", self._mask_re.sub(self.mask_token, text)):
             if part in self.specials.values():
                 out.append(WordSplit(part, [part]))
-            elif part:
+            elif part and self.scheme == "wordpiece":
                 out += [wordpiece_steps(w, self.vocab, self.unk_token, prefix, max_chars) for w, _ in self.words(part)]
+            elif part:
+                # BPE and Unigram: the pieces the real model gives each pre-tokenized word (no greedy replay).
+                for w, _ in self.words(part):
+                    pieces = self._tok.model.tokenize(w)
+                    out.append(WordSplit(w, [p.value for p in pieces]))
         return out
 
 

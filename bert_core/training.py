@@ -240,10 +240,9 @@ class Trainer:
         self.cfg = cfg = cfg or TrainConfig()
         if cfg.nsp and not model.has_nsp:
             raise BertCoreError("NSP training needs a model with an NSP head")
-        if cfg.seq_len > model.config.max_position_embeddings:
-            raise BertCoreError(
-                f"seq_len {cfg.seq_len} exceeds the model's {model.config.max_position_embeddings} positions"
-            )
+        usable = model.config.max_position_embeddings - model.config.position_offset  # RoBERTa: P - 2
+        if cfg.seq_len > usable:
+            raise BertCoreError(f"seq_len {cfg.seq_len} exceeds the model's {usable} positions")
         self.model = model
         self.tok = tokenizer
         self.data = TextDataset(lines, tokenizer, cfg.seq_len, documents)

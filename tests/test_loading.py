@@ -61,12 +61,22 @@ def test_pickle_only_directory_is_refused(tiny_dirs, tmp_path):
         bert_core.load_model(str(tmp_path))
 
 
-def test_other_architectures_are_not_supported_yet(tiny_dirs, tmp_path):
+@pytest.mark.parametrize("model_type", ["electra", "deberta", "gpt2"])
+def test_other_architectures_name_the_supported_ones(tiny_dirs, tmp_path, model_type):
+    shutil.copytree(tiny_dirs["mlm"][0], tmp_path / "m")
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    cfg["model_type"] = model_type
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(BertCoreError, match=f"{model_type} model.*'bert', 'roberta', 'distilbert', 'albert'"):
+        bert_core.load_model(str(tmp_path / "m"))
+
+
+def test_bert_weights_under_a_roberta_config_are_refused(tiny_dirs, tmp_path):
     shutil.copytree(tiny_dirs["mlm"][0], tmp_path / "m")
     cfg = json.loads((tmp_path / "m" / "config.json").read_text())
     cfg["model_type"] = "roberta"
     (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
-    with pytest.raises(BertCoreError, match="roberta.*not yet"):
+    with pytest.raises(BertCoreError, match="does not have"):
         bert_core.load_model(str(tmp_path / "m"))
 
 

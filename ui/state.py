@@ -170,7 +170,7 @@ def sidebar_ui() -> Current | None:
     choice = sb.selectbox("Model", opts, key="model_choice",
                           help="The bundled model works offline; hub models download on first use.")
     if choice == OTHER_LABEL:
-        name = sb.text_input("Hub id (model_type bert, safetensors)", key="other_model",
+        name = sb.text_input("Hub id (BERT, RoBERTa, DistilBERT or ALBERT; safetensors)", key="other_model",
                              placeholder="e.g. google-bert/bert-base-multilingual-cased").strip()
     elif choice == SESSION_LABEL:
         name = "session"

@@ -19,6 +19,13 @@ summary = pd.DataFrame([{"model": n, "total parameters": r[-1]["parameters"]} fo
 summary["millions"] = (summary["total parameters"] / 1e6).round(1)
 table(summary, "model sizes", key="csv-sizes", hide_index=True)
 
+st.markdown(
+    "**BERT's family.** DistilBERT (66M) keeps BERT-base's width but half its layers (6), and drops the "
+    "segment table and the pooler; it was trained to imitate BERT (distillation). RoBERTa (125M) is BERT-base's "
+    "shape with a 50,265-piece byte-level BPE vocabulary (the extra 16M parameters are word embeddings), "
+    "more data, dynamic masking and no NSP. ALBERT-base (12M) embeds in E = 128 and projects to H = 768, "
+    "and its 12 layers **share one set of weights**, so attention and feed-forward are counted once."
+)
 pick = st.selectbox("Break down", list(rows), key="anatomy_model")
 df = pd.DataFrame(rows[pick])
 df["share"] = (100 * df["share"]).round(2).astype(str) + " %"
@@ -28,4 +35,7 @@ st.markdown(
     f"**{c.num_hidden_layers} layers × {c.num_attention_heads} heads**, hidden size H = {c.hidden_size}, "
     f"head size d_k = {c.hidden_size // c.num_attention_heads}, feed-forward size F = {c.intermediate_size}, "
     f"vocabulary V = {c.vocab_size:,}, positions P = {c.max_position_embeddings}."
+    + (f" Embedding width E = {c.E}; one layer's weights shared by all {c.num_hidden_layers}."
+       if c.model_type == "albert" else "")
+    + (f" {c.position_offset} of the P positions are never used (RoBERTa's offset)." if c.position_offset else "")
 )

@@ -18,12 +18,30 @@ st.markdown(
     "row (which token), a segment row (sentence A or B) and a position row (where it stands; BERT has no "
     "other sense of order) — then normalised:"
 )
-st.latex(r"x_t = \mathrm{LayerNorm}\big(E_{tok}[\mathrm{id}_t] + E_{seg}[s_t] + E_{pos}[t]\big)")
+if cfg.family == "distilbert":
+    st.latex(r"x_t = \mathrm{LayerNorm}\big(E_{tok}[\mathrm{id}_t] + E_{pos}[t]\big)")
+    st.info("DistilBERT has **no segment table**: it dropped BERT's token-type embeddings (and the pooler), "
+            "so sentence A and B differ only by the separator between them. The sum below has two terms.")
+elif cfg.family == "albert":
+    st.latex(r"x_t = W_{E\to H}\,\mathrm{LayerNorm}\big(E_{tok}[\mathrm{id}_t] + E_{seg}[s_t] + E_{pos}[t]\big)"
+             r" + b")
+    st.info(f"ALBERT **factorises** the embeddings: its three tables are only E = {cfg.E} wide, and one learned "
+            f"E × H matrix (`embedding_hidden_mapping_in`) lifts each vector to H = {cfg.hidden_size}. "
+            f"That costs V·E + E·H = {cfg.vocab_size * cfg.E + cfg.E * cfg.hidden_size:,} parameters instead "
+            f"of V·H = {cfg.vocab_size * cfg.hidden_size:,}. The last tab shows the projected vectors.")
+else:
+    st.latex(r"x_t = \mathrm{LayerNorm}\big(E_{tok}[\mathrm{id}_t] + E_{seg}[s_t] + E_{pos}[t]\big)")
+if cfg.family == "roberta":
+    st.info(f"RoBERTa: one segment row only (type_vocab_size = {cfg.type_vocab_size}), the same for every token, "
+            f"and its positions start at padding_idx + 1 = {cfg.position_offset}: row t + {cfg.position_offset} "
+            "of E_pos is position t, and padding takes row padding_idx, so padding never shifts real positions.")
 st.latex(r"\mathrm{LayerNorm}(v) = \gamma \odot \frac{v - \mathrm{mean}(v)}{\sqrt{\mathrm{var}(v) + \varepsilon}}"
          r" + \beta")
-st.caption(f"mean and var are taken over the H = {cfg.hidden_size} numbers of one token; γ and β are learned "
-           f"vectors of size H; ε = {cfg.layer_norm_eps:g}. Table sizes here: E_tok {cfg.vocab_size:,} × H, "
-           f"E_seg {cfg.type_vocab_size} × H, E_pos {cfg.max_position_embeddings} × H.")
+W = "E" if cfg.E != cfg.hidden_size else "H"
+st.caption(f"mean and var are taken over the {W} = {cfg.E} numbers of one token; γ and β are learned "
+           f"vectors of size {W}; ε = {cfg.layer_norm_eps:g}. Table sizes here: E_tok {cfg.vocab_size:,} × {W}, "
+           + (f"E_seg {cfg.type_vocab_size} × {W}, " if cfg.has_segments else "no E_seg, ")
+           + f"E_pos {cfg.max_position_embeddings} × {W}.")
 
 with st.spinner("Running the model…"):
     trace = analysis(cur)
@@ -34,7 +52,8 @@ if trace.truncation is not None:
 
 labels = input_tables.token_labels(trace.tokens)
 pair = trace.text_pair is not None
-segments = trace.token_type_ids if pair else None
+two_segments = cfg.type_vocab_size >= 2 and cur.model.tokenizer.segments  # RoBERTa/DistilBERT: one or none
+segments = trace.token_type_ids if pair and two_segments else None
 
 st.subheader("The five steps, token by token")
 if cfg.hidden_size > 64:
@@ -43,21 +62,23 @@ if cfg.hidden_size > 64:
 else:
     n_dims = cfg.hidden_size
 parts = input_tables.embedding_parts(trace.embeddings)
-tabs = st.tabs([input_tables.EMBEDDING_TITLES[p] for p in input_tables.EMBEDDING_PARTS])
+tabs = st.tabs([input_tables.EMBEDDING_TITLES[p] for p in parts])
 notes = {
     "word": "One row per token id: a repeated token gets the very same row.",
     "segment": "Only two rows exist: every A token gets one, every B token the other.",
     "position": "Row t depends only on the position, not on the token: it is the same for every input.",
     "sum": "What the three lookups add up to; its scale differs from token to token.",
     "normed": "LayerNorm gives each row mean 0 and spread 1, then scales each dimension by γ and shifts it by β.",
+    "projected": f"ALBERT only: each E = {cfg.E} vector times the learned E × H matrix, plus a bias: "
+                 f"H = {cfg.hidden_size} numbers, the input of layer 1.",
 }
-for tab, part in zip(tabs, input_tables.EMBEDDING_PARTS):
+for tab, part in zip(tabs, parts):
     with tab:
         st.caption(notes[part])
         fig = embedding_heatmap(parts[part], labels, n_dims, input_tables.EMBEDDING_TITLES[part], segments)
         chart(fig, f"embedding {part}", key=f"chart-emb-{part}")
 
-if pair:
+if pair and two_segments:
     st.subheader("Sentence A and sentence B")
     st.markdown(
         "The strip left of each heatmap marks each token's segment. All A tokens (with [CLS] and the first "
@@ -80,7 +101,7 @@ st.markdown(
     "A trained BERT shows a bright band along the diagonal: nearby positions get similar vectors, "
     "which is how order enters the model."
 )
-max_pos = cfg.max_position_embeddings
+max_pos = cfg.max_position_embeddings - cfg.position_offset  # RoBERTa: its first 2 rows are no position
 n_pos = st.slider("Positions n", 2, max_pos, min(64, max_pos), key="pos_n")
 chart(position_similarity_figure(bert_core.position_similarity(cur.model, n_pos)), "position similarity",
       key="chart-pos-sim")

@@ -16,6 +16,18 @@ st.markdown(
     "becomes **[MASK]** 80% of the time, a **random token** 10% of the time, and is **kept** unchanged "
     "10% of the time; the model must then recover the original token at every selected position."
 )
+mask_tok = cur.model.tokenizer.mask_token
+if mask_tok != "[MASK]":
+    st.info(f"This {cur.model.family} model's mask token is **{mask_tok}**: below, [MASK] means {mask_tok} "
+            f"(id {cur.model.tokenizer.mask_token_id}), and a typed [MASK] is read as it.")
+if cur.model.family == "roberta":
+    st.info(
+        "**RoBERTa masks dynamically.** BERT's data pipeline drew the mask of each training sentence once, "
+        "when the data was prepared, and showed the model the same draw every epoch (10 copies, 4 epochs "
+        "each). RoBERTa draws a fresh mask every time a sentence is fed to the model — exactly what "
+        "*Draw again* does here — so it never sees the same corruption twice. The 15% / 80-10-10 rule "
+        "is unchanged."
+    )
 st.caption(
     "Why not always [MASK]? At test time the input has no [MASK] tokens, so a model that only ever "
     "learned to repair [MASK] would have no reason to build good vectors for ordinary words. The random "

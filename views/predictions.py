@@ -17,6 +17,12 @@ st.markdown(
     "for **every** word piece of its vocabulary:"
 )
 st.latex(r"p = \mathrm{softmax}\big(W_e\,\mathrm{LN}(\mathrm{gelu}(W h + b)) + b_v\big)")
+_cfg = cur.model.config
+if _cfg.E != _cfg.hidden_size:
+    st.caption(f"ALBERT: W maps H = {_cfg.hidden_size} down to its embedding width E = {_cfg.E}, so the tied "
+               f"W_e is V×E.")
+if cur.model.tokenizer.mask_token != "[MASK]":
+    st.caption(f"This model's mask token is {cur.model.tokenizer.mask_token}: each typed [MASK] is read as it.")
 st.caption(
     f"W, b: a dense H×H layer; LN: LayerNorm; W_e: the word-embedding matrix (V×H, the same one the "
     f"input side uses); b_v: one bias per vocabulary entry. The softmax runs over all "

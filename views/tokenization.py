@@ -1,23 +1,36 @@
-"""Tokenization: how WordPiece cut the text into the pieces BERT reads."""
+"""Tokenization: how the model's tokenizer (WordPiece, byte-level BPE or SentencePiece) cut the text into pieces."""
 
 import pandas as pd
 import streamlit as st
 
 from bert_core import input_tables
 from bert_core.figures.tokens import pieces_per_word_figure
+from bert_core.tokenization import SCHEMES, USER_MASK
 from ui.state import analysis, require_current
 from ui.widgets import chart, table
 
 cur = require_current()
 tok = cur.model.tokenizer
 st.header("Tokenization")
-st.markdown(
-    "BERT never sees letters or whole words: it sees **WordPiece tokens** from a fixed vocabulary "
-    f"(this model has {tok.vocab_size:,}). The text is normalised (e.g. lower-cased) and split into words "
-    "at spaces and punctuation; then each word is cut greedily, longest match first, into pieces the "
-    "vocabulary knows, a piece inside a word carrying the `##` prefix. A word with a stretch no "
-    "vocabulary entry matches becomes a single `[UNK]`; `[CLS]` starts the input and `[SEP]` closes each sentence."
-)
+if tok.scheme == "wordpiece":
+    st.markdown(
+        "BERT never sees letters or whole words: it sees **WordPiece tokens** from a fixed vocabulary "
+        f"(this model has {tok.vocab_size:,}). The text is normalised (e.g. lower-cased) and split into words "
+        "at spaces and punctuation; then each word is cut greedily, longest match first, into pieces the "
+        "vocabulary knows, a piece inside a word carrying the `##` prefix. A word with a stretch no "
+        "vocabulary entry matches becomes a single `[UNK]`; `[CLS]` starts the input and `[SEP]` closes each "
+        "sentence."
+    )
+else:
+    name, marker, _ = SCHEMES[tok.scheme]
+    st.markdown(
+        f"This {cur.model.family} model never sees letters or whole words: it sees **{name} tokens** from a fixed "
+        f"vocabulary (this model has {tok.vocab_size:,}). A piece that starts a new word carries `{marker}`. "
+        f"`{tok.specials['cls_token']}` starts the input and `{tok.specials['sep_token']}` closes each sentence."
+    )
+if tok.mask_token != USER_MASK:
+    st.info(f"You always type {USER_MASK}; this model's own mask token is {tok.mask_token}, so every typed "
+            f"{USER_MASK} becomes {tok.mask_token} (one token, id {tok.mask_token_id}) before tokenizing.")
 
 with st.spinner("Tokenizing and running the model…"):
     trace = analysis(cur)
@@ -46,11 +59,22 @@ st.caption("Position is the token's index t (it picks the position embedding); s
 tokens_df = pd.DataFrame(input_tables.token_rows(trace, tok.all_special_ids, tok.unk_token_id))
 table(tokens_df.astype({"word index": "Int64"}), "tokens", key="csv-tokens", hide_index=True)
 
-st.subheader("How WordPiece split each word")
-st.markdown(
-    "For each word WordPiece tries the longest candidate first and drops one character at a time until "
-    "the vocabulary has it; then it continues from there with `##`. Pick a word to see every look-up."
-)
+if tok.scheme == "wordpiece":
+    st.subheader("How WordPiece split each word")
+    st.markdown(
+        "For each word WordPiece tries the longest candidate first and drops one character at a time until "
+        "the vocabulary has it; then it continues from there with `##`. Pick a word to see every look-up."
+    )
+else:
+    st.subheader(f"How {SCHEMES[tok.scheme][0]} split each word")
+    st.markdown(
+        "Byte-level BPE starts from single bytes and applies its learned merges, most frequent pair first; "
+        "SentencePiece (Unigram) picks the most probable split under its piece probabilities. Below, each "
+        "word as the pre-tokenizer hands it over (with its space mark) and the pieces the model read."
+        if tok.scheme == "bpe" else
+        "SentencePiece (Unigram) picks the most probable split of each word under its learned piece "
+        "probabilities (the Viterbi path). Below, each word with its ▁ mark and the pieces the model read."
+    )
 sentences = [("A", trace.text)] + ([("B", trace.text_pair)] if trace.text_pair is not None else [])
 splits, rows = [], []
 specials = set(tok.specials.values())
@@ -60,7 +84,10 @@ for name, text in sentences:
     rows += input_tables.word_split_rows(s, tok.unk_token, specials, sentence=name)
 if trace.truncation is not None:
     st.caption("Words of the whole text are listed, including those cut off above.")
-table(pd.DataFrame(rows), "word splits", key="csv-words", hide_index=True)
+words_df = pd.DataFrame(rows)
+if tok.scheme != "wordpiece":  # BPE and Unigram make no greedy look-ups to count
+    words_df = words_df.drop(columns=["look-ups"], errors="ignore")
+table(words_df, "word splits", key="csv-words", hide_index=True)
 
 unknown = [r for r in rows if r["[UNK]"] == "yes"]
 if unknown:
@@ -75,7 +102,9 @@ if splits:
     pick = st.selectbox("Word", range(len(splits)), index=default, key="tok_word",
                         format_func=lambda i: f"{rows[i]['sentence']}{rows[i]['word #']}: {rows[i]['word']}")
     sp = splits[pick]
-    if not sp.steps:
+    if tok.scheme != "wordpiece" and sp.word not in specials:
+        st.code(" + ".join(sp.pieces), language=None)
+    elif not sp.steps:
         st.info("A special token: it is matched whole in the raw text before WordPiece runs, never split.")
     else:
         # The word is user text: shown with st.code (plain text), never inside markdown.
@@ -83,3 +112,17 @@ if splits:
         st.code(" + ".join(sp.pieces), language=None)
         table(pd.DataFrame(input_tables.step_rows(sp)), "wordpiece steps", key="csv-steps", hide_index=True)
     chart(pieces_per_word_figure(input_tables.pieces_per_word(splits)), "pieces per word", key="chart-pieces")
+
+with st.expander("Three schemes side by side: WordPiece ##, byte-level BPE Ġ, SentencePiece ▁",
+                 expanded=tok.scheme != "wordpiece"):
+    st.markdown(
+        "Each family's tokenizer marks word boundaries differently; the pieces carry the mark, so the model "
+        "can tell a word's start from its middle."
+    )
+    # A static markdown table (no user text in it), so the page's dataframes stay the ones above.
+    st.markdown("| scheme | used by | mark | rule | this model |\n|---|---|---|---|---|\n" + "\n".join(
+        f"| {n} | {fam} | `{mk}` | {rule} | {'✓' if key == tok.scheme else ''} |"
+        for (key, (n, mk, rule)), fam in zip(SCHEMES.items(), ("BERT, DistilBERT", "RoBERTa", "ALBERT"))))
+    st.caption("WordPiece marks the pieces *inside* a word (##); BPE and SentencePiece mark the *start* of a "
+               "word (Ġ is the space byte 0x20 shown printable; ▁ is SentencePiece's visible space). Byte-level "
+               "BPE never needs an unknown token: any byte is in its vocabulary.")

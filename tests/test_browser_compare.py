@@ -1,0 +1,131 @@
+"""The Compare page in a real browser, offline: the bundled model against a model trained in this session,
+and against a RoBERTa folder (tiny, random, tokenizer trained in the test) given as the sidebar's model."""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.parse
+
+import pytest
+from appserver import app_server
+from family_util import write_family_checkpoint
+from test_browser import CHROMIUM, CHROMIUM_ARGS, OUT, PageWatch, assert_nothing_injected
+
+pytestmark = pytest.mark.browser
+TEXT = "She [MASK] the letter to her mother."
+
+
+@pytest.fixture(scope="module")
+def roots(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cmp-browser")
+    write_family_checkpoint(root / "roberta", "roberta", "mlm")
+    return root
+
+
+@pytest.fixture(scope="module")
+def server(roots):
+    """A Streamlit server with no hub (HF_HUB_OFFLINE) that may load local folders under `roots` only."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false",
+           "BERT_EXPLORER_LOCAL_ROOTS": str(roots)}
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "server_compare.log", "w") as log, \
+            app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=90) as (url, _):
+        yield url
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def watch(browser, server):
+    w = PageWatch(browser, server)
+    yield w
+    w.close()
+
+
+def main_text(page) -> str:
+    return page.locator('[data-testid="stMain"]').inner_text()
+
+
+def wait_for_text(page, needle: str, timeout: float = 60):
+    """Wait until the main area shows `needle` (the page may still be drawing its tables)."""
+    deadline = time.time() + timeout
+    while needle not in main_text(page):
+        if time.time() > deadline:
+            raise AssertionError(f"{needle!r} not on the page: {main_text(page)[:2000]}")
+        time.sleep(0.5)
+
+
+SLOW = 300  # s: a shared machine (load 20-30 on 2 cores seen) makes a rerun take minutes
+
+
+def open_slow(watch, path: str):
+    """`watch.open` with a longer wait for the app to settle."""
+    watch.page.goto(watch.base + path, wait_until="domcontentloaded")
+    watch.settle(timeout=SLOW)
+    return watch.page
+
+
+def wait_for_tables(page, n: int = 5):
+    """Wait until the page shows `n` dataframes (a busy server draws them one rerun step at a time)."""
+    page.wait_for_function(f"document.querySelectorAll('[data-testid=\"stDataFrame\"]').length >= {n}",
+                           timeout=SLOW * 1000)
+
+
+def test_compare_bundled_with_the_session_model(watch):
+    """Train 10 steps, keep the model, go to Compare (same session): both models, their guesses, agreement."""
+    page = open_slow(watch, "/training?" + urllib.parse.urlencode({"text": TEXT}))
+    page.get_by_role("button", name="Run 10 steps").click()
+    watch.settle(timeout=SLOW)  # ten training steps
+    page.get_by_role("button", name="Use this model").click()
+    watch.settle(timeout=SLOW)
+    watch.assert_clean()
+    # The sidebar's navigation keeps this browser session (a fresh URL would start a new one without the model).
+    page.locator('[data-testid="stSidebarNav"] a', has_text="Compare").click()
+    watch.settle(timeout=SLOW)
+    wait_for_text(page, "Agreement", SLOW)
+    wait_for_tables(page)
+    watch.assert_clean()
+    body = main_text(page)
+    assert "Compare models" in body and "Pick at least two" not in body
+    assert "my trained model (this session)" in body  # the multiselect's default: sidebar model + session model
+    assert "[MASK] 1" in body and "Tokens side by side" in body
+    # The models table, tokens, one top-k table per model and the agreement table.
+    assert page.locator('[data-testid="stDataFrame"]').count() == 5
+    page.screenshot(path=str(OUT / "page_compare_session.png"), full_page=True)
+
+
+def test_compare_roberta_folder_with_the_bundled_model(watch, roots):
+    """A RoBERTa folder as the sidebar model, compared with the bundled BERT: two families, two mask tokens."""
+    q = urllib.parse.urlencode({"model": str(roots / "roberta"), "text": TEXT})
+    page = open_slow(watch, f"/compare?{q}")
+    wait_for_text(page, "Agreement", SLOW)
+    wait_for_tables(page)
+    watch.settle(timeout=SLOW)
+    watch.assert_clean()
+    body = main_text(page)
+    assert "roberta" in body and "bert" in body  # each column is headed by its family
+    assert "[MASK] 1" in body
+    side = page.locator('[data-testid="stSidebar"]').inner_text()
+    assert "Could not load" not in side, side
+    assert page.locator('[data-testid="stDataFrame"]').count() == 5
+    page.screenshot(path=str(OUT / "page_compare_roberta.png"), full_page=True)
+
+
+def test_compare_text_with_markup_injects_nothing(watch, roots):
+    # [MASK] first: the tiny RoBERTa (38 positions) truncates this text, and would drop a [MASK] at its end.
+    payload = '[MASK] <script>alert("x")</script><img src=x onerror=alert(1)><b id="inj">bold</b>'
+    q = urllib.parse.urlencode({"model": str(roots / "roberta"), "text": payload})
+    page = open_slow(watch, f"/compare?{q}")
+    wait_for_text(page, "Agreement", SLOW)
+    watch.assert_clean()
+    assert page.locator("#inj").count() == 0
+    assert_nothing_injected(page)
