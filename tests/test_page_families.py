@@ -8,7 +8,8 @@ import pytest
 from apptest_util import assert_ok, open_page
 from family_util import edited_copy, write_family_checkpoint
 
-PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training"]
+PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training",
+         "layers", "inside_layer", "compare"]
 TEXT = "She [MASK] the letter to her mother."
 PAIR = "It was a sunny day."
 
