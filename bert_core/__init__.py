@@ -7,6 +7,7 @@
 """
 
 from .analysis import EmbeddingParts, Trace, analyze, analyze_encoding, position_similarity
+from .classification import classify
 from .errors import BertCoreError
 from .masking import KEPT, MASKED, NOT_SELECTED, OUTCOME_NAMES, RANDOM, MaskingDraw, mask_tokens, masking_statistics
 from .model import BertConfig, BertForPreTraining, BertModel, EncoderTrace, param_counts
@@ -44,6 +45,7 @@ __all__ = [
     "WordSplit",
     "analyze",
     "analyze_encoding",
+    "classify",
     "load_model",
     "mask_tokens",
     "masking_statistics",

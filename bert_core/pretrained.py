@@ -182,7 +182,12 @@ def _load_dir(path: Path, name: str, source: str, progress: Progress) -> LoadedM
         raise BertCoreError(f"{name}: unusable config.json ({e})") from e
     progress(f"Reading {name}'s weights", 0.85)
     state = read_safetensors(path, name)
-    model, notes = model_from_state_dict(config, state, name)
+    from .classification import classifier_from_state_dict, is_sequence_classifier  # imports this module
+
+    if is_sequence_classifier(raw, state):  # a fine-tuned BertForSequenceClassification (id2label)
+        model, notes = classifier_from_state_dict(config, raw, state, name)
+    else:
+        model, notes = model_from_state_dict(config, state, name)
     tokenizer = WordPieceTokenizer.from_dir(path, model_max_length=config.max_position_embeddings)
     if tokenizer.vocab_size > config.vocab_size:
         raise BertCoreError(
