@@ -55,3 +55,8 @@ __all__ = [
     "save_pretrained",
     "wordpiece_steps",
 ]
+
+# Fine-tuning (issue 12): tasks, the loop, and the bag-of-words baseline.
+from .finetuning import ClassificationTask, FineTuneConfig, FineTuner, bow_baseline, builtin_tasks, task_from_csv  # noqa: E402, I001
+
+__all__ += ["ClassificationTask", "FineTuneConfig", "FineTuner", "bow_baseline", "builtin_tasks", "task_from_csv"]
