@@ -320,3 +320,25 @@ def test_session_stops_at_the_time_budget(bases):
     fs.start()
     fs.advance(0.5)
     assert fs.state == FINISHED and "minute training limit" in fs.finish_reason and fs.step == 0
+
+
+def test_trainer_inference_after_fused_adamw_steps_sees_the_new_weights(tiny_dirs):
+    """The pretraining Trainer shares training.adamw: its probes must not run on cached pre-step Q/K/V weights."""
+    import copy
+
+    from bert_core.training import TrainConfig, Trainer
+
+    base = bert_core.load_model(str(tiny_dirs["mlm"][0]))
+    model = copy.deepcopy(base.model)
+    tr = Trainer(model, base.tokenizer, ANIMAL + SHOP, TrainConfig(batch_size=4, seq_len=16, lr=1e-2, max_steps=5,
+                                                                    warmup_steps=1))
+    ids = torch.from_numpy(base.tokenizer.encode("the cat sat on the mat").input_ids)[None]
+    model.eval()
+    with torch.no_grad():
+        model.bert(ids)  # fills the inference cache
+    model.train()
+    for _ in range(3):
+        tr.step()
+    model.eval()
+    with torch.no_grad():
+        assert torch.equal(model.bert(ids), copy.deepcopy(model).bert(ids))  # a copy has no cache
