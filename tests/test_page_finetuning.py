@@ -25,7 +25,7 @@ def session(at):
 
 
 def open_finetuning(csv: str | None = CSV):
-    at = open_page("finetuning", timeout=180)
+    at = open_page("finetuning", timeout=900)
     assert_ok(at)
     if csv is not None:
         at.radio(key="ft_task").set_value("Paste CSV").run()
@@ -112,7 +112,7 @@ def test_a_label_with_html_never_reaches_the_page_unescaped():
 
 
 def test_builtin_task_head_only():
-    at = open_page("finetuning", timeout=180)
+    at = open_page("finetuning", timeout=900)
     at.toggle(key="ft_freeze").set_value(True)
     at.selectbox(key="ft_batch").set_value(8)
     at.run()
