@@ -104,7 +104,7 @@ def test_a_label_with_html_never_reaches_the_page_unescaped():
     at = open_finetuning(csv=HTML_CSV)
     at.button(key="ft_ten").click().run()
     assert_ok(at)
-    assert session(at).trainer.task.labels[1].startswith("<b>food</b>")
+    assert any(lab.startswith("<b>food</b>") for lab in session(at).trainer.task.labels)
     at.text_input(key="ft_try").set_value("<img src=x onerror=alert(1)>").run()
     assert_ok(at)
     for md in [*at.markdown, *at.caption]:
