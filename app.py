@@ -17,6 +17,7 @@ PAGES = [
     st.Page("views/anatomy.py", title="Model anatomy", url_path="anatomy"),
     st.Page("views/training.py", title="Training", url_path="training"),
     st.Page("views/compare.py", title="Compare", url_path="compare"),
+    st.Page("views/finetuning.py", title="Fine-tuning", url_path="finetuning"),
 ]
 
 nav = st.navigation(PAGES)

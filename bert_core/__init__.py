@@ -8,6 +8,7 @@
 
 from .analysis import EmbeddingParts, Trace, analyze, analyze_encoding, position_similarity
 from .attribution import attention_rollout, head_stats, salience
+from .classification import classify
 from .errors import BertCoreError
 from .inside_layers import (
     LayerSteps,
@@ -57,6 +58,7 @@ __all__ = [
     "WordSplit",
     "analyze",
     "analyze_encoding",
+    "classify",
     "load_model",
     "mask_tokens",
     "masking_statistics",
@@ -82,3 +84,8 @@ __all__ = [
     "residual_stream",
     "same_word",
 ]
+
+# Fine-tuning (issue 12): tasks, the loop, and the bag-of-words baseline.
+from .finetuning import ClassificationTask, FineTuneConfig, FineTuner, bow_baseline, builtin_tasks, task_from_csv  # noqa: E402, I001
+
+__all__ += ["ClassificationTask", "FineTuneConfig", "FineTuner", "bow_baseline", "builtin_tasks", "task_from_csv"]

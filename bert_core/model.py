@@ -486,6 +486,56 @@ class BertForPreTraining(nn.Module):
         return sum(p.numel() for p in self.parameters())
 
 
+# --- Fine-tuning head: Hugging Face's BertForSequenceClassification ---------------------------
+
+
+class BertForSequenceClassification(nn.Module):
+    """BERT + a linear classifier on the pooled [CLS] vector (HF's keys: `bert.*`, `classifier.*`).
+
+    logits = W_c · dropout(tanh(W_p h_[CLS] + b_p)) + b_c, shape (B, C) for C labels; the pooler is
+    BERT's own (`bert.pooler.dense`). `labels[i]` names class i (HF's `id2label`).
+    """
+
+    has_mlm = False  # the pages ask; a classifier has neither pretraining head
+    has_nsp = False
+
+    def __init__(self, config: BertConfig, labels: list[str], classifier_dropout: float | None = None,
+                 bert: BertModel | None = None):
+        super().__init__()
+        self.config = config
+        self.labels = list(labels)
+        self.bert = bert if bert is not None else BertModel(config, add_pooling_layer=True)
+        p = config.hidden_dropout_prob if classifier_dropout is None else classifier_dropout
+        self.classifier_dropout = classifier_dropout
+        self.dropout = nn.Dropout(p)
+        self.classifier = nn.Linear(config.hidden_size, len(self.labels))
+        # HF's initialisation for a new head: N(0, initializer_range) weights, zero bias.
+        nn.init.normal_(self.classifier.weight, std=config.initializer_range)
+        nn.init.zeros_(self.classifier.bias)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False):
+        """Run the encoder; see `BertModel.forward` (the pages explore a classifier's encoder too)."""
+        return self.bert(input_ids, token_type_ids, attention_mask, trace=trace)
+
+    def pooled(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(B, T, H) last hidden states -> (B, H) pooled [CLS]: the vector the classifier reads."""
+        return self.bert.pooler(hidden)
+
+    def logits(self, input_ids, token_type_ids=None, attention_mask=None) -> torch.Tensor:
+        """(B, T) ids -> (B, C) class logits (dropout active only in train mode)."""
+        pooled = self.pooled(self.bert(input_ids, token_type_ids, attention_mask))  # (B, H)
+        return self.classifier(self.dropout(pooled))  # (B, C)
+
+    def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        raise ValueError("this checkpoint is a sequence classifier: it has no masked-language-model head")
+
+    def nsp_logits(self, pooled: torch.Tensor) -> torch.Tensor:
+        raise ValueError("this checkpoint is a sequence classifier: it has no next-sentence-prediction head")
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
 def param_counts(config: BertConfig, mlm: bool = True, nsp: bool = True, pooler: bool = True) -> dict[str, int]:
     """Parameter count per component, from the config alone (no weights needed).
 
@@ -537,6 +587,7 @@ __all__ = [
     "FAMILIES",
     "BertConfig",
     "BertForPreTraining",
+    "BertForSequenceClassification",
     "BertModel",
     "EncoderTrace",
     "param_counts",

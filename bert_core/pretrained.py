@@ -284,7 +284,13 @@ def _load_dir(path: Path, name: str, source: str, progress: Progress) -> LoadedM
         )
     progress(f"Reading {name}'s weights", 0.85)
     state = read_safetensors(path, name)
-    model, notes = model_from_state_dict(config, state, name)
+    from .classification import classifier_from_state_dict, is_sequence_classifier  # imports this module
+
+    # A fine-tuned BertForSequenceClassification (id2label); other families' classifiers are not read yet.
+    if config.model_type == "bert" and is_sequence_classifier(raw, state):
+        model, notes = classifier_from_state_dict(config, raw, state, name)
+    else:
+        model, notes = model_from_state_dict(config, state, name)
     progress(f"Loaded {name}", 1.0)
     return LoadedModel(model, tokenizer, name, source, notes)
 

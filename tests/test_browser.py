@@ -17,7 +17,7 @@ from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT, app_server  # benchmarks/ i
 pytestmark = pytest.mark.browser
 
 OUT = ROOT / "tests" / "output"
-PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training"]
+PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training", "finetuning"]
 
 
 @pytest.fixture(scope="module")
@@ -267,3 +267,36 @@ def test_non_utf8_upload_gives_a_clear_message(watch):
     assert page.locator("b", has_text=".txt").count() == 0  # the name's <b> stayed text everywhere
     assert "Traceback" not in page.locator('[data-testid="stMain"]').inner_text()
     assert page.locator('[data-testid="stMetric"]').count() == 0  # nothing was set up
+
+
+FT_CSV = "text,label\n" + "".join(
+    f"{w} number {i},{lab}\n" for i in range(12)
+    for w, lab in (("a small cat", "animal"), ("a red apple", '<img src=x onerror=alert(5)>food')))
+
+
+def test_live_finetuning_in_the_browser(watch):
+    """Paste a CSV (one label is HTML), train the head live, see curves, confusion, PCA and a sentence."""
+    page = watch.open("/finetuning")
+    page.get_by_text("Paste CSV", exact=True).click()
+    watch.settle()
+    page.get_by_label("CSV: one example a line").fill(FT_CSV)
+    page.keyboard.press("Control+Enter")
+    watch.settle()
+    page.get_by_text("Freeze the encoder (train the head only)").click()
+    watch.settle()
+    page.get_by_role("button", name="Start").click()
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
+    deadline = time.time() + 120
+    while time.time() < deadline and "finished" not in page.locator('[data-testid="stMain"]').inner_text():
+        time.sleep(2)
+    watch.settle()
+    watch.assert_clean()
+    assert_nothing_injected(page)
+    assert page.locator(".js-plotly-plot").count() >= 3  # curves, confusion matrix, PCA before/after
+    page.get_by_label("A sentence to classify").fill("a small cat")
+    page.keyboard.press("Enter")
+    watch.settle()
+    assert page.locator(".js-plotly-plot").count() >= 4
+    assert_nothing_injected(page)
+    watch.assert_clean()
+    page.screenshot(path=str(OUT / "page_finetuning_live.png"), full_page=True)

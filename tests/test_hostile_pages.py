@@ -8,6 +8,7 @@ from apptest_util import assert_ok, open_page
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training"]
 PAGES += ["layers", "inside_layer"]
 PAGES.append("compare")
+PAGES.append("finetuning")
 HOSTILE = {
     "empty": "",
     "whitespace": "   \n\t  ",
@@ -34,6 +35,6 @@ def test_every_page_survives_hostile_text(page):
         for md in at.markdown:  # user text never reaches our HTML unescaped
             assert "<script>" not in md.value and "<img" not in md.value, (page, name)
     # Pages that analyse the text say what is wrong with an empty one (Compare needs two models first).
-    if page not in ("anatomy", "training", "compare"):
+    if page not in ("anatomy", "training", "compare", "finetuning"):
         at.sidebar.text_area(key="text").set_value("").run()
         assert any("empty" in w.value for w in at.warning), (page, [w.value for w in at.warning])

@@ -1,0 +1,539 @@
+"""Fine-tuning BERT as a sentence classifier: tasks, your own CSV, the loop, and what it shows.
+
+The loop (`FineTuner`) knows nothing of the UI: the Fine-tuning page and `python -m
+bert_core.finetune_eval` both call `step()`; it evaluates on the validation set on its own schedule.
+It uses the pretraining loop's pieces (`training.adamw`, `training.warmup_linear_lr`, gradient
+clipping) with fine-tuning's numbers: a small learning rate (2e-5 .. 1e-4 for the whole model, about
+1e-3 for a head alone), a few epochs, warm-up over the first tenth of the steps.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import gzip
+import io
+import math
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from .classification import MAX_LABEL_CHARS, new_classifier
+from .errors import BertCoreError
+from .pretrained import LoadedModel
+from .training import MAX_TRAIN_PARAMS, adamw, warmup_linear_lr
+
+TASKS_FILE = Path(__file__).resolve().parent / "data" / "finetune_tasks.tsv.gz"
+MAX_CSV_BYTES = 1_000_000
+MAX_CSV_ROWS = 5_000
+MAX_CSV_LABELS = 20
+MIN_CSV_ROWS = 10
+MAX_EPOCHS = 20
+MAX_EVAL_POOLED = 2_000  # validation rows whose pooled vectors are kept for the PCA plot
+
+
+@dataclass(frozen=True)
+class ClassificationTask:
+    """Labelled texts with a fixed train/validation split; labels[i] names class i."""
+
+    name: str
+    labels: tuple[str, ...]
+    train_texts: tuple[str, ...]
+    train_labels: tuple[int, ...]
+    valid_texts: tuple[str, ...]
+    valid_labels: tuple[int, ...]
+    description: str = ""
+
+    def counts(self) -> dict[str, tuple[int, int]]:
+        """label -> (train examples, validation examples)."""
+        tr, va = np.bincount(self.train_labels, minlength=len(self.labels)), np.bincount(
+            self.valid_labels, minlength=len(self.labels))
+        return {lab: (int(a), int(b)) for lab, a, b in zip(self.labels, tr, va)}
+
+
+TASK_DESCRIPTIONS = {
+    "topic": "What is this definition about? WordNet noun definitions labelled by their lexicographer file "
+             "(animal, artifact, food, location, person, plant).",
+    "word class": "Does this definition define a noun, a verb, an adjective or an adverb? WordNet definitions "
+                  "labelled by the file they come from.",
+}
+
+
+@functools.lru_cache(maxsize=1)
+def builtin_tasks() -> dict[str, ClassificationTask]:
+    """The built-in WordNet tasks (scripts/build_tasks.py; see data/CORPUS.md), by name."""
+    rows: dict[str, list[tuple[str, str, str]]] = {}
+    with gzip.open(TASKS_FILE, "rt", encoding="utf-8") as f:
+        for line in f:
+            task, split, label, text = line.rstrip("\n").split("\t")
+            rows.setdefault(task, []).append((split, label, text))
+    tasks = {}
+    for name, rs in rows.items():
+        labels = tuple(sorted({lab for _, lab, _ in rs}))
+        ix = {lab: i for i, lab in enumerate(labels)}
+        tr = [(t, ix[lab]) for s, lab, t in rs if s == "train"]
+        va = [(t, ix[lab]) for s, lab, t in rs if s == "validation"]
+        tasks[name] = ClassificationTask(name, labels, *map(tuple, zip(*tr)), *map(tuple, zip(*va)),
+                                         description=TASK_DESCRIPTIONS.get(name, ""))
+    return tasks
+
+
+# --- your own data: CSV text,label ------------------------------------------------------------
+
+_NUMBER = re.compile(r"^[+-]?(\d+([.,]\d*)?|[.,]\d+)([eE][+-]?\d+)?%?$")
+
+
+def parse_labelled_csv(text: str) -> tuple[list[str], list[str]]:
+    """CSV rows `text,label` (an optional header `text,label`) -> (texts, labels), checked.
+
+    Blank lines are skipped; a text with commas must be in double quotes (CSV). Refuses, with the row
+    number, rows without a label, and refuses files that are too big, have one class only, too many
+    classes, or whose text column holds only numbers.
+    Example: 'text,label\\n"a dog, barking",animal\\nan apple,food'
+             -> (["a dog, barking", "an apple"], ["animal", "food"])
+    """
+    if text is None or not text.strip():
+        raise BertCoreError("the CSV is empty: paste or upload lines like  the cat purred,animal")
+    if len(text.encode("utf-8")) > MAX_CSV_BYTES:
+        raise BertCoreError(f"the CSV is larger than {MAX_CSV_BYTES:,} bytes: use fewer or shorter rows")
+    if "\x00" in text:
+        raise BertCoreError("the CSV contains NUL bytes: is it a binary file (e.g. a spreadsheet)? Save it as CSV")
+    texts, labels = [], []
+    try:
+        for row in csv.reader(io.StringIO(text)):
+            if not any(c.strip() for c in row):
+                continue  # blank line
+            if not texts and not labels and [c.strip().lower() for c in row] == ["text", "label"]:
+                continue  # header
+            n = len(texts) + 1
+            if len(row) < 2:
+                raise BertCoreError(f"row {n} has no label: write each example as  text,label")
+            if len(row) > 2:
+                raise BertCoreError(f"row {n} has {len(row)} fields: a text with commas must be in double "
+                                    'quotes, e.g.  "a dog, barking",animal')
+            t, lab = row[0].strip(), row[1].strip()
+            if not t or not lab:
+                raise BertCoreError(f"row {n} has an empty {'text' if not t else 'label'}")
+            if len(lab) > MAX_LABEL_CHARS:
+                raise BertCoreError(f"row {n}'s label is longer than {MAX_LABEL_CHARS} characters: is the label "
+                                    "column second?")
+            texts.append(t)
+            labels.append(lab)
+            if len(texts) > MAX_CSV_ROWS:
+                raise BertCoreError(f"the CSV has more than {MAX_CSV_ROWS:,} rows: live fine-tuning takes at most "
+                                    f"{MAX_CSV_ROWS:,} examples")
+    except csv.Error as e:
+        raise BertCoreError(f"this is not valid CSV ({e}): check the double quotes") from e
+    if len(texts) < MIN_CSV_ROWS:
+        raise BertCoreError(f"the CSV has {len(texts)} examples; fine-tuning needs at least {MIN_CSV_ROWS}")
+    classes = sorted(set(labels))
+    if len(classes) < 2:
+        raise BertCoreError(f"every row has the label {classes[0]!r}: a classifier needs at least two classes")
+    if len(classes) > MAX_CSV_LABELS:
+        raise BertCoreError(f"{len(classes)} different labels; at most {MAX_CSV_LABELS} (is the label column "
+                            "second?)")
+    if all(_NUMBER.match(t) for t in texts):
+        swapped = not all(_NUMBER.match(lab) for lab in labels)
+        raise BertCoreError("the text column holds only numbers; BERT classifies text"
+                            + (" (are the columns swapped? text first, then label)" if swapped else ""))
+    few = [c for c in classes if labels.count(c) < 2]
+    if few:
+        hint = " (most labels occur once: is the label column second?)" if len(few) > len(classes) / 2 else ""
+        raise BertCoreError(f"the class {few[0]!r} has a single example; every class needs at least two "
+                            f"(one to train on, one to check){hint}")
+    return texts, labels
+
+
+def task_from_csv(text: str, name: str = "your data", valid_fraction: float = 0.2,
+                  seed: int = 0) -> ClassificationTask:
+    """A task from CSV text: a seeded, stratified split (each class keeps >= 1 example on each side)."""
+    texts, labels = parse_labelled_csv(text)
+    classes = sorted(set(labels))
+    ix = {c: i for i, c in enumerate(classes)}
+    y = np.array([ix[lab] for lab in labels])
+    rng = np.random.default_rng(seed)
+    valid = np.zeros(len(y), dtype=bool)
+    for c in range(len(classes)):
+        rows = rng.permutation(np.flatnonzero(y == c))
+        k = min(max(1, round(valid_fraction * len(rows))), len(rows) - 1)
+        valid[rows[:k]] = True
+    tr, va = np.flatnonzero(~valid), np.flatnonzero(valid)
+    return ClassificationTask(name, tuple(classes), tuple(texts[i] for i in tr), tuple(int(y[i]) for i in tr),
+                              tuple(texts[i] for i in va), tuple(int(y[i]) for i in va),
+                              description=f"{len(texts)} rows of your CSV, {len(classes)} classes")
+
+
+# --- the loop -----------------------------------------------------------------------------------
+
+
+@dataclass
+class FineTuneConfig:
+    """How to fine-tune: what to train, optimisation, and reporting."""
+
+    freeze_encoder: bool = False  # True: train the head only (classifier, and a new pooler if there was none)
+    lr: float = 1e-4
+    epochs: int = 3
+    batch_size: int = 32
+    max_len: int = 64  # tokens per example, [CLS] and [SEP] included
+    warmup_fraction: float = 0.1
+    weight_decay: float = 0.01
+    grad_clip: float = 1.0
+    seed: int = 0
+    evals_per_epoch: int = 2
+
+    def validate(self) -> None:
+        for name, v, lo, hi in [("learning rate", self.lr, 1e-7, 0.1), ("epochs", self.epochs, 1, MAX_EPOCHS),
+                                ("batch size", self.batch_size, 1, 128), ("max length", self.max_len, 8, 512),
+                                ("evaluations per epoch", self.evals_per_epoch, 1, 20)]:
+            if not lo <= v <= hi:
+                raise BertCoreError(f"{name} must be between {lo:g} and {hi:g}, got {v:g}")
+
+
+@dataclass
+class FineTuneStep:
+    """What one optimisation step reports."""
+
+    step: int
+    epoch: float  # fractional: 1.5 is half-way through the second epoch
+    loss: float  # mean cross-entropy of the batch
+    accuracy: float  # of the batch, dropout on
+    lr: float
+    seconds: float
+
+
+@dataclass
+class EvalResult:
+    """The validation set at one step: loss, accuracy, confusion matrix, pooled vectors (when asked)."""
+
+    step: int
+    loss: float
+    accuracy: float
+    confusion: np.ndarray  # (C, C) counts: row = true class, column = predicted class
+    pooled: np.ndarray | None = None  # (N, H) the vectors the classifier reads, one per validation example
+
+
+def _encode(tok, texts, max_len: int) -> list[list[int]]:
+    """[CLS] text [SEP] ids, cut to max_len."""
+    ids = tok.encode_batch_plain(list(texts))
+    return [[tok.cls_token_id, *x[: max_len - 2], tok.sep_token_id] for x in ids]
+
+
+def _pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(B, T) ids padded with pad_id, and the (B, T) attention mask."""
+    T = max(map(len, rows))
+    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), T), dtype=torch.long)
+    for r, row in enumerate(rows):
+        ids[r, : len(row)] = torch.tensor(row)
+        mask[r, : len(row)] = 1
+    return ids, mask
+
+
+class FineTuner:
+    """Fine-tune a new classifier head (and, unless frozen, the encoder) on one task, a step at a time."""
+
+    def __init__(self, base: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig | None = None):
+        self.cfg = cfg = cfg or FineTuneConfig()
+        cfg.validate()
+        if len(task.train_texts) < 2 or len(task.valid_texts) < 1:
+            raise BertCoreError("the task needs at least two training and one validation example")
+        n_params = sum(p.numel() for p in base.model.bert.parameters())
+        if not cfg.freeze_encoder and n_params > MAX_TRAIN_PARAMS:
+            raise BertCoreError(
+                f"{base.name} has {n_params:,} encoder parameters; fine-tuning all of them is limited to "
+                f"{MAX_TRAIN_PARAMS:,} on this server: freeze the encoder (train the head only)"
+            )
+        self.base, self.task, self.tok = base, task, base.tokenizer
+        # Frozen: the classifier shares the base's encoder modules (no copy) and never puts them in
+        # train mode, so a shared read-only model stays exactly as it was.
+        self.model, self.notes = new_classifier(base, list(task.labels), seed=cfg.seed,
+                                                copy_encoder=not cfg.freeze_encoder)
+        self.new_pooler = base.model.bert.pooler is None
+        if cfg.freeze_encoder:
+            head = [*self.model.classifier.parameters(), *(self.model.bert.pooler.parameters()
+                                                           if self.new_pooler else [])]
+        else:
+            head = list(self.model.parameters())
+        self.trainable = head
+        self.opt = adamw(head, cfg.lr, cfg.weight_decay)
+        max_len = min(cfg.max_len, base.max_length)
+        self.train_rows = _encode(self.tok, task.train_texts, max_len)
+        self.valid_rows = _encode(self.tok, task.valid_texts, max_len)
+        self.train_y = torch.tensor(task.train_labels)
+        self.valid_y = torch.tensor(task.valid_labels)
+        self.steps_per_epoch = math.ceil(len(self.train_rows) / cfg.batch_size)
+        self.max_steps = cfg.epochs * self.steps_per_epoch
+        self.warmup_steps = max(1, round(cfg.warmup_fraction * self.max_steps))
+        self.eval_every = max(1, self.steps_per_epoch // cfg.evals_per_epoch)
+        self.g = torch.Generator().manual_seed(cfg.seed)
+        self._order = torch.empty(0, dtype=torch.long)
+        self.step_count = 0
+        self.elapsed = 0.0  # seconds in training steps and evaluations
+        self.history: list[FineTuneStep] = []
+        self.evals: list[EvalResult] = [self.evaluate(pooled=True)]  # step 0: before fine-tuning
+
+    @property
+    def done(self) -> bool:
+        return self.step_count >= self.max_steps
+
+    @property
+    def trainable_parameters(self) -> int:
+        return sum(p.numel() for p in self.trainable)
+
+    def lr_at(self, step: int) -> float:
+        return warmup_linear_lr(step, self.cfg.lr, self.warmup_steps, self.max_steps)
+
+    def _set_train_mode(self) -> None:
+        """Dropout on where we train: the whole model, or (frozen) only the head's dropout."""
+        if self.cfg.freeze_encoder:
+            self.model.dropout.train()  # the shared encoder modules stay in eval mode
+        else:
+            self.model.train()
+
+    def _logits(self, ids, mask) -> torch.Tensor:
+        m = self.model
+        if not self.cfg.freeze_encoder:
+            return m.logits(ids, None, mask)
+        with torch.no_grad():  # a frozen encoder: no graph, no gradients into the shared modules
+            hidden = m.bert(ids, None, mask)  # (B, T, H)
+            if not self.new_pooler:
+                hidden = m.pooled(hidden)  # (B, H)
+        pooled = m.pooled(hidden) if self.new_pooler else hidden
+        return m.classifier(m.dropout(pooled))  # (B, C)
+
+    def step(self) -> FineTuneStep:
+        """One AdamW step on the next batch of this epoch's shuffled order; evaluates on schedule."""
+        if self.done:
+            raise BertCoreError(f"fine-tuning is finished ({self.max_steps} steps)")
+        c, t0 = self.cfg, time.perf_counter()
+        i = self.step_count % self.steps_per_epoch
+        if i == 0:
+            self._order = torch.randperm(len(self.train_rows), generator=self.g)
+        idx = self._order[i * c.batch_size:(i + 1) * c.batch_size].tolist()
+        ids, mask = _pad([self.train_rows[j] for j in idx], self.tok.pad_token_id)
+        y = self.train_y[idx]
+        lr = self.lr_at(self.step_count)
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        self._set_train_mode()
+        try:
+            with torch.random.fork_rng():  # dropout from our generator, so runs repeat
+                torch.manual_seed(int(torch.randint(2**62, (), generator=self.g)))
+                logits = self._logits(ids, mask)  # (B, C)
+                loss = F.cross_entropy(logits, y)
+                self.opt.zero_grad(set_to_none=True)
+                loss.backward()
+                if c.grad_clip:
+                    torch.nn.utils.clip_grad_norm_(self.trainable, c.grad_clip)
+                self.opt.step()
+        finally:
+            self.model.eval()
+        self.step_count += 1
+        dt = time.perf_counter() - t0
+        self.elapsed += dt
+        acc = (logits.argmax(-1) == y).float().mean().item()
+        out = FineTuneStep(self.step_count, self.step_count / self.steps_per_epoch, loss.item(), acc, lr, dt)
+        self.history.append(out)
+        if self.step_count % self.eval_every == 0 or self.done:
+            t1 = time.perf_counter()
+            self.evals.append(self.evaluate(pooled=self.done))
+            self.elapsed += time.perf_counter() - t1
+        return out
+
+    @torch.no_grad()
+    def evaluate(self, pooled: bool = False, batch_size: int = 64) -> EvalResult:
+        """Validation loss, accuracy and confusion matrix (dropout off); the pooled vectors if asked."""
+        self.model.eval()
+        C = len(self.task.labels)
+        losses, preds, vecs = [], [], []
+        for s in range(0, len(self.valid_rows), batch_size):
+            ids, mask = _pad(self.valid_rows[s:s + batch_size], self.tok.pad_token_id)
+            p = self.model.pooled(self.model.bert(ids, None, mask))  # (B, H)
+            logits = self.model.classifier(p)  # (B, C)
+            y = self.valid_y[s:s + batch_size]
+            losses.append(F.cross_entropy(logits, y, reduction="sum").item())
+            preds.append(logits.argmax(-1))
+            if pooled:
+                vecs.append(p[: max(0, MAX_EVAL_POOLED - s)].numpy().astype(np.float32))
+        pred = torch.cat(preds).numpy()
+        true = self.valid_y.numpy()
+        confusion = np.bincount(true * C + pred, minlength=C * C).reshape(C, C)
+        return EvalResult(self.step_count, sum(losses) / len(true), float((pred == true).mean()), confusion,
+                          np.concatenate(vecs) if pooled else None)
+
+    def run(self, steps: int | None = None, seconds: float | None = None) -> list[FineTuneStep]:
+        """Step until `steps` are done, `seconds` have passed, or training is finished."""
+        out, t0 = [], time.perf_counter()
+        while not self.done and (steps is None or len(out) < steps) and \
+                (seconds is None or time.perf_counter() - t0 < seconds):
+            out.append(self.step())
+        return out
+
+    def as_loaded(self, name: str | None = None) -> LoadedModel:
+        """The classifier in training, wrapped like any loaded model (shares its weights; eval mode)."""
+        note = (f"Fine-tuned in this session from {self.base.name} on {self.task.name}: {self.step_count} steps, "
+                f"{'head only' if self.cfg.freeze_encoder else 'all weights'}, lr {self.cfg.lr:g}.")
+        return LoadedModel(self.model, self.tok, name or f"{self.base.name} + {self.task.name}", "session",
+                           [note, *self.notes])
+
+    def report(self) -> dict:
+        """Settings and results, for training_report.json beside an exported checkpoint."""
+        last = self.evals[-1]
+        return {"base_model": self.base.name, "task": self.task.name, "labels": list(self.task.labels),
+                "train_examples": len(self.train_rows), "validation_examples": len(self.valid_rows),
+                "freeze_encoder": self.cfg.freeze_encoder, "lr": self.cfg.lr, "epochs": self.cfg.epochs,
+                "batch_size": self.cfg.batch_size, "steps": self.step_count,
+                "training_seconds": round(self.elapsed, 1), "validation_accuracy": last.accuracy,
+                "validation_loss": last.loss, "notes": self.notes}
+
+
+# --- what the page draws ------------------------------------------------------------------------
+
+
+def pca_2d(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(N, H) -> (N, 2) coordinates on the top two principal components, and their variance shares.
+
+    Centre, SVD, project: X_c = U S V^T, coords = X_c V[:, :2]. Each axis's sign is fixed so its
+    largest loading is positive (an SVD may flip signs between runs).
+    """
+    x = np.asarray(x, dtype=np.float64)
+    xc = x - x.mean(0)
+    _, s, vt = np.linalg.svd(xc, full_matrices=False)
+    vt = vt[:2] * np.sign(vt[:2][np.arange(min(2, len(vt))), np.abs(vt[:2]).argmax(1)])[:, None]
+    coords = xc @ vt.T
+    if coords.shape[1] < 2:
+        coords = np.pad(coords, ((0, 0), (0, 2 - coords.shape[1])))
+    var = s**2 / max((s**2).sum(), 1e-30)
+    return coords.astype(np.float32), np.pad(var[:2], (0, max(0, 2 - len(var[:2]))))
+
+
+# --- the baseline: bag-of-words logistic regression ----------------------------------------------
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+
+
+@dataclass
+class BagOfWords:
+    """Multinomial logistic regression on word presence, trained by full-batch gradient descent (numpy).
+
+    Features are sparse (a definition has ~10 distinct words): kept as (row, column, value) triples,
+    so X W and X^T G are sums over the non-zeros instead of dense (N, V) products.
+    """
+
+    vocab: dict[str, int]
+    weights: np.ndarray  # (V + 1, C), the last row is the bias
+    l2: float
+    history: list[float] = field(default_factory=list)
+
+    @staticmethod
+    def features(texts, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        """Sparse X (N, V + 1) as (rows, cols, vals, N): 1 per distinct known word, each row scaled to unit
+        length, plus a bias column of 1."""
+        rows, cols = [], []
+        for i, t in enumerate(texts):
+            js = sorted({vocab[w] for w in _WORD.findall(t.lower()) if w in vocab})
+            rows += [i] * len(js)
+            cols += js
+        rows, cols = np.array(rows, dtype=np.int64), np.array(cols, dtype=np.int64)
+        n = len(texts)
+        per_row = np.bincount(rows, minlength=n)
+        vals = 1.0 / np.sqrt(np.maximum(per_row[rows], 1))  # unit-length rows
+        bias = np.arange(n)
+        return (np.concatenate([rows, bias]), np.concatenate([cols, np.full(n, len(vocab))]),
+                np.concatenate([vals, np.ones(n)]), n)
+
+    @staticmethod
+    def _xw(x, w: np.ndarray) -> np.ndarray:
+        """(N, C) = X W: each non-zero X[r, j] adds X[r, j] * W[j, :] to row r (one bincount over r*C + c)."""
+        rows, cols, vals, n = x
+        C = w.shape[1]
+        flat = (rows[:, None] * C + np.arange(C)).ravel()
+        return np.bincount(flat, weights=(vals[:, None] * w[cols]).ravel(), minlength=n * C).reshape(n, C)
+
+    @staticmethod
+    def _xtg(x, g: np.ndarray, n_features: int) -> np.ndarray:
+        """(V + 1, C) = X^T G: each non-zero X[r, j] adds X[r, j] * G[r, :] to row j."""
+        rows, cols, vals, _ = x
+        C = g.shape[1]
+        flat = (cols[:, None] * C + np.arange(C)).ravel()
+        return np.bincount(flat, weights=(vals[:, None] * g[rows]).ravel(),
+                           minlength=n_features * C).reshape(n_features, C)
+
+    @classmethod
+    def fit(cls, texts, y, n_classes: int, l2: float = 1e-3, steps: int = 300, lr: float = 1.0) -> BagOfWords:
+        """Minimise mean cross-entropy + l2/2 |W|^2 by Nesterov's accelerated gradient descent (convex).
+
+        v = W_k + (k-1)/(k+2) (W_k - W_{k-1});  W_{k+1} = v - lr * grad(v).  Rows of X have unit length,
+        so the loss's curvature is at most 1/2 and lr = 1 is safe.
+        """
+        counts: dict[str, int] = {}
+        for t in texts:
+            for w in set(_WORD.findall(t.lower())):
+                counts[w] = counts.get(w, 0) + 1
+        vocab = {w: i for i, w in enumerate(sorted(w for w, n in counts.items() if n >= 2))}
+        x = cls.features(texts, vocab)
+        y = np.asarray(y)
+        onehot = np.eye(n_classes)[y]
+        w = w_prev = np.zeros((len(vocab) + 1, n_classes))
+        hist = []
+        for k in range(1, steps + 1):
+            v = w + (k - 1) / (k + 2) * (w - w_prev)
+            z = cls._xw(x, v)
+            z -= z.max(1, keepdims=True)
+            p = np.exp(z)
+            p /= p.sum(1, keepdims=True)
+            w_prev, w = w, v - lr * (cls._xtg(x, p - onehot, len(v)) / len(y) + l2 * v)
+            hist.append(float(-np.log(p[np.arange(len(y)), y] + 1e-12).mean()))
+        return cls(vocab, w, l2, hist)
+
+    def predict(self, texts) -> np.ndarray:
+        return self._xw(self.features(texts, self.vocab), self.weights).argmax(1)
+
+
+@functools.lru_cache(maxsize=8)
+def builtin_baseline(name: str) -> dict:
+    """`bow_baseline` of a built-in task (computed once per process: a few seconds)."""
+    return bow_baseline(builtin_tasks()[name])
+
+
+def bow_baseline(task: ClassificationTask, l2_grid=(1e-5, 1e-4, 1e-3, 1e-2)) -> dict:
+    """Validation accuracy of bag-of-words logistic regression, l2 picked on a fifth of the training set."""
+    t0 = time.perf_counter()
+    n = len(task.train_texts)
+    rng = np.random.default_rng(0)
+    order = rng.permutation(n)
+    dev, fit = order[: n // 5], order[n // 5:]
+    tt, ty = np.array(task.train_texts, dtype=object), np.array(task.train_labels)
+    C = len(task.labels)
+    scores = {}
+    for l2 in l2_grid:
+        m = BagOfWords.fit(list(tt[fit]), ty[fit], C, l2=l2)
+        scores[l2] = float((m.predict(list(tt[dev])) == ty[dev]).mean())
+    best = max(l2_grid, key=lambda v: (scores[v], v))
+    model = BagOfWords.fit(task.train_texts, task.train_labels, C, l2=best)
+    acc = float((model.predict(task.valid_texts) == np.array(task.valid_labels)).mean())
+    return {"accuracy": acc, "l2": best, "dev_accuracy": scores, "vocabulary": len(model.vocab),
+            "seconds": time.perf_counter() - t0}
+
+
+__all__ = [
+    "MAX_CSV_BYTES",
+    "MAX_CSV_ROWS",
+    "BagOfWords",
+    "ClassificationTask",
+    "EvalResult",
+    "FineTuneConfig",
+    "FineTuneStep",
+    "FineTuner",
+    "bow_baseline",
+    "builtin_baseline",
+    "builtin_tasks",
+    "parse_labelled_csv",
+    "pca_2d",
+    "task_from_csv",
+]
