@@ -93,10 +93,11 @@ class ResidualStream:
     token_similarity: np.ndarray  # (L+1, T, T) cos(h_l[i], h_l[j])
     attn_update: np.ndarray  # (L, T)   |attn_out| / |x| per token and layer
     ffn_update: np.ndarray  # (L, T)    |ffn_out| / |h1|
-    pca: np.ndarray  # (L+1, T, 2)    every token at every layer on the first two principal axes
-    pca_explained: np.ndarray  # (2,) share of the variance each axis explains
+    pca: np.ndarray | None  # (L+1, T, 2) every token at every layer on the first two principal axes (pca=True)
+    pca_explained: np.ndarray | None  # (2,) share of the variance each axis explains
     cls: np.ndarray  # (H,)          the last layer's [CLS] vector
     pooled: np.ndarray | None  # (H,) tanh(W_p h_[CLS] + b_p), or None without a pooler
+    lens: LogitLens | None = None  # the logit lens of the same forward pass (lens_top_k > 0 and an MLM head)
     truncation: Truncation | None = None
     notes: list[str] = field(default_factory=list)
 
@@ -292,28 +293,43 @@ def logit_lens(m: LoadedModel, text: str, text_pair: str | None = None, top_k: i
     if not 1 <= int(top_k) <= 100:
         raise BertCoreError(f"top_k must be between 1 and 100, got {top_k}")
     enc = m.tokenizer.encode(text, text_pair, max_length=m.max_length)
-    masks = np.flatnonzero(enc.input_ids == m.tokenizer.mask_token_id).tolist()
-    shown, skipped = masks[:max_positions], max(0, len(masks) - max_positions)
+    shown, skipped = _lens_positions(m, enc, max_positions)
     ids = torch.from_numpy(enc.input_ids).unsqueeze(0)  # (1, T)
     types = torch.from_numpy(enc.token_type_ids).unsqueeze(0)
-    predictions, final_token, final_rank, final_prob = {}, {}, {}, {}
     with torch.inference_mode():
         tr = m.model(ids, types, trace=True)
         hidden = torch.stack(tr.hidden_states)[:, 0]  # (L+1, T, H)
-        for pos in shown:  # one position at a time: (L+1, V) probabilities, never (P, L+1, V)
-            probs = m.model.mlm_logits(hidden[:, pos]).softmax(-1)  # (L+1, V)
-            k = min(int(top_k), probs.shape[-1])
-            p, idx = probs.topk(k, dim=-1)  # (L+1, k)
-            predictions[pos] = [[(m.tokenizer.id_to_token(i), float(q)) for i, q in zip(ix, pr)]
-                                for pr, ix in zip(p.tolist(), idx.tolist())]
-            answer = int(idx[-1, 0])
-            pa = probs[:, answer]  # (L+1,)
-            final_token[pos] = m.tokenizer.id_to_token(answer)
-            final_prob[pos] = pa.numpy().copy()
-            final_rank[pos] = ((probs > pa[:, None]).sum(-1) + 1).numpy()
+        predictions, final_token, final_rank, final_prob = _read_lens(m, hidden, shown, top_k)
+    return _lens_result(m, enc, predictions, final_token, final_rank, final_prob, shown, skipped)
+
+
+def _lens_positions(m: LoadedModel, enc: Encoding, max_positions: int) -> tuple[list[int], int]:
+    """The [MASK] positions the lens reads (the first `max_positions`) and how many it skips."""
+    masks = np.flatnonzero(enc.input_ids == m.tokenizer.mask_token_id).tolist()
+    return masks[:max_positions], max(0, len(masks) - max_positions)
+
+
+def _read_lens(m: LoadedModel, hidden: torch.Tensor, positions: list[int], top_k: int):
+    """The MLM head on every state (L+1, T, H) at each position: top-k, the final answer's rank and p."""
+    predictions, final_token, final_rank, final_prob = {}, {}, {}, {}
+    for pos in positions:  # one position at a time: (L+1, V) probabilities, never (P, L+1, V)
+        probs = m.model.mlm_logits(hidden[:, pos]).softmax(-1)  # (L+1, V)
+        k = min(int(top_k), probs.shape[-1])
+        p, idx = probs.topk(k, dim=-1)  # (L+1, k)
+        predictions[pos] = [[(m.tokenizer.id_to_token(i), float(q)) for i, q in zip(ix, pr)]
+                            for pr, ix in zip(p.tolist(), idx.tolist())]
+        answer = int(idx[-1, 0])
+        pa = probs[:, answer]  # (L+1,)
+        final_token[pos] = m.tokenizer.id_to_token(answer)
+        final_prob[pos] = pa.numpy().copy()
+        final_rank[pos] = ((probs > pa[:, None]).sum(-1) + 1).numpy()
+    return predictions, final_token, final_rank, final_prob
+
+
+def _lens_result(m, enc, predictions, final_token, final_rank, final_prob, shown, skipped) -> LogitLens:
     notes = _notes(m, enc)
     if skipped:
-        notes.append(f"The lens reads the first {len(shown)} of {len(masks)} [MASK] positions.")
+        notes.append(f"The lens reads the first {len(shown)} of {len(shown) + skipped} [MASK] positions.")
     return LogitLens(tokens=enc.tokens, predictions=predictions, final_token=final_token, final_rank=final_rank,
                      final_prob=final_prob, skipped=skipped, truncation=enc.truncation, notes=notes)
 
@@ -366,13 +382,20 @@ def pca_2d(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return coords.astype(np.float32), explained.astype(np.float32)
 
 
-def residual_stream(m: LoadedModel, text: str, text_pair: str | None = None) -> ResidualStream:
+def residual_stream(m: LoadedModel, text: str, text_pair: str | None = None, lens_top_k: int = 0,
+                    pca: bool = True) -> ResidualStream:
     """Norms, similarities, update sizes and a PCA of every token at every layer, for one input.
 
     Each layer is run by `block_steps` (the same arithmetic as `layer_steps`), so the update sizes
     |attn_out|/|x| and |ffn_out|/|h1| come from the very numbers the Inside-a-layer page shows.
+    With `lens_top_k` > 0 (and an MLM head) the logit lens is read from the same hidden states
+    (`.lens`, equal to `logit_lens(m, text, text_pair, top_k=lens_top_k)`): one forward pass for both.
+    `pca=False` skips the PCA (the costliest part on a bert-base-sized model: an eigendecomposition).
     """
+    if lens_top_k and not 1 <= int(lens_top_k) <= 100:
+        raise BertCoreError(f"top_k must be between 1 and 100, got {lens_top_k}")
     enc = m.tokenizer.encode(text, text_pair, max_length=m.max_length)
+    lens = None
     with torch.inference_mode():
         x, mask = _block_input(m, enc, 0)
         hidden, attn_up, ffn_up = [x[0]], [], []
@@ -383,6 +406,9 @@ def residual_stream(m: LoadedModel, text: str, text_pair: str | None = None) -> 
             x = s["out"]
             hidden.append(x[0])
         h = torch.stack(hidden)  # (L+1, T, H)
+        if lens_top_k and m.has_mlm:
+            shown, skipped = _lens_positions(m, enc, MAX_LENS_POSITIONS)
+            lens = _lens_result(m, enc, *_read_lens(m, h, shown, lens_top_k), shown, skipped)
         unit = torch.nn.functional.normalize(h, dim=-1, eps=1e-12)
         token_sim = unit @ unit.transpose(-1, -2)  # (L+1, T, T)
         pooler = m.model.bert.pooler
@@ -390,13 +416,13 @@ def residual_stream(m: LoadedModel, text: str, text_pair: str | None = None) -> 
         norms = h.norm(dim=-1).numpy()
         self_sim = _cos(h[1:], h[:-1]).numpy()  # (L, T)
         L1, T, H = h.shape
-        coords, explained = pca_2d(h.reshape(L1 * T, H).numpy())
+        coords, explained = pca_2d(h.reshape(L1 * T, H).numpy()) if pca else (None, None)
     return ResidualStream(
         tokens=enc.tokens, token_type_ids=enc.token_type_ids, special_tokens_mask=enc.special_tokens_mask,
         norms=norms, self_similarity=self_sim, token_similarity=token_sim.numpy(),
         attn_update=torch.stack(attn_up).numpy(), ffn_update=torch.stack(ffn_up).numpy(),
-        pca=coords.reshape(L1, T, 2), pca_explained=explained, cls=h[-1, 0].numpy().copy(), pooled=pooled,
-        truncation=enc.truncation, notes=_notes(m, enc),
+        pca=None if coords is None else coords.reshape(L1, T, 2), pca_explained=explained,
+        cls=h[-1, 0].numpy().copy(), pooled=pooled, lens=lens, truncation=enc.truncation, notes=_notes(m, enc),
     )
 
 

@@ -172,6 +172,23 @@ def test_logit_lens_matches_transformers_cls_head(tiny_dirs, kind):
     assert lens.skipped == 0
 
 
+@pytest.mark.parametrize("kind", ["mlm", "pretraining"])
+def test_residual_stream_reads_the_lens_from_its_own_forward_pass(tiny_dirs, kind):
+    path, hf = tiny_dirs[kind]
+    m = bert_core.load_model(str(path))
+    r = bert_core.residual_stream(m, TEXT, PAIR, lens_top_k=4, pca=False)
+    check_lens(m, hf, r.lens, TEXT, PAIR, 4)  # the same parity as logit_lens, one forward pass for both
+    lens = bert_core.logit_lens(m, TEXT, PAIR, top_k=4)
+    assert r.lens.predictions.keys() == lens.predictions.keys()
+    for pos in lens.predictions:
+        for mine, ref in zip(r.lens.predictions[pos], lens.predictions[pos]):
+            assert [t for t, _ in mine] == [t for t, _ in ref]
+            np.testing.assert_allclose([p for _, p in mine], [p for _, p in ref], atol=1e-6)
+        np.testing.assert_array_equal(r.lens.final_rank[pos], lens.final_rank[pos])
+    assert r.pca is None and r.pca_explained is None
+    assert bert_core.residual_stream(m, TEXT, PAIR).lens is None  # lens_top_k=0: no lens
+
+
 def test_logit_lens_caps_the_positions_it_reads(tiny_dirs):
     m = bert_core.load_model(str(tiny_dirs["mlm"][0]))
     text = " ".join(["[MASK]"] * 20)
@@ -184,8 +201,8 @@ def test_model_without_mlm_head_has_no_lens_but_has_the_rest(tiny_dirs):
     m = bert_core.load_model(str(tiny_dirs["base"][0]))
     with pytest.raises(bert_core.BertCoreError, match="no masked-language-model head"):
         bert_core.logit_lens(m, TEXT)
-    r = bert_core.residual_stream(m, TEXT)
-    assert r.pooled is not None  # HF's BertModel has a pooler
+    r = bert_core.residual_stream(m, TEXT, lens_top_k=5)
+    assert r.pooled is not None and r.lens is None  # HF's BertModel has a pooler
 
 
 def test_residual_stream_matches_transformers(tiny_dirs):

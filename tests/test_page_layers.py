@@ -50,7 +50,8 @@ def test_layers_page_draws_bert_core_numbers():
     c = charts(at)
     r = bert_core.residual_stream(m, TEXT, PAIR)
     np.testing.assert_allclose(arr(c["lay-norms"]["data"][0]["z"]), r.norms, atol=1e-5)
-    np.testing.assert_allclose(arr(c["lay-attn-upd"]["data"][0]["z"]), r.attn_update, atol=1e-5)
+    # Closed sections build no chart (one rerun stays cheap); opening one draws bert_core's numbers.
+    assert not {"lay-attn-upd", "lay-pca", "lay-cls"} & set(c) and not any(k.startswith("lay-lens-ans") for k in c)
     np.testing.assert_allclose(arr(c["lay-tok-sim"]["data"][0]["z"]), r.token_similarity[-1], atol=1e-5)
     # The logit lens: one (states x k) map per [MASK], whose last row is analyze's predictions.
     t = bert_core.analyze(m, TEXT, PAIR)
@@ -63,11 +64,25 @@ def test_layers_page_draws_bert_core_numbers():
     # Same word, two contexts: the default pair has "bank" (and "the") twice.
     names = [tr["name"] for tr in c["lay-same-word"]["data"]]
     assert "bank" in names
-    # PCA: specials hidden by default; one path per remaining token.
-    assert len(c["lay-pca"]["data"]) == int((r.special_tokens_mask == 0).sum())
     assert any("tanh" in e.value for e in at.latex)
+    at.segmented_control(key="lay_view").set_value("Size of each update").run()
+    assert_ok(at)
+    np.testing.assert_allclose(arr(charts(at)["lay-attn-upd"]["data"][0]["z"]), r.attn_update, atol=1e-5)
+    at.toggle(key="lay_lens_rank").set_value(True).run()
+    ans = charts(at)[f"lay-lens-ans-{pos}"]["data"]
+    lens = bert_core.logit_lens(m, TEXT, PAIR)
+    np.testing.assert_allclose(arr(ans[0]["y"]), lens.final_prob[pos], atol=1e-5)
+    at.slider(key="lay_k").set_value(3).run()  # k slices the stored top 10: same numbers, fewer columns
+    np.testing.assert_allclose(arr(charts(at)[f"lay-lens-{pos}"]["data"][0]["z"]), z[:, :3], atol=1e-6)
+    # PCA: specials hidden by default; one path per remaining token.
+    at.toggle(key="lay_pca").set_value(True).run()
+    assert_ok(at)
+    assert len(charts(at)["lay-pca"]["data"]) == int((r.special_tokens_mask == 0).sum())
     at.toggle(key="lay_hide_special").set_value(False).run()
     assert len(charts(at)["lay-pca"]["data"]) == len(r.tokens)
+    at.toggle(key="lay_cls").set_value(True).run()
+    assert_ok(at)
+    np.testing.assert_allclose(arr(charts(at)["lay-cls"]["data"][0]["z"])[0], r.cls, atol=1e-5)
 
 
 def test_layers_page_state_slider_and_no_mask():
@@ -97,8 +112,9 @@ def test_encoder_only_model_says_why_there_is_no_lens(tiny_dirs, monkeypatch):
     use_local_model(at, monkeypatch, tiny_dirs["base"][0])
     assert_ok(at)
     assert any("no masked-language-model head" in i.value for i in at.info)
+    assert not any(k.startswith("lay-lens") for k in charts(at))
+    at.toggle(key="lay_cls").set_value(True).run()
     c = charts(at)
-    assert not any(k.startswith("lay-lens") for k in c)
     assert len(c["lay-cls"]["data"][0]["y"]) == 2  # [CLS] and the pooler (BertModel has one)
 
 
@@ -120,7 +136,9 @@ def test_512_tokens_layers_page_caps_and_says_so(long_model, monkeypatch):
     c = charts(at)
     assert arr(c["lay-norms"]["data"][0]["z"]).shape[1] == 256
     assert len(c["lay-tok-sim"]["data"][0]["x"]) == 128
-    assert len(c["lay-pca"]["data"]) == 40
+    at.toggle(key="lay_pca").set_value(True).run()
+    assert_ok(at)
+    assert len(charts(at)["lay-pca"]["data"]) == 40
 
 
 # --- Inside a layer --------------------------------------------------------------------------

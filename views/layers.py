@@ -9,6 +9,7 @@ from ui.state import model_cached, require_current
 from ui.widgets import chart
 
 TWO_CONTEXTS = ("He sat on the river bank.", "She opened an account at the bank.")
+LENS_K = 10  # the lens is read once with the slider's largest k; the slider only slices it
 
 cur = require_current()
 cfg = cur.model.config
@@ -34,8 +35,8 @@ def run(fn, *args, **kwargs):
         return None
 
 
-with st.spinner("Running every layer…"):
-    stream = run(bert_core.residual_stream, cur.text, cur.text_pair)
+with st.spinner("Running every layer…"):  # one forward pass: the stream and the lens, no PCA yet
+    stream = run(bert_core.residual_stream, cur.text, cur.text_pair, lens_top_k=LENS_K, pca=False)
 if stream is None:
     st.stop()
 if stream.truncation is not None:
@@ -49,19 +50,20 @@ if n < T:
 states = fl.state_labels(L + 1)
 
 st.subheader("The residual stream")
-tab_norm, tab_turn, tab_upd = st.tabs(["Length of each vector", "Change per layer", "Size of each update"])
-with tab_norm:
+VIEWS = ["Length of each vector", "Change per layer", "Size of each update"]
+view = st.segmented_control("Show", VIEWS, default=VIEWS[0], key="lay_view") or VIEWS[0]
+if view == VIEWS[0]:
     st.caption("‖h‖ per token after each layer. LayerNorm keeps lengths near √H·(scale of γ); a token whose "
                "length stands out (often [CLS], [SEP] or '.') is one the model treats specially.")
     chart(fl.layer_token_heatmap(stream.norms[:, :n], tokens[:n], states, "‖h‖ per token and state", "‖h‖"),
           "residual stream norms", key="lay-norms")
-with tab_turn:
+elif view == VIEWS[1]:
     st.caption("cos(h after layer l, h before it) for each token: 1 means the layer left the direction of the "
                "vector unchanged; lower values show where a layer rewrote a token most.")
     chart(fl.layer_token_heatmap(stream.self_similarity[:, :n], tokens[:n], [f"L{i}" for i in range(L)],
                                  "Similarity of each token to itself one layer earlier", "cos", "RdBu", -1, 1),
           "self similarity per layer", key="lay-selfsim")
-with tab_upd:
+else:
     st.latex(r"\frac{\lVert \mathrm{attn\_out} \rVert}{\lVert x \rVert} \quad\text{and}\quad "
              r"\frac{\lVert \mathrm{ffn\_out} \rVert}{\lVert h_1 \rVert}")
     st.caption("How big each sublayer's addition is next to the vector it is added to: well below 1, the "
@@ -96,23 +98,24 @@ if not cur.model.has_mlm:
 elif tokens.count(cur.model.tokenizer.mask_token) == 0:
     st.info("There is no [MASK] in the text. Put [MASK] where a word should be guessed to see the lens.")
 else:
-    k = st.slider("Candidates per state (top k)", 1, 10, 5, key="lay_k")
-    with st.spinner("Reading every layer with the MLM head…"):
-        lens = run(bert_core.logit_lens, cur.text, cur.text_pair, top_k=k)
-    if lens is not None:
-        if lens.skipped:
-            st.info(f"The lens reads the first {len(lens.predictions)} [MASK] positions; {lens.skipped} more "
-                    "are not shown.")
-        for pos in lens.mask_positions:
-            ans = lens.final_token[pos]
-            chart(fl.lens_figure(lens.predictions[pos], f"[MASK] at position {pos}: top {k} per state", ans),
-                  f"logit lens position {pos}", key=f"lay-lens-{pos}")
+    k = st.slider("Candidates per state (top k)", 1, LENS_K, 5, key="lay_k")
+    lens = stream.lens
+    if lens.skipped:
+        st.info(f"The lens reads the first {len(lens.predictions)} [MASK] positions; {lens.skipped} more "
+                "are not shown.")
+    show_rank = st.toggle("Show the final answer's probability and rank at each state", key="lay_lens_rank")
+    for pos in lens.mask_positions:
+        ans = lens.final_token[pos]
+        top = [cands[:k] for cands in lens.predictions[pos]]  # (L+1) x k of the stored top LENS_K
+        chart(fl.lens_figure(top, f"[MASK] at position {pos}: top {k} per state", ans),
+              f"logit lens position {pos}", key=f"lay-lens-{pos}")
+        if show_rank:
             chart(fl.answer_trajectory(lens.final_rank[pos], lens.final_prob[pos], ans,
                                        f"The final answer {fl.esc(ans)!s} at each state"),
                   f"logit lens answer position {pos}", key=f"lay-lens-ans-{pos}")
-            first = next((i for i, r in enumerate(lens.final_rank[pos]) if r == 1), L)
-            st.caption(f"Position {pos}: the final answer **{md_literal(ans)}** is the lens's top guess from state "
-                       f"{states[first]} on; its rank at each state is the dotted line (1 = top).")
+        first = next((i for i, r in enumerate(lens.final_rank[pos]) if r == 1), L)
+        st.caption(f"Position {pos}: the final answer **{md_literal(ans)}** is the lens's top guess from state "
+                   f"{states[first]} on.")
 
 st.subheader("Same word, two contexts")
 st.markdown(
@@ -143,25 +146,31 @@ st.markdown(
     "component analysis over every token at every state). Each line is one token's path from the embedding "
     "(small dots) to the last layer (big dot): tokens start apart by identity and move by context."
 )
-hide_special = st.toggle("Hide [CLS] and [SEP]", value=True, key="lay_hide_special",
-                         help="They often sit far from the words and squeeze the rest of the picture.")
-shown = [i for i in range(T) if not (hide_special and stream.special_tokens_mask[i])][: fl.TRAJECTORY_CAP]
-if shown:
-    chart(fl.pca_figure(stream.pca, tokens, shown, stream.pca_explained), "pca trajectories", key="lay-pca")
-else:
-    st.info("Only [CLS] and [SEP] here: turn off 'Hide [CLS] and [SEP]' to see them.")
-st.caption(f"Together the two axes hold {float(stream.pca_explained.sum()):.0%} of the variance: a flat picture "
-           "of a space with many more dimensions, so nearby dots may still differ.")
+if st.toggle("Show the PCA paths", key="lay_pca",
+             help="Off at first: the PCA decomposes every token at every state (costly on big models)."):
+    hide_special = st.toggle("Hide [CLS] and [SEP]", value=True, key="lay_hide_special",
+                             help="They often sit far from the words and squeeze the rest of the picture.")
+    with st.spinner("Projecting every token at every layer…"):
+        paths = run(bert_core.residual_stream, cur.text, cur.text_pair, pca=True)
+    if paths is not None:
+        shown = [i for i in range(T) if not (hide_special and stream.special_tokens_mask[i])][: fl.TRAJECTORY_CAP]
+        if shown:
+            chart(fl.pca_figure(paths.pca, tokens, shown, paths.pca_explained), "pca trajectories", key="lay-pca")
+        else:
+            st.info("Only [CLS] and [SEP] here: turn off 'Hide [CLS] and [SEP]' to see them.")
+        st.caption(f"Together the two axes hold {float(paths.pca_explained.sum()):.0%} of the variance: a flat "
+                   "picture of a space with many more dimensions, so nearby dots may still differ.")
 
 st.subheader("The [CLS] vector and the pooler")
 st.markdown("[CLS] attends to every token in every layer; its last hidden state is the usual sentence summary. "
             "The pooler turns it into the vector the next-sentence head reads:")
 st.latex(r"\mathrm{pooled} = \tanh\big(W_p\, h^{(L)}_{[\mathrm{CLS}]} + b_p\big)")
-vecs = {"[CLS], last layer": stream.cls}
-if stream.pooled is not None:
-    vecs["pooler output"] = stream.pooled
-chart(fl.vector_strip(vecs, f"The {cfg.hidden_size} numbers of each vector"), "cls and pooler", key="lay-cls")
-if stream.pooled is None:
-    st.info("This checkpoint has no pooler (no bert.pooler weights), so only the [CLS] vector is shown.")
-else:
-    st.caption("tanh squeezes every pooled number into (-1, 1).")
+if st.toggle("Show the [CLS] and pooler vectors", key="lay_cls"):
+    vecs = {"[CLS], last layer": stream.cls}
+    if stream.pooled is not None:
+        vecs["pooler output"] = stream.pooled
+    chart(fl.vector_strip(vecs, f"The {cfg.hidden_size} numbers of each vector"), "cls and pooler", key="lay-cls")
+    if stream.pooled is None:
+        st.info("This checkpoint has no pooler (no bert.pooler weights), so only the [CLS] vector is shown.")
+    else:
+        st.caption("tanh squeezes every pooled number into (-1, 1).")
