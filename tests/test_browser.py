@@ -77,17 +77,22 @@ class PageWatch:
         return self.page
 
     def settle(self, timeout: float = 90):
-        """Wait until the app has rendered and is no longer running a script."""
+        """Wait until the app is connected and its script has run and stopped (no time-based guess).
+
+        Streamlit's root element says both: data-test-connection-state and data-test-script-state
+        ("initial" before the first run, "running", "notRunning" once a run ended). A page may rerun
+        itself right after a run, so "not running" must hold twice, half a second apart.
+        """
         p = self.page
-        p.wait_for_selector('[data-testid="stSidebar"]', timeout=timeout * 1000)
+        done = ('[data-testid="stApp"][data-test-connection-state="CONNECTED"]'
+                '[data-test-script-state="notRunning"]')
         deadline = time.time() + timeout
-        time.sleep(1.0)
         while time.time() < deadline:
-            if p.locator('[data-testid="stStatusWidget"]').count() == 0:
-                time.sleep(0.5)
-                if p.locator('[data-testid="stStatusWidget"]').count() == 0:
-                    return
-            time.sleep(0.3)
+            p.wait_for_selector(done, timeout=max(1.0, deadline - time.time()) * 1000)
+            p.wait_for_selector('[data-testid="stSidebar"]', timeout=max(1.0, deadline - time.time()) * 1000)
+            time.sleep(0.5)
+            if p.locator(done).count() == 1 and p.locator('[data-testid="stStatusWidget"]').count() == 0:
+                return
         raise AssertionError("the app was still running after the timeout")
 
     def assert_clean(self):
