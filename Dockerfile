@@ -31,5 +31,5 @@ EXPOSE 8501
 HEALTHCHECK --interval=30s --timeout=5s --start-period=60s --retries=3 \
     CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8501/_stcore/health', timeout=4)"
 
-CMD ["python", "-m", "streamlit", "run", "app.py", "--server.headless", "true", \
-     "--server.address", "0.0.0.0", "--server.port", "8501"]
+# `streamlit run app.py` on 0.0.0.0:8501, warmed up before the first visitor (deploy/start.sh).
+CMD ["deploy/start.sh", "8501", "0.0.0.0"]

@@ -4,8 +4,9 @@
 #   deploy/serve.sh N PORT [BIND_ADDRESS]     e.g. deploy/serve.sh 2 8501   (then open http://host:8501)
 #
 # Starts `streamlit run app.py` N times on loopback ports PORT+1 .. PORT+N, waits until each answers
-# /_stcore/health, then runs HAProxy (Debian package `haproxy`) in the foreground on BIND_ADDRESS:PORT
-# (default 0.0.0.0) with deploy/haproxy.cfg. Ctrl-C (or SIGTERM) stops HAProxy and every process.
+# /_stcore/health, warms each up (deploy/warm_up.sh), then runs HAProxy (Debian package `haproxy`) in
+# the foreground on BIND_ADDRESS:PORT (default 0.0.0.0) with deploy/haproxy.cfg. Ctrl-C (or SIGTERM)
+# stops HAProxy and every process.
 # One process per core is the measured setting (README, "A school server"). Each process has its
 # own model copy, cache and training slots: BERT_EXPLORER_MAX_TRAINING applies per process.
 set -euo pipefail
@@ -29,7 +30,7 @@ servers=""
 for i in $(seq 1 "$N"); do
   p=$((PORT + i))
   (cd "$ROOT" && exec python -m streamlit run app.py --server.headless true --server.address 127.0.0.1 \
-      --server.port "$p") >"$work/streamlit-$i.log" 2>&1 &
+      --server.port "$p" --server.scriptHealthCheckEnabled true) >"$work/streamlit-$i.log" 2>&1 &
   pids+=($!)
   servers+="    server s$i 127.0.0.1:$p cookie s$i check"$'\n'
 done
@@ -43,6 +44,15 @@ for i in $(seq 1 "$N"); do
   done
   echo "serve.sh: process $i (pid ${pids[$((i - 1))]}) healthy on 127.0.0.1:$p, log $work/streamlit-$i.log"
 done
+
+# Warm-up (deploy/warm_up.sh): each process runs app.py once, all at once, before HAProxy lets the
+# first student in, so nobody waits for torch's import and the model load.
+warm=()
+for i in $(seq 1 "$N"); do
+  "$ROOT/deploy/warm_up.sh" "http://127.0.0.1:$((PORT + i))" &
+  warm+=($!)
+done
+for w in "${warm[@]}"; do wait "$w" || echo "serve.sh: a warm-up failed; its first student loads the app" >&2; done
 
 # The servers go where deploy/haproxy.cfg has its @SERVERS@ line (benchmarks/appserver.py does the same).
 awk -v servers="$servers" '/# @SERVERS@/ { printf "%s", servers; next } { print }' \

@@ -6,6 +6,7 @@ Both must come down to the same runtime pins, and the image must run the app the
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -57,9 +58,9 @@ def test_dockerfile_base_user_health_and_command_match_the_app():
     assert d.index("USER app") < d.index("CMD ["), "USER must come before CMD"
     assert re.search(r"^HEALTHCHECK .*\n.*/_stcore/health", d, re.M)
     cmd = re.search(r"^CMD \[(.*?)\]$", d, re.M | re.S).group(1)
-    args = re.findall(r'"([^"]+)"', cmd)
-    assert args[:5] == ["python", "-m", "streamlit", "run", "app.py"]
-    assert args[args.index("--server.port") + 1] == "8501" and "EXPOSE 8501" in d
+    assert re.findall(r'"([^"]+)"', cmd) == ["deploy/start.sh", "8501", "0.0.0.0"] and "EXPOSE 8501" in d
+    start = (ROOT / "deploy" / "start.sh").read_text()
+    assert "python -m streamlit run app.py" in start and "--server.scriptHealthCheckEnabled true" in start
     # The bundled model and the Streamlit config go in with `COPY . .`; nothing may exclude them.
     assert re.search(r"^COPY --chown=app:app \. \.$", d, re.M)
     ignored = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
@@ -67,3 +68,35 @@ def test_dockerfile_base_user_health_and_command_match_the_app():
     for kept in ("bert_core", "bert_core/bundled", ".streamlit", "app.py", "views", "ui"):
         assert kept not in ignored, kept
     assert (ROOT / "bert_core" / "bundled").is_dir() and (ROOT / ".streamlit" / "config.toml").is_file()
+
+
+def test_start_sh_serves_warms_up_and_stops_on_sigterm():
+    """deploy/start.sh (the image's command) here: healthy, app.py run once by the warm-up, SIGTERM stops it."""
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    from appserver import free_port
+
+    port = free_port()
+    out = ROOT / "tests" / "output"
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "start_sh.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen([str(ROOT / "deploy" / "start.sh"), str(port), "127.0.0.1"], stdout=f,
+                                stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    try:
+        deadline = time.time() + 300  # torch's import and the model load on a busy machine
+        while "warm_up:" not in log.read_text():
+            assert proc.poll() is None and time.time() < deadline, log.read_text()
+            time.sleep(0.5)
+        assert "ran app.py once" in log.read_text() and "(200)" in log.read_text(), log.read_text()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=10) as r:
+            assert r.status == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
