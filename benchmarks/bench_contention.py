@@ -4,10 +4,11 @@
 
 A class is contention: the server's analyses share the cores with other sessions' work. This runs
 ours and HF's eager BertForMaskedLM (attentions + hidden states, as ours returns) interleaved on the
-same bert-base-sized random checkpoint (as benchmarks/bench_analyze.py), in three conditions:
+same bert-base-sized random checkpoint (as benchmarks/bench_analyze.py), in two conditions:
   quiet      nothing else started by this script (the machine's own load is printed)
   busy       `--busy` processes spinning pure Python (one per core by default), started here
-and, in each, with torch's intra-op pool at the default size and at one thread; the whole set once
+and, in each, with torch's intra-op pool at the default size, at one thread, and at what the app picks
+(`auto`: ui/threads.py, from the tasks runnable at that moment); the whole set once
 with OpenMP's default wait policy (idle pool threads spin before they sleep) and once in a child
 process with OMP_WAIT_POLICY=PASSIVE (they sleep at once; it must be set before torch loads).
 It also times the parts of `analyze` (tokenize, forward pass, the rest: top-k, stacking, numpy) to
@@ -33,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_analyze import make_checkpoint  # noqa: E402
 
 import bert_core  # noqa: E402
+from ui.threads import fit_torch_threads  # noqa: E402
 
 
 def spin(stop) -> None:
@@ -89,7 +91,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--tokens", type=int, default=116)
     ap.add_argument("--busy", type=int, default=os.cpu_count(), help="spinning processes in the busy condition")
-    ap.add_argument("--threads", default=f"{torch.get_num_threads()},1", help="torch intra-op sizes to try")
+    ap.add_argument("--threads", default=f"{torch.get_num_threads()},1,auto",
+                    help="torch intra-op sizes to try; auto: what the app picks (ui/threads.py)")
     ap.add_argument("--child", action="store_true", help="one wait policy only (the environment's)")
     args = ap.parse_args()
     if not args.child:
@@ -124,11 +127,17 @@ def main() -> None:
             h.start()
         try:
             time.sleep(1.0 if hogs else 0)
-            for n in (int(x) for x in args.threads.split(",")):
-                torch.set_num_threads(n)
+            for choice in args.threads.split(","):
+                if choice == "auto":  # the app's rule, read at this moment (as each script run does)
+                    n = fit_torch_threads()
+                    label = f"auto={n}"
+                else:
+                    n = int(choice)
+                    torch.set_num_threads(n)
+                    label = str(n)
                 r = measure(ours, hf, text, args.reps)
                 rest = r["analyze_encoding"] - r["forward"]
-                print(f"{condition:<10} {n:>7} {r['ours'] * 1e3:>8.1f} {r['hf'] * 1e3:>8.1f} "
+                print(f"{condition:<10} {label:>7} {r['ours'] * 1e3:>8.1f} {r['hf'] * 1e3:>8.1f} "
                       f"{r['ours'] / r['hf']:>8.2f} {r['tokenize'] * 1e3:>9.2f} {r['forward'] * 1e3:>8.1f} "
                       f"{rest * 1e3:>6.1f}", flush=True)
         finally:
