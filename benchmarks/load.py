@@ -110,6 +110,8 @@ class Client:
         self._reader = asyncio.create_task(self._read())
 
     async def close(self) -> None:
+        if not hasattr(self, "ws"):  # never connected (its failure is already among the problems)
+            return
         await self.ws.close()
         self._reader.cancel()
 
