@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -44,28 +45,85 @@ def app_server(env: dict[str, str] | None = None, port: int | None = None, log=s
     never reached from here). Raises RuntimeError when it does not come up within `timeout` s.
     """
     port = port or free_port()
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"} if env is None else env
-    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
-                             "true", "--server.port", str(port), "--server.address", "127.0.0.1", *args],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    proc = _start_streamlit(port, env, log, args)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.time() + timeout
-        while True:
-            try:
-                with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"streamlit did not become healthy on {url}")
-            time.sleep(0.2)
+        try:
+            wait_healthy(url, proc, timeout)
+        except RuntimeError:
+            raise RuntimeError(f"streamlit did not become healthy on {url}") from None
         yield url, proc
     finally:
-        proc.terminate()
+        _stop(proc)
+
+
+def _start_streamlit(port: int, env: dict[str, str] | None, log, args: tuple[str, ...]) -> subprocess.Popen:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"} if env is None else env
+    return subprocess.Popen([sys.executable, "-m", "streamlit", "run", str(ROOT / "app.py"), "--server.headless",
+                             "true", "--server.port", str(port), "--server.address", "127.0.0.1", *args],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
+    """Poll `url`/_stcore/health until it answers 200; RuntimeError if `proc` ends or `timeout` s pass."""
+    deadline = time.time() + timeout
+    while True:
         try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+            with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            raise RuntimeError(f"{url} did not become healthy")
+        time.sleep(0.2)
+
+
+def haproxy_config(ports: list[int]) -> str:
+    """deploy/haproxy.cfg with one sticky server line per backend port (what deploy/serve.sh writes)."""
+    servers = "".join(f"    server s{i} 127.0.0.1:{p} cookie s{i} check\n" for i, p in enumerate(ports, 1))
+    lines = (ROOT / "deploy" / "haproxy.cfg").read_text().splitlines(keepends=True)
+    return "".join(servers if "# @SERVERS@" in line else line for line in lines)
+
+
+@contextmanager
+def proxied_app_servers(n: int, envs: list[dict[str, str]] | None = None, logs: list | None = None,
+                        args: tuple[str, ...] = (), timeout: float = 120
+                        ) -> Iterator[tuple[str, list[subprocess.Popen]]]:
+    """`n` app servers behind HAProxy (deploy/haproxy.cfg, sticky by cookie): yield (proxy url, server processes).
+
+    `envs[i]` / `logs[i]` are server i's environment and log (defaults as in `app_server`).
+    """
+    haproxy = "/usr/sbin/haproxy"
+    if not Path(haproxy).exists():
+        raise RuntimeError("HAProxy is required (scripts/test installs Debian's haproxy)")
+    ports = [free_port() for _ in range(n)]
+    procs: list[subprocess.Popen] = []
+    proxy = None
+    try:
+        for i, port in enumerate(ports):  # all start at once: they import torch side by side
+            procs.append(_start_streamlit(port, envs[i] if envs else None, logs[i] if logs else subprocess.DEVNULL,
+                                          args))
+        for port, proc in zip(ports, procs):
+            wait_healthy(f"http://127.0.0.1:{port}", proc, timeout)
+        with tempfile.TemporaryDirectory() as d:
+            cfg = Path(d) / "haproxy.cfg"
+            cfg.write_text(haproxy_config(ports))
+            port = free_port()
+            proxy = subprocess.Popen([haproxy, "-db", "-f", str(cfg)], stdout=subprocess.DEVNULL,
+                                     env={**os.environ, "BX_BIND": f"127.0.0.1:{port}"}, stderr=subprocess.STDOUT)
+            url = f"http://127.0.0.1:{port}"
+            wait_healthy(url, proxy, 30)
+            yield url, procs
+    finally:
+        for p in ([proxy] if proxy else []) + procs:
+            _stop(p)

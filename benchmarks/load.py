@@ -2,6 +2,7 @@
 
     python benchmarks/load.py                                   # 30 sessions, 6 of them training, 60 s
     python benchmarks/load.py --sessions 8 --trainers 3 --seconds 20
+    python benchmarks/load.py --processes 2                     # 2 servers behind HAProxy (deploy/)
 
 Starts `streamlit run app.py` on loopback (HF_HUB_OFFLINE=1, bundled model) and talks to it the
 way browsers do: Streamlit's websocket, protobuf BackMsg out, ForwardMsg in. All sessions run in
@@ -21,6 +22,11 @@ one asyncio loop, so the client costs little CPU beside the server (no browser p
   counts sessions inside a training step loop at once, slot holders and lapsed leases.
 - Latency: seconds from sending a rerun to its script_finished, for text edits; first with one
   user alone, then with the full class, in the same run.
+- More than one process (`--processes N`, or `--proxy` for one): N servers behind HAProxy with
+  deploy/haproxy.cfg. Each "browser" first loads the page over HTTP as a browser does, keeps the
+  sticky cookie HAProxy sets, and sends it with its websocket; HAProxy names the process that
+  answered (X-Served-By), and every session's page load and websocket must reach the same one.
+  The training cap is per process, so the monitor runs in each and the cap is checked per process.
 
 Bounded: at most MAX_SESSIONS sessions and MAX_SECONDS of load; loopback only. Exits 1 when a
 check fails. `run()` returns the report (tests/test_load.py runs a small class).
@@ -38,13 +44,14 @@ import sys
 import tempfile
 import time
 import urllib.parse
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from appserver import app_server, peak_rss_mb  # noqa: E402
+from appserver import app_server, peak_rss_mb, proxied_app_servers  # noqa: E402
 
 MAX_SESSIONS = 60
 MAX_SECONDS = 600
@@ -74,7 +81,10 @@ class Client:
     """One browser session over Streamlit's websocket."""
 
     def __init__(self, base: str):
+        self.base = base
         self.url = base.replace("http", "ws", 1) + "/_stcore/stream"
+        self.backend_http: str | None = None  # the process behind a proxy that served the page (X-Served-By)
+        self.backend_ws: str | None = None  # ... and the one that took the websocket: must be the same
         self.received = bytearray()  # every byte the server sent this session, for the leakage check
         self.widgets: dict[str, str] = {}  # user key -> widget id
         self.values: dict[str, str | int] = {}  # user key -> value this "browser" holds for it
@@ -85,12 +95,23 @@ class Client:
         self._done: asyncio.Future | None = None
 
     async def connect(self) -> None:
+        """Load the page over HTTP (keeping its cookies, as a browser does), then open the websocket with them."""
         import websockets
 
-        self.ws = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None)
+        def load_page() -> tuple[str | None, str]:
+            with urllib.request.urlopen(self.base + "/", timeout=60) as r:
+                cookies = [c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or []]
+                return r.headers.get("X-Served-By"), "; ".join(cookies)
+
+        self.backend_http, cookie = await asyncio.to_thread(load_page)
+        self.ws = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None,
+                                          additional_headers={"Cookie": cookie} if cookie else None)
+        self.backend_ws = self.ws.response.headers.get("X-Served-By")
         self._reader = asyncio.create_task(self._read())
 
     async def close(self) -> None:
+        if not hasattr(self, "ws"):  # never connected (its failure is already among the problems)
+            return
         await self.ws.close()
         self._reader.cancel()
 
@@ -264,11 +285,14 @@ async def analyse(base: str, log: SessionLog, seed: int, until: float, expect: E
 
 
 async def train(base: str, log: SessionLog, seed: int, until: float, max_steps: int, leavers: list[SessionLog],
-                leave_after: float = 5.0) -> None:
+                leave_after: float = 5.0, handover_pending=lambda: False, grace: float = 0.0) -> None:
     """Start a run on the Training page and tick like the browser's timer until it ends.
 
     The first session to have trained for `leave_after` seconds closes its tab instead (it joins
-    `leavers`): the lease must then free its slot for the next in line.
+    `leavers`): the lease must then free its slot for the next in line. Past `until`, it keeps
+    ticking for up to `grace` s more while `handover_pending()` (nobody has left yet, or nobody
+    trained on the freed slot yet): a slow machine gets room to show the handover, a fast one
+    ends on time.
     """
     c = log.client = Client(base)
     await c.connect()
@@ -279,7 +303,7 @@ async def train(base: str, log: SessionLog, seed: int, until: float, max_steps: 
     run = await c.rerun(widgets={"train_max_steps": max_steps})
     run = await c.rerun(widgets={"train_start": True})
     log.problems += problems_of(run)
-    while time.monotonic() < until:
+    while time.monotonic() < until or (time.monotonic() < until + grace and handover_pending()):
         trained = [t for t, state, _ in log.states if state == "training"]
         if not leavers and trained and time.time() - trained[0] > leave_after:
             leavers.append(log)
@@ -328,7 +352,8 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max_steps: int, think: tuple,
-                arrive: float, expect: Expect, pid: int) -> tuple[SessionLog, list[SessionLog], list[SessionLog], dict]:
+                arrive: float, expect: Expect, pids: list[int], grace: float = 0.0
+                ) -> tuple[SessionLog, list[SessionLog], list[SessionLog], dict]:
     # One user alone first: the reference latency, measured on the same server in the same run.
     solo = SessionLog("solo", marker(n_sessions), "analyse")
     fast = (0.2, 0.2)  # alone, think time changes nothing but the wall time
@@ -340,17 +365,26 @@ async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max
 
     logs = [SessionLog(f"s{i:02d}", marker(i), "train" if i < n_trainers else "analyse") for i in range(n_sessions)]
     leavers: list[SessionLog] = []
-    usage = {"cpu": -cpu_seconds(pid), "wall": -time.monotonic()}  # the server's CPU during the class
+    trainers = [log for log in logs if log.role == "train"]
+
+    def handover_pending() -> bool:
+        """Nobody has left yet while somebody trains, or somebody left and nobody else has trained since."""
+        if not leavers:
+            return any(s == "training" for log in trainers for _, s, _ in log.states)
+        return not any(log.trained_steps for log in trainers if log not in leavers)
+
+    usage = {"cpu": -sum(map(cpu_seconds, pids)), "wall": -time.monotonic()}  # the servers' CPU during the class
     until = time.monotonic() + seconds
     tasks = []
     for i, log in enumerate(logs):
         if log.role == "analyse":
             tasks.append(asyncio.create_task(guarded(analyse(base, log, i, until, expect, think), log)))
         else:
-            tasks.append(asyncio.create_task(guarded(train(base, log, i, until, max_steps, leavers), log)))
+            tasks.append(asyncio.create_task(guarded(train(base, log, i, until, max_steps, leavers,
+                                                           handover_pending=handover_pending, grace=grace), log)))
         await asyncio.sleep(arrive / n_sessions)  # students open the link over `arrive` seconds
     await asyncio.gather(*tasks)
-    usage["cpu"] += cpu_seconds(pid)
+    usage["cpu"] += sum(map(cpu_seconds, pids))
     usage["wall"] += time.monotonic()
     for log in logs:
         if log not in leavers:
@@ -359,30 +393,61 @@ async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max
 
 
 def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_steps: int = 200, cap: int = 2,
-        think: tuple[float, float] = (3.0, 10.0), arrive: float = 15.0) -> dict:
-    """Start a server, run the class, stop the server; the report as a dict (see `main` for the fields)."""
+        think: tuple[float, float] = (3.0, 10.0), arrive: float = 15.0, processes: int = 1, proxy: bool = False,
+        grace: float = 0.0) -> dict:
+    """Start the server(s), run the class, stop them; the report as a dict (see `main` for the fields).
+
+    `processes` > 1 (or `proxy`) puts that many servers behind HAProxy (deploy/haproxy.cfg). `grace`:
+    seconds trainers may go on past `seconds` until the slot handover has been seen (see `train`).
+    """
     n_sessions = min(n_sessions, MAX_SESSIONS)
     seconds = min(seconds, MAX_SECONDS)
     expect = Expect()
     with tempfile.TemporaryDirectory() as d:
-        monitor = Path(d) / "monitor.json"
+        monitors = [Path(d) / f"monitor-{i}.json" for i in range(processes)]  # one per process: its own cap
         site = os.pathsep.join([str(ROOT / "benchmarks" / "load_site"), os.environ.get("PYTHONPATH", "")])
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_MAX_TRAINING": str(cap),
-               "BERT_EXPLORER_LOAD_MONITOR": str(monitor), "PYTHONPATH": site}
-        with app_server(env) as (url, proc):
+        envs = [{**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_MAX_TRAINING": str(cap),
+                 "BERT_EXPLORER_LOAD_MONITOR": str(m), "PYTHONPATH": site} for m in monitors]
+        if processes > 1 or proxy:
+            servers = proxied_app_servers(processes, envs)
+        else:
+            servers = app_server(envs[0])
+        with servers as (url, procs):
+            procs = procs if isinstance(procs, list) else [procs]
             t0 = time.monotonic()
             cpu0 = time.process_time()
             solo, logs, leavers, usage = asyncio.run(_load(url, n_sessions, n_trainers, seconds, max_steps, think,
-                                                           arrive, expect, proc.pid))
+                                                           arrive, expect, [p.pid for p in procs], grace))
             client_cpu = time.process_time()
             wall = time.monotonic() - t0
             time.sleep(1.0)  # the monitor writes every half second
-            rss = peak_rss_mb(proc.pid)
-            mon = json.loads(monitor.read_text()) if monitor.exists() else {}
-    r = report(solo, logs, leavers, mon, rss, wall, cap)
+            rss = [peak_rss_mb(p.pid) for p in procs]
+            mons = [json.loads(m.read_text()) if m.exists() else {} for m in monitors]
+    r = report(solo, logs, leavers, merge_monitors(mons), max(rss), wall, cap)
+    r["processes"], r["proxied"] = processes, processes > 1 or proxy
+    r["peak_rss_mb_per_process"] = rss
     r["client_cpu_seconds"] = client_cpu - cpu0  # this script's own share of the two cores
-    r["server_cores_busy"] = usage["cpu"] / usage["wall"]  # mean cores the server kept busy during the class
+    r["server_cores_busy"] = usage["cpu"] / usage["wall"]  # mean cores the servers kept busy during the class
+    r["backends"] = {}  # sessions per process behind the proxy
+    for log in [solo, *logs]:
+        c = log.client
+        if c is not None and c.backend_ws:
+            r["backends"][c.backend_ws] = r["backends"].get(c.backend_ws, 0) + 1
+    r["unsticky"] = [log.name for log in [solo, *logs] if r["proxied"] and log.client is not None
+                     and (log.client.backend_ws is None or log.client.backend_ws != log.client.backend_http)]
     return r
+
+
+def merge_monitors(mons: list[dict]) -> dict:
+    """One view of the per-process monitors: the worst process for each maximum (the cap is per process)."""
+    if len(mons) == 1 or not all("max_in_steps" in m for m in mons):
+        return mons[0] if len(mons) == 1 else next((m for m in mons if "monitor_error" in m or not m), {})
+    out = dict(mons[0])
+    for k in ("max_in_steps", "max_holders", "max_waiting", "last_request"):
+        out[k] = max(m.get(k, 0) for m in mons)
+    out["lapsed"] = [e for m in mons for e in m["lapsed"]]
+    out["capacity"] = mons[0]["capacity"] if len({m["capacity"] for m in mons}) == 1 else None
+    return out
 
 
 def report(solo: SessionLog, logs: list[SessionLog], left: list[SessionLog], mon: dict, rss: float, wall: float,
@@ -450,6 +515,8 @@ def failures(r: dict) -> list[str]:
         out.append("the session that left kept its slot past its lease while others asked for it")
     if r["lapsed_total"] > len(r["left"]):
         out.append(f"{r['lapsed_total']} leases lapsed, {len(r['left'])} session(s) left: an open page lost its slot")
+    if r.get("unsticky"):
+        out.append(f"sessions whose page load and websocket reached different processes: {r['unsticky']}")
     return out
 
 
@@ -463,10 +530,14 @@ def main() -> None:
     ap.add_argument("--arrive", type=float, default=15.0, help="seconds over which the class opens the link")
     ap.add_argument("--think", type=float, nargs=2, default=(3.0, 10.0), metavar=("MIN", "MAX"),
                     help="seconds a student reads before the next action (uniform)")
+    ap.add_argument("--processes", type=int, default=1, help="Streamlit processes; more than 1 go behind HAProxy")
+    ap.add_argument("--proxy", action="store_true", help="put HAProxy in front even of one process")
     a = ap.parse_args()
-    r = run(a.sessions, a.trainers, a.seconds, a.max_steps, a.cap, tuple(a.think), a.arrive)
+    r = run(a.sessions, a.trainers, a.seconds, a.max_steps, a.cap, tuple(a.think), a.arrive, a.processes, a.proxy)
+    where = (f"{r['processes']} process(es) behind HAProxy, sessions per process {r['backends']}" if r["proxied"]
+             else "one server")
     print(f"{r['sessions']} sessions ({r['analysers']} analysing, {r['trainers']} training) for "
-          f"{r['wall_seconds']:.0f} s on one server, cap {r['cap']} training at once")
+          f"{r['wall_seconds']:.0f} s on {where}, cap {r['cap']} training at once per process")
     print(f"answers: {r['load_edits']} text edits answered under load, {r['checked_answers']} checked against "
           f"bert_core; problems: {r['problems'] or 'none'}; unanswered sessions: {r['unanswered'] or 'none'}")
     print(f"leakage: {r['leaks'] or 'none'} (own marker seen by every session: {not r['own_marker_missing']})")
@@ -478,7 +549,8 @@ def main() -> None:
         print(f"  {r['left'][0]} closed its tab mid-run: its slot lapsed after "
               f"{'never' if freed is None else f'{freed:.1f} s'} (lease {r['lease_seconds']:g} s"
               f"{'' if r['asked_after_lease'] else '; nobody asked for a slot after it, so not tested'})")
-    print(f"peak RSS of the server: {r['peak_rss_mb']:.0f} MB; server CPU during the class: "
+    print(f"peak RSS per server process: {', '.join(f'{x:.0f}' for x in r['peak_rss_mb_per_process'])} MB; "
+          f"server CPU during the class: "
           f"{r['server_cores_busy']:.2f} cores busy on average (of {os.cpu_count()}); this client's CPU: "
           f"{r['client_cpu_seconds']:.0f} s of {r['wall_seconds']:.0f} s wall")
     print(f"rerun after a text edit, s: alone p50 {r['solo_p50']:.3f} p95 {r['solo_p95']:.3f} (n={r['solo_edits']}); "

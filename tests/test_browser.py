@@ -26,7 +26,7 @@ def server():
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     OUT.mkdir(parents=True, exist_ok=True)
     with open(OUT / "server.log", "w") as log, \
-            app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=90) as (url, _):
+            app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=300) as (url, _):
         yield url
 
 
@@ -76,18 +76,25 @@ class PageWatch:
         self.settle()
         return self.page
 
-    def settle(self, timeout: float = 90):
-        """Wait until the app has rendered and is no longer running a script."""
+    def settle(self, timeout: float = 300):
+        """Wait until the app is connected and its script has run and stopped (no time-based guess).
+
+        Streamlit's root element says both: data-test-connection-state and data-test-script-state
+        ("initial" before the first run, "running", "notRunning" once a run ended). A page may rerun
+        itself right after a run, so "not running" must hold twice, half a second apart. The timeout is
+        generous: a cold server's first page imports torch and loads the model, which took over 90 s
+        on this 2-core machine at a load average of 20+; a passing test never waits for it.
+        """
         p = self.page
-        p.wait_for_selector('[data-testid="stSidebar"]', timeout=timeout * 1000)
+        done = ('[data-testid="stApp"][data-test-connection-state="CONNECTED"]'
+                '[data-test-script-state="notRunning"]')
         deadline = time.time() + timeout
-        time.sleep(1.0)
         while time.time() < deadline:
-            if p.locator('[data-testid="stStatusWidget"]').count() == 0:
-                time.sleep(0.5)
-                if p.locator('[data-testid="stStatusWidget"]').count() == 0:
-                    return
-            time.sleep(0.3)
+            p.wait_for_selector(done, timeout=max(1.0, deadline - time.time()) * 1000)
+            p.wait_for_selector('[data-testid="stSidebar"]', timeout=max(1.0, deadline - time.time()) * 1000)
+            time.sleep(0.5)
+            if p.locator(done).count() == 1 and p.locator('[data-testid="stStatusWidget"]').count() == 0:
+                return
         raise AssertionError("the app was still running after the timeout")
 
     def assert_clean(self):

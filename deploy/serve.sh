@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Serve BERT Explorer from N Streamlit processes behind HAProxy with sticky sessions (one host).
+#
+#   deploy/serve.sh N PORT [BIND_ADDRESS]     e.g. deploy/serve.sh 2 8501   (then open http://host:8501)
+#
+# Starts `streamlit run app.py` N times on loopback ports PORT+1 .. PORT+N, waits until each answers
+# /_stcore/health, warms each up (deploy/warm_up.sh), then runs HAProxy (Debian package `haproxy`) in
+# the foreground on BIND_ADDRESS:PORT (default 0.0.0.0) with deploy/haproxy.cfg. Ctrl-C (or SIGTERM)
+# stops HAProxy and every process.
+# One process per core is the measured setting (README, "A school server"). Each process has its
+# own model copy, cache and training slots: BERT_EXPLORER_MAX_TRAINING applies per process.
+set -euo pipefail
+N=${1:?usage: deploy/serve.sh N PORT [BIND_ADDRESS]}
+PORT=${2:?usage: deploy/serve.sh N PORT [BIND_ADDRESS]}
+BIND=${3:-0.0.0.0}
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+command -v haproxy >/dev/null || { echo "serve.sh: haproxy is not installed (apt-get install haproxy)" >&2; exit 2; }
+
+work="$(mktemp -d)"
+pids=()
+stop() {
+  trap - EXIT INT TERM
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap stop EXIT INT TERM
+
+servers=""
+for i in $(seq 1 "$N"); do
+  p=$((PORT + i))
+  (cd "$ROOT" && exec python -m streamlit run app.py --server.headless true --server.address 127.0.0.1 \
+      --server.port "$p" --server.scriptHealthCheckEnabled true) >"$work/streamlit-$i.log" 2>&1 &
+  pids+=($!)
+  servers+="    server s$i 127.0.0.1:$p cookie s$i check"$'\n'
+done
+for i in $(seq 1 "$N"); do
+  p=$((PORT + i))
+  for _ in $(seq 1 300); do
+    python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$p/_stcore/health', timeout=2)" \
+      2>/dev/null && break
+    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || { echo "serve.sh: process $i died:"; cat "$work/streamlit-$i.log"; exit 1; } >&2
+    sleep 0.5
+  done
+  echo "serve.sh: process $i (pid ${pids[$((i - 1))]}) healthy on 127.0.0.1:$p, log $work/streamlit-$i.log"
+done
+
+# Warm-up (deploy/warm_up.sh): each process runs app.py once, all at once, before HAProxy lets the
+# first student in, so nobody waits for torch's import and the model load.
+warm=()
+for i in $(seq 1 "$N"); do
+  "$ROOT/deploy/warm_up.sh" "http://127.0.0.1:$((PORT + i))" &
+  warm+=($!)
+done
+for w in "${warm[@]}"; do wait "$w" || echo "serve.sh: a warm-up failed; its first student loads the app" >&2; done
+
+# The servers go where deploy/haproxy.cfg has its @SERVERS@ line (benchmarks/appserver.py does the same).
+awk -v servers="$servers" '/# @SERVERS@/ { printf "%s", servers; next } { print }' \
+  "$ROOT/deploy/haproxy.cfg" >"$work/haproxy.cfg"
+echo "serve.sh: HAProxy on http://$BIND:$PORT -> $N processes"
+BX_BIND="$BIND:$PORT" haproxy -db -f "$work/haproxy.cfg" &
+pids+=($!)
+wait -n "${pids[@]}"  # any process ending ends the whole setup

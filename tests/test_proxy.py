@@ -1,0 +1,103 @@
+"""deploy/serve.sh: two Streamlit processes behind HAProxy serve the app, and each browser stays on one.
+
+A "browser" here is benchmarks/load.py's Client: it loads the page over HTTP (keeping HAProxy's
+sticky cookie, as a browser does), opens Streamlit's websocket with that cookie and runs a page.
+HAProxy names the process that answered each request (X-Served-By, deploy/haproxy.cfg).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import time
+import urllib.parse
+import urllib.request
+
+import load  # benchmarks/load.py
+import pytest
+from appserver import ROOT, free_port
+
+
+def _get(url: str, cookie: str = "") -> tuple[int, str | None, str]:
+    """(status, X-Served-By, the sticky cookie it set) of one GET."""
+    req = urllib.request.Request(url, headers={"Cookie": cookie} if cookie else {})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        set_cookie = [c.split(";", 1)[0] for c in r.headers.get_all("Set-Cookie") or [] if c.startswith("BXSERVER=")]
+        return r.status, r.headers.get("X-Served-By"), "; ".join(set_cookie)
+
+
+def _start(port: int) -> subprocess.Popen:
+    """`deploy/serve.sh 2 PORT 127.0.0.1`, once it answers through the proxy."""
+    assert os.path.exists("/usr/sbin/haproxy"), "Debian's haproxy is required (scripts/test installs it)"
+    out = ROOT / "tests" / "output"
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "serve_sh.log"
+    with open(log, "w") as f:
+        proc = subprocess.Popen([str(ROOT / "deploy" / "serve.sh"), "2", str(port), "127.0.0.1"],
+                                env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=f, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    deadline = time.time() + 240  # two processes import torch side by side on a busy machine
+    while True:
+        try:
+            if _get(f"http://127.0.0.1:{port}/_stcore/health")[0] == 200:
+                return proc
+        except OSError:
+            pass
+        if proc.poll() is not None or time.time() > deadline:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(timeout=60)
+            raise RuntimeError(f"serve.sh did not come up: {log.read_text()}")
+        time.sleep(0.5)
+
+
+def test_two_processes_serve_the_app_each_browser_stays_on_one_and_sigterm_stops_all():
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = _start(port)
+    try:
+        _check_served(url, port)
+    finally:
+        proc.send_signal(signal.SIGTERM)  # serve.sh's trap stops HAProxy and both Streamlit processes
+        proc.wait(timeout=60)
+    time.sleep(1.0)
+    for p in (port, port + 1, port + 2):  # no orphan still holds a port
+        with pytest.raises(OSError):
+            _get(f"http://127.0.0.1:{p}/_stcore/health")
+
+
+def _check_served(url: str, port: int) -> None:
+
+    async def browse(i: int) -> tuple[load.Client, load.Run]:
+        c = load.Client(url)
+        await c.connect()
+        text = f"The {load.marker(i)} [MASK] the letter."
+        run = await c.rerun("tokenization", urllib.parse.urlencode({"text": text}))
+        await c.close()
+        return c, run
+
+    async def four():
+        return await asyncio.gather(*(browse(i) for i in range(4)))
+
+    expect = load.Expect()
+    browsers = asyncio.run(four())
+    for i, (c, run) in enumerate(browsers):
+        assert load.problems_of(run) == []
+        assert c.backend_http in ("s1", "s2") and c.backend_ws == c.backend_http, (c.backend_http, c.backend_ws)
+        text = f"The {load.marker(i)} [MASK] the letter."
+        assert load.check_answer("tokenization", text, run, expect) == []  # its own text, answered
+        assert load.marker(i).encode() in c.received
+        assert not any(load.marker(j).encode() in c.received for j in range(4) if j != i)
+    # New browsers are spread over both processes (round robin), so the proxy really has two behind it.
+    assert {c.backend_ws for c, _ in browsers} == {"s1", "s2"}
+
+    # A browser's later requests follow its cookie, whichever process a new browser would get.
+    status, first, cookie = _get(url + "/")
+    assert status == 200 and cookie.startswith("BXSERVER=") and first in ("s1", "s2")
+    for _ in range(4):
+        assert _get(url + "/_stcore/health", cookie)[1] == first
+        assert _get(url + "/", cookie)[1] == first
+    # The processes listen on loopback ports PORT+1 and PORT+2 only; the proxy is the way in.
+    assert _get(f"http://127.0.0.1:{port + 1}/_stcore/health")[0] == 200

@@ -1,0 +1,56 @@
+"""How many threads torch may use for one script run: all cores when the machine is free, fewer when busy.
+
+Why (benchmarks/bench_contention.py): torch splits each operation (a matmul, a softmax) over its
+intra-op OpenMP pool, sized to the cores, and every operation ends when its slowest thread ends. When
+other work holds the cores (a class's other sessions, another process), the kernel deschedules one of
+those threads and the whole operation waits for it: on 2 busy cores a bert-base-sized analysis took
+5x longer with 2 threads than with 1. The waiting is per operation, not per FLOP, so it also erases
+what `analyze` saves over transformers (fewer FLOPs, about as many operations): the ours/HF ratio
+drifts towards 1 under load. One thread per busy core avoids the wait.
+
+torch's thread count is per thread (set in a Streamlit script thread, it holds for that run; new
+threads start from the last value set), so each run sets its own.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import threading
+
+import torch
+
+SCRIPT_THREAD = "ScriptRunner.scriptThread"  # the name Streamlit gives the thread a script run runs in
+
+
+def runnable_tasks() -> int:
+    """Tasks running or ready to run on the machine right now, this one included (/proc/loadavg)."""
+    samples = []
+    for _ in range(3):  # the count moves from moment to moment: the median of three reads
+        with open("/proc/loadavg") as f:
+            samples.append(int(f.read().split()[3].split("/")[0]))
+    return int(statistics.median(samples))
+
+
+def threads_for(cores: int, runnable: int, runs: int) -> int:
+    """Intra-op threads for one run: the cores nobody else wants, shared among this process's runs.
+
+    `runnable` counts this thread; `runs` counts script runs in this process, this one included.
+    Example: 2 cores, nothing else runnable, one run -> 2; one other task runnable -> 1; 2 runs -> 1.
+    """
+    free = cores - max(0, runnable - 1)
+    return max(1, min(free, cores // max(1, runs)))
+
+
+def fit_torch_threads() -> int:
+    """Set this thread's torch intra-op threads from the machine's load; return the number set."""
+    cores = os.cpu_count() or 1
+    try:
+        runnable = runnable_tasks()
+    except (OSError, ValueError, IndexError):  # no /proc (not Linux): keep torch's own choice
+        return torch.get_num_threads()
+    runs = sum(t.name == SCRIPT_THREAD for t in threading.enumerate())
+    n = threads_for(cores, runnable, runs)
+    if torch.get_num_threads() != n:
+        torch.set_num_threads(n)
+    return n
