@@ -139,7 +139,7 @@ def compare(name, tok, lines, docs, preset, cfg, steps, heldout):
         bert_core.save_pretrained(model, tok, d)
         ours_as_hf = (BertForPreTraining if cfg.nsp else BertForMaskedLM).from_pretrained(d)
     held = hf_batches_from(heldout, tok, cfg)
-    print(f"{'':<24} loss, mean of steps {steps - k + 1}-{steps}: ours {statistics.mean(ours_loss[-k:]):.4f}, "
+    print(f"{'':<24} loss, mean of steps {steps - k + 2}-{steps + 1}: ours {statistics.mean(ours_loss[-k:]):.4f}, "
           f"HF {statistics.mean(hf_loss[-k:]):.4f}; paired diff {statistics.mean(diffs):+.4f} +- {se:.4f} (se); "
           f"step 1: ours {ours_loss[0]:.4f}, HF {hf_loss[0]:.4f}")
     print(f"{'':<24} held-out loss after {steps + 1} steps (dropout off, HF forward): "
