@@ -230,11 +230,11 @@ class BertSelfAttention(nn.Module):
         w, b = self._fused_qkv()  # (3H, H), (3H,)
         qkv = F.linear(x, w, b).view(B, T, 3, nh, hs)  # (B, T, 3, nh, hs)
         q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (B, nh, T, hs)
-        if not need_probs:
-            # Training needs no attention maps: PyTorch's fused kernel computes the same formula
-            # without materialising the (B, nh, T, T) probabilities.
-            p = self.dropout.p if self.training else 0.0
-            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, nh, T, hs)
+        if not need_probs and not (self.training and self.dropout.p > 0):
+            # No maps wanted and no dropout: PyTorch's fused kernel computes the same formula
+            # without materialising the (B, nh, T, T) probabilities. (With dropout it falls back to
+            # a math path that makes extra passes over the scores; the lines below make fewer.)
+            ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, nh, T, hs)
             return ctx.transpose(1, 2).reshape(B, T, H), None
         # (Q / sqrt(d_k)) K^T equals Q K^T / sqrt(d_k); scaling Q touches T*d_k numbers, not T*T.
         scores = torch.matmul(q * (hs**-0.5), k.transpose(-1, -2))  # (B, nh, T, T)
@@ -243,7 +243,7 @@ class BertSelfAttention(nn.Module):
         probs = scores.softmax(dim=-1)  # (B, nh, T, T), each row sums to 1
         ctx = torch.matmul(self.dropout(probs), v)  # (B, nh, T, hs)
         ctx = ctx.transpose(1, 2).reshape(B, T, H)  # (B, T, H): heads side by side again
-        return ctx, probs
+        return ctx, (probs if need_probs else None)
 
 
 class BertSelfOutput(nn.Module):
@@ -265,8 +265,10 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(config)
         self.output = BertSelfOutput(config)
 
-    def forward(self, x, mask, need_probs: bool = True):
+    def forward(self, x, mask, need_probs: bool = True, rows=None):
         ctx, probs = self.self(x, mask, need_probs)
+        if rows is not None:  # keep only the positions asked for: (N, H)
+            ctx, x = ctx[rows], x[rows]
         return self.output(ctx, x), probs
 
 
@@ -307,8 +309,9 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
-    def forward(self, x, mask, need_probs: bool = True):
-        a, probs = self.attention(x, mask, need_probs)
+    def forward(self, x, mask, need_probs: bool = True, rows=None):
+        """(B, T, H) -> (B, T, H), or (N, H) at the positions of the (B, T) bool mask `rows`."""
+        a, probs = self.attention(x, mask, need_probs, rows)
         return self.output(self.intermediate(a), a), probs
 
 
@@ -349,8 +352,15 @@ class BertModel(nn.Module):
         self.encoder = BertEncoder(config)
         self.pooler = BertPooler(config) if add_pooling_layer else None
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False):
-        """Return the last hidden state (B, T, H), or an `EncoderTrace` when `trace` is set."""
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, rows=None):
+        """Return the last hidden state (B, T, H), or an `EncoderTrace` when `trace` is set.
+
+        `rows`, a (B, T) bool mask, asks for the last hidden state at those positions only, (N, H),
+        equal to `forward(...)[rows]`: the last layer's keys and values still read every token, but its
+        output projection and feed-forward run on N rows, not B*T (training needs only masked rows).
+        """
+        if rows is not None and trace:
+            raise ValueError("rows and trace cannot be combined: a trace holds every position")
         if token_type_ids is None:
             token_type_ids = torch.zeros_like(input_ids)
         mask = None
@@ -367,13 +377,14 @@ class BertModel(nn.Module):
             normed = x
             x = self.encoder.embedding_hidden_mapping_in(x)  # (B, T, E) -> (B, T, H)
         hidden, attn = [x], []
-        for block in self.encoder.layer:
-            x, probs = block(x, mask, need_probs=trace)
+        last = len(self.encoder.layer) - 1
+        for i, block in enumerate(self.encoder.layer):
+            x, probs = block(x, mask, need_probs=trace, rows=rows if i == last else None)
             if trace:
                 hidden.append(x)
                 attn.append(probs)
         if not trace:
-            return x
+            return x if rows is None or last >= 0 else x[rows]
         pooled = self.pooler(x) if self.pooler is not None else None
         return EncoderTrace(*parts, hidden_states=hidden, attentions=attn, pooled=pooled, normed=normed)
 
@@ -477,9 +488,9 @@ class BertForPreTraining(nn.Module):
             raise ValueError("this checkpoint has no next-sentence-prediction head")
         return self.cls.seq_relationship(pooled)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False):
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, rows=None):
         """Run the encoder; see `BertModel.forward`. Heads are applied by the caller, where needed."""
-        return self.bert(input_ids, token_type_ids, attention_mask, trace=trace)
+        return self.bert(input_ids, token_type_ids, attention_mask, trace=trace, rows=rows)
 
     def num_parameters(self) -> int:
         """Distinct parameters (the tied decoder weight counted once)."""

@@ -297,17 +297,23 @@ class Trainer:
         # Dropout draws from torch's global RNG; seed it from our generator so runs repeat.
         with torch.random.fork_rng():
             torch.manual_seed(int(torch.randint(2**62, (), generator=self.g)))
-            hidden = model(draw.input_ids, types, attn)  # (B, T, H)
             sel = draw.labels != -100  # (B, T)
-            # Only the selected positions go through the vocabulary projection.
-            logits = model.mlm_logits(hidden[sel])  # (N, V)
+            use_nsp = c.nsp and bool((nsp_labels != -100).any())  # rows without a pair carry label -100
+            # The losses read only the selected positions (and [CLS] for NSP): the last layer's
+            # feed-forward and the vocabulary projection run on those rows alone.
+            need = sel.clone()
+            need[:, 0] |= use_nsp
+            hidden = model(draw.input_ids, types, attn, rows=need)  # (N', H), the rows of `need`
+            logits = model.mlm_logits(hidden[sel[need]])  # (N, V)
             target = draw.labels[sel]  # (N,)
             per_token = F.cross_entropy(logits, target, reduction="none")  # (N,)
             mlm_loss = per_token.mean() if per_token.numel() else hidden.sum() * 0.0
             loss = mlm_loss
             nsp_loss = None
-            if c.nsp and bool((nsp_labels != -100).any()):  # rows without a pair carry label -100
-                pooled = model.bert.pooler(hidden)
+            if use_nsp:
+                cls_rows = torch.zeros_like(need)
+                cls_rows[:, 0] = True
+                pooled = model.bert.pooler(hidden[cls_rows[need]].unsqueeze(1))  # reads (B, 1, H)[:, 0]
                 nsp_loss = F.cross_entropy(model.nsp_logits(pooled), nsp_labels, ignore_index=-100)
                 loss = loss + nsp_loss
             self.opt.zero_grad(set_to_none=True)
