@@ -12,6 +12,16 @@ def test_nbytes_counts_arrays_inside_containers_once():
     assert 40_000 <= nbytes({"x": a, "y": [a, a[:10]]}) < 42_000  # a view and repeats count once
 
 
+def test_nbytes_counts_the_memory_behind_torch_backed_arrays():
+    """`tensor.numpy()` owns no data (its base is the tensor): the storage must still be counted, once."""
+    import torch
+
+    t = torch.zeros(3, 100, 100)  # 120,000 bytes
+    view = t[:, 0].numpy()  # (3, 100), a view that keeps all 120 KB alive
+    assert 120_000 <= nbytes(view) < 121_000
+    assert 120_000 <= nbytes({"a": t.numpy(), "b": view, "c": t}) < 121_000
+
+
 def test_cache_evicts_least_recent_to_stay_under_budget():
     c = ByteLRU(max_bytes=100_000)
     calls = []

@@ -26,7 +26,7 @@ st.caption(f"mean and var are taken over the H = {cfg.hidden_size} numbers of on
            f"E_seg {cfg.type_vocab_size} × H, E_pos {cfg.max_position_embeddings} × H.")
 
 with st.spinner("Running the model…"):
-    trace = analysis(cur)
+    trace = analysis(cur, hidden_states=False, attentions=False)
 if trace is None:
     st.stop()
 if trace.truncation is not None:

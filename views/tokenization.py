@@ -20,7 +20,7 @@ st.markdown(
 )
 
 with st.spinner("Tokenizing and running the model…"):
-    trace = analysis(cur)
+    trace = analysis(cur, embeddings=False, hidden_states=False, attentions=False)
 if trace is None:
     st.stop()
 if trace.truncation is not None:
