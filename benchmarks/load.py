@@ -2,6 +2,7 @@
 
     python benchmarks/load.py                                   # 30 sessions, 6 of them training, 60 s
     python benchmarks/load.py --sessions 8 --trainers 3 --seconds 20
+    python benchmarks/load.py --seconds 90 --model DIR             # the analysing sessions on a local model folder
 
 Starts `streamlit run app.py` on loopback (HF_HUB_OFFLINE=1, bundled model) and talks to it the
 way browsers do: Streamlit's websocket, protobuf BackMsg out, ForwardMsg in. All sessions run in
@@ -179,12 +180,13 @@ def metrics(run: Run) -> dict[str, str]:
 class Expect:
     """What the bundled model answers, computed here with bert_core, to hold each page against."""
 
-    def __init__(self):
+    def __init__(self, model: str | None = None):
         import bert_core
         from bert_core.maskview import md_literal
 
         self.bc, self.md_literal = bert_core, md_literal
-        self.model = bert_core.load_model()
+        self.model = bert_core.load_model(model)
+        self.query = {"model": model} if model else {}  # what the analysing sessions' link adds
 
     def predictions(self, text: str, k: int = 5) -> list[tuple[str, float]]:
         """(candidate label, probability) per button, in page order."""
@@ -240,7 +242,7 @@ async def analyse(base: str, log: SessionLog, seed: int, until: float, expect: E
     c = log.client = Client(base)
     await c.connect()
     text = f"The {log.marker} [MASK] the letter to her mother."
-    first = await c.rerun("tokenization", urllib.parse.urlencode({"text": text, "seed": seed}))
+    first = await c.rerun("tokenization", urllib.parse.urlencode({"text": text, "seed": seed, **expect.query}))
     c.values.update(text=text, seed=seed)  # what the sidebar now shows, from the link
     log.problems += problems_of(first)
     n = 0
@@ -359,16 +361,17 @@ async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max
 
 
 def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_steps: int = 200, cap: int = 2,
-        think: tuple[float, float] = (3.0, 10.0), arrive: float = 15.0) -> dict:
+        think: tuple[float, float] = (3.0, 10.0), arrive: float = 15.0, model: str | None = None) -> dict:
     """Start a server, run the class, stop the server; the report as a dict (see `main` for the fields)."""
     n_sessions = min(n_sessions, MAX_SESSIONS)
     seconds = min(seconds, MAX_SECONDS)
-    expect = Expect()
+    expect = Expect(model)
     with tempfile.TemporaryDirectory() as d:
         monitor = Path(d) / "monitor.json"
         site = os.pathsep.join([str(ROOT / "benchmarks" / "load_site"), os.environ.get("PYTHONPATH", "")])
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_MAX_TRAINING": str(cap),
-               "BERT_EXPLORER_LOAD_MONITOR": str(monitor), "PYTHONPATH": site}
+               "BERT_EXPLORER_LOAD_MONITOR": str(monitor), "PYTHONPATH": site,
+               **({"BERT_EXPLORER_LOCAL_ROOTS": model} if model else {})}
         with app_server(env) as (url, proc):
             t0 = time.monotonic()
             cpu0 = time.process_time()
@@ -463,8 +466,10 @@ def main() -> None:
     ap.add_argument("--arrive", type=float, default=15.0, help="seconds over which the class opens the link")
     ap.add_argument("--think", type=float, nargs=2, default=(3.0, 10.0), metavar=("MIN", "MAX"),
                     help="seconds a student reads before the next action (uniform)")
+    ap.add_argument("--model", help="a local model folder the analysing sessions use instead of the bundled model "
+                    "(`python benchmarks/memory.py --make-checkpoint DIR` writes a bert-base-sized one)")
     a = ap.parse_args()
-    r = run(a.sessions, a.trainers, a.seconds, a.max_steps, a.cap, tuple(a.think), a.arrive)
+    r = run(a.sessions, a.trainers, a.seconds, a.max_steps, a.cap, tuple(a.think), a.arrive, a.model)
     print(f"{r['sessions']} sessions ({r['analysers']} analysing, {r['trainers']} training) for "
           f"{r['wall_seconds']:.0f} s on one server, cap {r['cap']} training at once")
     print(f"answers: {r['load_edits']} text edits answered under load, {r['checked_answers']} checked against "

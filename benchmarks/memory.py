@@ -2,6 +2,7 @@
 
     python benchmarks/memory.py                 # every page once: bundled, then bert-base-sized
     python benchmarks/memory.py --long-texts 20  # issue 14 (a): 20 distinct 512-token texts, one user
+    python benchmarks/memory.py --make-checkpoint DIR  # only write the bert-base-sized folder (for load.py --model)
 
 Starts `streamlit run app.py` on loopback, opens pages in Debian's chromium (all requests
 off this machine aborted) and reads the server's peak resident set size (VmHWM) from /proc.
@@ -121,7 +122,12 @@ def main() -> None:
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--long-texts", type=int, default=0, help="issue 14 (a): N distinct 512-token texts")
+    ap.add_argument("--make-checkpoint", metavar="DIR", help="only write the bert-base-sized checkpoint to DIR")
     args = ap.parse_args()
+    if args.make_checkpoint:
+        Path(args.make_checkpoint).mkdir(parents=True, exist_ok=True)
+        make_checkpoint(Path(args.make_checkpoint))
+        return
     if args.long_texts:
         with tempfile.TemporaryDirectory() as d:
             make_checkpoint(Path(d))

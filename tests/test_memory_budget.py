@@ -250,3 +250,26 @@ def test_header_json_is_what_safetensors_writes(tiny_dirs):
     (n,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8:8 + n])
     assert all("data_offsets" in v and "shape" in v for k, v in header.items() if k != "__metadata__")
+
+
+# ----------------------------------------------------------------------------- a session's training state
+
+
+def test_a_training_session_holds_one_probes_attention_and_frees_what_a_finished_run_cannot_use():
+    from bert_core.session_training import FINISHED, SlotManager, TrainingSession, TrainSettings, bundled_tokenizer
+
+    lines = ["the cat sat on the mat .", "a dog ran across the green field .", "she wrote a letter to her mother ."]
+    s = TrainingSession(SlotManager(capacity=1))
+    s.setup(bundled_tokenizer(), lines, TrainSettings(preset="tiny (2 layers, 64 wide)", max_steps=12, batch_size=4,
+                                                       seq_len=32, probe_every=4))
+    s.run_steps(5)
+    assert all(p.grad is None for p in s.trainer.model.parameters())  # gradients freed between steps
+    assert s.trainer.opt.state  # a paused run keeps Adam's moments: it may go on
+    s.start()
+    while s.state != FINISHED:
+        s.advance(0.5)
+    assert [p.step for p in s.probes] == [0, 4, 8, 12]
+    assert [p.attentions is None for p in s.probes] == [True, True, True, False]
+    assert set(s.probes[0].predictions) == set(s.probes[-1].predictions)  # every probe keeps its predictions
+    assert not s.trainer.opt.state  # finished: never steps again
+    assert s.last_probe.attentions.shape[:2] == (2, 2)  # (L, nh, T, T) of the tiny preset
