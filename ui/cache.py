@@ -10,6 +10,14 @@ Values are returned as they are stored (not copied): callers must treat them as 
 Memory freed is only memory saved if the allocator gives it back: `tune_allocator` (called on
 import) makes glibc serve every block of 1 MB or more with its own mmap, returned to the system on
 free, instead of keeping it in per-thread heaps (see README, "Memory").
+
+Memory dropped is only memory freed if nothing else holds it: a page script that defines a function
+runs in a namespace that refers to itself (function -> globals -> function), so the result it drew
+lives on after the run until Python's cyclic collector runs, and `.streamlit/config.toml` turns off
+Streamlit's collection after every run. Measured (`benchmarks/memory.py --long-texts`): the server
+grew 155 MB per 512-token text on bert-base until Python happened to collect, six texts later.
+So once `collect_bytes` of results have been dropped or served uncached, the cache runs one full
+`gc.collect()` (bert-base at 512 tokens: about once per text; short texts: rarely).
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import dataclasses
+import gc
 import logging
 import os
 import sys
@@ -30,6 +39,7 @@ import numpy as np
 log = logging.getLogger("bert_explorer.cache")
 
 DEFAULT_CACHE_MB = 400  # fits a 2.7 GB Streamlit Cloud container beside bert-base (README)
+COLLECT_BYTES = 100 * 2**20  # dropped results that trigger one gc.collect() (module docstring)
 MMAP_THRESHOLD = 1 << 20  # bytes: blocks this large get their own mmap (glibc's M_MMAP_THRESHOLD)
 
 
@@ -111,12 +121,14 @@ def freeze(obj: Any, _seen: set[int] | None = None) -> None:
 class ByteLRU:
     """A thread-safe least-recently-used cache whose entries together stay under `max_bytes`."""
 
-    def __init__(self, max_bytes: int):
+    def __init__(self, max_bytes: int, collect_bytes: int = COLLECT_BYTES):
         self.max_bytes = int(max_bytes)
+        self.collect_bytes = int(collect_bytes)  # dropped this much: run the cyclic collector (module docstring)
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
         self.total = 0  # bytes held now
-        self.hits = self.misses = self.too_big = 0
+        self.dropped = 0  # bytes evicted or served uncached since the last collection
+        self.hits = self.misses = self.too_big = self.collections = 0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -136,22 +148,32 @@ class ByteLRU:
         with self._lock:
             if size > self.max_bytes:
                 self.too_big += 1
+                self.dropped += size
                 log.warning("cache: a result of %.1f MB is larger than the whole cache budget (%.1f MB); "
                             "served uncached", size / 2**20, self.max_bytes / 2**20)
-                return value
-            if key in self._items:  # another session computed the same thing meanwhile
-                self.total -= self._items.pop(key)[1]
-            self._items[key] = (value, size)
-            self.total += size
-            while self.total > self.max_bytes:
-                _, (_, old) = self._items.popitem(last=False)
-                self.total -= old
+            else:
+                if key in self._items:  # another session computed the same thing meanwhile
+                    old = self._items.pop(key)[1]
+                    self.total -= old
+                    self.dropped += old
+                self._items[key] = (value, size)
+                self.total += size
+                while self.total > self.max_bytes:
+                    _, (_, old) = self._items.popitem(last=False)
+                    self.total -= old
+                    self.dropped += old
+            collect = self.dropped >= self.collect_bytes
+            if collect:
+                self.dropped = 0
+                self.collections += 1
+        if collect:  # outside the lock: other sessions' hits need not wait
+            gc.collect()
         return value
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
-            self.total = 0
+            self.total = self.dropped = 0
 
 
 def budget_bytes() -> int:
