@@ -96,6 +96,7 @@ def measure_long_texts(model_dir: str, n_texts: int, env_extra: dict, pages=("Pr
                                                                                     "about:"))
                       else r.abort())
             page = ctx.new_page()
+            page.set_default_timeout(300_000)  # a busy machine: chromium may take long to draw 512-token maps
             page.goto(f"{base}/predictions?" + urllib.parse.urlencode({"model": model_dir}))
             settle(page)
             print(f"loaded: RSS {rss_mb(proc.pid):6.0f} MB, peak {peak_rss_mb(proc.pid):6.0f} MB", flush=True)
