@@ -192,6 +192,11 @@ class Expect:
         self.bc, self.md_literal = bert_core, md_literal
         self.model = bert_core.load_model(model)
         self.query = {"model": model} if model else {}  # what the analysing sessions' link adds
+        self.sidebar = {}  # the model widgets' values a browser sends back after the link set them
+        if model:
+            from ui.state import OTHER_LABEL
+
+            self.sidebar = {"model_choice": OTHER_LABEL, "other_model": model}
 
     def predictions(self, text: str, k: int = 5) -> list[tuple[str, float]]:
         """(candidate label, probability) per button, in page order."""
@@ -248,7 +253,7 @@ async def analyse(base: str, log: SessionLog, seed: int, until: float, expect: E
     await c.connect()
     text = f"The {log.marker} [MASK] the letter to her mother."
     first = await c.rerun("tokenization", urllib.parse.urlencode({"text": text, "seed": seed, **expect.query}))
-    c.values.update(text=text, seed=seed)  # what the sidebar now shows, from the link
+    c.values.update(text=text, seed=seed, **expect.sidebar)  # what the sidebar now shows, from the link
     log.problems += problems_of(first)
     n = 0
     while time.monotonic() < until and (rounds is None or n < rounds):
