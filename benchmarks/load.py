@@ -3,6 +3,7 @@
     python benchmarks/load.py                                   # 30 sessions, 6 of them training, 60 s
     python benchmarks/load.py --sessions 8 --trainers 3 --seconds 20
     python benchmarks/load.py --processes 2                     # 2 servers behind HAProxy (deploy/)
+    python benchmarks/load.py --seconds 90 --model DIR             # the analysing sessions on a local model folder
 
 Starts `streamlit run app.py` on loopback (HF_HUB_OFFLINE=1, bundled model) and talks to it the
 way browsers do: Streamlit's websocket, protobuf BackMsg out, ForwardMsg in. All sessions run in
@@ -110,9 +111,12 @@ class Client:
         self._reader = asyncio.create_task(self._read())
 
     async def close(self) -> None:
-        if not hasattr(self, "ws"):  # never connected (its failure is already among the problems)
+        if getattr(self, "ws", None) is None:  # never connected (the session's error is in its log)
             return
-        await self.ws.close()
+        try:
+            await self.ws.close()
+        except (TimeoutError, OSError):  # a starved client may miss the close handshake: the report still counts
+            pass
         self._reader.cancel()
 
     async def _read(self) -> None:
@@ -200,12 +204,18 @@ def metrics(run: Run) -> dict[str, str]:
 class Expect:
     """What the bundled model answers, computed here with bert_core, to hold each page against."""
 
-    def __init__(self):
+    def __init__(self, model: str | None = None):
         import bert_core
         from bert_core.maskview import md_literal
 
         self.bc, self.md_literal = bert_core, md_literal
-        self.model = bert_core.load_model()
+        self.model = bert_core.load_model(model)
+        self.query = {"model": model} if model else {}  # what the analysing sessions' link adds
+        self.sidebar = {}  # the model widgets' values a browser sends back after the link set them
+        if model:
+            from ui.state import OTHER_LABEL
+
+            self.sidebar = {"model_choice": OTHER_LABEL, "other_model": model}
 
     def predictions(self, text: str, k: int = 5) -> list[tuple[str, float]]:
         """(candidate label, probability) per button, in page order."""
@@ -261,8 +271,8 @@ async def analyse(base: str, log: SessionLog, seed: int, until: float, expect: E
     c = log.client = Client(base)
     await c.connect()
     text = f"The {log.marker} [MASK] the letter to her mother."
-    first = await c.rerun("tokenization", urllib.parse.urlencode({"text": text, "seed": seed}))
-    c.values.update(text=text, seed=seed)  # what the sidebar now shows, from the link
+    first = await c.rerun("tokenization", urllib.parse.urlencode({"text": text, "seed": seed, **expect.query}))
+    c.values.update(text=text, seed=seed, **expect.sidebar)  # what the sidebar now shows, from the link
     log.problems += problems_of(first)
     n = 0
     while time.monotonic() < until and (rounds is None or n < rounds):
@@ -394,20 +404,22 @@ async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max
 
 def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_steps: int = 200, cap: int = 2,
         think: tuple[float, float] = (3.0, 10.0), arrive: float = 15.0, processes: int = 1, proxy: bool = False,
-        grace: float = 0.0) -> dict:
+        grace: float = 0.0, model: str | None = None) -> dict:
     """Start the server(s), run the class, stop them; the report as a dict (see `main` for the fields).
 
     `processes` > 1 (or `proxy`) puts that many servers behind HAProxy (deploy/haproxy.cfg). `grace`:
     seconds trainers may go on past `seconds` until the slot handover has been seen (see `train`).
+    `model`: a local model folder the analysing sessions use instead of the bundled model.
     """
     n_sessions = min(n_sessions, MAX_SESSIONS)
     seconds = min(seconds, MAX_SECONDS)
-    expect = Expect()
+    expect = Expect(model)
     with tempfile.TemporaryDirectory() as d:
         monitors = [Path(d) / f"monitor-{i}.json" for i in range(processes)]  # one per process: its own cap
         site = os.pathsep.join([str(ROOT / "benchmarks" / "load_site"), os.environ.get("PYTHONPATH", "")])
         envs = [{**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_MAX_TRAINING": str(cap),
-                 "BERT_EXPLORER_LOAD_MONITOR": str(m), "PYTHONPATH": site} for m in monitors]
+                 "BERT_EXPLORER_LOAD_MONITOR": str(m), "PYTHONPATH": site,
+                 **({"BERT_EXPLORER_LOCAL_ROOTS": model} if model else {})} for m in monitors]
         if processes > 1 or proxy:
             servers = proxied_app_servers(processes, envs)
         else:
@@ -532,8 +544,11 @@ def main() -> None:
                     help="seconds a student reads before the next action (uniform)")
     ap.add_argument("--processes", type=int, default=1, help="Streamlit processes; more than 1 go behind HAProxy")
     ap.add_argument("--proxy", action="store_true", help="put HAProxy in front even of one process")
+    ap.add_argument("--model", help="a local model folder the analysing sessions use instead of the bundled model "
+                    "(`python benchmarks/memory.py --make-checkpoint DIR` writes a bert-base-sized one)")
     a = ap.parse_args()
-    r = run(a.sessions, a.trainers, a.seconds, a.max_steps, a.cap, tuple(a.think), a.arrive, a.processes, a.proxy)
+    r = run(a.sessions, a.trainers, a.seconds, a.max_steps, a.cap, tuple(a.think), a.arrive, a.processes, a.proxy,
+            model=a.model)
     where = (f"{r['processes']} process(es) behind HAProxy, sessions per process {r['backends']}" if r["proxied"]
              else "one server")
     print(f"{r['sessions']} sessions ({r['analysers']} analysing, {r['trainers']} training) for "

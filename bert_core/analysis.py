@@ -38,9 +38,9 @@ class Trace:
     offsets: list[tuple[int, int] | None]
     sequence_ids: list[int | None]
     word_ids: list[int | None]
-    embeddings: EmbeddingParts
-    hidden_states: np.ndarray  # (L+1, T, H)
-    attentions: np.ndarray  # (L, nh, T, T), rows sum to 1
+    embeddings: EmbeddingParts | None  # None when `analyze(..., embeddings=False)`
+    hidden_states: np.ndarray | None  # (L+1, T, H); None when `analyze(..., hidden_states=False)`
+    attentions: np.ndarray | None  # (L, nh, T, T), rows sum to 1; None when `analyze(..., attentions=False)`
     predictions: dict[int, list[tuple[str, float]]]  # [MASK] position -> top-k (token, prob)
     nsp: tuple[float, float] | None  # (p_is_next, p_not_next)
     truncation: Truncation | None = None
@@ -57,16 +57,25 @@ def analyze(
     text_pair: str | None = None,
     top_k: int = 5,
     predict_positions: list[int] | None = None,
+    *,
+    embeddings: bool = True,
+    hidden_states: bool = True,
+    attentions: bool = True,
 ) -> Trace:
     """Tokenize, run the encoder once in eval mode without gradients, and collect everything.
 
     Predictions are made at every [MASK] (plus `predict_positions`, if given). Only those rows go
     through the vocabulary projection: the (T, V) logits of every position are never needed.
+
+    A page that needs less can say so: `attentions=False` drops the (L, nh, T, T) maps, 85% of a
+    trace (bert-base at 512 tokens: 151 of 178 MB), and those fields are then None. The numbers
+    kept are the same fp32 numbers either way (the same forward pass).
     """
     if not 1 <= int(top_k) <= 100:
         raise BertCoreError(f"top_k must be between 1 and 100, got {top_k}")
     enc = m.tokenizer.encode(text, text_pair, max_length=m.max_length)
-    return analyze_encoding(m, enc, text, text_pair, top_k, predict_positions)
+    return analyze_encoding(m, enc, text, text_pair, top_k, predict_positions, embeddings=embeddings,
+                            hidden_states=hidden_states, attentions=attentions)
 
 
 def analyze_encoding(
@@ -76,6 +85,10 @@ def analyze_encoding(
     text_pair: str | None = None,
     top_k: int = 5,
     predict_positions: list[int] | None = None,
+    *,
+    embeddings: bool = True,
+    hidden_states: bool = True,
+    attentions: bool = True,
 ) -> Trace:
     """`analyze` for an input that is already tokenized (e.g. a masking draw's corrupted ids)."""
     model = m.model
@@ -98,8 +111,24 @@ def analyze_encoding(
         if model.has_nsp:
             p_next = model.nsp_logits(tr.pooled).softmax(-1)[0].tolist()
             nsp = (float(p_next[0]), float(p_next[1]))
-        hidden = torch.stack(tr.hidden_states)[:, 0]  # (L+1, T, H)
-        attn = torch.stack(tr.attentions)[:, 0]  # (L, nh, T, T)
+        # Copied before the lists are freed. (T, E) LayerNorm(sum); ALBERT's layer 1 reads W normed + b (T, H).
+        albert = tr.normed is not None
+        normed = _np(tr.normed[0] if albert else tr.hidden_states[0][0]).copy()
+        first = _np(tr.hidden_states[0][0]).copy()  # what layer 1 reads
+        hidden = _stack_and_free(tr.hidden_states) if hidden_states else None  # (L+1, T, H)
+        attn = _stack_and_free(tr.attentions) if attentions else None  # (L, nh, T, T)
+        if hidden is not None:
+            first = hidden[0]  # the same numbers: hold them once
+        parts = EmbeddingParts(
+            word=_np(tr.word[0]),
+            position=_np(tr.position[0]).copy(),  # a view of the model's weights: a trace is a snapshot
+            segment=_np(tr.segment[0]),
+            sum=_np(tr.sum[0]),
+            normed=normed if albert else first,
+            projected=first if albert else None,
+            has_segments=model.config.has_segments,
+        ) if embeddings else None
+        del tr  # every per-layer tensor the pages did not ask for goes now, not when the trace is dropped
     notes += enc.notes
     if enc.truncation is not None:
         notes.append(enc.truncation.message)
@@ -113,17 +142,9 @@ def analyze_encoding(
         offsets=enc.offsets,
         sequence_ids=enc.sequence_ids,
         word_ids=enc.word_ids,
-        embeddings=EmbeddingParts(
-            word=_np(tr.word[0]),
-            position=_np(tr.position[0]),
-            segment=_np(tr.segment[0]),
-            sum=_np(tr.sum[0]),
-            normed=_np(tr.hidden_states[0][0] if tr.normed is None else tr.normed[0]),
-            projected=None if tr.normed is None else _np(tr.hidden_states[0][0]),
-            has_segments=model.config.has_segments,
-        ),
-        hidden_states=_np(hidden),
-        attentions=_np(attn),
+        embeddings=parts,
+        hidden_states=hidden,
+        attentions=attn,
         predictions=predictions,
         nsp=nsp,
         truncation=enc.truncation,
@@ -133,6 +154,19 @@ def analyze_encoding(
 
 def _np(x: torch.Tensor) -> np.ndarray:
     return x.detach().cpu().numpy()
+
+
+def _stack_and_free(per_layer: list[torch.Tensor]) -> np.ndarray:
+    """Stack a list of (1, ...) tensors into one (n, ...) array, freeing each tensor once copied.
+
+    `torch.stack` would hold the list and the stack at once: twice the 151 MB of bert-base's
+    attention maps at 512 tokens. Copying layer by layer into one array peaks at one map more.
+    """
+    out = np.empty((len(per_layer), *per_layer[0].shape[1:]), dtype=_np(per_layer[0]).dtype)  # (n, ...)
+    for i in range(len(per_layer)):
+        out[i] = per_layer[i][0].numpy()
+        per_layer[i] = None  # the list is the trace's own: drop the tensor now
+    return out
 
 
 def position_similarity(m: LoadedModel, n: int | None = None) -> np.ndarray:

@@ -210,6 +210,9 @@ class BertSelfAttention(nn.Module):
         parts = (self.query.weight, self.key.weight, self.value.weight, self.query.bias, self.key.bias, self.value.bias)
         if torch.is_grad_enabled() and parts[0].requires_grad:  # training: gradients flow through cat
             return torch.cat(parts[:3]), torch.cat(parts[3:])
+        fused = self.__dict__.get("_qkv_fused")  # set by fuse_qkv_storage: the weights are views of it
+        if fused is not None and all(p.data_ptr() == f.data_ptr() for p, f in zip(parts, _thirds(*fused))):
+            return fused
         # Inference: cache, keyed on each tensor's storage and in-place version counter, so an
         # optimizer step or a weight copy invalidates it.
         key = tuple((p.data_ptr(), p._version) for p in parts)
@@ -244,6 +247,30 @@ class BertSelfAttention(nn.Module):
         ctx = torch.matmul(self.dropout(probs), v)  # (B, nh, T, hs)
         ctx = ctx.transpose(1, 2).reshape(B, T, H)  # (B, T, H): heads side by side again
         return ctx, (probs if need_probs else None)
+
+
+def _thirds(w: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The Q, K, V rows of a fused (3H, H) weight and (3H,) bias: (w_q, w_k, w_v, b_q, b_k, b_v)."""
+    return (*w.chunk(3), *b.chunk(3))
+
+
+def fuse_qkv_storage(model: nn.Module) -> None:
+    """Store each attention's Q, K, V weights (and biases) in one (3H, H) block, for a read-only model.
+
+    The parameters keep their names and numbers but become views of the block, so inference
+    multiplies by the block itself instead of concatenating a second copy of Q, K and V
+    (85 MB on bert-base, 300 MB on bert-large). Training or replacing a weight still works:
+    `_fused_qkv` then sees the views no longer match and concatenates as before.
+    """
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(m, BertSelfAttention):
+                w = torch.cat([m.query.weight, m.key.weight, m.value.weight])  # (3H, H)
+                b = torch.cat([m.query.bias, m.key.bias, m.value.bias])  # (3H,)
+                for lin, wv, bv in zip((m.query, m.key, m.value), w.chunk(3), b.chunk(3)):
+                    lin.weight.data, lin.bias.data = wv, bv
+                m.__dict__["_qkv_fused"] = (w, b)
+                m.__dict__.pop("_qkv_cache", None)
 
 
 class BertSelfOutput(nn.Module):
@@ -601,6 +628,7 @@ __all__ = [
     "BertForSequenceClassification",
     "BertModel",
     "EncoderTrace",
+    "fuse_qkv_storage",
     "param_counts",
     "attention_flops",
 ]

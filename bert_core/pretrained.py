@@ -8,7 +8,10 @@ we never run a checkpoint's code, only read its tensors, its config.json and its
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -282,6 +285,7 @@ def _load_dir(path: Path, name: str, source: str, progress: Progress) -> LoadedM
             f"{config.vocab_size} rows, so some token ids would have no embedding; the tokenizer and the weights "
             "do not belong together"
         )
+    check_memory_for(path, name)  # before reading a byte of weights: refuse what cannot fit
     progress(f"Reading {name}'s weights", 0.85)
     state = read_safetensors(path, name)
     from .classification import classifier_from_state_dict, is_sequence_classifier  # imports this module
@@ -321,6 +325,92 @@ def read_safetensors(path: Path, name: str = "") -> dict[str, torch.Tensor]:
         except Exception as e:
             raise BertCoreError(f"{name or path.name}: {f.name} is not a readable safetensors file") from e
     return state
+
+
+def load_bytes(path: Path) -> int:
+    """Bytes loading this folder's safetensors takes at its peak, from the headers alone (no weights read).
+
+    The loader holds the file's tensors (as stored) and the model's (fp32) at once, so
+    need = stored + 4 x elements. Example: bert-base, fp32 file: 440 MB + 440 MB = 880 MB;
+    the same weights saved in fp16: 220 MB + 440 MB = 660 MB.
+    """
+    index = path / "model.safetensors.index.json"
+    try:
+        files = ([path / s for s in sorted(set(json.loads(index.read_text())["weight_map"].values()))]
+                 if index.is_file() else [path / "model.safetensors"])
+    except (ValueError, KeyError, TypeError, OSError):
+        return 0  # read_safetensors reports a broken index plainly
+    stored = elements = 0
+    for f in files:
+        try:
+            with open(f, "rb") as fh:
+                (n,) = struct.unpack("<Q", fh.read(8))  # safetensors: 8-byte header length, then JSON
+                if n > 100_000_000:
+                    return 0
+                header = json.loads(fh.read(n))
+            for k, t in header.items():
+                if k != "__metadata__":
+                    stored += t["data_offsets"][1] - t["data_offsets"][0]
+                    elements += math.prod(t["shape"])
+        except (OSError, ValueError, KeyError, TypeError, struct.error, AttributeError):
+            return 0  # not readable as safetensors: read_safetensors says so
+    return stored + 4 * elements
+
+
+def memory_available_bytes(proc: str = "/proc", cgroup: str = "/sys/fs/cgroup") -> int | None:
+    """Bytes this process may still allocate, or None when unknown.
+
+    `BERT_EXPLORER_MEMORY_MB`, when set, is the server's whole limit (minus what this process holds
+    now; 0 turns the check off); otherwise the smaller of the system's MemAvailable and the
+    container's cgroup headroom (memory.max minus what it uses, reclaimable file cache not counted).
+    """
+    raw = os.environ.get("BERT_EXPLORER_MEMORY_MB", "").strip()
+    if raw:
+        try:
+            mb = float(raw)
+        except ValueError:
+            raise BertCoreError(f"BERT_EXPLORER_MEMORY_MB={raw!r} is not a number of MB") from None
+        return None if mb <= 0 else int(mb * 2**20) - _read_kb(f"{proc}/self/status", "VmRSS:") * 1024
+    found = []
+    avail = _read_kb(f"{proc}/meminfo", "MemAvailable:")
+    if avail:
+        found.append(avail * 1024)
+    for limit_f, used_f, stat_f, inactive in (("memory.max", "memory.current", "memory.stat", "inactive_file"),
+                                              ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes",
+                                               "memory/memory.stat", "total_inactive_file")):
+        try:
+            limit = Path(cgroup, limit_f).read_text().strip()
+            used = int(Path(cgroup, used_f).read_text())
+        except (OSError, ValueError):
+            continue
+        if not limit.isdigit() or int(limit) >= 2**60:  # "max", or cgroup v1's "no limit"
+            continue
+        stat = dict(line.split() for line in Path(cgroup, stat_f).read_text().splitlines() if line.count(" ") == 1) \
+            if Path(cgroup, stat_f).is_file() else {}
+        found.append(int(limit) - used + int(stat.get(inactive, 0)))
+        break
+    return min(found) if found else None
+
+
+def _read_kb(file: str, key: str) -> int:
+    try:
+        for line in Path(file).read_text().splitlines():
+            if line.startswith(key):
+                return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+def check_memory_for(path: Path, name: str) -> None:
+    """Refuse, before loading, a checkpoint whose load would not fit the memory left on this server."""
+    need, free = load_bytes(path), memory_available_bytes()
+    if free is not None and need > free:
+        raise BertCoreError(
+            f"{name} is too big for the memory left on this server: loading it takes about "
+            f"{need / 2**20:,.0f} MB (its weights as stored plus the model in fp32) and only "
+            f"{max(free, 0) / 2**20:,.0f} MB is free. Pick a smaller model (the bundled one is 26 MB)."
+        )
 
 
 def _normalise_key(k: str, family: str = "bert") -> str:

@@ -341,7 +341,14 @@ class TrainingSession:
         self.slots.release(self.id)
         self.state, self.finish_reason = FINISHED, reason
         if self.probes[-1].step != self.trainer.step_count:
-            self.probes.append(self.trainer.probe())
+            self._add_probe(self.trainer.probe())
+        self.trainer.opt.state.clear()  # a finished run never steps again: Adam's moments (2x the model) go
+
+    def _add_probe(self, probe: Probe) -> None:
+        """Keep every probe's predictions but only the newest probe's attention maps (the page draws that one)."""
+        if self.probes:
+            self.probes[-1].attentions = None
+        self.probes.append(probe)
 
     def _steps(self, seconds: float | None, steps: int | None) -> list[StepMetrics]:
         """Step until `seconds` pass or `steps` are done or a budget is spent; probe on schedule."""
@@ -358,7 +365,7 @@ class TrainingSession:
                     break
                 out.append(t.step())
                 if t.step_count % t.cfg.probe_every == 0:
-                    self.probes.append(t.probe())
+                    self._add_probe(t.probe())
         return out
 
     def advance(self, seconds: float = 0.5) -> list[StepMetrics]:

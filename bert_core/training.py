@@ -75,7 +75,7 @@ class Probe:
     step: int
     predictions: dict[str, dict[int, list[tuple[str, float]]]]  # sentence -> [MASK] position -> top-k
     tokens: list[str]  # of the attention probe (the first sentence)
-    attentions: np.ndarray  # (L, nh, T, T)
+    attentions: np.ndarray | None  # (L, nh, T, T); None in older probes of a session (only the last is drawn)
 
 
 DEFAULT_PROBES = (
@@ -321,6 +321,7 @@ class Trainer:
             if c.grad_clip:
                 torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
             self.opt.step()
+            self.opt.zero_grad(set_to_none=True)  # between steps the gradients (one model's worth) are freed
         with torch.no_grad():
             outcome = draw.outcome[sel]
             acc = (logits.argmax(-1) == target).float().mean().item() if target.numel() else float("nan")
@@ -375,7 +376,9 @@ class Trainer:
         was_training = self.model.training
         self.model.eval()
         try:
-            traces = [analyze(m, s, top_k=self.cfg.top_k) for s in self.probes_text]
+            # Only what a probe shows: predictions, and the first sentence's attention maps.
+            traces = [analyze(m, s, top_k=self.cfg.top_k, embeddings=False, hidden_states=False, attentions=i == 0)
+                      for i, s in enumerate(self.probes_text)]
         finally:
             self.model.train(was_training)
         return Probe(

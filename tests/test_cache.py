@@ -12,6 +12,16 @@ def test_nbytes_counts_arrays_inside_containers_once():
     assert 40_000 <= nbytes({"x": a, "y": [a, a[:10]]}) < 42_000  # a view and repeats count once
 
 
+def test_nbytes_counts_the_memory_behind_torch_backed_arrays():
+    """`tensor.numpy()` owns no data (its base is the tensor): the storage must still be counted, once."""
+    import torch
+
+    t = torch.zeros(3, 100, 100)  # 120,000 bytes
+    view = t[:, 0].numpy()  # (3, 100), a view that keeps all 120 KB alive
+    assert 120_000 <= nbytes(view) < 121_000
+    assert 120_000 <= nbytes({"a": t.numpy(), "b": view, "c": t}) < 121_000
+
+
 def test_cache_evicts_least_recent_to_stay_under_budget():
     c = ByteLRU(max_bytes=100_000)
     calls = []
@@ -37,3 +47,43 @@ def test_value_larger_than_budget_is_served_uncached_and_frozen():
     assert v.shape == (10_000,) and len(c) == 0 and c.too_big == 1 and c.total == 0
     with pytest.raises(ValueError):
         v[0] = 1  # read-only: a cached value is shared between sessions
+
+
+def test_results_dropped_while_a_dead_page_namespace_still_holds_them_are_collected():
+    """A page that defines a function keeps its namespace alive in a cycle: the cache collects it."""
+    import gc
+    import weakref
+
+    mb = 2**20
+    c = ByteLRU(max_bytes=3 * mb, collect_bytes=4 * mb)
+    refs = []
+    gc.disable()  # only the cache's own collection may free cycles here
+    try:
+        for i in range(12):
+            v = c.get_or_compute(i, lambda: np.ones(mb // 8))  # 1 MB
+            namespace = {"trace": v}
+            namespace["draw"] = namespace  # like def draw(): ... in a page (function -> globals -> function)
+            refs.append(weakref.ref(v))
+            del v, namespace
+            alive = sum(r() is not None for r in refs)
+            assert alive <= 3 + 4 + 1, alive  # the cache's 3 MB + at most 4 MB dropped since a collection + this one
+        assert c.collections >= 2
+        before = c.collections
+        c.get_or_compute("big", lambda: np.ones(5 * mb // 8))  # too big: served uncached, counted as dropped
+        assert c.too_big == 1 and c.collections == before + 1 and c.dropped == 0
+    finally:
+        gc.enable()
+    c2 = ByteLRU(max_bytes=3 * mb, collect_bytes=10**12)  # never collects: the dead namespaces pile up
+    gc.disable()
+    try:
+        refs = []
+        for i in range(12):
+            v = c2.get_or_compute(i, lambda: np.ones(mb // 8))
+            namespace = {"trace": v}
+            namespace["draw"] = namespace
+            refs.append(weakref.ref(v))
+            del v, namespace
+        assert sum(r() is not None for r in refs) == 12  # the peer: without the collection nothing is freed
+    finally:
+        gc.enable()
+        gc.collect()

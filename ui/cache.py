@@ -6,11 +6,26 @@ few MB to many GB. Here every entry is measured (the numpy arrays it holds, plus
 and the least recently used entries are dropped until the total fits `BERT_EXPLORER_CACHE_MB`.
 
 Values are returned as they are stored (not copied): callers must treat them as read-only.
+
+Memory freed is only memory saved if the allocator gives it back: `tune_allocator` (called on
+import) makes glibc serve every block of 1 MB or more with its own mmap, returned to the system on
+free, instead of keeping it in per-thread heaps (see README, "Memory").
+
+Memory dropped is only memory freed if nothing else holds it: a page script that defines a function
+runs in a namespace that refers to itself (function -> globals -> function), so the result it drew
+lives on after the run until Python's cyclic collector runs, and `.streamlit/config.toml` turns off
+Streamlit's collection after every run. Measured (`benchmarks/memory.py --long-texts`): the server
+grew 155 MB per 512-token text on bert-base until Python happened to collect, six texts later.
+So once `collect_bytes` of results have been dropped or served uncached, the cache runs one full
+`gc.collect()` (bert-base at 512 tokens: about once per text; short texts: rarely).
 """
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
 import dataclasses
+import gc
 import logging
 import os
 import sys
@@ -24,9 +39,29 @@ import numpy as np
 log = logging.getLogger("bert_explorer.cache")
 
 DEFAULT_CACHE_MB = 400  # fits a 2.7 GB Streamlit Cloud container beside bert-base (README)
+COLLECT_BYTES = 100 * 2**20  # dropped results that trigger one gc.collect() (module docstring)
+MMAP_THRESHOLD = 1 << 20  # bytes: blocks this large get their own mmap (glibc's M_MMAP_THRESHOLD)
 
 
-def nbytes(obj: Any, _seen: set[int] | None = None) -> int:
+def tune_allocator(threshold: int = MMAP_THRESHOLD) -> bool:
+    """Fix glibc's mmap threshold at `threshold` bytes; True when set (False off glibc, or when the env sets it).
+
+    glibc raises its threshold each time a large mmapped block is freed (up to 32 MB), after which
+    blocks of a 512-token analysis (12.6 MB per layer of attention maps) come from heaps that are
+    rarely given back: a server that analysed 8 long texts held ~400 MB more than its live data.
+    Fixing the threshold keeps every large block returnable. `MALLOC_MMAP_THRESHOLD_` in the
+    environment, when set, wins (glibc reads it itself).
+    """
+    if os.environ.get("MALLOC_MMAP_THRESHOLD_") or not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.mallopt(-3, int(threshold)))  # -3 is M_MMAP_THRESHOLD in <malloc.h>
+    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
+        return False
+
+
+def nbytes(obj: Any, _seen: set | None = None) -> int:
     """Approximate memory held by `obj`: numpy/torch buffers exactly, containers and strings roughly.
 
     Example: nbytes(np.zeros((10, 10), np.float32)) -> 400 + the array header (~112).
@@ -36,11 +71,21 @@ def nbytes(obj: Any, _seen: set[int] | None = None) -> int:
         return 0
     seen.add(id(obj))
     if isinstance(obj, np.ndarray):
-        # A view holds its base's memory alive: count the base once.
-        base = obj if obj.base is None or not isinstance(obj.base, np.ndarray) else obj.base
-        return sys.getsizeof(obj) + (nbytes(base, seen) if base is not obj else 0)
+        # A view holds its base's memory alive: count the base once. The base of `tensor.numpy()`
+        # is the torch tensor, whose storage is the memory (sys.getsizeof sees only a header:
+        # counting that made a 178 MB trace look like 2 KB, and the cache grew without bound).
+        if obj.base is None:
+            return sys.getsizeof(obj)
+        if isinstance(obj.base, np.ndarray) or hasattr(obj.base, "untyped_storage"):
+            return sys.getsizeof(obj) + nbytes(obj.base, seen)
+        return sys.getsizeof(obj) + obj.nbytes  # another buffer (bytes, mmap): at least the view's own bytes
     if hasattr(obj, "untyped_storage"):  # a torch tensor, without importing torch here
-        return obj.untyped_storage().nbytes() + 64
+        storage = obj.untyped_storage()
+        key = ("storage", storage.data_ptr())  # views of one storage (several tensors) count it once
+        if key in seen:
+            return 64
+        seen.add(key)
+        return storage.nbytes() + 64
     if isinstance(obj, (str, bytes, int, float, bool, type(None))):
         return sys.getsizeof(obj)
     if isinstance(obj, dict):
@@ -76,12 +121,14 @@ def freeze(obj: Any, _seen: set[int] | None = None) -> None:
 class ByteLRU:
     """A thread-safe least-recently-used cache whose entries together stay under `max_bytes`."""
 
-    def __init__(self, max_bytes: int):
+    def __init__(self, max_bytes: int, collect_bytes: int = COLLECT_BYTES):
         self.max_bytes = int(max_bytes)
+        self.collect_bytes = int(collect_bytes)  # dropped this much: run the cyclic collector (module docstring)
         self._items: OrderedDict[Hashable, tuple[Any, int]] = OrderedDict()
         self._lock = threading.Lock()
         self.total = 0  # bytes held now
-        self.hits = self.misses = self.too_big = 0
+        self.dropped = 0  # bytes evicted or served uncached since the last collection
+        self.hits = self.misses = self.too_big = self.collections = 0
 
     def __len__(self) -> int:
         return len(self._items)
@@ -101,22 +148,32 @@ class ByteLRU:
         with self._lock:
             if size > self.max_bytes:
                 self.too_big += 1
+                self.dropped += size
                 log.warning("cache: a result of %.1f MB is larger than the whole cache budget (%.1f MB); "
                             "served uncached", size / 2**20, self.max_bytes / 2**20)
-                return value
-            if key in self._items:  # another session computed the same thing meanwhile
-                self.total -= self._items.pop(key)[1]
-            self._items[key] = (value, size)
-            self.total += size
-            while self.total > self.max_bytes:
-                _, (_, old) = self._items.popitem(last=False)
-                self.total -= old
+            else:
+                if key in self._items:  # another session computed the same thing meanwhile
+                    old = self._items.pop(key)[1]
+                    self.total -= old
+                    self.dropped += old
+                self._items[key] = (value, size)
+                self.total += size
+                while self.total > self.max_bytes:
+                    _, (_, old) = self._items.popitem(last=False)
+                    self.total -= old
+                    self.dropped += old
+            collect = self.dropped >= self.collect_bytes
+            if collect:
+                self.dropped = 0
+                self.collections += 1
+        if collect:  # outside the lock: other sessions' hits need not wait
+            gc.collect()
         return value
 
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
-            self.total = 0
+            self.total = self.dropped = 0
 
 
 def budget_bytes() -> int:
@@ -130,4 +187,5 @@ def budget_bytes() -> int:
     return int(max(mb, 0) * 2**20)
 
 
+TUNED = tune_allocator()
 RESULTS = ByteLRU(budget_bytes())  # shared by every session of this process

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 import bert_core
+from bert_core.model import fuse_qkv_storage
 from ui.cache import RESULTS
 
 BUNDLED_LABEL = "bundled (offline, trained by this project)"
@@ -64,6 +65,7 @@ def shared_model(name: str) -> bert_core.LoadedModel:
     m = bert_core.load_model(None if name == "bundled" else name, allow_hub=ALLOW_HUB, local_roots=local_roots())
     for p in m.model.parameters():
         p.requires_grad_(False)  # read-only: nothing may train or mutate the shared copy
+    fuse_qkv_storage(m.model)  # Q, K, V in one block: no second fused copy (85 MB on bert-base)
     return m
 
 
@@ -79,11 +81,15 @@ def model_cached(cur: Current, fn, *args, **kwargs):
     return RESULTS.get_or_compute(key, lambda: fn(cur.model, *args, **kwargs))
 
 
-def analysis(cur: Current, top_k: int = 5, text: str | None = None) -> bert_core.Trace | None:
-    """`bert_core.analyze` of the current input (cached per model and text); None after an error message."""
+def analysis(cur: Current, top_k: int = 5, text: str | None = None, **keep: bool) -> bert_core.Trace | None:
+    """`bert_core.analyze` of the current input (cached per model and text); None after an error message.
+
+    `keep` (embeddings=, hidden_states=, attentions=) goes to `analyze`: a page that sets one False
+    gets None there and caches that much less (attention maps are 85% of a trace).
+    """
     text = cur.text if text is None else text
     try:
-        return model_cached(cur, bert_core.analyze, text, cur.text_pair, top_k=top_k)
+        return model_cached(cur, bert_core.analyze, text, cur.text_pair, top_k=top_k, **keep)
     except bert_core.BertCoreError as e:
         st.warning(str(e))
         return None

@@ -65,7 +65,7 @@ st.caption(
 )
 
 with st.spinner("Running the model…"):
-    trace = analysis(cur)
+    trace = analysis(cur, embeddings=False, hidden_states=False)
 if trace is None:
     st.stop()
 if trace.truncation is not None:

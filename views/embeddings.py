@@ -44,7 +44,7 @@ st.caption(f"mean and var are taken over the {W} = {cfg.E} numbers of one token;
            + f"E_pos {cfg.max_position_embeddings} × {W}.")
 
 with st.spinner("Running the model…"):
-    trace = analysis(cur)
+    trace = analysis(cur, hidden_states=False, attentions=False)
 if trace is None:
     st.stop()
 if trace.truncation is not None:

@@ -32,7 +32,7 @@ st.caption(
 
 k = st.slider("Candidates per [MASK] (top k)", 1, 20, url_int("k", 5, 1, 20), key="pred_k")
 set_url(k=k)
-trace = analysis(cur, top_k=k)
+trace = analysis(cur, top_k=k, embeddings=False, hidden_states=False, attentions=False)
 if trace is None:
     st.stop()
 if trace.truncation is not None:
@@ -127,7 +127,7 @@ else:
     w = words[i]
     new_text = mask_word(cur.text, w.span, cur.model.tokenizer.mask_token)
     st.code(new_text, language=None, wrap_lines=True)
-    t2 = analysis(cur, top_k=k, text=new_text)
+    t2 = analysis(cur, top_k=k, text=new_text, embeddings=False, hidden_states=False, attentions=False)
     if t2 is None:
         st.stop()
     masks = [q for q in t2.mask_positions if t2.sequence_ids[q] == 0]

@@ -33,7 +33,7 @@ if tok.mask_token != USER_MASK:
             f"{USER_MASK} becomes {tok.mask_token} (one token, id {tok.mask_token_id}) before tokenizing.")
 
 with st.spinner("Tokenizing and running the model…"):
-    trace = analysis(cur)
+    trace = analysis(cur, embeddings=False, hidden_states=False, attentions=False)
 if trace is None:
     st.stop()
 if trace.truncation is not None:
