@@ -16,15 +16,16 @@ VOCAB = list(dict.fromkeys(
 ))
 
 
-def write_tiny_checkpoint(path, kind="pretraining", seed=0, **config_overrides):
+def write_tiny_checkpoint(path, kind="pretraining", seed=0, vocab=None, **config_overrides):
     """Save a random tiny HF BERT (`pretraining`, `mlm` or `base`) plus a tokenizer to `path`."""
+    vocab = VOCAB if vocab is None else vocab
     import torch
     from transformers import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
 
     from bert_core.tokenization import WordPieceTokenizer
 
     torch.manual_seed(seed)
-    kw = dict(vocab_size=len(VOCAB) + 3, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+    kw = dict(vocab_size=len(vocab) + 3, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
               intermediate_size=37, max_position_embeddings=64, attn_implementation="eager")
     kw.update(config_overrides)
     cfg = BertConfig(**kw)
@@ -39,7 +40,7 @@ def write_tiny_checkpoint(path, kind="pretraining", seed=0, **config_overrides):
     model.save_pretrained(path)
     # The tokenizer is built from vocab.txt alone (as old hub checkpoints ship it), then saved
     # with tokenizer.json too; HF's BertTokenizerFast reads the result (tests/test_tokenization.py).
-    (path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     WordPieceTokenizer.from_dir(path).save(path)
     return model
 
@@ -52,3 +53,20 @@ def tiny_dirs(tmp_path_factory):
         d = tmp_path_factory.mktemp(f"tiny-{kind}")
         out[kind] = (d, write_tiny_checkpoint(d, kind))
     return out
+
+
+@pytest.fixture(scope="session")
+def markup_dir(tmp_path_factory):
+    """A tiny checkpoint whose vocabulary has `<`, `>` and `/` as tokens (the bundled one maps them to [UNK])."""
+    d = tmp_path_factory.mktemp("tiny-markup")
+    write_tiny_checkpoint(d, "pretraining", vocab=VOCAB + ["<", ">", "/", "&", "script", "alert", "1"])
+    return d
+
+
+@pytest.fixture
+def markup_default_model(markup_dir, monkeypatch):
+    """Make `markup_dir` the model a fresh session gets, so hostile text reaches the pages as markup tokens."""
+    import ui.state
+
+    monkeypatch.setattr(ui.state, "DEFAULT_MODEL", str(markup_dir))
+    return markup_dir

@@ -162,7 +162,7 @@ def test_two_masks_get_distinct_labels():
     assert len([label for label in x if label.endswith(" the")]) == 2
 
 
-def test_hostile_text_is_escaped():
+def test_hostile_text_is_escaped(markup_default_model):
     at = open_page("attention", query={"text": f"Hello {HOSTILE} world"})
     assert_ok(at)
     x = main_map(at)["x"]

@@ -82,7 +82,7 @@ def test_long_text_and_unknowns():
     assert len(_charts(at)["chart-emb-normed"]["data"][0]["y"]) == m.max_length
 
 
-def test_html_in_text_is_escaped():
+def test_html_in_text_is_escaped(markup_default_model):
     at = _open("<b>x</b> <script>alert(1)</script>")
     for v in [e.value for e in at.markdown]:
         assert "<script>" not in v

@@ -51,7 +51,7 @@ def test_csv_task_ten_steps_figures_sentence_download():
     assert fs.trainer.cfg.freeze_encoder and fs.trainer.task.labels == ("animal", "food")
     charts = at.get("plotly_chart")
     assert len(charts) == 3  # curves, confusion matrix, PCA before/after
-    assert any("NEW pooler" in c.value for c in at.caption)  # the bundled model has no pooler: said so
+    assert not any("NEW pooler" in c.value for c in at.caption)  # the bundled model has its pretrained pooler
     at.text_input(key="ft_try").set_value("a small cat").run()
     assert_ok(at)
     assert len(at.get("plotly_chart")) == 4

@@ -80,7 +80,7 @@ def test_many_draw_statistics():
     assert any("5,000 draws" in c.value for c in at.caption)
 
 
-def test_hostile_text_is_escaped():
+def test_hostile_text_is_escaped(markup_default_model):
     at = open_page("masking", text=HOSTILE)
     assert_ok(at)
     chips = [md.value for md in at.markdown if "background:" in md.value]

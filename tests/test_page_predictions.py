@@ -26,7 +26,7 @@ def test_default_input():
     at = open_page("predictions")
     assert_ok(at)
     assert len(charts(at)) == 1 and len(fill_buttons(at, 2)) == 5  # "She [MASK] the letter ..." -> position 2
-    assert any("no NSP head" in i.value for i in at.info)  # the bundled model is MLM-only
+    assert any("Add a second sentence" in i.value for i in at.info)  # the bundled model has an NSP head
     assert at.latex and "softmax" in at.latex[0].value
 
 
@@ -44,7 +44,7 @@ def test_two_masks_two_charts_and_click_fills_that_mask():
 def test_mask_in_sentence_b_edits_the_pair():
     at = open_page("predictions", text="The cat sat on the mat.", pair="It [MASK] very happy.")
     assert_ok(at)
-    assert len(charts(at)) == 1
+    assert len(charts(at)) == 2  # the [MASK] and NSP (the bundled model has both heads)
     pos = int(next(b for b in at.button if b.key.startswith("fill-")).key.split("-")[1])
     click_first_enabled(at, pos)
     assert_ok(at)
@@ -87,6 +87,9 @@ def use_local_model(at, monkeypatch, path):
 
 def test_sentence_pair_without_and_with_nsp_head(tiny_dirs, monkeypatch):
     at = open_page("predictions", text="the cat sat on the [MASK] .", pair="it was happy .")
+    assert_ok(at)
+    assert len(charts(at)) == 2  # the bundled model: the [MASK] and NSP
+    use_local_model(at, monkeypatch, tiny_dirs["mlm"][0])
     assert_ok(at)
     assert any("no NSP head" in i.value for i in at.info)
     use_local_model(at, monkeypatch, tiny_dirs["pretraining"][0])
