@@ -256,6 +256,9 @@ def test_upload_name_and_content_inject_nothing(watch):
     watch.settle()
     assert_nothing_injected(page)  # the content has now been read, split into lines and trained on
     watch.assert_clean()  # no dialog (alert), no exception, no console error
+    # The run's metrics can appear a rerun after the script first settles (the page's timer): wait for them.
+    step_metric = page.locator('[data-testid="stMetric"]').filter(has_text="Step")
+    step_metric.first.wait_for(timeout=180_000)
     metrics = page.locator('[data-testid="stMetric"]').all_inner_texts()
     step = [m for m in metrics if m.lower().startswith("step")]
     assert step and step[0].split()[-3] == "10", metrics  # "Step\n10 / 500": the upload was trained on
