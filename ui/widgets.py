@@ -30,3 +30,23 @@ def table(df: pd.DataFrame, name: str, key: str | None = None, **kwargs) -> None
     st.download_button(f"Download {name} (CSV)", lambda: df.to_csv(index=False).encode("utf-8"),
                        file_name=f"{_slug(name)}.csv", mime="text/csv", key=key or f"csv-{_slug(name)}",
                        on_click="ignore")
+
+
+def run_controls(session, start: bool, ten: bool, pause: bool, reset: bool) -> None:
+    """Act on a training session's Start / 10 steps / Pause / Reset buttons (Training and Fine-tuning pages)."""
+    if start:
+        session.start()
+        st.rerun()
+    if ten:
+        with st.spinner("Running 10 steps…"):
+            done = session.run_steps(10)
+        if done is None:
+            st.warning("All training slots are busy right now: try again in a moment.")
+            return
+        st.rerun()
+    if pause:
+        session.pause()
+        st.rerun()
+    if reset:
+        session.reset()
+        st.rerun()

@@ -18,7 +18,7 @@ from bert_core.finetuning import (
 )
 from bert_core.session_training import FINISHED, IDLE, MAX_TRAIN_SECONDS, PAUSED, QUEUED, RUNNING, decode_upload
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
-from ui.widgets import chart, table
+from ui.widgets import chart, run_controls, table
 
 TICK_SECONDS = 1.0  # as the Training page: refresh while training ...
 QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
@@ -156,22 +156,7 @@ def controls_ui(choice, text, upload, base_label, cfg) -> None:
                       help="Forget this classifier and its history.")
     if (start or ten) and fs.state == IDLE and not set_up(choice, text, upload, base_label, cfg):
         return
-    if start:
-        fs.start()
-        st.rerun()
-    if ten:
-        with st.spinner("Running 10 steps…"):
-            done = fs.run_steps(10)
-        if done is None:
-            st.warning("All training slots are busy right now: try again in a moment.")
-            return
-        st.rerun()
-    if pause:
-        fs.pause()
-        st.rerun()
-    if reset:
-        fs.reset()
-        st.rerun()
+    run_controls(fs, start, ten, pause, reset)
 
 
 def status_ui() -> None:

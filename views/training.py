@@ -28,7 +28,7 @@ from bert_core.session_training import (
 )
 from bert_core.training import PRESETS
 from ui.state import require_current
-from ui.widgets import chart, table
+from ui.widgets import chart, run_controls, table
 
 TICK_SECONDS = 1.0  # the live view refreshes this often while training
 # ...and this often while waiting for a slot: each refresh of a waiting page costs the server as much
@@ -158,22 +158,7 @@ def controls_ui(kind: str, text: str, upload, settings: TrainSettings) -> None:
                       help="Forget this run's model and history (a model you stored with 'Use this model' stays).")
     if (start or ten) and ts.state == IDLE and not set_up(kind, text, upload, settings):
         return
-    if start:
-        ts.start()
-        st.rerun()
-    if ten:
-        with st.spinner("Running 10 steps…"):
-            done = ts.run_steps(10)
-        if done is None:
-            st.warning("All training slots are busy right now: try again in a moment.")
-            return
-        st.rerun()
-    if pause:
-        ts.pause()
-        st.rerun()
-    if reset:
-        ts.reset()
-        st.rerun()
+    run_controls(ts, start, ten, pause, reset)
 
 
 def status_ui() -> None:
