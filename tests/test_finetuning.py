@@ -128,6 +128,21 @@ def test_builtin_tasks_have_fixed_balanced_disjoint_splits():
     assert t.train_texts[0] == "small pelagic fish often accompanying sharks or mantas"  # the file is fixed
 
 
+def test_no_validation_text_was_in_the_bundled_models_pretraining_text():
+    """Every validation definition, cleaned as the corpus cleans it, is a line pretraining held out."""
+    from bert_core.corpus import clean_gloss, load_pretraining_corpus
+
+    train_lines, train_docs, heldout, _ = load_pretraining_corpus(seed=0)
+    seen = set(train_lines) | {s for d in train_docs for s in d.sentences}
+    heldout = set(heldout)
+    for task in builtin_tasks().values():
+        cleaned = [clean_gloss(t) for t in task.valid_texts]
+        leaked = [t for t in cleaned if t in seen]
+        assert not leaked, f"{task.name}: {len(leaked)} validation texts were pretraining text, e.g. {leaked[0]!r}"
+        assert all(t in heldout for t in cleaned), task.name
+        assert not set(cleaned) & {clean_gloss(t) for t in task.train_texts}, task.name
+
+
 def test_bag_of_words_products_match_dense_numpy():
     texts = ["the cat sat", "a dog", "the the dog cat", "nothing known"]
     vocab = {"the": 0, "cat": 1, "dog": 2, "sat": 3}
