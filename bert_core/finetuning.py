@@ -268,10 +268,12 @@ class FineTuner:
         # train mode, so a shared read-only model stays exactly as it was.
         self.model, self.notes = new_classifier(base, list(task.labels), seed=cfg.seed,
                                                 copy_encoder=not cfg.freeze_encoder)
-        self.new_pooler = base.model.bert.pooler is None
+        # New here: the classifier, and the layer that pools (a new pooler when the base had none;
+        # DistilBERT's pre_classifier and RoBERTa's classifier.dense always). The rest is the base's.
+        from_base = {id(p) for p in base.model.parameters()}
+        self.new_pooler = id(self.model.pooling_layer().weight) not in from_base
         if cfg.freeze_encoder:
-            head = [*self.model.classifier.parameters(), *(self.model.bert.pooler.parameters()
-                                                           if self.new_pooler else [])]
+            head = [p for p in self.model.parameters() if id(p) not in from_base]
         else:
             head = list(self.model.parameters())
         self.trainable = head
@@ -319,7 +321,7 @@ class FineTuner:
             if not self.new_pooler:
                 hidden = m.pooled(hidden)  # (B, H)
         pooled = m.pooled(hidden) if self.new_pooler else hidden
-        return m.classifier(m.dropout(pooled))  # (B, C)
+        return m.head(pooled)  # (B, C)
 
     def step(self) -> FineTuneStep:
         """One AdamW step on the next batch of this epoch's shuffled order; evaluates on schedule."""
@@ -369,7 +371,7 @@ class FineTuner:
         for s in range(0, len(self.valid_rows), batch_size):
             ids, mask = _pad(self.valid_rows[s:s + batch_size], self.tok.pad_token_id)
             p = self.model.pooled(self.model.bert(ids, None, mask))  # (B, H)
-            logits = self.model.classifier(p)  # (B, C)
+            logits = self.model.head(p)  # (B, C), dropout off
             y = self.valid_y[s:s + batch_size]
             losses.append(F.cross_entropy(logits, y, reduction="sum").item())
             preds.append(logits.argmax(-1))
