@@ -3,8 +3,10 @@
 The loop (`FineTuner`) knows nothing of the UI: the Fine-tuning page and `python -m
 bert_core.finetune_eval` both call `step()`; it evaluates on the validation set on its own schedule.
 It uses the pretraining loop's pieces (`training.adamw`, `training.warmup_linear_lr`, gradient
-clipping) with fine-tuning's numbers: a small learning rate (2e-5 .. 1e-4 for the whole model, about
-1e-3 for a head alone), a few epochs, warm-up over the first tenth of the steps.
+clipping) with fine-tuning's numbers: a small learning rate (`default_lr`: 3e-5 for bert-base-sized
+models up to 3e-4 for small ones like the bundled model, about 1e-3 for a head alone), a few epochs,
+warm-up over the first tenth of the steps. Any family's base works (RoBERTa, DistilBERT, ALBERT: see
+`classification.py`).
 """
 
 from __future__ import annotations
@@ -175,7 +177,7 @@ def task_from_csv(text: str, name: str = "your data", valid_fraction: float = 0.
 class FineTuneConfig:
     """How to fine-tune: what to train, optimisation, and reporting."""
 
-    freeze_encoder: bool = False  # True: train the head only (classifier, and a new pooler if there was none)
+    freeze_encoder: bool = False  # True: the head only (classifier, and its pooling layer when that is new)
     lr: float = 1e-4
     epochs: int = 3
     batch_size: int = 32
