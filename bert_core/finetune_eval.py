@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import hashlib
+import os
 import platform
 import shlex
 import sys
@@ -79,7 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     if m.source == "bundled":
         digest = hashlib.sha256((BUNDLED_DIR / "model.safetensors").read_bytes()).hexdigest()[:12]
         weights = f", bundled model.safetensors sha256 {digest}..."
-    print(f"`python -m bert_core.finetune_eval{' ' + flags if flags else ''}` ({what}, lr {args.lr:g}, "
+    env = "".join(f"{k}={os.environ[k]} " for k in ("OMP_NUM_THREADS",) if os.environ.get(k))
+    print(f"`{env}python -m bert_core.finetune_eval{' ' + flags if flags else ''}` ({what}, lr {args.lr:g}, "
           f"{args.epochs} epochs, batch {args.batch}, seed {args.seed}; {when}, {torch.get_num_threads()} torch "
           f"threads{weights}):")
     print()
