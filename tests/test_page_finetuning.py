@@ -180,3 +180,25 @@ def test_a_bert_base_sized_model_gets_the_classic_small_rate(tmp_path, monkeypat
     assert at.select_slider(key="ft_lr").value == 3e-5
     at.selectbox(key="ft_base").set_value(at.selectbox(key="ft_base").options[0]).run()
     assert at.select_slider(key="ft_lr").value == 3e-4
+
+
+def test_a_roberta_base_from_the_sidebar_fine_tunes_with_its_own_head(tmp_path, monkeypatch):
+    """RoBERTa has no pooler: the page says the head has a new layer, trains, classifies, offers the download."""
+    from family_util import write_family_checkpoint
+
+    import ui.state
+
+    write_family_checkpoint(tmp_path, "roberta", "mlm")
+    monkeypatch.setattr(ui.state, "DEFAULT_MODEL", str(tmp_path))
+    at = open_finetuning()
+    sidebar = [o for o in at.selectbox(key="ft_base").options if o.startswith("the sidebar's model")]
+    at.selectbox(key="ft_base").set_value(sidebar[0]).run()
+    at.select_slider(key="ft_lr").set_value(1e-3).run()
+    at.button(key="ft_ten").click().run()
+    assert_ok(at)
+    t = session(at).trainer
+    assert type(t.model).__name__ == "RobertaForSequenceClassification" and session(at).step == 10
+    assert any("classifier.dense" in c.value for c in at.caption)
+    at.text_input(key="ft_try").set_value("a small cat").run()
+    assert_ok(at)
+    assert len(at.get("plotly_chart")) == 4
