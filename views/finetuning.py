@@ -119,8 +119,9 @@ def settings_ui(locked: bool) -> tuple[str, FineTuneConfig]:
                         help="The pretrained BERT to start from. The sidebar's model is offered when it is a hub "
                              "model; your model from the Training page once you pressed 'Use this model' there.")
     freeze = c2.toggle("Freeze the encoder (train the head only)", key="ft_freeze", disabled=locked,
-                       help="Frozen: only the classifier (and a new pooler, if the model had none) learns; BERT's "
-                            "vectors stay as pretraining left them.")
+                       help="Frozen: only the head learns (the classifier, and its pooling layer when that is new: "
+                            "a pooler the model lacked, DistilBERT's pre_classifier, RoBERTa's classifier.dense); "
+                            "BERT's vectors stay as pretraining left them.")
     # The learning rate follows the base model and the freeze switch until the user picks one.
     suggested = default_lr(bases[base][1]().config, bool(freeze))
     if not st.session_state.get("ft_lr_picked") and not locked:
