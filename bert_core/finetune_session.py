@@ -50,15 +50,9 @@ class FineTuneSession(TrainingSession):
 
     def setup(self, base: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig) -> None:  # type: ignore[override]
         """Build the classifier and its loop for this base model, task and settings (replacing any run)."""
-        self._reserve(finetune_bytes(base, task, cfg), "a fine-tuning run")  # before allocating anything
-        try:
-            tuner = FineTuner(base, task, cfg)  # evaluates once: the "before" picture
-        except BaseException:
-            if self.trainer is None:
-                self.memory.release(self.mem_key)
-            else:  # the previous run stays: charge its own bytes again
-                self.memory.resize(self.mem_key, self._held_bytes())
-            raise
+        # FineTuner evaluates once: the "before" picture.
+        tuner = self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run",
+                                    lambda: FineTuner(base, task, cfg))
         with self._lock:
             self._clear()  # the reservation above already replaced the old run's bytes
             self.trainer, self.settings, self.corpus_name = tuner, cfg, task.name

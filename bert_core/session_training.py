@@ -310,16 +310,12 @@ class TrainingSession:
         if sum(len(s.encode("utf-8")) for s in lines) > MAX_USER_CORPUS_BYTES:
             raise BertCoreError(f"the corpus is larger than {MAX_USER_CORPUS_BYTES:,} bytes: use a smaller text")
         weights = 4 * preset_parameters(settings.preset, tokenizer.vocab_size)
-        self._reserve(run_bytes(weights, corpus_bytes(lines)), "a training run")  # before allocating anything
-        try:
+
+        def build() -> Trainer:
             model = new_model(tokenizer, PRESETS[settings.preset], max_position_embeddings=128, seed=settings.seed)
-            trainer = Trainer(model, tokenizer, lines, settings.train_config(), probes=probes)
-        except BaseException:
-            if self.trainer is None:
-                self.memory.release(self.mem_key)
-            else:  # the previous run stays: charge its own bytes again
-                self.memory.resize(self.mem_key, self._held_bytes())
-            raise
+            return Trainer(model, tokenizer, lines, settings.train_config(), probes=probes)
+
+        trainer = self._charged_build(run_bytes(weights, corpus_bytes(lines)), "a training run", build)
         with self._lock:
             self._clear()  # the reservation above already replaced the old run's bytes
             self.trainer, self.settings, self.corpus_name = trainer, settings, corpus_name
@@ -329,6 +325,18 @@ class TrainingSession:
             self.state = PAUSED
 
     # --- memory -------------------------------------------------------------------------------
+
+    def _charged_build(self, nbytes: int, what: str, build: Callable[[], object]):
+        """Charge `nbytes` for a new run (refused: BertCoreError, nothing built), then build it."""
+        self._reserve(nbytes, what)  # replaces this session's previous charge
+        try:
+            return build()
+        except BaseException:
+            if self.trainer is None:
+                self.memory.release(self.mem_key)
+            else:  # the previous run stays: charge its own bytes again
+                self.memory.resize(self.mem_key, self._held_bytes())
+            raise
 
     def _reserve(self, nbytes: int, what: str) -> None:
         ref = weakref.WeakMethod(self._evict)  # the ledger must not keep a closed tab's run alive
