@@ -16,7 +16,31 @@ from .classification import classifier_zip, classify
 from .errors import BertCoreError
 from .finetuning import ClassificationTask, EvalResult, FineTuneConfig, FineTuner, FineTuneStep
 from .pretrained import LoadedModel
-from .session_training import FINISHED, MAX_TRAIN_SECONDS, STATE_LABELS, TrainingSession, ema, format_seconds
+from .session_memory import tensor_bytes
+from .session_training import (
+    FINISHED,
+    MAX_TRAIN_SECONDS,
+    STATE_LABELS,
+    TrainingSession,
+    corpus_bytes,
+    ema,
+    format_seconds,
+    run_bytes,
+)
+
+
+def finetune_bytes(base: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig) -> int:
+    """What a fine-tuning run will hold, before it is built: the weights it owns with Adam's moments, its texts.
+
+    Fine-tuning all weights copies the encoder; a frozen encoder is shared with the base (read-only), so
+    only the head (pooler-sized dense layers and the classifier) is the run's own.
+    """
+    enc = base.model.bert
+    H = enc.config.hidden_size
+    own = 4 * (2 * H * H + H * (len(task.labels) + 2))  # the largest family head: dense H->H (+ pooler), out
+    if not cfg.freeze_encoder:
+        own += 4 * sum(p.numel() for p in enc.parameters())
+    return run_bytes(own, corpus_bytes([*task.train_texts, *task.valid_texts]))
 
 
 class FineTuneSession(TrainingSession):
@@ -26,12 +50,29 @@ class FineTuneSession(TrainingSession):
 
     def setup(self, base: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig) -> None:  # type: ignore[override]
         """Build the classifier and its loop for this base model, task and settings (replacing any run)."""
-        tuner = FineTuner(base, task, cfg)  # evaluates once: the "before" picture
+        # FineTuner evaluates once: the "before" picture.
+        tuner = self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run",
+                                    lambda: FineTuner(base, task, cfg))
         with self._lock:
-            self.reset()
+            self._clear()  # the reservation above already replaced the old run's bytes
             self.trainer, self.settings, self.corpus_name = tuner, cfg, task.name
             self.state = "paused"
+            self.memory.resize(self.mem_key, self._held_bytes())
         self._pooled_now: EvalResult | None = None
+
+    def _held_bytes(self) -> int:
+        """Weights this run owns (not a frozen, shared encoder), Adam's moments until it finishes, texts, plots."""
+        t = self.trainer
+        if t is None:
+            return 0
+        own = t.trainable if t.cfg.freeze_encoder else list(t.model.parameters())
+        weights = tensor_bytes(own)
+        kept = sum(e.pooled.nbytes for e in t.evals if e.pooled is not None)
+        kept += sum(x.pooled.nbytes for x in [getattr(self, "_pooled_now", None)] if x is not None and
+                    x.pooled is not None)
+        data = 36 * sum(map(len, t.train_rows)) + 36 * sum(map(len, t.valid_rows))
+        zipped = len(self._zip[1]) if self._zip else 0
+        return run_bytes(weights, data + kept, optimizer=self.state != FINISHED) + zipped
 
     def _budget_spent(self) -> str:
         t = self.trainer
@@ -46,6 +87,8 @@ class FineTuneSession(TrainingSession):
         self.state, self.finish_reason = FINISHED, reason
         if self.trainer.evals[-1].pooled is None or self.trainer.evals[-1].step != self.trainer.step_count:
             self.trainer.evals.append(self.trainer.evaluate(pooled=True))  # the "after" picture
+        self.trainer.opt.state.clear()  # a finished run never steps again: Adam's moments go
+        self.memory.resize(self.mem_key, self._held_bytes())
 
     def _steps(self, seconds: float | None, steps: int | None) -> list[FineTuneStep]:
         """Step until `seconds` pass or `steps` are done or the run is finished (evaluations included)."""
@@ -117,8 +160,7 @@ class FineTuneSession(TrainingSession):
             if self._zip is not None and self._zip[0] == self.trainer.step_count:
                 return self._zip[1]
             report = {**self.trainer.report(), "settings": asdict(self.settings)}
-            self._zip = (self.trainer.step_count, classifier_zip(self.trainer.as_loaded(), report))
-            return self._zip[1]
+            return self._keep_zip(classifier_zip(self.trainer.as_loaded(), report))
 
 
-__all__ = ["MAX_TRAIN_SECONDS", "FineTuneSession"]
+__all__ = ["MAX_TRAIN_SECONDS", "FineTuneSession", "finetune_bytes"]

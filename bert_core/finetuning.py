@@ -350,6 +350,7 @@ class FineTuner:
                 if c.grad_clip:
                     torch.nn.utils.clip_grad_norm_(self.trainable, c.grad_clip)
                 self.opt.step()
+                self.opt.zero_grad(set_to_none=True)  # between steps the gradients (one model's worth) go
         finally:
             self.model.eval()
         self.step_count += 1

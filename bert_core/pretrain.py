@@ -11,7 +11,8 @@ generator, queued batches) goes to `--checkpoint-dir`; `--resume` continues from
 exactly the steps an uninterrupted run would. `--max-minutes` stops a run early (checkpoint
 saved, exit code 3) so a long run can be split across sessions.
 
-Two phases: `--pairs-from DIR` continues the model saved in DIR on sentence pairs only (every row a
+`--continue-from DIR` starts a new schedule from a saved model on the full mix (more epochs without
+starting over). Two phases: `--pairs-from DIR` continues the model saved in DIR on sentence pairs only (every row a
 Brown sentence with its real successor or a random sentence, 50/50; MLM + NSP, its own warm-up and
 decay). In the first phase only about a quarter of the rows are pairs and the NSP loss stays near
 chance for a small model; the second phase gives the NSP head the pairs it needs.
@@ -60,6 +61,8 @@ def main(argv=None) -> int:
     ap.add_argument("--max-minutes", type=float, default=None, help="stop (checkpoint saved) past this wall time")
     ap.add_argument("--log-every", type=int, default=50)
     ap.add_argument("--pairs-from", default=None, help="phase 2: continue this saved model on sentence pairs only")
+    ap.add_argument("--continue-from", default=None,
+                    help="continue this saved model (its tokenizer, its weights) on the full mix, with a new schedule")
     args = ap.parse_args(argv)
     torch.manual_seed(args.seed)
     out, ckpt_dir = Path(args.out), Path(args.checkpoint_dir)
@@ -67,7 +70,11 @@ def main(argv=None) -> int:
     t0 = time.time()
 
     train_lines, train_docs, _, _ = load_pretraining_corpus(seed=0)
-    tok_dir = ckpt_dir / "tokenizer" if args.pairs_from is None else Path(args.pairs_from)
+    if args.pairs_from is not None and args.continue_from is not None:
+        print("--pairs-from and --continue-from: pick one", file=sys.stderr)
+        return 2
+    init_dir = args.pairs_from or args.continue_from
+    tok_dir = ckpt_dir / "tokenizer" if init_dir is None else Path(init_dir)
     if args.pairs_from is not None and args.no_nsp:
         print("--pairs-from trains NSP; drop --no-nsp", file=sys.stderr)
         return 2
@@ -75,7 +82,7 @@ def main(argv=None) -> int:
         if not ckpt.is_file():
             print(f"--resume: no checkpoint at {ckpt}", file=sys.stderr)
             return 2
-    elif args.pairs_from is None:
+    elif init_dir is None:
         sentences = [s for d in train_docs for s in d.sentences]
         save_tokenizer(train_wordpiece(train_lines + sentences, vocab_size=args.vocab_size), tok_dir,
                        model_max_length=128)
@@ -83,10 +90,11 @@ def main(argv=None) -> int:
     print(f"tokenizer: {tok.vocab_size} pieces, {time.time() - t0:.1f}s", flush=True)
 
     nsp = not args.no_nsp
-    if args.pairs_from is None:
+    if init_dir is None:
         model = new_model(tok, BUNDLED_PRESET, max_position_embeddings=128, nsp=nsp, seed=args.seed, dropout=0.1)
     else:
-        model = load_model(args.pairs_from).model
+        model = load_model(init_dir).model
+    if args.pairs_from is not None:
         train_lines = []  # phase 2: every row is a sentence pair
     cfg = TrainConfig(batch_size=args.batch_size, seq_len=128, lr=args.lr, warmup_steps=max(args.steps // 20, 1),
                       max_steps=args.steps, seed=args.seed, nsp=nsp)
@@ -120,7 +128,7 @@ def main(argv=None) -> int:
     from .evaluate import bundled_report  # the evaluation reads the saved model, as users will
 
     report = {
-        "preset": BUNDLED_PRESET, "pairs_from": args.pairs_from,
+        "preset": BUNDLED_PRESET, "pairs_from": args.pairs_from, "continue_from": args.continue_from,
         "parameters": model.num_parameters(), "nsp": nsp, "steps": trainer.step_count,
         "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "vocab_size": tok.vocab_size,
         "tokens_seen": seen, "train_lines": len(train_lines), "train_document_sentences": len(trainer.data.sents),

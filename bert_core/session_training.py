@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 import uuid
+import weakref
 import zipfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -30,6 +31,7 @@ from .corpus import MAX_USER_CORPUS_BYTES, load_builtin_corpus, parse_user_corpu
 from .errors import BertCoreError
 from .model import BertConfig, param_counts
 from .pretrained import BUNDLED_DIR, LoadedModel, save_pretrained
+from .session_memory import MEMORY, SessionMemory, format_mb, tensor_bytes
 from .tokenization import WordPieceTokenizer
 from .training import DEFAULT_PROBES, MAX_TRAIN_PARAMS, PRESETS, Probe, StepMetrics, TrainConfig, Trainer, new_model
 
@@ -159,6 +161,20 @@ class TrainSettings:
                            mlm_probability=self.mlm_probability, seed=self.seed, probe_every=self.probe_every)
 
 
+def run_bytes(weight_bytes: int, data_bytes: int, optimizer: bool = True) -> int:
+    """What a run holds between steps: its weights, Adam's two moments (until it finishes), its corpus as ids.
+
+    Gradients (one more copy of the weights) exist only inside a step, and at most the slot cap's runs
+    step at once, so they are not charged to paused runs.
+    """
+    return weight_bytes * (3 if optimizer else 1) + data_bytes
+
+
+def corpus_bytes(lines: list[str]) -> int:
+    """An upper estimate of a corpus held as token-id lists (measured: ~36 bytes a token, ~7.5 a character)."""
+    return 8 * sum(len(s) for s in lines) + 100 * len(lines)
+
+
 def preset_parameters(preset: str, vocab_size: int) -> int:
     """Parameters of an MLM-only BERT of this preset and vocabulary (tied decoder counted once)."""
     cfg = BertConfig(vocab_size=vocab_size, max_position_embeddings=128, **PRESETS[preset])
@@ -265,9 +281,14 @@ class TrainingSession:
     """
 
     def __init__(self, slots: SlotManager | None = None, max_seconds: float = MAX_TRAIN_SECONDS,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter, memory: SessionMemory | None = None):
         self.id = uuid.uuid4().hex
         self.slots = slots or SLOTS
+        self.memory = memory or MEMORY
+        self.mem_key = f"run:{self.id}"
+        self._data_bytes = 0
+        self.notice = ""  # why the run was dropped, shown once by the page
+        weakref.finalize(self, self.memory.release, self.mem_key)  # a closed tab's run gives its bytes back
         self.max_seconds = max_seconds
         self.clock = clock
         self.state = IDLE
@@ -288,13 +309,69 @@ class TrainingSession:
         settings.validate()
         if sum(len(s.encode("utf-8")) for s in lines) > MAX_USER_CORPUS_BYTES:
             raise BertCoreError(f"the corpus is larger than {MAX_USER_CORPUS_BYTES:,} bytes: use a smaller text")
-        model = new_model(tokenizer, PRESETS[settings.preset], max_position_embeddings=128, seed=settings.seed)
-        trainer = Trainer(model, tokenizer, lines, settings.train_config(), probes=probes)
+        weights = 4 * preset_parameters(settings.preset, tokenizer.vocab_size)
+
+        def build() -> Trainer:
+            model = new_model(tokenizer, PRESETS[settings.preset], max_position_embeddings=128, seed=settings.seed)
+            return Trainer(model, tokenizer, lines, settings.train_config(), probes=probes)
+
+        trainer = self._charged_build(run_bytes(weights, corpus_bytes(lines)), "a training run", build)
         with self._lock:
-            self.reset()
+            self._clear()  # the reservation above already replaced the old run's bytes
             self.trainer, self.settings, self.corpus_name = trainer, settings, corpus_name
+            self._data_bytes = 36 * trainer.data.n_tokens + 100 * (len(trainer.data.lines) + len(trainer.data.sents))
+            self.memory.resize(self.mem_key, self._held_bytes())  # measured, usually under the estimate
             self.probes = [trainer.probe()]  # step 0: what the untrained model guesses
             self.state = PAUSED
+
+    # --- memory -------------------------------------------------------------------------------
+
+    def _charged_build(self, nbytes: int, what: str, build: Callable[[], object]):
+        """Charge `nbytes` for a new run (refused: BertCoreError, nothing built), then build it."""
+        self._reserve(nbytes, what)  # replaces this session's previous charge
+        try:
+            return build()
+        except BaseException:
+            if self.trainer is None:
+                self.memory.release(self.mem_key)
+            else:  # the previous run stays: charge its own bytes again
+                self.memory.resize(self.mem_key, self._held_bytes())
+            raise
+
+    def _reserve(self, nbytes: int, what: str) -> None:
+        ref = weakref.WeakMethod(self._evict)  # the ledger must not keep a closed tab's run alive
+        self.memory.reserve(self.mem_key, nbytes, what, evict=lambda: (m := ref()) is not None and m())
+
+    def _held_bytes(self) -> int:
+        """The bytes this run is charged: weights (and Adam's moments while it can still step), corpus, zip."""
+        t = self.trainer
+        if t is None:
+            return 0
+        zipped = len(self._zip[1]) if self._zip else 0
+        return run_bytes(tensor_bytes(t.model), self._data_bytes, optimizer=self.state != FINISHED) + zipped
+
+    def _evict(self) -> bool:
+        """Drop this run to make room for another user's (called by the ledger when it sat idle); False if busy."""
+        if not self._lock.acquire(blocking=False):
+            return False
+        try:
+            if self.trainer is None:
+                self.memory.release(self.mem_key)
+                return True
+            step, minutes = self.step, self.memory.idle_seconds / 60
+            self.reset()
+            self.notice = (f"Your run (step {step:,}) was dropped after {minutes:g} minutes without use, to make "
+                           "room on this server for someone else's. Start a new one; download a checkpoint "
+                           "before leaving a run alone for long.")
+            return True
+        finally:
+            self._lock.release()
+
+    def memory_usage(self) -> str:
+        """What this run and the server hold, for the page: 'this run 76 MB; all users' models 152 / 600 MB'."""
+        used, budget, _ = self.memory.usage()
+        return (f"this run {format_mb(self.memory.held(self.mem_key))}; all users' runs and copies on this server "
+                f"{format_mb(used)} of {format_mb(budget)}")
 
     def start(self) -> int:
         """Ask to train: 0 when training now, else the place in the queue."""
@@ -314,11 +391,17 @@ class TrainingSession:
     def reset(self) -> None:
         """Drop the model and its history; back to idle."""
         with self._lock:
+            self.memory.release(self.mem_key)
+            self._clear()
+
+    def _clear(self) -> None:
+        with self._lock:
             self.slots.release(self.id)
             self.state, self.trainer, self.settings, self.probes = IDLE, None, None, []
             self.corpus_name, self.finish_reason, self._zip = "", "", None
 
     def _claim(self) -> int:
+        self.memory.touch(self.mem_key)
         pos = self.slots.request(self.id)
         self.state = RUNNING if pos == 0 else QUEUED
         return pos
@@ -343,6 +426,7 @@ class TrainingSession:
         if self.probes[-1].step != self.trainer.step_count:
             self._add_probe(self.trainer.probe())
         self.trainer.opt.state.clear()  # a finished run never steps again: Adam's moments (2x the model) go
+        self.memory.resize(self.mem_key, self._held_bytes())
 
     def _add_probe(self, probe: Probe) -> None:
         """Keep every probe's predictions but only the newest probe's attention maps (the page draws that one)."""
@@ -387,6 +471,7 @@ class TrainingSession:
         if self.state == FINISHED:
             raise BertCoreError(f"this run is finished ({self.finish_reason}): reset to train again")
         was_running = self.state in (RUNNING, QUEUED)
+        self.memory.touch(self.mem_key)
         if self.slots.request(self.id) != 0:
             if not was_running:
                 self.slots.release(self.id)  # only asked for a moment: do not hold a place in line
@@ -407,6 +492,7 @@ class TrainingSession:
     def status(self, smoothing: float = 0.9) -> Status:
         """Step, time, throughput, lr and smoothed loss/accuracy for the metrics row."""
         t = self.trainer
+        self.memory.touch(self.mem_key)  # the page is open: this run is in use
         h = t.history if t else []
         recent = h[-10:]
         secs = sum(m.seconds for m in recent)
@@ -437,6 +523,11 @@ class TrainingSession:
         """A copy of the model as it is now (eval mode, no gradients): later training leaves it alone."""
         if self.trainer is None:
             raise BertCoreError("there is no model yet: start a run first")
+        # One copy a session: the page replaces its previous copy with this one, so the key's bytes are
+        # replaced; the old copy's finalizer then finds another token and frees nothing.
+        key, token = f"copy:{self.id}", uuid.uuid4().hex
+        self.memory.touch(self.mem_key)  # in use: never evicted to make room for its own copy
+        self.memory.reserve(key, tensor_bytes(self.trainer.model), "a copy of your model", token=token)
         with self._lock:
             model = copy.deepcopy(self.trainer.model)
             step = self.trainer.step_count
@@ -447,7 +538,9 @@ class TrainingSession:
         note = (f"Trained in this session: {s.preset}, {step} steps on {self.corpus_name or 'a corpus'}, "
                 f"seed {s.seed}.")
         # The tokenizer is shared, never copied: nothing mutates it (see tokenization.py).
-        return LoadedModel(model, self.trainer.tok, name or f"my model (step {step})", "session", [note])
+        loaded = LoadedModel(model, self.trainer.tok, name or f"my model (step {step})", "session", [note])
+        weakref.finalize(loaded, self.memory.release, key, token)  # gone with the session that holds it
+        return loaded
 
     def checkpoint_zip(self) -> bytes:
         """A zip of the checkpoint (config.json, model.safetensors, tokenizer files, training_report.json)."""
@@ -466,8 +559,16 @@ class TrainingSession:
                 with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
                     for f in sorted(Path(d).iterdir()):
                         z.write(f, f.name)
-            self._zip = (self.trainer.step_count, buf.getvalue())
-            return self._zip[1]
+            return self._keep_zip(buf.getvalue())
+
+    def _keep_zip(self, data: bytes) -> bytes:
+        """Keep the zip for repeated downloads at this step when the memory budget has room; return it."""
+        old, self._zip = self._zip, (self.trainer.step_count, data)
+        if not self.memory.resize(self.mem_key, self._held_bytes()):
+            self._zip = None  # no room: built again on the next download
+            if old is not None:
+                self.memory.resize(self.mem_key, self._held_bytes())
+        return data
 
 
 def probe_rows(probe: Probe) -> list[dict]:
@@ -524,9 +625,11 @@ __all__ = [
     "decode_upload",
     "ema",
     "format_seconds",
+    "corpus_bytes",
     "preset_parameters",
     "probe_history_rows",
     "probe_rows",
     "probe_sentences",
+    "run_bytes",
     "user_lines",
 ]

@@ -54,6 +54,9 @@ st.caption(
 msg = st.session_state.pop("ft_msg", None)
 if msg:
     st.success(msg)
+if fs.notice:  # the server dropped this idle run to make room: say so once
+    st.warning(fs.notice)
+    fs.notice = ""
 
 
 def _bases() -> dict[str, tuple[str, object]]:
@@ -313,4 +316,5 @@ st.download_button(
     help="A Hugging Face folder: config.json (with id2label), model.safetensors, the tokenizer and "
          "training_report.json. transformers' AutoModelForSequenceClassification.from_pretrained(folder) and "
          "bert_core.load_model(folder) both read it.")
-st.caption("Your classifier lives in this browser session only: closing the tab discards it.")
+st.caption(f"Your classifier lives in this browser session only: closing the tab discards it. Memory: "
+           f"{fs.memory_usage()}.")

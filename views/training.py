@@ -1,5 +1,7 @@
 """Training: pretrain a small BERT live in this session and watch its loss, guesses and attention."""
 
+import math
+
 import pandas as pd
 import streamlit as st
 
@@ -53,16 +55,20 @@ st.markdown(
     "selected positions S:"
 )
 st.latex(r"\mathcal{L} = -\frac{1}{|S|}\sum_{i \in S} \log p_\theta\big(x_i \mid \tilde{x}\big)")
+_V = bundled_tokenizer().vocab_size  # runs train on the bundled model's word pieces
 st.caption(
     "x̃ is the corrupted line, x_i the original token at position i. A model that guesses uniformly over "
-    "the V word pieces has loss ln V (ln 8000 ≈ 9.0); the loss falls as it learns which words are common, "
-    "then which fit their context. The learning rate rises linearly over the first 10% of steps (warm-up, "
-    "at most 100) and then falls linearly to 0 at the last step."
+    f"the V word pieces has loss ln V (ln {_V:,} ≈ {math.log(_V):.1f} here); the loss falls as it learns "
+    "which words are common, then which fit their context. The learning rate rises linearly over the first "
+    "10% of steps (warm-up, at most 100) and then falls linearly to 0 at the last step."
 )
 
 msg = st.session_state.pop("train_msg", None)
 if msg:
     st.success(msg)
+if ts.notice:  # the server dropped this idle run to make room: say so once
+    st.warning(ts.notice)
+    ts.notice = ""
 
 
 def _tokenizer() -> bert_core.WordPieceTokenizer:
@@ -261,15 +267,23 @@ st.subheader("Keep the model")
 c1, c2 = st.columns(2)
 if c1.button("Use this model", key="train_use", type="primary", width="stretch",
              help="Copy the model as it is now into the sidebar's model list, for every page."):
-    st.session_state["session_model"] = ts.snapshot()
-    st.session_state["session_model_version"] = st.session_state.get("session_model_version", 0) + 1
-    st.session_state["train_msg"] = (
-        f"Stored a copy of your model at step {ts.step}: choose “my trained model (this session)” in the "
-        "sidebar's Model list to explore it on every page. Further training does not change the copy."
-    )
-    st.rerun()
+    try:
+        st.session_state["session_model"] = ts.snapshot()
+    except bert_core.BertCoreError as e:
+        st.error(f"Cannot store a copy: {e}")
+    else:
+        st.session_state["session_model_version"] = st.session_state.get("session_model_version", 0) + 1
+        st.session_state["train_msg"] = (
+            f"Stored a copy of your model at step {ts.step}: choose “my trained model (this session)” in the "
+            "sidebar's Model list to explore it on every page. Further training does not change the copy."
+        )
+        st.rerun()
 c2.download_button("Download checkpoint (.zip)", data=ts.checkpoint_zip, file_name="bert-explorer-model.zip",
                    mime="application/zip", key="train_download", on_click="ignore", width="stretch",
                    help="config.json, model.safetensors and the tokenizer: bert_core.load_model(folder) and "
                         "transformers' BertForMaskedLM.from_pretrained(folder) both read it.")
-st.caption("Your run lives in this browser session only: closing the tab discards it.")
+st.caption(
+    f"Your run lives in this browser session only: closing the tab discards it. Memory: {ts.memory_usage()}. "
+    f"Every user's runs share that budget (BERT_EXPLORER_SESSION_MB); when it is full, a run nobody has touched "
+    f"for {ts.memory.idle_seconds / 60:g} minutes is dropped to make room, else a new run waits."
+)
