@@ -1,7 +1,8 @@
 """BERT as a sentence classifier: build a head on a base model, load and save HF checkpoints, classify.
 
-The layout is Hugging Face's `BertForSequenceClassification` (see `model.py`), so a folder this
-module writes is one `AutoModelForSequenceClassification.from_pretrained` reads, and a classifier
+The layouts are Hugging Face's `BertForSequenceClassification` and its RoBERTa, DistilBERT and ALBERT
+siblings (see `model.py`: each is BERT's class with the lines that differ), so a folder this module
+writes is one `AutoModelForSequenceClassification.from_pretrained` reads, and a classifier
 fine-tuned elsewhere loads here through `bert_core.load_model(folder)`:
 
     m = bert_core.load_model("my-classifier")      # config.json says id2label
@@ -22,20 +23,39 @@ import torch
 from safetensors.torch import save_file
 
 from .errors import BertCoreError
-from .model import BertConfig, BertForSequenceClassification, BertModel, BertPooler
-from .pretrained import LoadedModel, model_from_state_dict
+from .model import SEQUENCE_CLASSIFIERS, BertConfig, BertForSequenceClassification, BertModel, BertPooler
+from .pretrained import IGNORED_HEAD_PREFIXES, LoadedModel, map_key, model_from_state_dict
 
 MAX_LABELS = 50
 MAX_LABEL_CHARS = 60
-POOLER_NOTE = ("This base model has no pooler (it was pretrained without next-sentence prediction), so the "
-               "classifier reads the [CLS] vector through a NEW pooler, tanh(W h_[CLS] + b), initialised "
-               "at random and trained with the classifier (as transformers does).")
+POOLER_NOTE = ("This base model has no pooler (its checkpoint has no pooler weights: pretrained without "
+               "next-sentence prediction, or saved with the MLM head only), so the classifier reads the [CLS] "
+               "vector through a NEW pooler, tanh(W h_[CLS] + b), initialised at random and trained with the "
+               "classifier (as transformers does).")
+OWN_POOLER_NOTE = {
+    "distilbert": "DistilBERT has no pooler: as transformers' DistilBertForSequenceClassification, the classifier "
+                  "reads the first token's vector through a NEW layer, ReLU(W h_[CLS] + b) (pre_classifier), "
+                  "initialised at random and trained with the classifier.",
+    "roberta": "RoBERTa's encoder has no pooler: as transformers' RobertaForSequenceClassification, the head "
+               "reads the <s> vector through its own NEW layer, tanh(W h_<s> + b) (classifier.dense), "
+               "initialised at random and trained with the classifier.",
+}
+# The classification head's layers in each family's checkpoint, input side first (HF's names, and ours).
+HEAD_LAYERS = {
+    "bert": ("classifier",),
+    "albert": ("classifier",),
+    "distilbert": ("pre_classifier", "classifier"),
+    "roberta": ("classifier.dense", "classifier.out_proj"),
+}
+# config.json's name for the head's dropout, per family (HF's configs differ).
+DROPOUT_KEYS = {"bert": "classifier_dropout", "roberta": "classifier_dropout", "albert": "classifier_dropout_prob",
+                "distilbert": "seq_classif_dropout"}
 
 
 def is_sequence_classifier(raw_config: dict, state: dict) -> bool:
-    """A checkpoint with a `classifier` head that sits on the pooled vector (not per token, not multiple choice)."""
-    if "classifier.weight" not in state or "pre_classifier.weight" in state:
-        return False  # DistilBERT's pre_classifier needs that family first (not supported yet)
+    """A checkpoint with a sentence-level classifier head (not per token, not multiple choice)."""
+    if not any(k.startswith(("classifier.", "pre_classifier.")) for k in state):
+        return False
     archs = raw_config.get("architectures") or []
     return not archs or any(a.endswith("ForSequenceClassification") for a in archs)
 
@@ -53,26 +73,51 @@ def labels_from_config(raw_config: dict, num_labels: int, name: str = "") -> lis
         raise BertCoreError(
             f"{name}: id2label names classes {sorted(by_id)[:5]}..., but the classifier has {num_labels} outputs"
         )
-    return [by_id[i] for i in range(num_labels)]
+    labels = [by_id[i] for i in range(num_labels)]
+    if any(not lab.strip() or len(lab) > MAX_LABEL_CHARS for lab in labels):
+        raise BertCoreError(f"{name}: id2label in config.json has an empty class name or one longer than "
+                            f"{MAX_LABEL_CHARS} characters")
+    return labels
 
 
 def classifier_from_state_dict(config: BertConfig, raw_config: dict, state: dict,
                                name: str = "") -> tuple[BertForSequenceClassification, list[str]]:
-    """Our classifier from a checkpoint's tensors: the encoder key by key (pretrained.py), then the head."""
+    """Our classifier from a checkpoint's tensors: the head by its HF names, then the encoder key by key."""
+    family = config.model_type
+    layers = HEAD_LAYERS[family]
     state = dict(state)
-    w, b = state.pop("classifier.weight"), state.pop("classifier.bias", None)
-    if w.dim() != 2 or w.shape[1] != config.hidden_size or b is None or b.shape != w.shape[:1]:
-        raise BertCoreError(f"{name}: the classifier's weights have unexpected shapes {tuple(w.shape)}")
-    if not 1 <= w.shape[0] <= MAX_LABELS:
-        raise BertCoreError(f"{name}: {w.shape[0]} classes; at most {MAX_LABELS} are supported")
+    head = {}
+    for layer in layers:
+        for p in ("weight", "bias"):
+            if f"{layer}.{p}" not in state:
+                raise BertCoreError(f"{name}: a {family} sentence classifier's head is {' -> '.join(layers)}, "
+                                    f"but the checkpoint has no {layer}.{p}")
+            head[f"{layer}.{p}"] = state.pop(f"{layer}.{p}")
+    stray = sorted(k for k in state if k.startswith(IGNORED_HEAD_PREFIXES))
+    if stray:
+        raise BertCoreError(f"{name}: {stray[0]} is not part of a {family} sentence classifier's head "
+                            f"({' -> '.join(layers)})")
+    w = head[f"{layers[-1]}.weight"]
+    if w.dim() != 2 or not 1 <= w.shape[0] <= MAX_LABELS:
+        raise BertCoreError(f"{name}: the classifier's weight has shape {tuple(w.shape)}; expected "
+                            f"(classes, {config.hidden_size}) with 1 to {MAX_LABELS} classes")
     labels = labels_from_config(raw_config, w.shape[0], name)
     base, _ = model_from_state_dict(config, state, name)  # asserts every encoder key and shape
-    if base.bert.pooler is None:
-        raise BertCoreError(f"{name}: a sequence classifier needs the pooler's weights (bert.pooler.dense)")
-    model = BertForSequenceClassification(config, labels, raw_config.get("classifier_dropout"), bert=base.bert)
+    cls = SEQUENCE_CLASSIFIERS[family]
+    if cls.encoder_pooler and base.bert.pooler is None:
+        raise BertCoreError(f"{name}: a sequence classifier needs the pooler's weights "
+                            f"({map_key(family, 'bert.pooler.dense.weight', to='theirs')})")
+    if not cls.encoder_pooler:
+        base.bert.pooler = None  # transformers ignores a RoBERTa classifier's encoder pooler too
+    model = cls(config, labels, raw_config.get(DROPOUT_KEYS[family]), bert=base.bert)
+    ours = model.state_dict()
     with torch.no_grad():
-        model.classifier.weight.copy_(w.float())
-        model.classifier.bias.copy_(b.float())
+        for k, v in head.items():
+            if v.shape != ours[k].shape:
+                raise BertCoreError(f"{name}: {k} has shape {tuple(v.shape)}; a {family} classifier with "
+                                    f"hidden size {config.hidden_size} and {len(labels)} classes needs "
+                                    f"{tuple(ours[k].shape)}")
+            ours[k].copy_(v.float())
     model.eval()
     shown = ", ".join(labels[:6]) + (", ..." if len(labels) > 6 else "")
     notes = [f"A sentence classifier with {len(labels)} classes ({shown}); it has no MLM or NSP head, so "
@@ -94,10 +139,12 @@ def new_classifier(base: LoadedModel, labels: list[str], *, seed: int = 0, copy_
     """
     check_labels(labels)
     src = base.model.bert
+    cls = SEQUENCE_CLASSIFIERS[src.config.model_type]
     notes = []
     if isinstance(base.model, BertForSequenceClassification):
         notes.append(f"{base.name} was already a classifier ({', '.join(base.model.labels[:4])}...): "
-                     "its encoder and pooler are kept, its classifier head is replaced by a new one.")
+                     "its encoder" + (" and pooler are" if cls.encoder_pooler else " is")
+                     + " kept, its classifier head is replaced by a new one.")
     with torch.random.fork_rng():  # a new head from our seed, without moving anyone's global RNG
         torch.manual_seed(seed)
         if copy_encoder:
@@ -108,12 +155,15 @@ def new_classifier(base: LoadedModel, labels: list[str], *, seed: int = 0, copy_
             with torch.device("meta"):  # an empty shell: its modules are the base's own, not copies
                 bert = BertModel(src.config, add_pooling_layer=False)
             bert.embeddings, bert.encoder, bert.pooler = src.embeddings, src.encoder, src.pooler
-        if bert.pooler is None:
+        if not cls.encoder_pooler:
+            bert.pooler = None  # RoBERTa and DistilBERT classifiers pool in their head (a new layer)
+            notes.append(OWN_POOLER_NOTE[src.config.model_type])
+        elif bert.pooler is None:
             bert.pooler = BertPooler(src.config)
             torch.nn.init.normal_(bert.pooler.dense.weight, std=src.config.initializer_range)
             torch.nn.init.zeros_(bert.pooler.dense.bias)
             notes.append(POOLER_NOTE)
-        model = BertForSequenceClassification(src.config, labels, dropout, bert=bert)
+        model = cls(src.config, labels, dropout, bert=bert)
     return model, notes
 
 
@@ -142,6 +192,7 @@ def classify(m: LoadedModel, text: str, text_pair: str | None = None) -> list[tu
     """[(label, probability)] in label-id order: softmax of the classifier's logits (dropout off).
 
     p(c | x) = exp(z_c) / sum_c' exp(z_c'),  z = W_c tanh(W_p h_[CLS] + b_p) + b_c
+    (BERT, ALBERT; DistilBERT: ReLU(W_pre h + b_pre) in place of the pooler, RoBERTa: the head's own tanh layer)
     """
     model = classifier_of(m)
     enc = m.tokenizer.encode(text, text_pair, max_length=m.max_length)
@@ -157,13 +208,14 @@ def classify(m: LoadedModel, text: str, text_pair: str | None = None) -> list[tu
 
 
 def classifier_config(model: BertForSequenceClassification) -> dict:
-    """config.json for HF: the BERT fields, the architecture and the label names both ways."""
-    cfg = {**model.config.to_dict(), "model_type": "bert", "architectures": ["BertForSequenceClassification"],
+    """config.json for HF: the family's fields, the architecture and the label names both ways."""
+    family = model.config.model_type
+    cfg = {**model.config.to_hf_dict(), "model_type": family, "architectures": [type(model).__name__],
            "id2label": {str(i): lab for i, lab in enumerate(model.labels)},
            "label2id": {lab: i for i, lab in enumerate(model.labels)},
            "problem_type": "single_label_classification"}
     if model.classifier_dropout is not None:
-        cfg["classifier_dropout"] = model.classifier_dropout
+        cfg[DROPOUT_KEYS[family]] = model.classifier_dropout
     return cfg
 
 
@@ -176,7 +228,10 @@ def save_classifier(m: LoadedModel, out_dir: str | Path, extra: dict | None = No
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(classifier_config(model), indent=2))
-    sd = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
+    # The encoder under the family's key names (pretrained.KEY_MAPS); the head's names are already HF's.
+    family = model.config.model_type
+    sd = {map_key(family, k, to="theirs") if k.startswith("bert.") else k: v.detach().contiguous().cpu()
+          for k, v in model.state_dict().items()}
     save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
     m.tokenizer.save(out)
     if extra is not None:

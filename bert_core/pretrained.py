@@ -290,8 +290,8 @@ def _load_dir(path: Path, name: str, source: str, progress: Progress) -> LoadedM
     state = read_safetensors(path, name)
     from .classification import classifier_from_state_dict, is_sequence_classifier  # imports this module
 
-    # A fine-tuned BertForSequenceClassification (id2label); other families' classifiers are not read yet.
-    if config.model_type == "bert" and is_sequence_classifier(raw, state):
+    # A fine-tuned sequence classifier of any family (id2label): BertForSequenceClassification and its siblings.
+    if is_sequence_classifier(raw, state):
         model, notes = classifier_from_state_dict(config, raw, state, name)
     else:
         model, notes = model_from_state_dict(config, state, name)

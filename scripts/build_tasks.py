@@ -10,11 +10,13 @@ example a line: task <TAB> split <TAB> label <TAB> text.
 - word class: "does this define a noun, a verb, an adjective or an adverb?" (data.noun/verb/adj/adv;
   adjective satellites count as adjectives).
 
-Each class gets TRAIN_PER_CLASS training and VALID_PER_CLASS validation examples (balanced). The
-validation examples are drawn only from lines of the corpus's held-out split
-(`bert_core.corpus.split_heldout`, 2 %, seed 0), which the bundled model never saw in pretraining;
-training examples only from the rest. Definitions that occur under two classes are dropped. Which
-examples are taken is fixed by a hash of the text (seed 1), so the build is reproducible byte for byte.
+Each class gets TRAIN_PER_CLASS training and VALID_PER_CLASS validation examples (balanced). A
+validation example is a definition whose cleaned text (`bert_core.corpus.clean_gloss`, as the
+corpus cleans it) is one of the lines `bert_core.corpus.load_pretraining_corpus(seed=0)` holds out,
+so the bundled model never read it in pretraining; training examples may come from anywhere, but
+never share a cleaned text with a validation example. Definitions that occur under two classes are
+dropped. Which examples are taken is fixed by a hash of the text (seed 1), so the build is
+reproducible byte for byte.
 """
 
 from __future__ import annotations
@@ -33,12 +35,11 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from build_corpus import MIN_WORDS, gloss_to_kinded_lines  # noqa: E402
 
-from bert_core.corpus import _heldout_score  # noqa: E402
+from bert_core.corpus import _heldout_score, clean_gloss, load_pretraining_corpus  # noqa: E402
 
 DEFAULT_OUT = ROOT / "bert_core" / "data" / "finetune_tasks.tsv.gz"
 TRAIN_PER_CLASS = 500
 VALID_PER_CLASS = 50
-HELDOUT_FRACTION = 0.02  # as bert_core.pretrain's split
 # Lexicographer file numbers of data.noun (lexnames(5WN)) -> the topic task's labels.
 TOPICS = {"05": "animal", "06": "artifact", "13": "food", "15": "location", "18": "person", "20": "plant"}
 POS = {"data.noun": "noun", "data.verb": "verb", "data.adj": "adjective", "data.adv": "adverb"}
@@ -59,14 +60,18 @@ def definitions(path: Path):
                     yield lex, line
 
 
-def balanced(by_label: dict[str, list[str]]) -> list[tuple[str, str, str]]:
-    """(split, label, text) rows: per class the first N train / M validation texts in hash order."""
+def balanced(by_label: dict[str, list[str]], heldout: set[str]) -> list[tuple[str, str, str]]:
+    """(split, label, text) rows: per class the first N train / M validation texts in hash order.
+
+    Validation texts are those whose cleaned text is in `heldout` (the pretraining corpus's held-out lines).
+    """
     seen = Counter(t for texts in by_label.values() for t in set(texts))
     rows = []
     for label, texts in by_label.items():
         texts = sorted({t for t in texts if seen[t] == 1}, key=lambda t: _heldout_score(t, 1))
-        valid = [t for t in texts if _heldout_score(t, 0) < HELDOUT_FRACTION][:VALID_PER_CLASS]
-        train = [t for t in texts if _heldout_score(t, 0) >= HELDOUT_FRACTION][:TRAIN_PER_CLASS]
+        valid = [t for t in texts if clean_gloss(t) in heldout][:VALID_PER_CLASS]
+        taken = {clean_gloss(t) for t in valid}
+        train = [t for t in texts if clean_gloss(t) not in taken][:TRAIN_PER_CLASS]
         if len(valid) < VALID_PER_CLASS or len(train) < TRAIN_PER_CLASS:
             raise SystemExit(f"{label}: only {len(train)} train / {len(valid)} validation definitions")
         rows += [("train", label, t) for t in train] + [("validation", label, t) for t in valid]
@@ -79,9 +84,10 @@ def build(wordnet_dir: Path) -> list[str]:
         if lex in TOPICS:
             topic[TOPICS[lex]].append(line)
     pos = {label: [line for _, line in definitions(wordnet_dir / name)] for name, label in POS.items()}
+    _, _, heldout, _ = load_pretraining_corpus(seed=0)  # cleaned lines the bundled model never trained on
     lines = []
     for task, by_label in (("topic", topic), ("word class", pos)):
-        for split, label, text in balanced(by_label):
+        for split, label, text in balanced(by_label, set(heldout)):
             assert "\t" not in text and "\n" not in text
             lines.append(f"{task}\t{split}\t{label}\t{text}")
     return lines

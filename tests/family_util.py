@@ -43,7 +43,8 @@ def hf_tokenizer(family: str, workdir):
 
 
 def write_family_checkpoint(path, family: str, kind: str = "mlm", seed: int = 0, **overrides):
-    """Save a random tiny HF model of `family` (`mlm` head or `base` encoder) and its tokenizer to `path`."""
+    """Save a random tiny HF model of `family` (`mlm` head, `base` encoder or `cls`, its
+    XForSequenceClassification) and its tokenizer to `path`. `overrides` go into the config first."""
     import torch
     import transformers as T
 
@@ -55,14 +56,15 @@ def write_family_checkpoint(path, family: str, kind: str = "mlm", seed: int = 0,
     if family == "roberta":
         kw.update(pad_token_id=tok.pad_token_id, type_vocab_size=1, layer_norm_eps=1e-5)
         cfg = T.RobertaConfig(**kw)
-        cls = {"mlm": T.RobertaForMaskedLM, "base": T.RobertaModel}[kind]
+        cls = {"mlm": T.RobertaForMaskedLM, "base": T.RobertaModel, "cls": T.RobertaForSequenceClassification}[kind]
     elif family == "distilbert":
         cfg = T.DistilBertConfig(vocab_size=V, dim=32, n_layers=3, n_heads=4, hidden_dim=37,
                                  max_position_embeddings=40, attn_implementation="eager")
-        cls = {"mlm": T.DistilBertForMaskedLM, "base": T.DistilBertModel}[kind]
+        cls = {"mlm": T.DistilBertForMaskedLM, "base": T.DistilBertModel,
+               "cls": T.DistilBertForSequenceClassification}[kind]
     else:
         cfg = T.AlbertConfig(**kw, embedding_size=16, pad_token_id=tok.pad_token_id)
-        cls = {"mlm": T.AlbertForMaskedLM, "base": T.AlbertModel}[kind]
+        cls = {"mlm": T.AlbertForMaskedLM, "base": T.AlbertModel, "cls": T.AlbertForSequenceClassification}[kind]
     for k, v in overrides.items():
         setattr(cfg, k, v)
     model = cls(cfg).eval()
@@ -70,7 +72,7 @@ def write_family_checkpoint(path, family: str, kind: str = "mlm", seed: int = 0,
     # or bias copied to the wrong place would show.
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if "norm" in name.lower() or name.endswith("bias"):
+            if "norm" in name.lower() or name.endswith("bias") or "classifier" in name:
                 p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(path)
     tok.save_pretrained(path)

@@ -162,3 +162,161 @@ def test_bad_label_sets_are_refused(tiny_dirs, labels, msg):
     base = bert_core.load_model(str(tiny_dirs["mlm"][0]))
     with pytest.raises(bert_core.BertCoreError, match=msg):
         new_classifier(base, labels)
+
+
+# --- RoBERTa, DistilBERT, ALBERT: each family's head, against its transformers class --------------
+
+FAMILIES = ("roberta", "distilbert", "albert")
+FAMILY_TEXTS = [("The cat sat on the mat, playing.", None), ("He went to the store.", "Paris is a city in France."),
+                ("I like dogs!", None)]
+HF_CLASS = {"roberta": "RobertaForSequenceClassification", "distilbert": "DistilBertForSequenceClassification",
+            "albert": "AlbertForSequenceClassification"}
+
+
+def write_family_classifier(path, fam, seed=0, id2label=True):
+    from family_util import write_family_checkpoint
+
+    labels = dict(id2label=dict(enumerate(LABELS)), label2id={v: i for i, v in enumerate(LABELS)}) if id2label \
+        else dict(num_labels=len(LABELS))
+    return write_family_checkpoint(path, fam, "cls", seed=seed, **labels)
+
+
+@pytest.fixture(scope="module")
+def family_classifiers(tmp_path_factory):
+    return {fam: (d, write_family_classifier(d, fam)) for fam in FAMILIES
+            for d in [tmp_path_factory.mktemp(f"{fam}-cls")]}
+
+
+def family_batch(tok, texts):
+    """(ids, token types, attention mask), each (B, T), right-padded with the tokenizer's pad id."""
+    encs = [tok.encode(a, b) for a, b in texts]
+    T = max(len(e) for e in encs)
+    ids = torch.full((len(encs), T), tok.pad_token_id, dtype=torch.long)
+    types, mask = torch.zeros_like(ids), torch.zeros_like(ids)
+    for r, e in enumerate(encs):
+        ids[r, : len(e)] = torch.from_numpy(e.input_ids)
+        types[r, : len(e)] = torch.from_numpy(e.token_type_ids)
+        mask[r, : len(e)] = 1
+    return ids, types, mask
+
+
+def hf_family_logits(hf, fam, ids, types, mask=None):
+    kw = dict(input_ids=ids, attention_mask=mask)
+    if fam != "distilbert":  # DistilBERT has no segments
+        kw["token_type_ids"] = types
+    with torch.no_grad():
+        return hf(**kw).logits
+
+
+@pytest.mark.parametrize("fam", FAMILIES)
+def test_family_classifier_matches_transformers(family_classifiers, fam):
+    """classify (one text, one pair) = softmax of HF's logits; a padded batch of mixed lengths too (1e-5)."""
+    from bert_core.model import SEQUENCE_CLASSIFIERS
+
+    path, hf = family_classifiers[fam]
+    m = bert_core.load_model(str(path))
+    assert type(m.model) is SEQUENCE_CLASSIFIERS[fam] and type(m.model).__name__ == HF_CLASS[fam]
+    assert m.family == fam and not m.has_mlm and "3 classes" in m.notes[0]
+    assert (m.model.bert.pooler is None) == (fam != "albert")  # only ALBERT's encoder pools
+    for text, pair in FAMILY_TEXTS:
+        got = bert_core.classify(m, text, pair)
+        assert [lab for lab, _ in got] == LABELS  # id2label order, the HTML label kept as a name
+        ids, types, _ = family_batch(m.tokenizer, [(text, pair)])
+        theirs = hf_family_logits(hf, fam, ids, types).softmax(-1)[0]
+        err = (torch.tensor([p for _, p in got]) - theirs).abs().max().item()
+        assert err <= ATOL, (text, pair, err)
+    ids, types, mask = family_batch(m.tokenizer, FAMILY_TEXTS)
+    assert mask.sum(1).unique().numel() == len(FAMILY_TEXTS)  # really padded: three lengths
+    with torch.no_grad():
+        ours = m.model.logits(ids, types, mask)
+    assert (ours - hf_family_logits(hf, fam, ids, types, mask)).abs().max().item() <= ATOL
+    assert ours.std() > 0.05  # the perturbed head gives logits far apart, so 1e-5 means something
+
+
+@pytest.mark.parametrize("fam", FAMILIES)
+@pytest.mark.parametrize("kind,copy_encoder", [("mlm", True), ("base", False)])
+def test_family_export_round_trip_through_transformers(tmp_path, fam, kind, copy_encoder):
+    """A head we build on a RoBERTa / DistilBERT / ALBERT base saves as its HF class: no key missing or extra."""
+    from family_util import write_family_checkpoint
+    from transformers import AutoModelForSequenceClassification
+
+    write_family_checkpoint(tmp_path / "base", fam, kind)
+    base = bert_core.load_model(str(tmp_path / "base"))
+    model, notes = new_classifier(base, LABELS, seed=3, copy_encoder=copy_encoder)
+    assert type(model).__name__ == HF_CLASS[fam]
+    if fam == "albert":  # AlbertForMaskedLM has no pooler, AlbertModel has one
+        assert any("NEW pooler" in n for n in notes) == (kind == "mlm")
+    else:  # the head's own layer is always new
+        assert any("NEW layer" in n for n in notes) and model.bert.pooler is None
+    with torch.no_grad():  # as if trained: the head is no longer at its initial values
+        model.pooling_layer().weight.normal_(std=0.3)
+        for name, p in model.named_parameters():
+            if name.startswith("classifier") and name.endswith("weight"):
+                p.normal_(std=0.3)
+    m = bert_core.LoadedModel(model.eval(), base.tokenizer, "fine-tuned", "session")
+    out = save_classifier(m, tmp_path / "export")
+    cfg = json.loads((out / "config.json").read_text())
+    assert cfg["architectures"] == [HF_CLASS[fam]] and cfg["model_type"] == fam
+    hf, info = AutoModelForSequenceClassification.from_pretrained(out, attn_implementation="eager",
+                                                                  output_loading_info=True)
+    assert type(hf).__name__ == HF_CLASS[fam]
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    hf.eval()
+    back = bert_core.load_model(str(out))
+    ids, types, mask = family_batch(base.tokenizer, FAMILY_TEXTS)
+    with torch.no_grad():
+        ours = model.logits(ids, types, mask)
+        again = back.model.logits(ids, types, mask)
+    assert (ours - hf_family_logits(hf, fam, ids, types, mask)).abs().max().item() <= ATOL
+    assert torch.equal(ours, again) and ours.std() > 0.05
+    assert base.model.bert.pooler is None or kind == "base"  # the base never got a new pooler
+
+
+def _edit_weights(path, drop=(), **replace):
+    from safetensors.torch import load_file, save_file
+
+    sd = load_file(str(path / "model.safetensors"))
+    for k in drop:
+        sd.pop(k)
+    sd.update(replace)
+    save_file(sd, str(path / "model.safetensors"), metadata={"format": "pt"})
+
+
+@pytest.mark.parametrize("fam,edit,message", [
+    ("distilbert", {"pre_classifier.weight": torch.zeros(32, 33)}, r"pre_classifier.weight has shape \(32, 33\)"),
+    ("distilbert", dict(drop=("pre_classifier.weight", "pre_classifier.bias")), "has no pre_classifier.weight"),
+    ("roberta", dict(drop=("classifier.dense.weight",)), "has no classifier.dense.weight"),
+    ("roberta", {"classifier.weight": torch.zeros(3, 32)}, "classifier.weight is not part of"),
+    ("albert", dict(drop=("albert.pooler.weight", "albert.pooler.bias")), r"needs the pooler's weights \(albert.pool"),
+    ("albert", {"classifier.weight": torch.zeros(3, 31)}, r"classifier.weight has shape \(3, 31\)"),
+], ids=["distilbert-pre_classifier-shape", "distilbert-no-pre_classifier", "roberta-no-dense",
+        "roberta-bert-style-head", "albert-no-pooler", "albert-classifier-shape"])
+def test_broken_family_classifiers_get_a_clear_message(family_classifiers, tmp_path, fam, edit, message):
+    import shutil
+
+    shutil.copytree(family_classifiers[fam][0], tmp_path / "m")
+    _edit_weights(tmp_path / "m", **edit)
+    with pytest.raises(bert_core.BertCoreError, match=message):
+        bert_core.load_model(str(tmp_path / "m"))
+
+
+@pytest.mark.parametrize("fam", FAMILIES)
+def test_family_classifier_labels_missing_or_bad(family_classifiers, tmp_path, fam):
+    """No id2label: transformers' LABEL_i; too few names, or a name of 61+ characters: a clear message."""
+    from family_util import edited_copy
+
+    src = family_classifiers[fam][0]
+    cfg = json.loads((src / "config.json").read_text())
+    cfg.pop("id2label"), cfg.pop("label2id")
+    (tmp_path / "none").mkdir()
+    for f in src.iterdir():
+        (tmp_path / "none" / f.name).write_bytes(f.read_bytes())
+    (tmp_path / "none" / "config.json").write_text(json.dumps(cfg))
+    m = bert_core.load_model(str(tmp_path / "none"))
+    assert [lab for lab, _ in bert_core.classify(m, "the cat")] == ["LABEL_0", "LABEL_1", "LABEL_2"]
+    edited_copy(src, tmp_path / "few", id2label={"0": "a", "1": "b"})
+    with pytest.raises(bert_core.BertCoreError, match="id2label names classes"):
+        bert_core.load_model(str(tmp_path / "few"))
+    edited_copy(src, tmp_path / "long", id2label={"0": "a", "1": "b", "2": "<b>" * 30})
+    with pytest.raises(bert_core.BertCoreError, match="longer than 60 characters"):
+        bert_core.load_model(str(tmp_path / "long"))

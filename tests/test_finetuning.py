@@ -128,6 +128,21 @@ def test_builtin_tasks_have_fixed_balanced_disjoint_splits():
     assert t.train_texts[0] == "small pelagic fish often accompanying sharks or mantas"  # the file is fixed
 
 
+def test_no_validation_text_was_in_the_bundled_models_pretraining_text():
+    """Every validation definition, cleaned as the corpus cleans it, is a line pretraining held out."""
+    from bert_core.corpus import clean_gloss, load_pretraining_corpus
+
+    train_lines, train_docs, heldout, _ = load_pretraining_corpus(seed=0)
+    seen = set(train_lines) | {s for d in train_docs for s in d.sentences}
+    heldout = set(heldout)
+    for task in builtin_tasks().values():
+        cleaned = [clean_gloss(t) for t in task.valid_texts]
+        leaked = [t for t in cleaned if t in seen]
+        assert not leaked, f"{task.name}: {len(leaked)} validation texts were pretraining text, e.g. {leaked[0]!r}"
+        assert all(t in heldout for t in cleaned), task.name
+        assert not set(cleaned) & {clean_gloss(t) for t in task.train_texts}, task.name
+
+
 def test_bag_of_words_products_match_dense_numpy():
     texts = ["the cat sat", "a dog", "the the dog cat", "nothing known"]
     vocab = {"the": 0, "cat": 1, "dog": 2, "sat": 3}
@@ -342,3 +357,59 @@ def test_trainer_inference_after_fused_adamw_steps_sees_the_new_weights(tiny_dir
     model.eval()
     with torch.no_grad():
         assert torch.equal(model.bert(ids), copy.deepcopy(model).bert(ids))  # a copy has no cache
+
+
+# --- fine-tuning a RoBERTa, DistilBERT or ALBERT base ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def family_bases(tmp_path_factory):
+    """{family: loaded MLM checkpoint} (tests/family_util.py: random tiny HF models, tokenizers trained here)."""
+    from family_util import write_family_checkpoint
+
+    out = {}
+    for fam in ("roberta", "distilbert", "albert"):
+        d = tmp_path_factory.mktemp(f"ft-{fam}")
+        write_family_checkpoint(d, fam, "mlm")
+        out[fam] = bert_core.load_model(str(d))
+    return out
+
+
+@pytest.mark.parametrize("freeze", [True, False])
+@pytest.mark.parametrize("fam", ["roberta", "distilbert", "albert"])
+def test_fine_tuned_family_model_exports_what_transformers_computes(family_bases, tmp_path, fam, freeze):
+    """Steps on a family base leave the base alone, train the head's new layers, and export the family's
+    HF class with every key in place: HF's logits on the validation texts = ours (1e-5)."""
+    from transformers import AutoModelForSequenceClassification
+
+    from bert_core.classification import save_classifier
+
+    base = family_bases[fam]
+    before = state_copy(base.model)
+    ft = FineTuner(base, toy_task(), FineTuneConfig(freeze_encoder=freeze, lr=3e-3, epochs=2, batch_size=4))
+    pool0 = ft.model.pooling_layer().weight.detach().clone()
+    ft.run(steps=5)
+    for k, v in base.model.state_dict().items():
+        assert torch.equal(v, before[k]), k
+    assert not base.model.training
+    assert not torch.equal(ft.model.pooling_layer().weight, pool0)  # the new pooling layer learned
+    n_head = sum(p.numel() for n, p in ft.model.named_parameters() if not n.startswith("bert."))
+    n_pool = sum(p.numel() for p in ft.model.pooling_layer().parameters())
+    expected = n_head + (n_pool if fam == "albert" else 0) if freeze else ft.model.num_parameters()
+    assert ft.trainable_parameters == expected  # ALBERT's MLM checkpoint has no pooler: a new one trains too
+    save_classifier(ft.as_loaded(), tmp_path)
+    hf, info = AutoModelForSequenceClassification.from_pretrained(tmp_path, attn_implementation="eager",
+                                                                  output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    hf.eval()
+    task = toy_task()
+    ev = ft.evaluate()
+    losses = []
+    for text, y in zip(task.valid_texts, task.valid_labels):
+        ids = torch.tensor([ft.valid_rows[task.valid_texts.index(text)]])
+        with torch.no_grad():
+            theirs = hf(input_ids=ids).logits
+            ours = ft.model.logits(ids)
+        assert (ours - theirs).abs().max().item() <= ATOL, text
+        losses.append(torch.nn.functional.cross_entropy(theirs, torch.tensor([y])).item())
+    assert abs(ev.loss - np.mean(losses)) <= ATOL  # evaluate's padded batches agree with HF one by one

@@ -135,3 +135,70 @@ def test_try_box_survives_the_hostile_list():
         assert not at.exception, (name, [e.value for e in at.exception])
         for md in [*at.markdown, *at.caption, *at.warning]:
             assert "<script>" not in md.value and "<img" not in md.value, name
+
+
+def test_default_learning_rate_follows_the_base_model_until_the_user_picks_one():
+    """Bundled (H=256): 3e-4; head only: 1e-3; a pick is kept through freeze switches and other pages."""
+    at = open_page("finetuning", timeout=900)
+    assert_ok(at)
+    lr = lambda: at.select_slider(key="ft_lr").value  # noqa: E731
+    assert lr() == 3e-4
+    assert any("Suggested learning rate for this base: **0.0003**" in c.value for c in at.caption)
+    at.toggle(key="ft_freeze").set_value(True).run()
+    assert lr() == 1e-3
+    at.toggle(key="ft_freeze").set_value(False).run()
+    assert lr() == 3e-4
+    at.select_slider(key="ft_lr").set_value(5e-5).run()
+    assert_ok(at)
+    assert lr() == 5e-5 and any("your pick differs" in c.value for c in at.caption)
+    at.toggle(key="ft_freeze").set_value(True).run()
+    assert lr() == 5e-5
+    at.switch_page("views/masking.py").run()
+    at.switch_page("views/finetuning.py").run()
+    assert_ok(at)
+    assert lr() == 5e-5
+    at.button(key="ft_ten").click().run()
+    assert_ok(at)
+    assert session(at).trainer.cfg.lr == 5e-5
+
+
+def test_a_bert_base_sized_model_gets_the_classic_small_rate(tmp_path, monkeypatch):
+    """A 768-wide base (one layer, random, saved by transformers) offered from the sidebar: 3e-5."""
+    from conftest import write_tiny_checkpoint
+
+    import ui.state
+
+    write_tiny_checkpoint(tmp_path, "pretraining", hidden_size=768, num_hidden_layers=1, num_attention_heads=12,
+                          intermediate_size=64)
+    monkeypatch.setattr(ui.state, "DEFAULT_MODEL", str(tmp_path))
+    at = open_page("finetuning", timeout=900)
+    assert_ok(at)
+    sidebar = [o for o in at.selectbox(key="ft_base").options if o.startswith("the sidebar's model")]
+    assert sidebar
+    at.selectbox(key="ft_base").set_value(sidebar[0]).run()
+    assert_ok(at)
+    assert at.select_slider(key="ft_lr").value == 3e-5
+    at.selectbox(key="ft_base").set_value(at.selectbox(key="ft_base").options[0]).run()
+    assert at.select_slider(key="ft_lr").value == 3e-4
+
+
+def test_a_roberta_base_from_the_sidebar_fine_tunes_with_its_own_head(tmp_path, monkeypatch):
+    """RoBERTa has no pooler: the page says the head has a new layer, trains, classifies, offers the download."""
+    from family_util import write_family_checkpoint
+
+    import ui.state
+
+    write_family_checkpoint(tmp_path, "roberta", "mlm")
+    monkeypatch.setattr(ui.state, "DEFAULT_MODEL", str(tmp_path))
+    at = open_finetuning()
+    sidebar = [o for o in at.selectbox(key="ft_base").options if o.startswith("the sidebar's model")]
+    at.selectbox(key="ft_base").set_value(sidebar[0]).run()
+    at.select_slider(key="ft_lr").set_value(1e-3).run()
+    at.button(key="ft_ten").click().run()
+    assert_ok(at)
+    t = session(at).trainer
+    assert type(t.model).__name__ == "RobertaForSequenceClassification" and session(at).step == 10
+    assert any("classifier.dense" in c.value for c in at.caption)
+    at.text_input(key="ft_try").set_value("a small cat").run()
+    assert_ok(at)
+    assert len(at.get("plotly_chart")) == 4

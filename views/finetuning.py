@@ -13,6 +13,7 @@ from bert_core.finetuning import (
     FineTuneConfig,
     bow_baseline,
     builtin_tasks,
+    default_lr,
     pca_2d,
     task_from_csv,
 )
@@ -24,7 +25,11 @@ TICK_SECONDS = 1.0  # as the Training page: refresh while training ...
 QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
 TRAIN_SECONDS = 0.8
 PASTE, UPLOAD = "Paste CSV", "Upload a .csv file"
-LEARNING_RATES = (2e-5, 5e-5, 1e-4, 3e-4, 1e-3, 3e-3)
+LEARNING_RATES = (2e-5, 3e-5, 5e-5, 1e-4, 3e-4, 1e-3, 3e-3)
+LR_REASON = ("A head alone learns from scratch and takes 1e-3; fine-tuning every weight wants a rate that "
+             "shrinks with the model: small models like the bundled one (hidden size 256) 3e-4 (at 1e-4 it ends "
+             "below the bag-of-words baseline on the topic task), 512-wide ones 1e-4, bert-base-sized ones the "
+             "classic 3e-5 (BERT's paper tried 2e-5 to 5e-5).")
 EXAMPLE_CSV = ("text,label\nwhat a wonderful film,positive\na dull and tedious plot,negative\n"
                "I loved every minute,positive\nthe acting was awful,negative\n…")
 
@@ -42,8 +47,8 @@ st.latex(r"p(c \mid x) = \operatorname{softmax}\big(W_c\,\tanh(W_p\,h_{[CLS]} + 
 st.caption(
     "h_[CLS] is the last layer's vector at [CLS]; tanh(W_p h + b_p) is BERT's pooler; W_c, b_c the new "
     "classifier (Hugging Face's BertForSequenceClassification). The learning rate warms up over the first "
-    "10% of steps, then falls linearly to 0. Fine-tuning all weights wants a small rate (2e-5 to 1e-4): "
-    "a large one overwrites what pretraining learned. A head alone can take 1e-3."
+    "10% of steps, then falls linearly to 0. Fine-tuning all weights wants a small rate (2e-5 to 3e-4, smaller "
+    "for bigger models): a large one overwrites what pretraining learned. A head alone can take 1e-3."
 )
 
 msg = st.session_state.pop("ft_msg", None)
@@ -67,11 +72,12 @@ def _bases() -> dict[str, tuple[str, object]]:
 def _init_widgets() -> dict:
     """Widget values outlive visits to other pages."""
     saved = st.session_state.setdefault("ft_saved", {
-        "ft_task": "topic", "ft_csv": "", "ft_base": BUNDLED_LABEL, "ft_freeze": False, "ft_lr": 1e-4,
+        "ft_task": "topic", "ft_csv": "", "ft_base": BUNDLED_LABEL, "ft_freeze": False, "ft_lr": None,
         "ft_epochs": 3, "ft_batch": 32,
     })
     for k, v in saved.items():
-        st.session_state.setdefault(k, v)
+        if v is not None:  # ft_lr: None until first set (settings_ui suggests one per base model)
+            st.session_state.setdefault(k, v)
     return saved
 
 
@@ -116,13 +122,22 @@ def settings_ui(locked: bool) -> tuple[str, FineTuneConfig]:
                         help="The pretrained BERT to start from. The sidebar's model is offered when it is a hub "
                              "model; your model from the Training page once you pressed 'Use this model' there.")
     freeze = c2.toggle("Freeze the encoder (train the head only)", key="ft_freeze", disabled=locked,
-                       help="Frozen: only the classifier (and a new pooler, if the model had none) learns; BERT's "
-                            "vectors stay as pretraining left them.")
+                       help="Frozen: only the head learns (the classifier, and its pooling layer when that is new: "
+                            "a pooler the model lacked, DistilBERT's pre_classifier, RoBERTa's classifier.dense); "
+                            "BERT's vectors stay as pretraining left them.")
+    # The learning rate follows the base model and the freeze switch until the user picks one.
+    suggested = default_lr(bases[base][1]().config, bool(freeze))
+    if not st.session_state.get("ft_lr_picked") and not locked:
+        st.session_state["ft_lr"] = suggested
     lr = c3.select_slider("Learning rate", LEARNING_RATES, key="ft_lr", disabled=locked,
-                          format_func=lambda v: f"{v:g}", help="The peak, reached after warm-up.")
+                          format_func=lambda v: f"{v:g}", help="The peak, reached after warm-up.",
+                          on_change=lambda: st.session_state.update(ft_lr_picked=True))
     epochs = c4.number_input("Epochs", 1, 10, step=1, key="ft_epochs", disabled=locked,
                              help="Passes over the training set.")
     batch = c5.selectbox("Batch", (8, 16, 32, 64), key="ft_batch", disabled=locked)
+    if not locked:
+        st.caption(f"Suggested learning rate for this base: **{suggested:g}**"
+                   + (" (your pick differs)" if lr != suggested else "") + ". " + LR_REASON)
     return base, FineTuneConfig(freeze_encoder=bool(freeze), lr=float(lr), epochs=int(epochs), batch_size=int(batch),
                                 seed=cur.seed)
 
