@@ -74,36 +74,18 @@ class FineTuneSession(TrainingSession):
         zipped = len(self._zip[1]) if self._zip else 0
         return run_bytes(weights, data + kept, optimizer=self.state != FINISHED) + zipped
 
-    def _budget_spent(self) -> str:
+    def _steps_done(self) -> str:
         t = self.trainer
-        if t.done:
-            return f"{t.cfg.epochs} epoch{'s' * (t.cfg.epochs > 1)} done ({t.max_steps} steps)"
-        if t.elapsed >= self.max_seconds:
-            return f"reached the {self.max_seconds / 60:g}-minute training limit"
-        return ""
+        return f"{t.cfg.epochs} epoch{'s' * (t.cfg.epochs > 1)} done ({t.max_steps} steps)" if t.done else ""
 
-    def _finish(self, reason: str) -> None:
-        self.slots.release(self.id)
-        self.state, self.finish_reason = FINISHED, reason
-        if self.trainer.evals[-1].pooled is None or self.trainer.evals[-1].step != self.trainer.step_count:
-            self.trainer.evals.append(self.trainer.evaluate(pooled=True))  # the "after" picture
-        self.trainer.opt.state.clear()  # a finished run never steps again: Adam's moments go
-        self.memory.resize(self.mem_key, self._held_bytes())
+    def _final_record(self) -> None:
+        """The "after" picture: an evaluation with the pooled vectors at the last step."""
+        t = self.trainer
+        if t.evals[-1].pooled is None or t.evals[-1].step != t.step_count:
+            t.evals.append(t.evaluate(pooled=True))
 
-    def _steps(self, seconds: float | None, steps: int | None) -> list[FineTuneStep]:
-        """Step until `seconds` pass or `steps` are done or the run is finished (evaluations included)."""
-        out: list[FineTuneStep] = []
-        t0 = self.clock()
-        with self._lock:
-            while True:
-                reason = self._budget_spent()
-                if reason:
-                    self._finish(reason)
-                    break
-                if (steps is not None and len(out) >= steps) or (seconds is not None and self.clock() - t0 >= seconds):
-                    break
-                out.append(self.trainer.step())
-        return out
+    def _one_step(self) -> FineTuneStep:
+        return self.trainer.step()  # evaluations happen inside, on their schedule
 
     # --- reading the run --------------------------------------------------------------------
 

@@ -412,19 +412,38 @@ class TrainingSession:
 
     # --- training ---------------------------------------------------------------------------
 
-    def _budget_spent(self) -> str:
+    # A fine-tuning run (finetune_session.py) differs in the three hooks: when its steps are done, what it
+    # records at the end, and what one step does.
+
+    def _steps_done(self) -> str:
+        """Why the run's own step budget is spent, or ""."""
+        n = self.settings.max_steps
+        return f"reached {n} steps" if self.trainer.step_count >= n else ""
+
+    def _final_record(self) -> None:
+        """What a finished run keeps for the page: a last probe at its last step."""
+        if self.probes[-1].step != self.trainer.step_count:
+            self._add_probe(self.trainer.probe())
+
+    def _one_step(self):
+        """One training step, and a probe when one is due."""
         t = self.trainer
-        if t.step_count >= self.settings.max_steps:
-            return f"reached {self.settings.max_steps} steps"
-        if t.elapsed >= self.max_seconds:
+        m = t.step()
+        if t.step_count % t.cfg.probe_every == 0:
+            self._add_probe(t.probe())
+        return m
+
+    def _budget_spent(self) -> str:
+        if reason := self._steps_done():
+            return reason
+        if self.trainer.elapsed >= self.max_seconds:
             return f"reached the {self.max_seconds / 60:g}-minute training limit"
         return ""
 
     def _finish(self, reason: str) -> None:
         self.slots.release(self.id)
         self.state, self.finish_reason = FINISHED, reason
-        if self.probes[-1].step != self.trainer.step_count:
-            self._add_probe(self.trainer.probe())
+        self._final_record()
         self.trainer.opt.state.clear()  # a finished run never steps again: Adam's moments (2x the model) go
         self.memory.resize(self.mem_key, self._held_bytes())
 
@@ -439,7 +458,6 @@ class TrainingSession:
         out: list[StepMetrics] = []
         t0 = self.clock()
         with self._lock:
-            t = self.trainer
             while True:
                 reason = self._budget_spent()
                 if reason:
@@ -447,9 +465,7 @@ class TrainingSession:
                     break
                 if (steps is not None and len(out) >= steps) or (seconds is not None and self.clock() - t0 >= seconds):
                     break
-                out.append(t.step())
-                if t.step_count % t.cfg.probe_every == 0:
-                    self._add_probe(t.probe())
+                out.append(self._one_step())
         return out
 
     def advance(self, seconds: float = 0.5) -> list[StepMetrics]:
