@@ -70,3 +70,13 @@ def markup_default_model(markup_dir, monkeypatch):
 
     monkeypatch.setattr(ui.state, "DEFAULT_MODEL", str(markup_dir))
     return markup_dir
+
+
+@pytest.fixture
+def slots(monkeypatch):
+    """A fresh process-wide training slot manager (capacity 2), so one test's run cannot hold another's slot."""
+    from bert_core import session_training
+
+    fresh = session_training.SlotManager(capacity=2)
+    monkeypatch.setattr(session_training, "SLOTS", fresh)
+    return fresh

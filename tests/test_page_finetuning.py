@@ -7,19 +7,14 @@ import re
 import pytest
 from apptest_util import assert_ok, open_page
 
-from bert_core import session_training
-from bert_core.session_training import FINISHED, IDLE, PAUSED, RUNNING, SlotManager
+from bert_core.session_training import FINISHED, IDLE, PAUSED, RUNNING
 
 CSV = "text,label\n" + "".join(
     f"{w} number {i},{lab}\n" for i in range(12) for w, lab in (("a small cat", "animal"), ("a red apple", "food")))
 HTML_CSV = CSV.replace(",food", ",<b>food</b><script>alert(1)</script>")
 
 
-@pytest.fixture(autouse=True)
-def slots(monkeypatch) -> SlotManager:
-    fresh = SlotManager(capacity=2)
-    monkeypatch.setattr(session_training, "SLOTS", fresh)
-    return fresh
+pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
 
 
 def session(at):

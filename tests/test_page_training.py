@@ -5,19 +5,13 @@ from __future__ import annotations
 import pytest
 from apptest_util import assert_ok, open_page
 
-from bert_core import session_training
-from bert_core.session_training import FINISHED, IDLE, PAUSED, RUNNING, SlotManager
+from bert_core.session_training import FINISHED, IDLE, PAUSED, RUNNING
 from ui.state import SESSION_LABEL
 
 TINY = "tiny (2 layers, 64 wide)"
 
 
-@pytest.fixture(autouse=True)
-def slots(monkeypatch) -> SlotManager:
-    """A fresh process-wide slot manager per test, so one test's run cannot hold another's slot."""
-    fresh = SlotManager(capacity=2)
-    monkeypatch.setattr(session_training, "SLOTS", fresh)
-    return fresh
+pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
 
 
 def session(at):
