@@ -134,15 +134,11 @@ class FineTuneSession(TrainingSession):
         with self._lock:
             return classify(self.trainer.as_loaded(), text)
 
-    def checkpoint_zip(self) -> bytes:
+    def _build_zip(self) -> bytes:
         """A zip of an HF folder: config.json (id2label), model.safetensors, tokenizer, training_report.json."""
-        if self.trainer is None:
-            raise BertCoreError("there is no model yet: start a run first")
         with self._lock:
-            if self._zip is not None and self._zip[0] == self.trainer.step_count:
-                return self._zip[1]
             report = {**self.trainer.report(), "settings": asdict(self.settings)}
-            return self._keep_zip(classifier_zip(self.trainer.as_loaded(), report))
+            return classifier_zip(self.trainer.as_loaded(), report)
 
 
 __all__ = ["MAX_TRAIN_SECONDS", "FineTuneSession", "finetune_bytes"]

@@ -565,6 +565,11 @@ class TrainingSession:
         with self._lock:
             if self._zip is not None and self._zip[0] == self.trainer.step_count:
                 return self._zip[1]
+            return self._keep_zip(self._build_zip())
+
+    def _build_zip(self) -> bytes:
+        """The zip's bytes for the model as it is now (a fine-tuning run writes a classifier's folder)."""
+        with self._lock:
             with tempfile.TemporaryDirectory() as d:
                 save_pretrained(self.trainer.model, self.trainer.tok, d)
                 report = {"settings": asdict(self.settings), "steps": self.trainer.step_count,
@@ -575,7 +580,7 @@ class TrainingSession:
                 with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
                     for f in sorted(Path(d).iterdir()):
                         z.write(f, f.name)
-            return self._keep_zip(buf.getvalue())
+            return buf.getvalue()
 
     def _keep_zip(self, data: bytes) -> bytes:
         """Keep the zip for repeated downloads at this step when the memory budget has room; return it."""
