@@ -27,9 +27,9 @@ TRAIN_SECONDS = 0.8
 PASTE, UPLOAD = "Paste CSV", "Upload a .csv file"
 LEARNING_RATES = (2e-5, 3e-5, 5e-5, 1e-4, 3e-4, 1e-3, 3e-3)
 LR_REASON = ("A head alone learns from scratch and takes 1e-3; fine-tuning every weight wants a rate that "
-             "shrinks with the model: small models like the bundled one (hidden size 256) 3e-4 (at 1e-4 it only just "
-             "passes the bag-of-words baseline on the topic task, 87.7% vs 87.0%), 512-wide ones 1e-4, bert-base-sized ones the "
-             "classic 3e-5 (BERT's paper tried 2e-5 to 5e-5).")
+             "shrinks with the model: small models like the bundled one (hidden size 256) 3e-4 (at 1e-4 it "
+             "only just passes the bag-of-words baseline on the topic task, 87.7% vs 87.0%), 512-wide ones "
+             "1e-4, bert-base-sized ones the classic 3e-5 (BERT's paper tried 2e-5 to 5e-5).")
 EXAMPLE_CSV = ("text,label\nwhat a wonderful film,positive\na dull and tedious plot,negative\n"
                "I loved every minute,positive\nthe acting was awful,negative\n…")
 
