@@ -25,6 +25,7 @@ from .session_training import (
     corpus_bytes,
     ema,
     format_seconds,
+    ids_bytes,
     run_bytes,
 )
 
@@ -67,10 +68,9 @@ class FineTuneSession(TrainingSession):
             return 0
         own = t.trainable if t.cfg.freeze_encoder else list(t.model.parameters())
         weights = tensor_bytes(own)
-        kept = sum(e.pooled.nbytes for e in t.evals if e.pooled is not None)
-        kept += sum(x.pooled.nbytes for x in [getattr(self, "_pooled_now", None)] if x is not None and
-                    x.pooled is not None)
-        data = 36 * sum(map(len, t.train_rows)) + 36 * sum(map(len, t.valid_rows))
+        now = getattr(self, "_pooled_now", None)  # set after the first charge, in setup
+        kept = sum(e.pooled.nbytes for e in [*t.evals, *([now] if now else [])] if e.pooled is not None)
+        data = ids_bytes(t.train_rows) + ids_bytes(t.valid_rows)
         zipped = len(self._zip[1]) if self._zip else 0
         return run_bytes(weights, data + kept, optimizer=self.state != FINISHED) + zipped
 

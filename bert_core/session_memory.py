@@ -101,8 +101,7 @@ class SessionMemory:
         self._entries: dict[str, _Entry] = {}
 
     def used(self) -> int:
-        with self._lock:
-            return sum(e.nbytes for e in self._entries.values())
+        return self.usage()[0]
 
     def usage(self) -> tuple[int, int, int]:
         """(bytes held, the budget, entries)."""
