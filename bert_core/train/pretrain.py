@@ -1,0 +1,143 @@
+"""Pretrain the bundled offline model: `python -m bert_core.train.pretrain --out bert_core/bundled`.
+
+Seeded and single-process: the same command on the same machine gives the same model. It trains
+a WordPiece vocabulary on the built-in corpus's training split (cleaned WordNet glosses and the
+Brown corpus), then a small BERT with MLM + NSP using the same `Trainer` the Training page uses,
+saves a checkpoint `load_model()` reads, and writes the held-out evaluation
+(`python -m bert_core.train.evaluate` re-computes it) beside the weights.
+
+Resumable: every `--checkpoint-every` steps the whole training state (weights, optimizer, random
+generator, queued batches) goes to `--checkpoint-dir`; `--resume` continues from there and takes
+exactly the steps an uninterrupted run would. `--max-minutes` stops a run early (checkpoint
+saved, exit code 3) so a long run can be split across sessions.
+
+`--continue-from DIR` starts a new schedule from a saved model on the full mix (more epochs without
+starting over). Two phases: `--pairs-from DIR` continues the model saved in DIR on sentence pairs only (every row a
+Brown sentence with its real successor or a random sentence, 50/50; MLM + NSP, its own warm-up and
+decay). In the first phase only about a quarter of the rows are pairs and the NSP loss stays near
+chance for a small model; the second phase gives the NSP head the pairs it needs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from ..model.loading import load_model
+from ..model.tokenization import WordPieceTokenizer
+from .corpus import load_pretraining_corpus, save_tokenizer, train_wordpiece
+from .trainer import TrainConfig, Trainer, new_model
+
+BUNDLED_PRESET = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
+CHECKPOINT = "trainer_state.pt"
+
+
+def _save_state(trainer: Trainer, log: list[dict], seen: int, path: Path) -> None:
+    """Write the training state atomically: a killed run leaves the previous checkpoint intact."""
+    state = trainer.state_dict() | {"log": log, "seen": seen}
+    tmp = path.with_suffix(".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=str(Path(__file__).parent.parent / "bundled"))
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--batch-size", type=int, default=128)
+    ap.add_argument("--lr", type=float, default=1e-3)
+    ap.add_argument("--vocab-size", type=int, default=12000)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--no-nsp", action="store_true", help="train MLM only (no NSP head)")
+    ap.add_argument("--checkpoint-dir", default="runs/pretrain")
+    ap.add_argument("--checkpoint-every", type=int, default=100)
+    ap.add_argument("--resume", action="store_true", help="continue from --checkpoint-dir")
+    ap.add_argument("--max-minutes", type=float, default=None, help="stop (checkpoint saved) past this wall time")
+    ap.add_argument("--log-every", type=int, default=50)
+    ap.add_argument("--pairs-from", default=None, help="phase 2: continue this saved model on sentence pairs only")
+    ap.add_argument("--continue-from", default=None,
+                    help="continue this saved model (its tokenizer, its weights) on the full mix, with a new schedule")
+    args = ap.parse_args(argv)
+    torch.manual_seed(args.seed)
+    out, ckpt_dir = Path(args.out), Path(args.checkpoint_dir)
+    ckpt = ckpt_dir / CHECKPOINT
+    t0 = time.time()
+
+    train_lines, train_docs, _, _ = load_pretraining_corpus(seed=0)
+    if args.pairs_from is not None and args.continue_from is not None:
+        print("--pairs-from and --continue-from: pick one", file=sys.stderr)
+        return 2
+    init_dir = args.pairs_from or args.continue_from
+    tok_dir = ckpt_dir / "tokenizer" if init_dir is None else Path(init_dir)
+    if args.pairs_from is not None and args.no_nsp:
+        print("--pairs-from trains NSP; drop --no-nsp", file=sys.stderr)
+        return 2
+    if args.resume:
+        if not ckpt.is_file():
+            print(f"--resume: no checkpoint at {ckpt}", file=sys.stderr)
+            return 2
+    elif init_dir is None:
+        sentences = [s for d in train_docs for s in d.sentences]
+        save_tokenizer(train_wordpiece(train_lines + sentences, vocab_size=args.vocab_size), tok_dir,
+                       model_max_length=128)
+    tok = WordPieceTokenizer.from_dir(tok_dir, model_max_length=128)
+    print(f"tokenizer: {tok.vocab_size} pieces, {time.time() - t0:.1f}s", flush=True)
+
+    nsp = not args.no_nsp
+    if init_dir is None:
+        model = new_model(tok, BUNDLED_PRESET, max_position_embeddings=128, nsp=nsp, seed=args.seed, dropout=0.1)
+    else:
+        model = load_model(init_dir).model
+    if args.pairs_from is not None:
+        train_lines = []  # phase 2: every row is a sentence pair
+    cfg = TrainConfig(batch_size=args.batch_size, seq_len=128, lr=args.lr, warmup_steps=max(args.steps // 20, 1),
+                      max_steps=args.steps, seed=args.seed, nsp=nsp)
+    trainer = Trainer(model, tok, train_lines, cfg, documents=[list(d.sentences) for d in train_docs])
+    seen, log = 0, []
+    if args.resume:
+        state = torch.load(ckpt, weights_only=True)
+        trainer.load_state_dict(state)
+        seen, log = int(state["seen"]), list(state["log"])
+        print(f"resumed at step {trainer.step_count} from {ckpt}", flush=True)
+    print(f"model: {model.num_parameters():,} parameters; corpus: {len(trainer.data.lines):,} lines and "
+          f"{len(trainer.data.sents):,} document sentences, {trainer.data.n_tokens:,} tokens", flush=True)
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    while trainer.step_count < args.steps:
+        m = trainer.step()
+        seen += m.tokens
+        if m.step % args.log_every == 0 or m.step == 1:
+            row = dict(step=m.step, loss=round(m.loss, 4), mlm=round(m.mlm_loss, 4),
+                       nsp=None if m.nsp_loss is None else round(m.nsp_loss, 4), acc=round(m.accuracy, 4),
+                       lr=m.lr, tok_s=round(m.tokens_per_sec), minutes=round(trainer.elapsed / 60, 2))
+            log.append(row)
+            print(json.dumps(row), flush=True)
+        if m.step % args.checkpoint_every == 0:
+            _save_state(trainer, log, seen, ckpt)
+        if args.max_minutes is not None and time.time() - t0 > args.max_minutes * 60 and m.step < args.steps:
+            _save_state(trainer, log, seen, ckpt)
+            print(f"stopping at step {m.step}: past {args.max_minutes} minutes; continue with --resume", flush=True)
+            return 3
+    _save_state(trainer, log, seen, ckpt)
+    trainer.save(out)
+    from .evaluate import bundled_report  # the evaluation reads the saved model, as users will
+
+    report = {
+        "preset": BUNDLED_PRESET, "pairs_from": args.pairs_from, "continue_from": args.continue_from,
+        "parameters": model.num_parameters(), "nsp": nsp, "steps": trainer.step_count,
+        "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "vocab_size": tok.vocab_size,
+        "tokens_seen": seen, "train_lines": len(train_lines), "train_document_sentences": len(trainer.data.sents),
+        "training_minutes": round(trainer.elapsed / 60, 1), "evaluation": bundled_report(str(out)), "log": log,
+    }
+    (out / "training_report.json").write_text(json.dumps(report, indent=2) + "\n")
+    print(json.dumps({k: v for k, v in report.items() if k != "log"}, indent=2), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
