@@ -1,48 +1,59 @@
-"""Retake the screenshots the browser tests do not take: `python scripts/screenshots.py [page ...]`.
+"""Refresh every screenshot in README: `python scripts/screenshots.py [name ...]`.
 
-Starts the app offline on loopback (benchmarks/appserver.py), opens each page in Debian's chromium with the
-bundled model and the default text, waits until the page has stopped running, and writes
-`docs/screenshots/<page>.png` (full page). Default pages: layers, inside_layer.
+The one way docs/screenshots/ changes. Tests write only under tests/output/; this script runs the browser
+tests that take the README's pictures (offline, Debian's chromium, the bundled model: see tests/browser/),
+then copies each picture from tests/output/ to docs/screenshots/<name>.png. With names, only those.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from appserver import CHROMIUM, CHROMIUM_ARGS, app_server  # noqa: E402
-
+OUT = ROOT / "tests" / "output"
 DOCS = ROOT / "docs" / "screenshots"
 
+# README name -> (the test that takes it, the file it writes in tests/output)
+SHOTS = {
+    **{name: (f"tests/browser/test_browser.py::test_every_page_renders_offline[{name}]", f"page_{name}.png")
+       for name in ("tokenization", "embeddings", "masking", "attention", "predictions", "anatomy")},
+    "training_live": ("tests/browser/test_browser.py::test_live_training_in_the_browser", "page_training_live.png"),
+    "bertviz_head": ("tests/inspect/test_bertviz_html.py::test_head_view_renders_offline", "bertviz_head.png"),
+    "layers": ("tests/browser/test_browser_layers.py::test_layer_pages_render_offline[layers-layers-4]",
+               "layers.png"),
+    "inside_layer": ("tests/browser/test_browser_layers.py::"
+                     "test_layer_pages_render_offline[inside-layer-inside_layer-10]", "inside_layer.png"),
+    "attention_rollout": ("tests/browser/test_browser_reliance.py::test_attention_rollout_and_head_statistics",
+                          "attention_rollout.png"),
+    "predictions_salience": ("tests/browser/test_browser_reliance.py::test_predictions_salience_fill_and_pll",
+                             "predictions_salience.png"),
+}
 
-def main() -> None:
+
+def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("pages", nargs="*", default=["layers", "inside_layer"])
-    args = ap.parse_args()
-    from playwright.sync_api import sync_playwright
-
-    with app_server() as (base, _proc), sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        ctx = b.new_context(viewport={"width": 1400, "height": 1000})
-        ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith(base) else r.abort())
-        page = ctx.new_page()
-        for name in args.pages:
-            page.goto(f"{base}/{name}")
-            page.wait_for_selector('[data-testid="stSidebar"]', timeout=120_000)
-            time.sleep(1)
-            while page.locator('[data-testid="stStatusWidget"]').count():  # still running
-                time.sleep(0.3)
-            page.wait_for_selector(".js-plotly-plot", timeout=60_000)
-            time.sleep(1)  # plotly's first paint
-            out = DOCS / f"{name}.png"
-            page.screenshot(path=str(out), full_page=True)
-            print(out.relative_to(ROOT))
-        b.close()
+    ap.add_argument("names", nargs="*", metavar="name", help=f"which pictures (default: all): {', '.join(SHOTS)}")
+    names = ap.parse_args(argv).names or list(SHOTS)
+    unknown = [n for n in names if n not in SHOTS]
+    if unknown:
+        ap.error(f"unknown picture {', '.join(unknown)}; pick from {', '.join(SHOTS)}")
+    tests = sorted({SHOTS[n][0] for n in names})
+    for n in names:
+        (OUT / SHOTS[n][1]).unlink(missing_ok=True)  # a stale picture must not be copied
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=ROOT)
+    if r.returncode:
+        print("scripts/screenshots.py: a browser test failed; docs/screenshots/ left as it was", file=sys.stderr)
+        return r.returncode
+    DOCS.mkdir(parents=True, exist_ok=True)
+    for n in names:
+        shutil.copy(OUT / SHOTS[n][1], DOCS / f"{n}.png")
+        print(f"docs/screenshots/{n}.png")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,4 +1,4 @@
-"""The Layers and Inside-a-layer pages in Debian's chromium, offline; screenshots for the README.
+"""The Layers and Inside-a-layer pages in Debian's chromium, offline (screenshots in tests/output).
 
 Uses test_browser.py's server, browser and PageWatch (every off-machine request is aborted).
 """
@@ -8,11 +8,9 @@ from __future__ import annotations
 import urllib.parse
 
 import pytest
-from test_browser import ROOT, browser, server, watch  # noqa: F401  (pytest fixtures)
+from test_browser import OUT, browser, server, watch  # noqa: F401  (pytest fixtures)
 
 pytestmark = pytest.mark.browser
-
-SHOTS = ROOT / "docs" / "screenshots"
 
 
 # Layers opens with 4 charts (stream, token map, lens, two contexts); its other sections start closed.
@@ -25,8 +23,8 @@ def test_layer_pages_render_offline(watch, path, name, min_plots):  # noqa: F811
     page.wait_for_function(f"document.querySelectorAll('.js-plotly-plot').length >= {min_plots}", timeout=60_000)
     assert page.locator("h1, h2, h3").count() > 0
     assert page.locator(".katex").count() >= 1  # the formulas render (KaTeX ships with streamlit)
-    SHOTS.mkdir(parents=True, exist_ok=True)
+    OUT.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1400, "height": 2400})  # Streamlit scrolls inside: a tall window shows more
     page.wait_for_timeout(1500)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+    page.screenshot(path=str(OUT / f"{name}.png"), full_page=True)
     watch.assert_clean()

@@ -1,11 +1,10 @@
-"""Rollout, head statistics, salience, several masks and PLL in a real chromium, offline; screenshots for the docs.
+"""Rollout, head statistics, salience, several masks and PLL in a real chromium, offline (screenshots in tests/output).
 
 Uses test_browser.py's server, browser and offline page watch (every off-machine request aborted).
 """
 
 from __future__ import annotations
 
-import shutil
 import time
 import urllib.parse
 
@@ -13,7 +12,6 @@ import pytest
 from test_browser import OUT, ROOT, browser, server, watch  # noqa: F401  (pytest fixtures)
 
 pytestmark = pytest.mark.browser
-DOCS = ROOT / "docs" / "screenshots"
 
 
 def plots(page) -> int:
@@ -28,15 +26,13 @@ def wait_plots(page, n: int, timeout: float = 90):
 
 
 def shoot(page, heading: str, name: str):
-    """Scroll `heading` to the top of the window and save the window to tests/output and docs/screenshots."""
+    """Scroll `heading` to the top of the window and save the window to tests/output (for scripts/screenshots.py)."""
     page.get_by_role("heading", name=heading).first.scroll_into_view_if_needed()
     page.evaluate("window.scrollBy(0, 0)")
     page.get_by_role("heading", name=heading).first.evaluate("el => el.scrollIntoView({block: 'start'})")
     time.sleep(1.5)  # plotly's resize after scrolling
     OUT.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(OUT / name))
-    DOCS.mkdir(parents=True, exist_ok=True)
-    shutil.copy(OUT / name, DOCS / name)
 
 
 def test_attention_rollout_and_head_statistics(watch):  # noqa: F811
