@@ -4,6 +4,8 @@
     python benchmarks/load.py --sessions 8 --trainers 3 --seconds 20
     python benchmarks/load.py --processes 2                     # 2 servers behind HAProxy (deploy/)
     python benchmarks/load.py --seconds 90 --model DIR             # the analysing sessions on a local model folder
+    python benchmarks/load.py --sessions 30 --trainers 30 --max-steps 20 --arrive 60 --all-train --session-mb 300
+                                                                # a class pressing Start within a minute
 
 Starts `streamlit run app.py` on loopback (HF_HUB_OFFLINE=1, bundled model) and talks to it the
 way browsers do: Streamlit's websocket, protobuf BackMsg out, ForwardMsg in. All sessions run in
@@ -16,7 +18,9 @@ one asyncio loop, so the client costs little CPU beside the server (no browser p
   exception element.
 - Training sessions open the Training page, set a small step budget, press Start and then send
   the fragment reruns a browser's timer sends (at the interval the page asks for). One of them closes its socket
-  mid-run without pausing, as a closed laptop does.
+  mid-run without pausing, as a closed laptop does. A run that does not fit the server's memory for users' runs
+  (`--session-mb`) waits in line for memory; with `--all-train` every trainer keeps its page open until its run
+  has trained and finished (bounded by MAX_SECONDS), and a run that never trains is a failure.
 - Leakage: no byte another session receives may contain a marker that is not its own (its own
   must appear, or the check would prove nothing).
 - The cap: a monitor loaded into the server process (benchmarks/load_site/sitecustomize.py)
@@ -295,7 +299,8 @@ async def analyse(base: str, log: SessionLog, seed: int, until: float, expect: E
 
 
 async def train(base: str, log: SessionLog, seed: int, until: float, max_steps: int, leavers: list[SessionLog],
-                leave_after: float = 5.0, handover_pending=lambda: False, grace: float = 0.0) -> None:
+                leave_after: float = 5.0, handover_pending=lambda: False, grace: float = 0.0,
+                all_train: bool = False) -> None:
     """Start a run on the Training page and tick like the browser's timer until it ends.
 
     The first session to have trained for `leave_after` seconds closes its tab instead (it joins
@@ -313,7 +318,9 @@ async def train(base: str, log: SessionLog, seed: int, until: float, max_steps: 
     run = await c.rerun(widgets={"train_max_steps": max_steps})
     run = await c.rerun(widgets={"train_start": True})
     log.problems += problems_of(run)
-    while time.monotonic() < until or (time.monotonic() < until + grace and handover_pending()):
+    hard_stop = time.monotonic() + MAX_SECONDS
+    while (time.monotonic() < until or (time.monotonic() < until + grace and handover_pending())
+           or (all_train and time.monotonic() < hard_stop)):
         trained = [t for t, state, _ in log.states if state == "training"]
         if not leavers and trained and time.time() - trained[0] > leave_after:
             leavers.append(log)
@@ -335,7 +342,8 @@ async def train(base: str, log: SessionLog, seed: int, until: float, max_steps: 
         log.ticks.append(run.seconds)
         log.problems += problems_of(run)
         m = metrics(run)
-        log.states.append((time.time(), m.get("State", ""), m.get("Step", "")))
+        waiting = any("in line for memory" in a.body for a in run.of("alert"))
+        log.states.append((time.time(), m.get("State", "waiting for memory" if waiting else ""), m.get("Step", "")))
 
 
 async def guarded(coro, log: SessionLog) -> None:
@@ -362,7 +370,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max_steps: int, think: tuple,
-                arrive: float, expect: Expect, pids: list[int], grace: float = 0.0
+                arrive: float, expect: Expect, pids: list[int], grace: float = 0.0, all_train: bool = False
                 ) -> tuple[SessionLog, list[SessionLog], list[SessionLog], dict]:
     # One user alone first: the reference latency, measured on the same server in the same run.
     solo = SessionLog("solo", marker(n_sessions), "analyse")
@@ -391,7 +399,8 @@ async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max
             tasks.append(asyncio.create_task(guarded(analyse(base, log, i, until, expect, think), log)))
         else:
             tasks.append(asyncio.create_task(guarded(train(base, log, i, until, max_steps, leavers,
-                                                           handover_pending=handover_pending, grace=grace), log)))
+                                                           handover_pending=handover_pending, grace=grace,
+                                                           all_train=all_train), log)))
         await asyncio.sleep(arrive / n_sessions)  # students open the link over `arrive` seconds
     await asyncio.gather(*tasks)
     usage["cpu"] += sum(map(cpu_seconds, pids))
@@ -404,12 +413,13 @@ async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max
 
 def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_steps: int = 200, cap: int = 2,
         think: tuple[float, float] = (3.0, 10.0), arrive: float = 15.0, processes: int = 1, proxy: bool = False,
-        grace: float = 0.0, model: str | None = None) -> dict:
+        grace: float = 0.0, model: str | None = None, session_mb: float | None = None, all_train: bool = False) -> dict:
     """Start the server(s), run the class, stop them; the report as a dict (see `main` for the fields).
 
     `processes` > 1 (or `proxy`) puts that many servers behind HAProxy (deploy/haproxy.cfg). `grace`:
     seconds trainers may go on past `seconds` until the slot handover has been seen (see `train`).
-    `model`: a local model folder the analysing sessions use instead of the bundled model.
+    `model`: a local model folder the analysing sessions use instead of the bundled model. `session_mb`: the
+    server's BERT_EXPLORER_SESSION_MB. `all_train`: trainers stay until their run trained and finished.
     """
     n_sessions = min(n_sessions, MAX_SESSIONS)
     seconds = min(seconds, MAX_SECONDS)
@@ -419,7 +429,8 @@ def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_step
         site = os.pathsep.join([str(ROOT / "benchmarks" / "load_site"), os.environ.get("PYTHONPATH", "")])
         envs = [{**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_MAX_TRAINING": str(cap),
                  "BERT_EXPLORER_LOAD_MONITOR": str(m), "PYTHONPATH": site,
-                 **({"BERT_EXPLORER_LOCAL_ROOTS": model} if model else {})} for m in monitors]
+                 **({"BERT_EXPLORER_LOCAL_ROOTS": model} if model else {}),
+                 **({"BERT_EXPLORER_SESSION_MB": str(session_mb)} if session_mb is not None else {})} for m in monitors]
         if processes > 1 or proxy:
             servers = proxied_app_servers(processes, envs)
         else:
@@ -429,7 +440,7 @@ def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_step
             t0 = time.monotonic()
             cpu0 = time.process_time()
             solo, logs, leavers, usage = asyncio.run(_load(url, n_sessions, n_trainers, seconds, max_steps, think,
-                                                           arrive, expect, [p.pid for p in procs], grace))
+                                                           arrive, expect, [p.pid for p in procs], grace, all_train))
             client_cpu = time.process_time()
             wall = time.monotonic() - t0
             time.sleep(1.0)  # the monitor writes every half second
@@ -437,6 +448,7 @@ def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_step
             mons = [json.loads(m.read_text()) if m.exists() else {} for m in monitors]
     r = report(solo, logs, leavers, merge_monitors(mons), max(rss), wall, cap)
     r["processes"], r["proxied"] = processes, processes > 1 or proxy
+    r["all_train"] = all_train
     r["peak_rss_mb_per_process"] = rss
     r["client_cpu_seconds"] = client_cpu - cpu0  # this script's own share of the two cores
     r["server_cores_busy"] = usage["cpu"] / usage["wall"]  # mean cores the servers kept busy during the class
@@ -489,6 +501,10 @@ def report(solo: SessionLog, logs: list[SessionLog], left: list[SessionLog], mon
         "max_holders": mon.get("max_holders"), "max_waiting": mon.get("max_waiting"),
         "trained_steps": {log.name: log.trained_steps for log in trainers},
         "queued_seen": [log.name for log in trainers if any(s == "waiting for a slot" for _, s, _ in log.states)],
+        "memory_wait_seen": [log.name for log in trainers
+                             if any(s == "waiting for memory" for _, s, _ in log.states)],
+        "finished": [log.name for log in trainers if any(s == "finished" for _, s, _ in log.states)],
+        "silent_ticks": sum(1 for log in trainers for _, s, _ in log.states if not s),
         "left": [log.name for log in left], "lease_seconds": mon.get("lease_seconds"),
         "slot_freed_after": min(lapses) if lapses else None, "lapsed_total": len(mon.get("lapsed", [])),
         # A lease lapses lazily, when somebody asks for a slot: was anybody asking after it ran out?
@@ -527,6 +543,11 @@ def failures(r: dict) -> list[str]:
         out.append("the session that left kept its slot past its lease while others asked for it")
     if r["lapsed_total"] > len(r["left"]):
         out.append(f"{r['lapsed_total']} leases lapsed, {len(r['left'])} session(s) left: an open page lost its slot")
+    if r.get("all_train"):
+        stayed = [k for k in r["trained_steps"] if k not in r["left"]]
+        lost = [k for k in stayed if r["trained_steps"][k] == 0 or k not in r["finished"]]
+        if lost:
+            out.append(f"runs that never trained to the end although their page stayed open: {lost}")
     if r.get("unsticky"):
         out.append(f"sessions whose page load and websocket reached different processes: {r['unsticky']}")
     return out
@@ -544,11 +565,14 @@ def main() -> None:
                     help="seconds a student reads before the next action (uniform)")
     ap.add_argument("--processes", type=int, default=1, help="Streamlit processes; more than 1 go behind HAProxy")
     ap.add_argument("--proxy", action="store_true", help="put HAProxy in front even of one process")
+    ap.add_argument("--session-mb", type=float, help="BERT_EXPLORER_SESSION_MB for the server (users' runs' memory)")
+    ap.add_argument("--all-train", action="store_true",
+                    help="trainers keep their page open until their run trained and finished (at most MAX_SECONDS)")
     ap.add_argument("--model", help="a local model folder the analysing sessions use instead of the bundled model "
                     "(`python benchmarks/memory.py --make-checkpoint DIR` writes a bert-base-sized one)")
     a = ap.parse_args()
     r = run(a.sessions, a.trainers, a.seconds, a.max_steps, a.cap, tuple(a.think), a.arrive, a.processes, a.proxy,
-            model=a.model)
+            model=a.model, session_mb=a.session_mb, all_train=a.all_train)
     where = (f"{r['processes']} process(es) behind HAProxy, sessions per process {r['backends']}" if r["proxied"]
              else "one server")
     print(f"{r['sessions']} sessions ({r['analysers']} analysing, {r['trainers']} training) for "
@@ -559,6 +583,9 @@ def main() -> None:
     print(f"training: at most {r['max_in_steps']} sessions stepping and {r['max_holders']} slot holders at once, "
           f"up to {r['max_waiting']} waiting; shown a place in line: {', '.join(r['queued_seen']) or 'nobody'}")
     print(f"  steps per trainer: {r['trained_steps']}")
+    waited = ", ".join(r["memory_wait_seen"]) or "nobody"
+    print(f"  waited in line for memory: {len(r['memory_wait_seen'])} ({waited}); finished: {len(r['finished'])} of "
+          f"{r['trainers']}; ticks that showed neither a state nor a place in line: {r['silent_ticks']}")
     if r["left"]:
         freed = r["slot_freed_after"]
         print(f"  {r['left'][0]} closed its tab mid-run: its slot lapsed after "

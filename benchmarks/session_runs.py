@@ -6,9 +6,10 @@
 Each simulated user sets up a run on the built-in corpus (as the Training page does), trains a few
 steps, pauses, and stores a copy ("Use this model"); nobody resets. Each budget runs in a fresh Python
 process so the resident set sizes compare: the process's RSS after each user, its peak (VmHWM), what
-the ledger charges, and how many users were refused. Without a budget (the peer) RSS grows with every
-user; with one it stops where the budget says. In-process (no Streamlit server): the server's own
-memory (model, caches, Streamlit) comes on top, see `benchmarks/memory.py` and `benchmarks/load.py`.
+the ledger charges, and how many users had to wait for memory (or were refused: a copy that does not
+fit). Without a budget (the peer) RSS grows with every user; with one it stops where the budget says.
+In-process (no Streamlit server): the server's own memory (model, caches, Streamlit) comes on top, see
+`benchmarks/memory.py` and `benchmarks/load.py`.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def one_class(runs: int, preset: str, steps: int, budget_mb: float) -> dict:
     from bert_core.runs.memory import MB, SessionMemory
     from bert_core.runs.settings import TrainSettings, builtin_lines, bundled_tokenizer
     from bert_core.runs.slots import SlotManager
-    from bert_core.runs.training_run import TrainingSession
+    from bert_core.runs.training_run import WAITING, TrainingSession
 
     tok, lines = bundled_tokenizer(), builtin_lines()
     mem = SessionMemory(int(budget_mb * MB))
@@ -48,6 +49,11 @@ def one_class(runs: int, preset: str, steps: int, budget_mb: float) -> dict:
         s = TrainingSession(slots, memory=mem)
         try:
             s.setup(tok, lines, TrainSettings(preset=preset, batch_size=32, seq_len=64))
+            if s.state == WAITING:  # no room: the run waits in line for memory, nothing built
+                refused += 1
+                users.append((s, None))
+                rows.append({"user": i + 1, "rss_mb": round(rss_mb()), "charged_mb": round(mem.used() / MB)})
+                continue
             s.run_steps(steps)
             users.append((s, s.snapshot()))
         except BertCoreError:
@@ -87,7 +93,7 @@ def main() -> None:
     for name, r in zip(("budget " + format(budget, "g") + " MB", "no budget"), results):
         print(f"{name}: start {r['start_rss_mb']:,} MB, end {r['end_rss_mb']:,} MB, peak {r['peak_rss_mb']:,} MB, "
               f"growth {r['peak_rss_mb'] - r['start_rss_mb']:,} MB, charged {r['charged_mb']:,} MB, "
-              f"refused {r['refused']} of {args.runs}")
+              f"waiting or refused {r['refused']} of {args.runs}")
     ours, peer = results
     print(f"growth ratio (budget / none): "
           f"{(ours['peak_rss_mb'] - ours['start_rss_mb']) / max(1, peer['peak_rss_mb'] - peer['start_rss_mb']):.2f}")

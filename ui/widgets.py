@@ -7,6 +7,8 @@ import re
 import pandas as pd
 import streamlit as st
 
+from bert_core.runs.training_run import WAITING
+
 
 def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "export"
@@ -37,6 +39,9 @@ def run_controls(session, start: bool, ten: bool, pause: bool, reset: bool) -> N
     if start:
         session.start()
         st.rerun()
+    if ten and session.state == WAITING:
+        st.info("Your run is waiting for memory (see below); press Start to train it as soon as it is built.")
+        return
     if ten:
         with st.spinner("Running 10 steps…"):
             done = session.run_steps(10)
@@ -50,3 +55,22 @@ def run_controls(session, start: bool, ten: bool, pause: bool, reset: bool) -> N
     if reset:
         session.reset()
         st.rerun()
+
+
+def memory_wait_ui(session, every: float, train_seconds: float) -> None:
+    """While a run waits for the server's memory: its place in line, renewed on a timer; a full rerun once built."""
+
+    @st.fragment(run_every=every)
+    def waiting() -> None:
+        session.advance(train_seconds)  # renews the place in line; builds (and starts) the run when its turn comes
+        if session.state != WAITING:
+            st.rerun()
+        then = "starts training" if session.starts_when_built else "waits for you to press Start"
+        st.info(
+            f"This server's memory for users' runs is full: your run is number {session.memory_position() or 1} "
+            f"in line for memory. It is built and {then} by itself as soon as there is room (when other runs "
+            f"finish or are reset, their tabs close, or runs untouched for {session.memory.idle_seconds / 60:g} "
+            f"minutes are dropped). Keep this page open; Reset leaves the line. Memory: {session.memory_usage()}."
+        )
+
+    waiting()

@@ -8,11 +8,11 @@ import bert_core
 from bert_core.figures.finetuning import confusion_figure, curves_figure, pca_figure, probabilities_figure
 from bert_core.runs.finetune_run import FineTuneSession
 from bert_core.runs.settings import MAX_TRAIN_SECONDS, decode_upload
-from bert_core.runs.training_run import FINISHED, IDLE, PAUSED, QUEUED, RUNNING
+from bert_core.runs.training_run import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
 from bert_core.train.finetuning import FineTuneConfig, default_lr, pca_2d
 from bert_core.train.tasks import MAX_CSV_BYTES, MAX_CSV_ROWS, bow_baseline, builtin_tasks, task_from_csv
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
-from ui.widgets import chart, run_controls, table
+from ui.widgets import chart, memory_wait_ui, run_controls, table
 
 TICK_SECONDS = 1.0  # as the Training page: refresh while training ...
 QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
@@ -83,7 +83,7 @@ def task_ui(locked: bool):
     choice = st.radio("Task", choices, key="ft_task", horizontal=True, disabled=locked,
                       format_func=lambda c: f"Built-in: WordNet {c}" if c in tasks else c)
     text, upload = "", None
-    if locked:
+    if locked and fs.trainer is not None:  # (a run waiting for memory is not built yet)
         t = fs.trainer.task
         st.caption(f"Fine-tuning on **{'WordNet ' + t.name if t.name in tasks else 'your data'}**: "
                    f"{len(t.train_texts):,} training and {len(t.valid_texts):,} validation examples, "
@@ -254,6 +254,9 @@ base_label, cfg = settings_ui(locked)
 saved.update({k: st.session_state[k] for k in saved if k in st.session_state})
 controls_ui(choice, text, upload, base_label, cfg)
 
+if fs.state == WAITING:  # the server's memory for users' runs is full: wait in line for it
+    memory_wait_ui(fs, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
+    st.stop()
 if fs.trainer is None:
     st.info("Pick a task and a base model, then press **Start** (or **Run 10 steps**).")
     st.stop()

@@ -25,6 +25,7 @@ from bert_core.runs.training_run import (
     PAUSED,
     QUEUED,
     RUNNING,
+    WAITING,
     TrainingSession,
     probe_history_rows,
     probe_rows,
@@ -32,7 +33,7 @@ from bert_core.runs.training_run import (
 from bert_core.train.corpus import MAX_USER_CORPUS_BYTES
 from bert_core.train.trainer import PRESETS
 from ui.state import require_current
-from ui.widgets import chart, run_controls, table
+from ui.widgets import chart, memory_wait_ui, run_controls, table
 
 TICK_SECONDS = 1.0  # the live view refreshes this often while training
 # ...and this often while waiting for a slot: each refresh of a waiting page costs the server as much
@@ -115,7 +116,7 @@ def corpus_ui(locked: bool):
     """The corpus choice; returns (kind, pasted text, uploaded file or None)."""
     kind = st.radio("Corpus", CORPORA, key="train_corpus", horizontal=True, disabled=locked)
     text, upload = "", None
-    if locked:
+    if locked and ts.trainer is not None:  # (a run waiting for memory is not built yet)
         t = ts.trainer
         st.caption(f"Training on {ts.corpus_name}: {len(t.data.lines):,} lines, {t.data.n_tokens:,} word pieces.")
     elif kind == CORPORA[0]:
@@ -245,6 +246,9 @@ settings = settings_ui(locked)
 saved.update({k: st.session_state[k] for k in WIDGET_KEYS if k in st.session_state})
 controls_ui(kind, text, upload, settings)
 
+if ts.state == WAITING:  # the server's memory for users' runs is full: wait in line for it
+    memory_wait_ui(ts, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
+    st.stop()
 if ts.trainer is None:
     st.info("Pick a corpus and a model size, then press **Start** (or **Run 10 steps**).")
     st.stop()

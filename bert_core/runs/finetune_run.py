@@ -45,14 +45,17 @@ class FineTuneSession(TrainingSession):
     def setup(self, base: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig) -> None:  # type: ignore[override]
         """Build the classifier and its loop for this base model, task and settings (replacing any run)."""
         # FineTuner evaluates once: the "before" picture.
-        tuner = self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run",
-                                    lambda: FineTuner(base, task, cfg))
-        with self._lock:
-            self._clear()  # the reservation above already replaced the old run's bytes
-            self.trainer, self.settings, self.corpus_name = tuner, cfg, task.name
-            self.state = "paused"
-            self.memory.resize(self.mem_key, self._held_bytes())
+        def install(tuner: FineTuner) -> None:
+            with self._lock:
+                self._clear()  # the reservation already replaced the old run's bytes
+                self.trainer, self.settings, self.corpus_name = tuner, cfg, task.name
+                self.state = "paused"
+                self._pooled_now = None
+                self.memory.resize(self.mem_key, self._held_bytes())
+
         self._pooled_now: EvalResult | None = None
+        self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run", lambda: FineTuner(base, task, cfg),
+                            install)
 
     def _held_bytes(self) -> int:
         """Weights this run owns (not a frozen, shared encoder), Adam's moments until it finishes, texts, plots."""

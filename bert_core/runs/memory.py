@@ -3,7 +3,8 @@
 No streamlit here. Every training or fine-tuning run and every "Use this model" copy reserves its bytes in
 `MEMORY` before it is built. What does not fit is refused with a plain message, after first dropping runs
 nobody has touched for `IDLE_EVICT_SECONDS` (their owners are told why on their next visit). An entry frees
-itself when its owner is garbage-collected, so a closed tab's session gives its bytes back.
+itself when its owner is garbage-collected, so a closed tab's session gives its bytes back. A run that does not fit
+waits in a first-come queue instead (`request`), with its place shown, and starts when bytes come free.
 
 Why a ledger and not RSS: a class of 30 each pausing a medium run (76 MB of weights and Adam moments) and
 keeping a copy (25 MB) holds about 3 GB, more than a 2.7 GB Streamlit Cloud container; the ledger stops the
@@ -25,6 +26,7 @@ from ..errors import BertCoreError
 
 DEFAULT_SESSION_MB = 600  # beside bert-base (~0.5 GB), the analysis cache (400 MB) and the server: README
 IDLE_EVICT_SECONDS = 600.0  # a run untouched this long may be dropped to make room for someone else
+WAIT_LEASE_SECONDS = 30.0  # a place in the memory queue lapses after this long without a call (a closed tab)
 MB = 1_000_000
 
 
@@ -71,6 +73,10 @@ def tensor_bytes(*objs) -> int:
     return total
 
 
+class MemoryFull(BertCoreError):
+    """The request would fit the budget, but not beside what users' runs and copies hold now."""
+
+
 def format_mb(n: int) -> str:
     """Bytes as whole megabytes. Example: 76_100_000 -> '76 MB'."""
     return f"{n / MB:,.0f} MB"
@@ -86,19 +92,23 @@ class _Entry:
 
 
 class SessionMemory:
-    """A ledger of bytes per key (a run, a copy) under one budget.
+    """A ledger of bytes per key (a run, a copy) under one budget, and a first-come queue for what does not fit.
 
     Example (budget 100 bytes): reserve("a", 60, "a run") fits; reserve("b", 60, "a run") raises, unless "a"
-    is evictable and was idle for `idle_seconds`, in which case "a" is dropped and "b" fits.
+    is evictable and was idle for `idle_seconds`, in which case "a" is dropped and "b" fits. request("b", ...)
+    instead returns b's place in the queue (1) and keeps it while b asks again at least every `wait_lease`
+    seconds; once "a" is released, b's next request reserves (0).
     """
 
     def __init__(self, max_bytes: int | None = None, idle_seconds: float = IDLE_EVICT_SECONDS,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, wait_lease: float = WAIT_LEASE_SECONDS):
         self.max_bytes = budget_bytes() if max_bytes is None else max_bytes
         self.idle_seconds = idle_seconds
+        self.wait_lease = wait_lease
         self.clock = clock
         self._lock = threading.Lock()
         self._entries: dict[str, _Entry] = {}
+        self._waiting: dict[str, float] = {}  # key -> its last request (clock); insertion order is the queue
 
     def used(self) -> int:
         return self.usage()[0]
@@ -147,7 +157,7 @@ class SessionMemory:
                     need -= e.nbytes
                 if need > 0 and collected:
                     n = len(self._entries) - (key in self._entries)
-                    raise BertCoreError(
+                    raise MemoryFull(
                         f"this server's memory for users' models is full: their runs and copies ({n}) hold "
                         f"{format_mb(others)} of {format_mb(self.max_bytes)}, and {what} needs about "
                         f"{format_mb(nbytes)}. Try again in a few minutes (runs idle for "
@@ -161,7 +171,48 @@ class SessionMemory:
                 continue
             for ev in victims:
                 ev()  # calls release() for its own key when it drops its state
-        raise BertCoreError(f"this server's memory for users' models is busy; try {what} again in a moment")
+        raise MemoryFull(f"this server's memory for users' models is busy; try {what} again in a moment")
+
+    def request(self, key: str, nbytes: int, what: str, evict: Callable[[], bool] | None = None,
+                token: str | None = None) -> int:
+        """Reserve as `reserve` does, or wait in line: 0 when reserved, else `key`'s place in the queue (1 = next).
+
+        First come, first served: a request reserves only when nobody who asked earlier is still waiting, so a
+        large run is not starved by smaller ones. Asking again renews the place; a place not renewed for
+        `wait_lease` seconds lapses (its tab was closed). What can never fit (more than the whole budget) raises.
+        """
+        with self._lock:
+            now = self.clock()
+            for k in [k for k, t in self._waiting.items() if now - t > self.wait_lease and k != key]:
+                del self._waiting[k]
+            if key in self._waiting:
+                self._waiting[key] = now
+            ahead = next((i for i, k in enumerate(self._waiting) if k == key), len(self._waiting))
+        if ahead == 0:
+            try:
+                self.reserve(key, nbytes, what, evict, token)
+            except MemoryFull:
+                pass
+            else:
+                self.cancel(key)
+                return 0
+        with self._lock:
+            self._waiting.setdefault(key, self.clock())
+            return list(self._waiting).index(key) + 1
+
+    def position(self, key: str) -> int | None:
+        """`key`'s place in the memory queue (1 = next), or None when it is not waiting."""
+        with self._lock:
+            return list(self._waiting).index(key) + 1 if key in self._waiting else None
+
+    def waiting(self) -> int:
+        with self._lock:
+            return len(self._waiting)
+
+    def cancel(self, key: str) -> None:
+        """Leave the memory queue (no-op when not in it)."""
+        with self._lock:
+            self._waiting.pop(key, None)
 
     def resize(self, key: str, nbytes: int) -> bool:
         """Change what `key` holds without evicting anyone; False (unchanged) when growing would not fit."""
@@ -192,5 +243,5 @@ class SessionMemory:
 
 MEMORY = SessionMemory()
 
-__all__ = ["DEFAULT_SESSION_MB", "IDLE_EVICT_SECONDS", "MEMORY", "SessionMemory", "budget_bytes", "format_mb",
-           "tensor_bytes"]
+__all__ = ["DEFAULT_SESSION_MB", "IDLE_EVICT_SECONDS", "MEMORY", "MemoryFull", "SessionMemory", "WAIT_LEASE_SECONDS",
+           "budget_bytes", "format_mb", "tensor_bytes"]

@@ -44,9 +44,10 @@ from .settings import (
 from .slots import SLOTS, SlotManager
 
 IDLE, QUEUED, RUNNING, PAUSED, FINISHED = "idle", "queued", "running", "paused", "finished"
+WAITING = "waiting"  # for memory: the run is not built yet, it waits in the ledger's queue
 OUTCOMES = ("[MASK]", "random", "kept")
-STATE_LABELS = {IDLE: "not started", QUEUED: "waiting for a slot", RUNNING: "training", PAUSED: "paused",
-                FINISHED: "finished"}
+STATE_LABELS = {IDLE: "not started", WAITING: "waiting for memory", QUEUED: "waiting for a slot",
+                RUNNING: "training", PAUSED: "paused", FINISHED: "finished"}
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Status:
     loss: float  # smoothed
     accuracy: float  # smoothed
     queue_position: int | None  # 0 training, n waiting n-th, None not asking for a slot
+    memory_position: int | None = None  # n: n-th in line for memory (the run is not built yet)
 
     def display(self) -> list[tuple[str, str]]:
         """(label, value) pairs for the metrics row; "–" where there is no number yet."""
@@ -83,8 +85,10 @@ class Status:
 class TrainingSession:
     """One user's run: a Trainer, its probe history, its state and its budgets.
 
-    States: idle (nothing set up) -> running <-> paused, running -> queued (waiting for a slot)
-    -> running, and running -> finished when a budget is spent. reset() goes back to idle.
+    States: idle (nothing set up) -> paused (built) <-> running, running -> queued (waiting for a slot)
+    -> running, and running -> finished when a budget is spent. reset() goes back to idle. When the server's
+    memory for users' runs is full, setup leaves the run waiting for memory (not built, a place in the ledger's
+    queue); `advance` builds it when its turn comes, and starts it if Start was pressed meanwhile.
     """
 
     def __init__(self, slots: SlotManager | None = None, max_seconds: float = MAX_TRAIN_SECONDS,
@@ -95,6 +99,7 @@ class TrainingSession:
         self.mem_key = f"run:{self.id}"
         self.notice = ""  # why the run was dropped, shown once by the page
         weakref.finalize(self, self.memory.release, self.mem_key)  # a closed tab's run gives its bytes back
+        weakref.finalize(self, self.memory.cancel, self.mem_key)  # ... and its place in the memory queue
         self.max_seconds = max_seconds
         self.clock = clock
         self.state = IDLE
@@ -106,6 +111,8 @@ class TrainingSession:
         # The page's script thread steps the model; a download runs on another thread.
         self._lock = threading.RLock()
         self._zip: tuple[int, bytes] | None = None
+        self._pending: tuple | None = None  # (bytes, what, build, install) of a run waiting for memory
+        self._start_wanted = False  # Start was pressed while the run waited for memory
 
     # --- set-up and controls -------------------------------------------------------------
 
@@ -121,27 +128,68 @@ class TrainingSession:
             model = new_model(tokenizer, PRESETS[settings.preset], max_position_embeddings=128, seed=settings.seed)
             return Trainer(model, tokenizer, lines, settings.train_config(), probes=probes)
 
-        trainer = self._charged_build(run_bytes(weights, corpus_bytes(lines)), "a training run", build)
-        with self._lock:
-            self._clear()  # the reservation above already replaced the old run's bytes
-            self.trainer, self.settings, self.corpus_name = trainer, settings, corpus_name
-            self.memory.resize(self.mem_key, self._held_bytes())  # measured, usually under the estimate
-            self.probes = [trainer.probe()]  # step 0: what the untrained model guesses
-            self.state = PAUSED
+        def install(trainer: Trainer) -> None:
+            with self._lock:
+                self._clear()  # the reservation already replaced the old run's bytes
+                self.trainer, self.settings, self.corpus_name = trainer, settings, corpus_name
+                self.memory.resize(self.mem_key, self._held_bytes())  # measured, usually under the estimate
+                self.probes = [trainer.probe()]  # step 0: what the untrained model guesses
+                self.state = PAUSED
+
+        self._charged_build(run_bytes(weights, corpus_bytes(lines)), "a training run", build, install)
 
     # --- memory -------------------------------------------------------------------------------
 
-    def _charged_build(self, nbytes: int, what: str, build: Callable[[], object]):
-        """Charge `nbytes` for a new run (refused: BertCoreError, nothing built), then build it."""
-        self._reserve(nbytes, what)  # replaces this session's previous charge
-        try:
-            return build()
-        except BaseException:
-            if self.trainer is None:
-                self.memory.release(self.mem_key)
-            else:  # the previous run stays: charge its own bytes again
+    def _charged_build(self, nbytes: int, what: str, build: Callable[[], object],
+                       install: Callable[[object], None]) -> None:
+        """Charge `nbytes` for a new run, build it and install it; when memory is full, wait for it in line.
+
+        Replacing a built run is charged at once (refused with a BertCoreError when it cannot fit, the old run
+        kept); a first run that does not fit waits in the ledger's queue (state waiting) and `advance` retries.
+        """
+        if self.trainer is not None:
+            self._reserve(nbytes, what)  # replaces this session's previous charge
+            try:
+                run = build()
+            except BaseException:  # the previous run stays: charge its own bytes again
                 self.memory.resize(self.mem_key, self._held_bytes())
-            raise
+                raise
+            install(run)
+            return
+        with self._lock:
+            self._pending, self._start_wanted = (nbytes, what, build, install), False
+        self._try_pending()
+
+    def _try_pending(self) -> bool:
+        """Ask the ledger for the waiting run's bytes; build and install it when granted (True)."""
+        with self._lock:
+            if self._pending is None:
+                return False
+            nbytes, what, build, install = self._pending
+            ref = weakref.WeakMethod(self._evict)  # the ledger must not keep a closed tab's run alive
+            if self.memory.request(self.mem_key, nbytes, what, evict=lambda: (m := ref()) is not None and m()):
+                self.state = WAITING
+                return False
+            self._pending, start = None, self._start_wanted
+            try:
+                run = build()
+            except BaseException:
+                self.memory.release(self.mem_key)
+                self.state, self._start_wanted = IDLE, False
+                raise
+            install(run)
+        if start:
+            self.start()
+        return True
+
+    @property
+    def starts_when_built(self) -> bool:
+        """Start was pressed while the run waited for memory: it trains as soon as it is built."""
+        return self._start_wanted
+
+    def memory_position(self) -> int | None:
+        """This run's place in the queue for memory (1 = next), or None when it is not waiting."""
+        return self.memory.position(self.mem_key) if self.state == WAITING else None
 
     def _reserve(self, nbytes: int, what: str) -> None:
         ref = weakref.WeakMethod(self._evict)  # the ledger must not keep a closed tab's run alive
@@ -181,6 +229,9 @@ class TrainingSession:
 
     def start(self) -> int:
         """Ask to train: 0 when training now, else the place in the queue."""
+        if self.state == WAITING:
+            self._start_wanted = True  # starts as soon as it is built
+            return self.memory_position() or 1
         if self.trainer is None:
             raise BertCoreError("set up a run first: pick a corpus and a model size")
         if self.state == FINISHED:
@@ -189,7 +240,8 @@ class TrainingSession:
         return self._claim()
 
     def pause(self) -> None:
-        """Stop training and give the slot to the next in line."""
+        """Stop training and give the slot to the next in line (a run waiting for memory keeps its place)."""
+        self._start_wanted = False
         self.slots.release(self.id)
         if self.state in (RUNNING, QUEUED):
             self.state = PAUSED
@@ -198,6 +250,8 @@ class TrainingSession:
         """Drop the model and its history; back to idle."""
         with self._lock:
             self.memory.release(self.mem_key)
+            self.memory.cancel(self.mem_key)
+            self._pending, self._start_wanted = None, False
             self._clear()
 
     def _clear(self) -> None:
@@ -278,8 +332,11 @@ class TrainingSession:
         """While running: renew the slot and train for about `seconds`; the new steps' metrics.
 
         Called from the page's timer, so training happens only while the page is open. Returns []
-        while waiting for a slot (state queued) or when not running.
+        while waiting for a slot (state queued) or when not running. While waiting for memory it renews the
+        run's place in line and builds the run when its turn comes.
         """
+        if self.state == WAITING and not self._try_pending():
+            return []
         if self.state not in (RUNNING, QUEUED) or self.trainer is None:
             return []
         if self._claim() != 0:
@@ -324,7 +381,8 @@ class TrainingSession:
         return Status(state=self.state, step=self.step, max_steps=self.settings.max_steps if self.settings else 0,
                       elapsed=t.elapsed if t else 0.0, max_seconds=self.max_seconds, tokens_per_sec=tps,
                       lr=h[-1].lr if h else (t.lr_at(0) if t else 0.0), loss=float(loss), accuracy=float(acc),
-                      queue_position=self.queue_position() if self.state in (RUNNING, QUEUED) else None)
+                      queue_position=self.queue_position() if self.state in (RUNNING, QUEUED) else None,
+                      memory_position=self.memory_position())
 
     def curves(self, smoothing: float = 0.9) -> dict[str, np.ndarray]:
         """Per-step series for the loss chart, smoothed: step, loss, [MASK]/random/kept, accuracy."""
@@ -437,6 +495,7 @@ __all__ = [
     "STATE_LABELS",
     "Status",
     "TrainingSession",
+    "WAITING",
     "format_seconds",
     "probe_history_rows",
     "probe_rows",

@@ -1,5 +1,6 @@
-"""The process-wide byte budget for users' runs and copies (issue 14): reserve before allocating, refuse
-plainly, drop idle runs to make room, give bytes back when a run finishes, resets or its session goes."""
+"""The process-wide byte budget for users' runs and copies (issues 14, 23): reserve before allocating, wait in
+line (or refuse what can never fit), drop idle runs to make room, give bytes back when a run finishes, resets or
+its session goes."""
 
 from __future__ import annotations
 
@@ -16,9 +17,16 @@ from bert_core.runs import memory as session_memory
 from bert_core.runs import training_run as session_training
 from bert_core.runs.finetune_run import FineTuneSession, finetune_bytes
 from bert_core.runs.memory import MB, SessionMemory, budget_bytes, tensor_bytes
-from bert_core.runs.settings import TrainSettings, bundled_tokenizer, preset_parameters
+from bert_core.runs.settings import (
+    TrainSettings,
+    builtin_lines,
+    bundled_tokenizer,
+    corpus_bytes,
+    preset_parameters,
+    run_bytes,
+)
 from bert_core.runs.slots import SlotManager
-from bert_core.runs.training_run import FINISHED, IDLE, TrainingSession
+from bert_core.runs.training_run import FINISHED, IDLE, PAUSED, RUNNING, WAITING, TrainingSession
 from bert_core.train.finetuning import FineTuneConfig
 from bert_core.train.tasks import ClassificationTask
 
@@ -162,18 +170,55 @@ def test_a_run_is_charged_at_least_what_it_holds_and_a_finished_run_less():
     assert m.used() == 0
 
 
-def test_runs_past_the_budget_are_refused_before_anything_is_built():
+def test_runs_past_the_budget_wait_in_line_and_start_when_bytes_come_free():
     per_run = one_run_bytes()
     m = SessionMemory(int(2.5 * per_run))
     a, b = run(m), run(m)
     c = TrainingSession(SlotManager(capacity=4), memory=m)
-    with pytest.raises(BertCoreError, match="memory for users' models is full"):
-        c.setup(bundled_tokenizer(), LINES, settings())
-    assert c.trainer is None and c.state == IDLE and m.held(c.mem_key) == 0
-    assert m.used() <= m.max_bytes
-    b.reset()
+    d = TrainingSession(SlotManager(capacity=4), memory=m)
     c.setup(bundled_tokenizer(), LINES, settings())
+    d.setup(bundled_tokenizer(), LINES, settings())
+    # Nothing is built for a run that does not fit: it waits, with its place in line.
+    assert c.trainer is None and c.state == WAITING and m.held(c.mem_key) == 0
+    assert (c.memory_position(), d.memory_position()) == (1, 2)
+    assert c.status().memory_position == 1 and c.advance(1) == []
+    assert c.start() == 1  # Start while waiting: remembered, the run starts once it is built
+    assert m.used() <= m.max_bytes
+    b.reset()  # bytes come free: the first in line gets them on its next call, not the second
+    assert d.advance(1) == [] and d.state == WAITING and d.memory_position() == 2
+    c.advance(1)
+    assert c.trainer is not None and c.state in (RUNNING, FINISHED) and c.step >= 1  # built and trained
+    assert c.memory_position() is None and d.memory_position() == 1
     assert m.used() <= m.max_bytes and a.trainer is not None
+    a.reset()
+    d.advance(1)
+    assert d.trainer is not None and d.state == PAUSED  # built; Start was not pressed
+
+
+def test_a_waiting_place_lapses_when_its_tab_stops_asking():
+    clock = Clock()
+    m = SessionMemory(100, clock=clock, wait_lease=30)
+    m.reserve("a", 80, "a run")
+    assert m.request("b", 50, "a run") == 1 and m.request("c", 50, "a run") == 2
+    clock.t = 20
+    assert m.request("c", 50, "a run") == 2  # renewed; b has not asked for 20 s
+    clock.t = 45
+    assert m.request("c", 50, "a run") == 1  # b's place lapsed (a closed tab), c moves up
+    m.release("a")
+    assert m.request("c", 50, "a run") == 0 and m.held("c") == 50 and m.waiting() == 0
+    with pytest.raises(BertCoreError, match="more than this server's"):
+        m.request("d", 101, "a run")  # can never fit: refused at once, not queued
+    assert m.position("d") is None
+
+
+def test_a_reset_leaves_the_memory_queue():
+    m = SessionMemory(int(1.5 * one_run_bytes()))
+    a = run(m)  # kept: a collected session gives its bytes back
+    s = TrainingSession(SlotManager(capacity=4), memory=m)
+    s.setup(bundled_tokenizer(), LINES, settings())
+    assert m.position(s.mem_key) == 1
+    s.reset()
+    assert s.state == IDLE and m.position(s.mem_key) is None and m.waiting() == 0 and a.trainer is not None
 
 
 def test_a_refused_new_run_leaves_the_previous_run_and_its_charge():
@@ -333,6 +378,21 @@ def test_fine_tuning_past_the_budget_is_refused(task):
     assert s.trainer is None and m.used() == 0
 
 
+def test_a_fine_tuning_run_that_does_not_fit_beside_another_waits_then_trains(task):
+    base = bert_core.load_model()
+    need = finetune_bytes(base, task, FineTuneConfig(freeze_encoder=False))
+    m = SessionMemory(need + need // 2)
+    first = FineTuneSession(SlotManager(capacity=2), memory=m)
+    first.setup(base, task, FineTuneConfig(freeze_encoder=False))
+    second = FineTuneSession(SlotManager(capacity=2), memory=m)
+    second.setup(base, task, FineTuneConfig(freeze_encoder=False))
+    assert second.state == WAITING and second.trainer is None and second.memory_position() == 1
+    second.start()
+    first.reset()
+    second.advance(1)
+    assert second.trainer is not None and second.step >= 1 and m.used() <= m.max_bytes
+
+
 # ----------------------------------------------------------------------------- pages
 
 
@@ -376,3 +436,24 @@ def test_training_page_tells_an_evicted_user_once(monkeypatch):
     assert any("was dropped after 10 minutes without use" in w.value for w in at.warning)
     at.run()
     assert not any("was dropped" in w.value for w in at.warning)
+
+
+def test_training_page_shows_the_place_in_line_for_memory_and_starts_when_room_comes(monkeypatch):
+    page_run = run_bytes(4 * preset_parameters(TINY, bundled_tokenizer().vocab_size), corpus_bytes(builtin_lines()))
+    mem = SessionMemory(page_run + one_run_bytes() // 2)  # the page's run fits alone, not beside another
+    monkeypatch.setattr(session_training, "MEMORY", mem)
+    other = run(mem)  # another user's run
+    at = open_page("training")
+    at.selectbox(key="train_preset").select(TINY)
+    at.run()
+    at.button(key="train_start").click()
+    at.run()
+    assert_ok(at)
+    s = at.session_state["train_session"]
+    assert s.state == WAITING and s.trainer is None and not at.error
+    info = " ".join(i.value for i in at.info)
+    assert "memory for users' runs is full: your run is number 1 in line" in info and "starts training" in info
+    other.reset()  # room comes free
+    at.run()  # the page's timer: the run is built and starts
+    assert_ok(at)
+    assert s.trainer is not None and s.state in (RUNNING, session_training.QUEUED) and not at.error
