@@ -38,7 +38,8 @@ def one_class(runs: int, preset: str, steps: int, budget_mb: float) -> dict:
     from bert_core.runs.memory import MB, SessionMemory
     from bert_core.runs.settings import TrainSettings, builtin_lines, bundled_tokenizer
     from bert_core.runs.slots import SlotManager
-    from bert_core.runs.training_run import WAITING, TrainingSession
+    from bert_core.runs.status import WAITING
+    from bert_core.runs.training_run import TrainingSession
 
     tok, lines = bundled_tokenizer(), builtin_lines()
     mem = SessionMemory(int(budget_mb * MB))

@@ -7,7 +7,7 @@ import re
 import pandas as pd
 import streamlit as st
 
-from bert_core.runs.training_run import WAITING
+from bert_core.runs.status import WAITING
 
 
 def _slug(name: str) -> str:

@@ -8,7 +8,7 @@ import bert_core
 from bert_core.figures.finetuning import confusion_figure, curves_figure, pca_figure, probabilities_figure
 from bert_core.runs.finetune_run import FineTuneSession
 from bert_core.runs.settings import MAX_TRAIN_SECONDS, decode_upload
-from bert_core.runs.training_run import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
+from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
 from bert_core.train.finetuning import FineTuneConfig, default_lr, pca_2d
 from bert_core.train.tasks import MAX_CSV_BYTES, MAX_CSV_ROWS, bow_baseline, builtin_tasks, task_from_csv
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model

@@ -19,17 +19,8 @@ from bert_core.runs.settings import (
     probe_sentences,
     user_lines,
 )
-from bert_core.runs.training_run import (
-    FINISHED,
-    IDLE,
-    PAUSED,
-    QUEUED,
-    RUNNING,
-    WAITING,
-    TrainingSession,
-    probe_history_rows,
-    probe_rows,
-)
+from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING, probe_history_rows, probe_rows
+from bert_core.runs.training_run import TrainingSession
 from bert_core.train.corpus import MAX_USER_CORPUS_BYTES
 from bert_core.train.trainer import PRESETS
 from ui.state import require_current

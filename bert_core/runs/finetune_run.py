@@ -20,7 +20,8 @@ from ..train.finetuning import EvalResult, FineTuneConfig, FineTuner, FineTuneSt
 from ..train.tasks import ClassificationTask
 from .memory import tensor_bytes
 from .settings import MAX_TRAIN_SECONDS, corpus_bytes, ema, ids_bytes, run_bytes
-from .training_run import FINISHED, STATE_LABELS, TrainingSession, format_seconds
+from .status import FINISHED, STATE_LABELS, format_seconds
+from .training_run import TrainingSession
 
 
 def finetune_bytes(base: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig) -> int:

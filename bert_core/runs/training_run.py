@@ -20,7 +20,7 @@ import uuid
 import weakref
 import zipfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -42,44 +42,16 @@ from .settings import (
     run_bytes,
 )
 from .slots import SLOTS, SlotManager
-
-IDLE, QUEUED, RUNNING, PAUSED, FINISHED = "idle", "queued", "running", "paused", "finished"
-WAITING = "waiting"  # for memory: the run is not built yet, it waits in the ledger's queue
-OUTCOMES = ("[MASK]", "random", "kept")
-STATE_LABELS = {IDLE: "not started", WAITING: "waiting for memory", QUEUED: "waiting for a slot",
-                RUNNING: "training", PAUSED: "paused", FINISHED: "finished"}
-
-
-@dataclass
-class Status:
-    """What the page's metrics row shows."""
-
-    state: str
-    step: int
-    max_steps: int
-    elapsed: float  # seconds spent training
-    max_seconds: float
-    tokens_per_sec: float  # over the last few steps
-    lr: float  # of the last step
-    loss: float  # smoothed
-    accuracy: float  # smoothed
-    queue_position: int | None  # 0 training, n waiting n-th, None not asking for a slot
-    memory_position: int | None = None  # n: n-th in line for memory (the run is not built yet)
-
-    def display(self) -> list[tuple[str, str]]:
-        """(label, value) pairs for the metrics row; "–" where there is no number yet."""
-        def num(x: float, fmt: str, unit: str = "") -> str:
-            return "–" if math.isnan(x) else format(x, fmt) + unit
-
-        return [
-            ("State", STATE_LABELS[self.state]),
-            ("Step", f"{self.step:,} / {self.max_steps:,}"),
-            ("Training time", f"{format_seconds(self.elapsed)} / {format_seconds(self.max_seconds)}"),
-            ("Tokens / s", num(self.tokens_per_sec, ",.0f") if self.step else "–"),
-            ("Learning rate", f"{self.lr:.2e}"),
-            ("Loss (smoothed)", num(self.loss, ".3f")),
-            ("Accuracy (smoothed)", num(100 * self.accuracy, ".1f", " %")),
-        ]
+from .status import (
+    FINISHED,
+    IDLE,
+    OUTCOMES,
+    PAUSED,
+    QUEUED,
+    RUNNING,
+    WAITING,
+    Status,
+)
 
 
 class TrainingSession:
@@ -456,47 +428,4 @@ class TrainingSession:
         return data
 
 
-def probe_rows(probe: Probe) -> list[dict]:
-    """One row per probe [MASK]: the sentence, the top guess with its probability, and the top-k."""
-    rows = []
-    for sentence, preds in probe.predictions.items():
-        for pos, top in sorted(preds.items()):
-            rows.append({"sentence": sentence, "position": pos, "top guess": top[0][0],
-                         "probability": round(top[0][1], 4),
-                         "top-k": ", ".join(f"{tok} {p:.3f}" for tok, p in top)})
-    return rows
-
-
-def probe_history_rows(probes: list[Probe]) -> list[dict]:
-    """The top guess at each probe sentence's first [MASK], one row per probe step."""
-    rows = []
-    for pr in probes:
-        row = {"step": pr.step}
-        for sentence, preds in pr.predictions.items():
-            if preds:
-                tok, p = preds[min(preds)][0]
-                row[sentence] = f"{tok} ({p:.2f})"
-        rows.append(row)
-    return rows
-
-
-def format_seconds(s: float) -> str:
-    """Seconds as m:ss. Example: 75.4 -> '1:15'."""
-    s = int(s)
-    return f"{s // 60}:{s % 60:02d}"
-
-
-__all__ = [
-    "FINISHED",
-    "IDLE",
-    "PAUSED",
-    "QUEUED",
-    "RUNNING",
-    "STATE_LABELS",
-    "Status",
-    "TrainingSession",
-    "WAITING",
-    "format_seconds",
-    "probe_history_rows",
-    "probe_rows",
-]
+__all__ = ["TrainingSession"]

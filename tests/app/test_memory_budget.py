@@ -258,7 +258,8 @@ def test_header_json_is_what_safetensors_writes(tiny_dirs):
 def test_a_training_session_holds_one_probes_attention_and_frees_what_a_finished_run_cannot_use():
     from bert_core.runs.settings import TrainSettings, bundled_tokenizer
     from bert_core.runs.slots import SlotManager
-    from bert_core.runs.training_run import FINISHED, TrainingSession
+    from bert_core.runs.status import FINISHED
+    from bert_core.runs.training_run import TrainingSession
 
     lines = ["the cat sat on the mat .", "a dog ran across the green field .", "she wrote a letter to her mother ."]
     s = TrainingSession(SlotManager(capacity=1))

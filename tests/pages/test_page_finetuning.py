@@ -7,7 +7,7 @@ import re
 import pytest
 from apptest_util import assert_ok, open_page
 
-from bert_core.runs.training_run import FINISHED, IDLE, PAUSED, RUNNING
+from bert_core.runs.status import FINISHED, IDLE, PAUSED, RUNNING
 
 CSV = "text,label\n" + "".join(
     f"{w} number {i},{lab}\n" for i in range(12) for w, lab in (("a small cat", "animal"), ("a red apple", "food")))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from apptest_util import assert_ok, open_page
 
-from bert_core.runs.training_run import FINISHED, IDLE, PAUSED, RUNNING
+from bert_core.runs.status import FINISHED, IDLE, PAUSED, RUNNING
 from ui.state import SESSION_LABEL
 
 TINY = "tiny (2 layers, 64 wide)"

@@ -26,7 +26,8 @@ from bert_core.runs.settings import (
     run_bytes,
 )
 from bert_core.runs.slots import SlotManager
-from bert_core.runs.training_run import FINISHED, IDLE, PAUSED, RUNNING, WAITING, TrainingSession
+from bert_core.runs.status import FINISHED, IDLE, PAUSED, RUNNING, WAITING
+from bert_core.runs.training_run import TrainingSession
 from bert_core.train.finetuning import FineTuneConfig
 from bert_core.train.tasks import ClassificationTask
 

@@ -16,7 +16,7 @@ from bert_core.errors import BertCoreError
 from bert_core.figures.finetuning import confusion_figure, pca_figure, probabilities_figure
 from bert_core.runs.finetune_run import FineTuneSession
 from bert_core.runs.slots import SlotManager
-from bert_core.runs.training_run import FINISHED, PAUSED, QUEUED, RUNNING
+from bert_core.runs.status import FINISHED, PAUSED, QUEUED, RUNNING
 from bert_core.train.finetuning import FineTuneConfig, FineTuner, pca_2d
 from bert_core.train.tasks import (
     MAX_CSV_ROWS,

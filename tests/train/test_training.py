@@ -25,16 +25,8 @@ from bert_core.runs.settings import (
     user_lines,
 )
 from bert_core.runs.slots import SlotManager
-from bert_core.runs.training_run import (
-    FINISHED,
-    IDLE,
-    PAUSED,
-    QUEUED,
-    RUNNING,
-    TrainingSession,
-    probe_history_rows,
-    probe_rows,
-)
+from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, probe_history_rows, probe_rows
+from bert_core.runs.training_run import TrainingSession
 from bert_core.train.batches import TextDataset
 from bert_core.train.corpus import MAX_USER_CORPUS_BYTES, parse_user_corpus
 from bert_core.train.trainer import MAX_TRAIN_PARAMS, PRESETS, TrainConfig, Trainer, evaluate_mlm, new_model
