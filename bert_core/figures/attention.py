@@ -126,7 +126,11 @@ def head_average_figure(layer_attention: np.ndarray, tokens: list[str], layer: i
 
 def layer_grid(layer_attention: np.ndarray, tokens: list[str], layer: int, cols: int = 4,
                zmax: float | None = 1.0) -> go.Figure:
-    """Small multiples: every head of one layer (nh, T, T), one shared colour scale (0..1, or 0..largest)."""
+    """Small multiples: every head of one layer (nh, T, T), one shared colour scale (0..1, or 0..largest).
+
+    The query tokens label the first column's rows and the key tokens the bottom row's columns (small type),
+    so a pattern in any head can be read off against the words without opening it.
+    """
     att = np.asarray(layer_attention)
     nh, t = att.shape[0], len(tokens)
     if att.shape[1:] != (t, t):
@@ -140,12 +144,19 @@ def layer_grid(layer_attention: np.ndarray, tokens: list[str], layer: int, cols:
         tr = _heatmap(att[h], labels, coloraxis="coloraxis", name=f"head {h}")
         tr.hovertemplate = f"head {h}<br>" + HOVER
         fig.add_trace(tr, row=h // cols + 1, col=h % cols + 1)
-    fig.update_layout(title={"text": f"Layer {layer}: all {nh} heads"}, height=int(230 * rows + 80),
+    fig.update_layout(title={"text": f"Layer {layer}: all {nh} heads"}, height=int(250 * rows + 130),
                       coloraxis={"colorscale": COLORSCALE, "cmin": 0.0, "cmax": _top(att, zmax),
                                  "colorbar": {"title": {"text": "weight"}}},
                       margin={"l": 10, "r": 10, "t": 70, "b": 10})
     fig.update_xaxes(type="category", showticklabels=False)
     fig.update_yaxes(type="category", showticklabels=False, autorange="reversed")
+    small = {"showticklabels": True, "tickfont": {"size": 9}}
+    for h in range(nh):
+        r, c = h // cols + 1, h % cols + 1
+        if c == 1:  # the first column: which token is asking (rows)
+            fig.update_yaxes(small, row=r, col=c)
+        if h + cols >= nh:  # the lowest plot of its column: which token is looked at (columns)
+            fig.update_xaxes({**small, "tickangle": -60}, row=r, col=c)
     return fig
 
 

@@ -28,10 +28,10 @@ def candidates_figure(candidates: list[tuple[str, float]], title: str, highlight
     colors = ["#e67e22" if highlight is not None and t == _esc(highlight) else "#2e86c1" for t in toks]
     fig = go.Figure(go.Bar(x=probs, y=toks, orientation="h", marker_color=colors,
                            text=[f"{p:.1%}" for p in probs], textposition="auto",
-                           hovertemplate="%{y}: p = %{x:.4f}<extra></extra>"))
+                           hovertemplate="%{y}: p = %{x:.2%}<extra></extra>"))
     # Up to 1 for a confident model, but never so wide that an unsure model's bars vanish.
     top = min(1.0, max(0.05, 1.25 * max(probs, default=0)))
-    fig.update_layout(title=_esc(title), xaxis_title="probability", xaxis_range=[0, top],
+    fig.update_layout(title=_esc(title), xaxis_title="probability", xaxis_range=[0, top], xaxis_tickformat=".0%",
                       height=120 + 24 * len(toks), margin=dict(l=10, r=20, t=50, b=40))
     fig.update_yaxes(type="category")
     return fig
@@ -41,8 +41,9 @@ def nsp_figure(p_is_next: float, p_not_next: float) -> go.Figure:
     """Two bars: P(IsNext) and P(NotNext) from the NSP head on the pooled [CLS] vector."""
     fig = go.Figure(go.Bar(x=[p_is_next, p_not_next], y=["IsNext", "NotNext"], orientation="h",
                            marker_color=["#27ae60", "#c0392b"], text=[f"{p_is_next:.1%}", f"{p_not_next:.1%}"],
-                           textposition="auto", hovertemplate="%{y}: %{x:.4f}<extra></extra>"))
+                           textposition="auto", hovertemplate="%{y}: %{x:.2%}<extra></extra>"))
     fig.update_layout(title="Next sentence prediction", xaxis_title="probability", xaxis_range=[0, 1],
+                      xaxis_tickformat=".0%",
                       height=200, margin=dict(l=10, r=20, t=50, b=40))
     return fig
 

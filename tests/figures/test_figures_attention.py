@@ -123,7 +123,14 @@ def test_layer_grid(heads, rows):
         assert f"head {h}" in tr.hovertemplate
     assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(heads)]
     assert len({tr.yaxis for tr in fig.data}) == heads  # one subplot each
-    assert fig.layout.height == 230 * rows + 80
+    assert fig.layout.height == 250 * rows + 130
+    # Token labels: rows on the first column, columns on the lowest plot of each column; none elsewhere.
+    cols = min(4, heads)
+    for h, tr in enumerate(fig.data):
+        xa = fig.layout["xaxis" + tr.xaxis[1:]]
+        ya = fig.layout["yaxis" + tr.yaxis[1:]]
+        assert bool(ya.showticklabels) == (h % cols == 0), h
+        assert bool(xa.showticklabels) == (h + cols >= heads), h
     assert (fig.layout.coloraxis.cmin, fig.layout.coloraxis.cmax) == (0.0, 1.0)
     assert fa.layer_grid(att[0], TOKENS, 0, zmax=None).layout.coloraxis.cmax == pytest.approx(att[0].max(), rel=1e-6)
     with pytest.raises(ValueError):

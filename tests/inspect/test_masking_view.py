@@ -202,3 +202,6 @@ def test_figures_build():
     assert list(f.data[0].y) == ["&lt;b&gt;", "sat"]  # most likely on top (plotly draws bottom-up)
     assert f.data[0].marker.color[0] != f.data[0].marker.color[1] and "<i>" not in f.layout.title.text
     assert list(nsp_figure(0.7, 0.3).data[0].x) == [0.7, 0.3]
+    # Bars say "50.0%": the axis speaks in percent too, not in fractions beside them.
+    assert list(f.data[0].text) == ["20.0%", "50.0%"] and f.layout.xaxis.tickformat == ".0%"
+    assert nsp_figure(0.7, 0.3).layout.xaxis.tickformat == ".0%"
