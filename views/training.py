@@ -15,6 +15,7 @@ from bert_core.runs.settings import (
     builtin_lines,
     bundled_tokenizer,
     decode_upload,
+    example_run,
     preset_parameters,
     probe_sentences,
     user_lines,
@@ -242,6 +243,16 @@ if ts.state == WAITING:  # the server's memory for users' runs is full: wait in 
     st.stop()
 if ts.trainer is None:
     st.info("Pick a corpus and a model size, then press **Start** (or **Run 10 steps**).")
+    if (ex := example_run()) is not None:  # something to look at before the first run: a finished one
+        st.subheader("What a run looks like: the bundled model's own pretraining")
+        chart(loss_figure(ex.curves), "example pretraining loss", key="train-example")
+        st.caption(
+            f"An example, not your run: the bundled model ({ex.parameters:,} parameters) trained from random "
+            f"weights for {ex.steps:,} steps of {ex.batch_size} rows ({ex.tokens_seen:,} tokens, "
+            f"{ex.minutes:g} minutes on this project's 2-core machine), logged every 50 steps. The MLM loss starts "
+            "near ln V (every word equally likely) and falls as the model learns which words fit where; the "
+            "dotted line is the share of masked tokens it gets right. Your run draws the same chart live."
+        )
     st.stop()
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import math
 from dataclasses import dataclass
 
@@ -144,3 +145,28 @@ def ema(values, smoothing: float) -> np.ndarray:
         if w > 0:
             out[i] = s / w
     return out
+
+
+@dataclass(frozen=True)
+class ExampleRun:
+    """A finished pretraining run to show before the user's own: the tiny bundled model's first phase."""
+
+    curves: dict  # "step", "loss" (the MLM loss), "accuracy": each (S,), as the live chart reads them
+    steps: int
+    batch_size: int
+    parameters: int
+    minutes: float
+    tokens_seen: int
+
+
+@functools.lru_cache(maxsize=1)
+def example_run() -> ExampleRun | None:
+    """The bundled model's phase-1 log (from random weights), or None when the report is not there."""
+    path = BUNDLED_DIR / "training_report_phase1.json"
+    if not path.is_file():
+        return None
+    r = json.loads(path.read_text())
+    log = r["log"]
+    curves = {"step": np.array([row["step"] for row in log]), "loss": np.array([row["mlm"] for row in log]),
+              "accuracy": np.array([row["acc"] for row in log])}
+    return ExampleRun(curves, r["steps"], r["batch_size"], r["parameters"], r["training_minutes"], r["tokens_seen"])

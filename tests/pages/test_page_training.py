@@ -139,3 +139,27 @@ def test_pasted_corpus_trains():
     assert_ok(at)
     assert session(at).step == 10 and session(at).corpus_name == "pasted text"
     assert any("3 lines" in c.value for c in at.caption)
+
+
+def test_a_first_visit_shows_a_finished_run_as_an_example():
+    import base64
+    import json
+
+    import numpy as np
+
+    from bert_core import BUNDLED_DIR
+    from bert_core.runs.settings import example_run
+
+    at = open_training()
+    charts = [c for c in at.get("plotly_chart")]
+    assert len(charts) == 1  # the example, before any run of the user's
+    fig = json.loads(charts[0].proto.spec)
+    report = json.loads((BUNDLED_DIR / "training_report_phase1.json").read_text())
+    loss = next(tr for tr in fig["data"] if tr["name"] == "total MLM loss")
+    y = np.frombuffer(base64.b64decode(loss["y"]["bdata"]), dtype=loss["y"]["dtype"])  # plotly's typed array
+    assert y.tolist() == [row["mlm"] for row in report["log"]]  # the bundled model's own logged numbers
+    assert any("An example, not your run" in c.value for c in at.caption)
+    assert example_run().steps == report["steps"]
+    at.button(key="train_ten").click().run()
+    assert_ok(at)
+    assert not any("An example, not your run" in c.value for c in at.caption)  # the user's run replaces it
