@@ -20,7 +20,7 @@ one asyncio loop, so the client costs little CPU beside the server (no browser p
   the fragment reruns a browser's timer sends (at the interval the page asks for). One of them closes its socket
   mid-run without pausing, as a closed laptop does. A run that does not fit the server's memory for users' runs
   (`--session-mb`) waits in line for memory; with `--all-train` every trainer keeps its page open until its run
-  has trained and finished (bounded by MAX_SECONDS), and a run that never trains is a failure.
+  has trained and finished (bounded by MAX_SECONDS; nobody leaves), and a run that never finishes is a failure.
 - Leakage: no byte another session receives may contain a marker that is not its own (its own
   must appear, or the check would prove nothing).
 - The cap: a monitor loaded into the server process (benchmarks/load_site/sitecustomize.py)
@@ -322,7 +322,7 @@ async def train(base: str, log: SessionLog, seed: int, until: float, max_steps: 
     while (time.monotonic() < until or (time.monotonic() < until + grace and handover_pending())
            or (all_train and time.monotonic() < hard_stop)):
         trained = [t for t, state, _ in log.states if state == "training"]
-        if not leavers and trained and time.time() - trained[0] > leave_after:
+        if not all_train and not leavers and trained and time.time() - trained[0] > leave_after:
             leavers.append(log)
             log.states.append((time.time(), "left", ""))
             await c.close()  # no Pause: the tab is simply gone
@@ -503,7 +503,10 @@ def report(solo: SessionLog, logs: list[SessionLog], left: list[SessionLog], mon
         "queued_seen": [log.name for log in trainers if any(s == "waiting for a slot" for _, s, _ in log.states)],
         "memory_wait_seen": [log.name for log in trainers
                              if any(s == "waiting for memory" for _, s, _ in log.states)],
-        "finished": [log.name for log in trainers if any(s == "finished" for _, s, _ in log.states)],
+        # Finished: the page said so, or its last tick showed the whole step budget (the tick that finishes a run
+        # reruns the page, whose timer then stops: that last full rerun is not a tick).
+        "finished": [log.name for log in trainers if any(s == "finished" for _, s, _ in log.states)
+                     or any(st.split("/")[0].strip() == st.split("/")[-1].strip() for _, _, st in log.states if st)],
         "silent_ticks": sum(1 for log in trainers for _, s, _ in log.states if not s),
         "left": [log.name for log in left], "lease_seconds": mon.get("lease_seconds"),
         "slot_freed_after": min(lapses) if lapses else None, "lapsed_total": len(mon.get("lapsed", [])),
@@ -536,7 +539,8 @@ def failures(r: dict) -> list[str]:
                    f"{r['max_holders']} holders at once (monitor error: {r['monitor_error']})")
     if r["trainers"] > r["cap"] and not r["queued_seen"]:
         out.append("more trainers than slots, yet nobody was shown a place in line")
-    idle = [k for k, v in r["trained_steps"].items() if v == 0 and k not in r["queued_seen"]]
+    idle = [k for k, v in r["trained_steps"].items()
+            if v == 0 and k not in r["queued_seen"] and k not in r.get("memory_wait_seen", [])]
     if idle:
         out.append(f"training sessions neither trained nor saw their place in line: {idle}")
     if r["left"] and r["asked_after_lease"] and r["slot_freed_after"] is None:

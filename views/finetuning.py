@@ -10,7 +10,7 @@ from bert_core.runs.finetune_run import FineTuneSession
 from bert_core.runs.settings import MAX_TRAIN_SECONDS, decode_upload
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
 from bert_core.train.finetuning import FineTuneConfig, default_lr, pca_2d
-from bert_core.train.tasks import MAX_CSV_BYTES, MAX_CSV_ROWS, bow_baseline, builtin_tasks, task_from_csv
+from bert_core.train.tasks import MAX_CSV_BYTES, MAX_CSV_ROWS, bow_baseline, builtin_tasks, task_examples, task_from_csv
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
 from ui.widgets import chart, memory_wait_ui, run_controls, table
 
@@ -259,6 +259,12 @@ if fs.state == WAITING:  # the server's memory for users' runs is full: wait in 
     st.stop()
 if fs.trainer is None:
     st.info("Pick a task and a base model, then press **Start** (or **Run 10 steps**).")
+    if choice in builtin_tasks():  # something to look at before the first run: the task itself
+        st.subheader("What the classifier learns from")
+        st.caption("Two training examples of each class (the first in the split): each definition goes in as "
+                   "[CLS] text [SEP]; the classifier reads the pooled [CLS] vector and must name the class.")
+        table(pd.DataFrame(task_examples(builtin_tasks()[choice])), "task examples", key="ft-examples",
+              hide_index=True)
     st.stop()
 
 

@@ -163,6 +163,15 @@ def task_from_csv(text: str, name: str = "your data", valid_fraction: float = 0.
 # --- the loop -----------------------------------------------------------------------------------
 
 
+def task_examples(task: ClassificationTask, per_class: int = 2) -> list[dict]:
+    """The first `per_class` training examples of each class, in label order: what the classifier learns from."""
+    rows = []
+    for c, name in enumerate(task.labels):
+        texts = [t for t, y in zip(task.train_texts, task.train_labels) if y == c][:per_class]
+        rows += [{"class": name, "text": t} for t in texts]
+    return rows
+
+
 # --- the baseline: bag-of-words logistic regression ----------------------------------------------
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")

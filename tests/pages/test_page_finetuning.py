@@ -197,3 +197,19 @@ def test_a_roberta_base_from_the_sidebar_fine_tunes_with_its_own_head(tmp_path, 
     at.text_input(key="ft_try").set_value("a small cat").run()
     assert_ok(at)
     assert len(at.get("plotly_chart")) == 4
+
+
+def test_a_first_visit_shows_the_built_in_tasks_examples():
+    from bert_core.train.tasks import builtin_tasks, task_examples
+
+    at = open_page("finetuning", timeout=900)
+    assert_ok(at)
+    choice = at.radio(key="ft_task").value
+    task = builtin_tasks()[choice]
+    shown = at.dataframe[0].value
+    assert list(shown["class"]) == [r["class"] for r in task_examples(task)]
+    assert list(shown["text"]) == [r["text"] for r in task_examples(task)]
+    assert set(shown["class"]) == set(task.labels) and len(shown) == 2 * len(task.labels)
+    # Each shown example really is a training text of its class.
+    pairs = set(zip(task.train_texts, task.train_labels))
+    assert all((t, task.labels.index(c)) in pairs for c, t in zip(shown["class"], shown["text"]))
