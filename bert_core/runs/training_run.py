@@ -273,11 +273,11 @@ class TrainingSession:
         return ""
 
     def _finish(self, reason: str) -> None:
-        self.slots.release(self.id)
         self.state, self.finish_reason = FINISHED, reason
-        self._final_record()
+        self._final_record()  # a last probe: model work, so still inside this run's slot
         self.trainer.opt.state.clear()  # a finished run never steps again: Adam's moments (2x the model) go
         self.memory.resize(self.mem_key, self._held_bytes())
+        self.slots.release(self.id)  # last: the next in line must not start while this run still computes
 
     def _add_probe(self, probe: Probe) -> None:
         """Keep every probe's predictions but only the newest probe's attention maps (the page draws that one)."""
