@@ -3,7 +3,7 @@
 #   docker build -t bert-explorer . && docker run -p 8501:8501 bert-explorer     # then http://localhost:8501
 #
 # Not built on the project's machine (no base images reachable there): keep it in step with .ci/run
-# and scripts/test by hand, which tests/test_deploy.py checks (same Python, same pins, same app command).
+# and scripts/test by hand, which tests/app/test_deploy.py checks (same Python, same pins, same app command).
 # The install is CI's, minus the test tools: CI installs requirements-dev.txt (the runtime pins plus
 # pytest, playwright...), this installs requirements.txt (the same runtime pins plus PyTorch's CPU
 # wheel index, so torch is 2.13.0+cpu and none of the CUDA packages come along).

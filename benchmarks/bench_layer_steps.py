@@ -24,7 +24,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bert_core  # noqa: E402
-from bert_core.inside_layers import _block_input, block_steps, blocks  # noqa: E402
+from bert_core.inspect.inside_layers import block_input, block_steps, blocks  # noqa: E402
 
 
 def paired_times(a, b, reps: int) -> tuple[float, float, float]:
@@ -62,7 +62,7 @@ def main() -> None:
     last = m.config.num_hidden_layers - 1
     block = blocks(m)[last]
     with torch.inference_mode():
-        x, mask = _block_input(m, enc, last)
+        x, mask = block_input(m, enc, last)
         t_layer, t_steps, r_steps = paired_times(lambda: block(x, mask, need_probs=True),
                                                  lambda: block_steps(block, x, mask), args.reps)
     t_analyze, t_public, r_public = paired_times(lambda: bert_core.analyze(m, text),

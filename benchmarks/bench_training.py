@@ -2,7 +2,7 @@
 
     python benchmarks/bench_training.py [--steps 30] [--batch-size 128] [--seq-len 128] [--small]
 
-The target row is the bundled model's size as `python -m bert_core.pretrain` trains it: 4 layers x 256,
+The target row is the bundled model's size as `python -m bert_core.train.pretrain` trains it: 4 layers x 256,
 4 heads, FF 1024, a 12,000-piece WordPiece vocabulary trained here on the pretraining corpus, batches of
 128 rows up to 128 tokens from the document-mode corpus (WordNet lines, Brown sentence pairs), MLM + NSP.
 
@@ -33,10 +33,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bert_core  # noqa: E402
-from bert_core.corpus import load_pretraining_corpus, save_tokenizer, train_wordpiece  # noqa: E402
-from bert_core.pretrain import BUNDLED_PRESET  # noqa: E402
-from bert_core.tokenization import WordPieceTokenizer  # noqa: E402
-from bert_core.training import PRESETS, TrainConfig, Trainer, new_model  # noqa: E402
+from bert_core.model.tokenization import WordPieceTokenizer  # noqa: E402
+from bert_core.train.corpus import load_pretraining_corpus, save_tokenizer, train_wordpiece  # noqa: E402
+from bert_core.train.pretrain import BUNDLED_PRESET  # noqa: E402
+from bert_core.train.trainer import PRESETS, TrainConfig, Trainer, new_model  # noqa: E402
 
 
 def hf_batches(trainer: Trainer, n: int):

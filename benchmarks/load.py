@@ -30,7 +30,7 @@ one asyncio loop, so the client costs little CPU beside the server (no browser p
   The training cap is per process, so the monitor runs in each and the cap is checked per process.
 
 Bounded: at most MAX_SESSIONS sessions and MAX_SECONDS of load; loopback only. Exits 1 when a
-check fails. `run()` returns the report (tests/test_load.py runs a small class).
+check fails. `run()` returns the report (tests/app/test_load.py runs a small class).
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ class Expect:
 
     def __init__(self, model: str | None = None):
         import bert_core
-        from bert_core.maskview import md_literal
+        from bert_core.inspect.masking_view import md_literal
 
         self.bc, self.md_literal = bert_core, md_literal
         self.model = bert_core.load_model(model)

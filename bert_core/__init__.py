@@ -1,38 +1,49 @@
 """bert_core: a readable BERT, its tokenizer, masking, analysis and training, for BERT Explorer.
 
+The public API is this module's names; the packages behind it are layered (README "Architecture"):
+model < objectives < inspect < train < runs, and figures apart.
+
     import bert_core
     m = bert_core.load_model()                       # the bundled offline model
     t = bert_core.analyze(m, "The cat [MASK] on the mat.")
     t.predictions                                    # {position: [(token, prob), ...]}
 """
 
-from .analysis import EmbeddingParts, Trace, analyze, analyze_encoding, position_similarity
-from .attribution import attention_rollout, head_stats, salience
-from .classification import classify
 from .errors import BertCoreError
-from .inside_layers import (
-    LayerSteps,
+from .inspect.analysis import EmbeddingParts, Trace, analyze, analyze_encoding, position_similarity
+from .inspect.attribution import attention_rollout, head_stats, salience
+from .inspect.classify import classify
+from .inspect.inside_layers import LayerSteps, layer_steps
+from .inspect.mask_filling import FillResult, PseudoLogLikelihood, fill_masks, pseudo_log_likelihood
+from .inspect.residual import (
     LogitLens,
     RepeatedWord,
     ResidualStream,
     SameWord,
-    layer_steps,
     logit_lens,
     residual_stream,
     same_word,
 )
-from .mask_filling import FillResult, PseudoLogLikelihood, fill_masks, pseudo_log_likelihood
-from .masking import KEPT, MASKED, NOT_SELECTED, OUTCOME_NAMES, RANDOM, MaskingDraw, mask_tokens, masking_statistics
-from .model import BertConfig, BertForPreTraining, BertModel, EncoderTrace, param_counts
-from .pretrained import (
-    BUNDLED_DIR,
-    SUGGESTED_HUB_IDS,
-    LoadedModel,
-    load_model,
-    model_from_state_dict,
-    save_pretrained,
+from .model.checkpoint import model_from_state_dict, save_pretrained
+from .model.config import BertConfig
+from .model.counts import param_counts
+from .model.encoder import BertModel, EncoderTrace
+from .model.heads import BertForPreTraining
+from .model.loaded import LoadedModel
+from .model.loading import BUNDLED_DIR, SUGGESTED_HUB_IDS, load_model
+from .model.tokenization import MAX_TEXT_CHARS, Encoding, Truncation, WordPieceTokenizer, WordSplit, wordpiece_steps
+from .objectives.masking import (
+    KEPT,
+    MASKED,
+    NOT_SELECTED,
+    OUTCOME_NAMES,
+    RANDOM,
+    MaskingDraw,
+    mask_tokens,
+    masking_statistics,
 )
-from .tokenization import MAX_TEXT_CHARS, Encoding, Truncation, WordPieceTokenizer, WordSplit, wordpiece_steps
+from .train.finetuning import FineTuneConfig, FineTuner
+from .train.tasks import ClassificationTask, bow_baseline, builtin_tasks, task_from_csv
 
 __all__ = [
     "BUNDLED_DIR",
@@ -83,9 +94,10 @@ __all__ = [
     "logit_lens",
     "residual_stream",
     "same_word",
+    "ClassificationTask",
+    "FineTuneConfig",
+    "FineTuner",
+    "bow_baseline",
+    "builtin_tasks",
+    "task_from_csv",
 ]
-
-# Fine-tuning (issue 12): tasks, the loop, and the bag-of-words baseline.
-from .finetuning import ClassificationTask, FineTuneConfig, FineTuner, bow_baseline, builtin_tasks, task_from_csv  # noqa: E402, I001
-
-__all__ += ["ClassificationTask", "FineTuneConfig", "FineTuner", "bow_baseline", "builtin_tasks", "task_from_csv"]

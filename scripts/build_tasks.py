@@ -11,8 +11,8 @@ example a line: task <TAB> split <TAB> label <TAB> text.
   adjective satellites count as adjectives).
 
 Each class gets TRAIN_PER_CLASS training and VALID_PER_CLASS validation examples (balanced). A
-validation example is a definition whose cleaned text (`bert_core.corpus.clean_gloss`, as the
-corpus cleans it) is one of the lines `bert_core.corpus.load_pretraining_corpus(seed=0)` holds out,
+validation example is a definition whose cleaned text (`bert_core.train.corpus.clean_gloss`, as the
+corpus cleans it) is one of the lines `bert_core.train.corpus.load_pretraining_corpus(seed=0)` holds out,
 so the bundled model never read it in pretraining; training examples may come from anywhere, but
 never share a cleaned text with a validation example. Definitions that occur under two classes are
 dropped. Which examples are taken is fixed by a hash of the text (seed 1), so the build is
@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from build_corpus import MIN_WORDS, gloss_to_kinded_lines  # noqa: E402
 
-from bert_core.corpus import _heldout_score, clean_gloss, load_pretraining_corpus  # noqa: E402
+from bert_core.train.corpus import _heldout_score, clean_gloss, load_pretraining_corpus  # noqa: E402
 
 DEFAULT_OUT = ROOT / "bert_core" / "data" / "finetune_tasks.tsv.gz"
 TRAIN_PER_CLASS = 500

@@ -22,7 +22,7 @@ def write_tiny_checkpoint(path, kind="pretraining", seed=0, vocab=None, **config
     import torch
     from transformers import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
 
-    from bert_core.tokenization import WordPieceTokenizer
+    from bert_core.model.tokenization import WordPieceTokenizer
 
     torch.manual_seed(seed)
     kw = dict(vocab_size=len(vocab) + 3, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
@@ -39,7 +39,7 @@ def write_tiny_checkpoint(path, kind="pretraining", seed=0, vocab=None, **config
                 p.add_(torch.randn_like(p) * 0.1)
     model.save_pretrained(path)
     # The tokenizer is built from vocab.txt alone (as old hub checkpoints ship it), then saved
-    # with tokenizer.json too; HF's BertTokenizerFast reads the result (tests/test_tokenization.py).
+    # with tokenizer.json too; HF's BertTokenizerFast reads the result (tests/model/test_tokenization.py).
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     WordPieceTokenizer.from_dir(path).save(path)
     return model
@@ -75,7 +75,7 @@ def markup_default_model(markup_dir, monkeypatch):
 @pytest.fixture
 def slots(monkeypatch):
     """A fresh process-wide training slot manager (capacity 2), so one test's run cannot hold another's slot."""
-    from bert_core import session_training
+    from bert_core.runs import training_run as session_training
 
     fresh = session_training.SlotManager(capacity=2)
     monkeypatch.setattr(session_training, "SLOTS", fresh)

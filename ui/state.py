@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 import bert_core
-from bert_core.model import fuse_qkv_storage
+from bert_core.model.layers import fuse_qkv_storage
 from ui.cache import RESULTS
 
 BUNDLED_LABEL = "bundled (offline, trained by this project)"

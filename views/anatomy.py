@@ -3,7 +3,7 @@
 import pandas as pd
 import streamlit as st
 
-from bert_core.anatomy import KNOWN_CONFIGS, anatomy_rows
+from bert_core.inspect.anatomy import KNOWN_CONFIGS, anatomy_rows
 from ui.state import require_current
 from ui.widgets import table
 

@@ -4,10 +4,10 @@ import pandas as pd
 import streamlit as st
 
 from bert_core import BertCoreError, attention_rollout, head_stats
-from bert_core.attribution import heads_by
-from bert_core.bertviz_html import head_view_height, head_view_html, model_view_height, model_view_html
 from bert_core.figures import attention as fa
-from bert_core.maskview import md_literal
+from bert_core.inspect.attribution import heads_by
+from bert_core.inspect.bertviz_html import head_view_height, head_view_html, model_view_height, model_view_html
+from bert_core.inspect.masking_view import md_literal
 from ui.state import analysis, model_cached, require_current, set_url, url_int
 from ui.widgets import chart, table
 

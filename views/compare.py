@@ -4,7 +4,7 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from bert_core.compare import agreement_rows, run_model, summary_rows, token_table
+from bert_core.inspect.compare import agreement_rows, run_model, summary_rows, token_table
 from ui.state import (
     ALLOW_HUB,
     BUNDLED_LABEL,

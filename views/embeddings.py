@@ -4,8 +4,8 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from bert_core import input_tables
 from bert_core.figures.embeddings import embedding_heatmap, norms_figure, position_similarity_figure
+from bert_core.inspect import input_tables
 from ui.state import analysis, require_current
 from ui.widgets import chart, table
 

@@ -6,18 +6,11 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.finetuning import confusion_figure, curves_figure, pca_figure, probabilities_figure
-from bert_core.finetune_session import FineTuneSession
-from bert_core.finetuning import (
-    MAX_CSV_BYTES,
-    MAX_CSV_ROWS,
-    FineTuneConfig,
-    bow_baseline,
-    builtin_tasks,
-    default_lr,
-    pca_2d,
-    task_from_csv,
-)
-from bert_core.session_training import FINISHED, IDLE, MAX_TRAIN_SECONDS, PAUSED, QUEUED, RUNNING, decode_upload
+from bert_core.runs.finetune_run import FineTuneSession
+from bert_core.runs.settings import MAX_TRAIN_SECONDS, decode_upload
+from bert_core.runs.training_run import FINISHED, IDLE, PAUSED, QUEUED, RUNNING
+from bert_core.train.finetuning import FineTuneConfig, default_lr, pca_2d
+from bert_core.train.tasks import MAX_CSV_BYTES, MAX_CSV_ROWS, bow_baseline, builtin_tasks, task_from_csv
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
 from ui.widgets import chart, run_controls, table
 

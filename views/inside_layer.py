@@ -4,8 +4,8 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures import layers as fl
-from bert_core.inside_layers import follow_token
-from bert_core.maskview import md_literal
+from bert_core.inspect.inside_layers import follow_token
+from bert_core.inspect.masking_view import md_literal
 from ui.state import model_cached, require_current, set_url, url_int
 from ui.widgets import chart
 
@@ -105,7 +105,7 @@ chart(fl.vector_strip({"x": p.x, "attn_out": p.attn_out, "x + attn_out": p.resid
                       f"|attn_out| / |x| = {ratio:.3f}"), "attention residual", key="in-resid1")
 
 st.subheader("6. Feed-forward block")
-act = cfg.hidden_act.replace("_", r"\_")  # one of bert_core.model.ACTIVATIONS' names, so safe in LaTeX
+act = cfg.hidden_act.replace("_", r"\_")  # one of bert_core.model.config.ACTIVATIONS' names, so safe in LaTeX
 st.latex(r"\mathrm{ffn\_act} = \mathrm{" + act + r"}(W_1\, h_1 + b_1)\ \ (\text{size } F),\qquad "
          r"\mathrm{ffn\_out} = W_2\, \mathrm{ffn\_act} + b_2\ \ (\text{size } H)")
 st.markdown(f"Each token alone (no mixing between tokens here) goes up to F = {F} neurons, through the "

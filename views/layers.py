@@ -4,7 +4,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures import layers as fl
-from bert_core.maskview import md_literal
+from bert_core.inspect.masking_view import md_literal
 from ui.state import model_cached, require_current
 from ui.widgets import chart
 

@@ -5,7 +5,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.masking import chips_html, legend_html, position_figure, rates_figure
-from bert_core.maskview import draw_loss, draw_rows, masking_draw, masking_stats, stats_rows
+from bert_core.inspect.masking_view import draw_loss, draw_rows, masking_draw, masking_stats, stats_rows
 from ui.state import require_current
 from ui.widgets import chart, table
 

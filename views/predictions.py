@@ -6,7 +6,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.predictions import candidates_figure, nsp_figure, pll_figure, token_strip_figure
-from bert_core.maskview import default_word, fill_at, mask_context, mask_word, md_literal, rank_of, words_of
+from bert_core.inspect.masking_view import default_word, fill_at, mask_context, mask_word, md_literal, rank_of, words_of
 from ui.state import analysis, model_cached, require_current, set_url, url_int
 from ui.widgets import chart, table
 
@@ -101,8 +101,9 @@ def salience_ui(text: str, pair: str | None, masks: dict, tokens: list[str], hid
     )
     skipped = int(np.isnan(occ).sum())
     if skipped:
+        cap = bert_core.inspect.attribution.MAX_WORK_TOKENS
         st.info(f"This input is long: occlusion masked only the word pieces nearest the [MASK] (one model pass "
-                f"each, {len(tokens)} tokens per pass, at most {bert_core.attribution.MAX_WORK_TOKENS:,} tokens of "
+                f"each, {len(tokens)} tokens per pass, at most {cap:,} tokens of "
                 f"work in all); the {skipped} farther ones stay blank.")
 
 
@@ -183,7 +184,7 @@ elif st.toggle("Compare the three strategies", key="pred_fill"):
     if n_masks:
         with st.spinner("Filling the [MASK]s three ways…"):
             fills = [model_cached(cur, bert_core.fill_masks, cur.text, cur.text_pair, strategy=s)
-                     for s in bert_core.mask_filling.FILL_STRATEGIES]
+                     for s in bert_core.inspect.mask_filling.FILL_STRATEGIES]
         for col, r in zip(st.columns(3), fills):
             with col:
                 st.markdown(f"**{r.strategy.replace('_', ' ')}** · {r.passes} pass{'es' * (r.passes != 1)}")

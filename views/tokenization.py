@@ -3,9 +3,9 @@
 import pandas as pd
 import streamlit as st
 
-from bert_core import input_tables
 from bert_core.figures.tokens import pieces_per_word_figure
-from bert_core.tokenization import SCHEMES, USER_MASK
+from bert_core.inspect import input_tables
+from bert_core.model.tokenization import SCHEMES, USER_MASK
 from ui.state import analysis, require_current
 from ui.widgets import chart, table
 

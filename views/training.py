@@ -6,29 +6,31 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from bert_core.corpus import MAX_USER_CORPUS_BYTES
 from bert_core.figures.training import attention_heatmap, loss_figure
-from bert_core.session_training import (
+from bert_core.runs.settings import (
     DEFAULT_PRESET,
-    FINISHED,
-    IDLE,
     MAX_STEPS,
     MAX_TRAIN_SECONDS,
-    PAUSED,
-    QUEUED,
-    RUNNING,
-    TrainingSession,
     TrainSettings,
     builtin_lines,
     bundled_tokenizer,
     decode_upload,
     preset_parameters,
-    probe_history_rows,
-    probe_rows,
     probe_sentences,
     user_lines,
 )
-from bert_core.training import PRESETS
+from bert_core.runs.training_run import (
+    FINISHED,
+    IDLE,
+    PAUSED,
+    QUEUED,
+    RUNNING,
+    TrainingSession,
+    probe_history_rows,
+    probe_rows,
+)
+from bert_core.train.corpus import MAX_USER_CORPUS_BYTES
+from bert_core.train.trainer import PRESETS
 from ui.state import require_current
 from ui.widgets import chart, run_controls, table
 

@@ -1,7 +1,7 @@
 """Loaded by benchmarks/load.py's server (PYTHONPATH): watches the training cap from inside the process.
 
 Only active when BERT_EXPLORER_LOAD_MONITOR names a file. A daemon thread waits for the app to
-import `bert_core.session_training`, then wraps three of its methods to record, without changing
+import `bert_core.runs.training_run`, then wraps three of its methods to record, without changing
 what they do:
 - `TrainingSession._steps`: how many sessions are inside a training step loop at the same moment
   (the CPU the cap is meant to bound);
@@ -37,7 +37,7 @@ def _loaded(name: str):
 
 
 def _watch_training(path: str) -> None:
-    st = _loaded("bert_core.session_training")
+    st = _loaded("bert_core.runs.training_run")
     lock = threading.Lock()
     seen = {"in_steps": 0, "max_in_steps": 0, "max_holders": 0, "max_waiting": 0, "capacity": st.SLOTS.capacity,
             "lease_seconds": st.SLOTS.lease_seconds, "lapsed": []}

@@ -1,0 +1,76 @@
+"""`BertModel`: the encoder a config describes, and the trace of everything one forward pass computed.
+
+The building blocks are in `layers.py`, the family differences in `families.py`. The forward pass can
+return every intermediate the explorer shows (embedding parts, each layer's hidden state, each attention
+probability matrix), so what a page draws is what the model computes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+
+from .config import BertConfig
+from .families import FAMILY_MODULES
+from .layers import BertPooler
+
+
+@dataclass
+class EncoderTrace:
+    """Everything one forward pass computed, as tensors (the explorer's raw material)."""
+
+    word: torch.Tensor  # (B, T, E) token (word-piece) embeddings; E = H except for ALBERT
+    position: torch.Tensor  # (B, T, E)
+    segment: torch.Tensor  # (B, T, E) token-type embeddings; zeros for DistilBERT, which has no segment table
+    sum: torch.Tensor  # (B, T, E) word + position + segment
+    hidden_states: list[torch.Tensor]  # L+1 x (B, T, H): LayerNorm(sum) (ALBERT: projected to H), then each layer
+    attentions: list[torch.Tensor]  # L x (B, nh, T, T)
+    pooled: torch.Tensor | None  # (B, H) or None without a pooler
+    normed: torch.Tensor | None = None  # (B, T, E) LayerNorm(sum) before ALBERT's E -> H projection (ALBERT only)
+
+
+class BertModel(nn.Module):
+    """The encoder: embeddings, L layers, optional pooler (HF's `BertModel`), with the config's family's modules."""
+
+    def __init__(self, config: BertConfig, add_pooling_layer: bool = True):
+        super().__init__()
+        self.config = config
+        embeddings, encoder = FAMILY_MODULES[config.model_type]
+        self.embeddings = embeddings(config)
+        self.encoder = encoder(config)
+        self.pooler = BertPooler(config) if add_pooling_layer else None
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, rows=None):
+        """Return the last hidden state (B, T, H), or an `EncoderTrace` when `trace` is set.
+
+        `rows`, a (B, T) bool mask, asks for the last hidden state at those positions only, (N, H),
+        equal to `forward(...)[rows]`: the last layer's keys and values still read every token, but its
+        output projection and feed-forward run on N rows, not B*T (training needs only masked rows).
+        """
+        if rows is not None and trace:
+            raise ValueError("rows and trace cannot be combined: a trace holds every position")
+        if token_type_ids is None:
+            token_type_ids = torch.zeros_like(input_ids)
+        mask = None
+        if attention_mask is not None:
+            # 0 where a token may be attended to, the most negative float where it is padding:
+            # softmax then gives padding exactly zero weight (HF does the same).
+            keep = attention_mask[:, None, None, :].to(torch.bool)  # (B, 1, 1, T)
+            dtype = self.embeddings.word_embeddings.weight.dtype
+            mask = torch.zeros(keep.shape, dtype=dtype, device=input_ids.device)
+            mask = mask.masked_fill(~keep, torch.finfo(dtype).min)
+        x, parts = self.embeddings(input_ids, token_type_ids, parts=trace)
+        x, normed = self.encoder.project_in(x)  # ALBERT: (B, T, E) -> (B, T, H); normed = its input
+        hidden, attn = [x], []
+        last = len(self.encoder.layer) - 1
+        for i, block in enumerate(self.encoder.layer):
+            x, probs = block(x, mask, need_probs=trace, rows=rows if i == last else None)
+            if trace:
+                hidden.append(x)
+                attn.append(probs)
+        if not trace:
+            return x if rows is None or last >= 0 else x[rows]
+        pooled = self.pooler(x) if self.pooler is not None else None
+        return EncoderTrace(*parts, hidden_states=hidden, attentions=attn, pooled=pooled, normed=normed)

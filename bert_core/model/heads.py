@@ -1,0 +1,118 @@
+"""BERT's pre-training heads (MLM, NSP) and `BertForPreTraining`, the model every page explores."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from .config import ACTIVATIONS, BertConfig
+from .encoder import BertModel
+
+
+class BertPredictionHeadTransform(nn.Module):
+    """LayerNorm(act(W h + b)), H -> E (ALBERT's head maps back to its embedding width)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.E)
+        self.act = ACTIVATIONS[config.head_act]
+        self.LayerNorm = nn.LayerNorm(config.E, eps=config.layer_norm_eps)
+
+    def forward(self, x):
+        return self.LayerNorm(self.act(self.dense(x)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """MLM logits = E_word · LayerNorm(act(W h)) + b: the decoder shares the word embeddings."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(config)
+        self.decoder = nn.Linear(config.E, config.vocab_size, bias=False)
+        self.bias = nn.Parameter(torch.zeros(config.vocab_size))
+
+    def forward(self, h):
+        return F.linear(self.transform(h), self.decoder.weight, self.bias)  # (..., V)
+
+
+class BertPreTrainingHeads(nn.Module):
+    """`cls`: the MLM head (`predictions`) and, when present, the NSP head (`seq_relationship`)."""
+
+    def __init__(self, config: BertConfig, nsp: bool = True):
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config)
+        self.seq_relationship = nn.Linear(config.hidden_size, 2) if nsp else None
+
+
+class BertForPreTraining(nn.Module):
+    """BERT with whichever heads a checkpoint has: MLM + NSP, MLM only, or none (encoder only).
+
+    Example: BertForPreTraining(cfg, mlm=True, nsp=False) has the keys of HF's BertForMaskedLM.
+    Every family (config.model_type) is this class: RoBERTa, DistilBERT and ALBERT differ only inside
+    their embeddings and encoder (`families.py`) and the head's widths; `checkpoint.py` maps their key names onto ours.
+    Only BERT has an NSP head.
+    """
+
+    def __init__(self, config: BertConfig, mlm: bool = True, nsp: bool = True, pooler: bool | None = None):
+        super().__init__()
+        self.config = config
+        nsp = nsp and mlm and config.model_type == "bert"
+        pooler = nsp if pooler is None else (pooler or nsp)  # NSP reads the pooler
+        self.bert = BertModel(config, add_pooling_layer=pooler)
+        self.cls = BertPreTrainingHeads(config, nsp=nsp) if mlm else None
+        self.apply(self._init_weights)
+        if self.cls is not None:
+            self.tie_weights()
+
+    @property
+    def family(self) -> str:
+        return self.config.model_type
+
+    @property
+    def has_mlm(self) -> bool:
+        return self.cls is not None
+
+    @property
+    def has_nsp(self) -> bool:
+        return self.cls is not None and self.cls.seq_relationship is not None
+
+    def tie_weights(self):
+        """The MLM decoder reads the word-embedding matrix: one tensor, two uses."""
+        self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
+
+    def _init_weights(self, module):
+        # BERT's initialisation: N(0, 0.02) weights, zero biases, LayerNorm at identity.
+        std = self.config.initializer_range
+        if isinstance(module, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(module.weight, mean=0.0, std=std)
+        if isinstance(module, nn.Linear) and module.bias is not None:
+            nn.init.zeros_(module.bias)
+        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+            with torch.no_grad():
+                module.weight[module.padding_idx].zero_()
+        if isinstance(module, nn.LayerNorm):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+        if isinstance(module, BertLMPredictionHead):
+            nn.init.zeros_(module.bias)
+
+    def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(..., H) hidden states -> (..., V) vocabulary logits. Pass only the rows you need."""
+        if self.cls is None:
+            raise ValueError("this checkpoint has no masked-language-model head")
+        return self.cls.predictions(hidden)
+
+    def nsp_logits(self, pooled: torch.Tensor) -> torch.Tensor:
+        """(B, H) pooled [CLS] -> (B, 2) logits for (is next, is not next)."""
+        if not self.has_nsp:
+            raise ValueError("this checkpoint has no next-sentence-prediction head")
+        return self.cls.seq_relationship(pooled)
+
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, rows=None):
+        """Run the encoder; see `BertModel.forward`. Heads are applied by the caller, where needed."""
+        return self.bert(input_ids, token_type_ids, attention_mask, trace=trace, rows=rows)
+
+    def num_parameters(self) -> int:
+        """Distinct parameters (the tied decoder weight counted once)."""
+        return sum(p.numel() for p in self.parameters())

@@ -1,0 +1,137 @@
+"""One user's live fine-tuning run, under the same slot cap, queue, lease and time budget as pretraining.
+
+`FineTuneSession` is a `TrainingSession` (training_run.py) whose trainer is a `FineTuner`: start,
+pause, reset, the queue and the lease (`advance`, `run_steps`) are the Training page's own code; only
+what a step does, when a run is finished and what it exports differ. No streamlit here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict
+
+import numpy as np
+
+from ..errors import BertCoreError
+from ..inspect.classify import classify
+from ..model.classifier_io import classifier_zip
+from ..model.loaded import LoadedModel
+from ..train.finetuning import EvalResult, FineTuneConfig, FineTuner, FineTuneStep
+from ..train.tasks import ClassificationTask
+from .memory import tensor_bytes
+from .settings import MAX_TRAIN_SECONDS, corpus_bytes, ema, ids_bytes, run_bytes
+from .training_run import FINISHED, STATE_LABELS, TrainingSession, format_seconds
+
+
+def finetune_bytes(base: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig) -> int:
+    """What a fine-tuning run will hold, before it is built: the weights it owns with Adam's moments, its texts.
+
+    Fine-tuning all weights copies the encoder; a frozen encoder is shared with the base (read-only), so
+    only the head (pooler-sized dense layers and the classifier) is the run's own.
+    """
+    enc = base.model.bert
+    H = enc.config.hidden_size
+    own = 4 * (2 * H * H + H * (len(task.labels) + 2))  # the largest family head: dense H->H (+ pooler), out
+    if not cfg.freeze_encoder:
+        own += 4 * sum(p.numel() for p in enc.parameters())
+    return run_bytes(own, corpus_bytes([*task.train_texts, *task.valid_texts]))
+
+
+class FineTuneSession(TrainingSession):
+    """A fine-tuning run: states idle -> paused <-> running/queued -> finished, as a training run."""
+
+    trainer: FineTuner | None
+
+    def setup(self, base: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig) -> None:  # type: ignore[override]
+        """Build the classifier and its loop for this base model, task and settings (replacing any run)."""
+        # FineTuner evaluates once: the "before" picture.
+        tuner = self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run",
+                                    lambda: FineTuner(base, task, cfg))
+        with self._lock:
+            self._clear()  # the reservation above already replaced the old run's bytes
+            self.trainer, self.settings, self.corpus_name = tuner, cfg, task.name
+            self.state = "paused"
+            self.memory.resize(self.mem_key, self._held_bytes())
+        self._pooled_now: EvalResult | None = None
+
+    def _held_bytes(self) -> int:
+        """Weights this run owns (not a frozen, shared encoder), Adam's moments until it finishes, texts, plots."""
+        t = self.trainer
+        if t is None:
+            return 0
+        own = t.trainable if t.cfg.freeze_encoder else list(t.model.parameters())
+        weights = tensor_bytes(own)
+        now = getattr(self, "_pooled_now", None)  # set after the first charge, in setup
+        kept = sum(e.pooled.nbytes for e in [*t.evals, *([now] if now else [])] if e.pooled is not None)
+        data = ids_bytes(t.train_rows) + ids_bytes(t.valid_rows)
+        zipped = len(self._zip[1]) if self._zip else 0
+        return run_bytes(weights, data + kept, optimizer=self.state != FINISHED) + zipped
+
+    def _steps_done(self) -> str:
+        t = self.trainer
+        return f"{t.cfg.epochs} epoch{'s' * (t.cfg.epochs > 1)} done ({t.max_steps} steps)" if t.done else ""
+
+    def _final_record(self) -> None:
+        """The "after" picture: an evaluation with the pooled vectors at the last step."""
+        t = self.trainer
+        if t.evals[-1].pooled is None or t.evals[-1].step != t.step_count:
+            t.evals.append(t.evaluate(pooled=True))
+
+    def _one_step(self) -> FineTuneStep:
+        return self.trainer.step()  # evaluations happen inside, on their schedule
+
+    # --- reading the run --------------------------------------------------------------------
+
+    def metrics(self, smoothing: float = 0.9) -> list[tuple[str, str]]:
+        """(label, value) pairs for the metrics row; "–" where there is no number yet."""
+        t = self.trainer
+        h = t.history
+        last = t.evals[-1]
+        loss = ema([m.loss for m in h], smoothing)[-1] if h else math.nan
+        return [
+            ("State", STATE_LABELS[self.state]),
+            ("Step", f"{t.step_count:,} / {t.max_steps:,}"),
+            ("Epoch", f"{t.step_count / t.steps_per_epoch:.2f} / {t.cfg.epochs}"),
+            ("Training time", f"{format_seconds(t.elapsed)} / {format_seconds(self.max_seconds)}"),
+            ("Train loss (smoothed)", "–" if math.isnan(loss) else f"{loss:.3f}"),
+            ("Validation loss", f"{last.loss:.3f}"),
+            ("Validation accuracy", f"{100 * last.accuracy:.1f} %"),
+            ("Evaluated at step", f"{last.step:,}"),
+        ]
+
+    def curves(self, smoothing: float = 0.9) -> dict[str, np.ndarray]:
+        """Per-step train loss/accuracy (smoothed) and per-evaluation validation loss/accuracy."""
+        t = self.trainer
+        h, ev = t.history, t.evals
+        return {"step": np.array([m.step for m in h], dtype=int),
+                "train_loss": ema([m.loss for m in h], smoothing),
+                "train_accuracy": ema([m.accuracy for m in h], smoothing),
+                "eval_step": np.array([e.step for e in ev], dtype=int),
+                "valid_loss": np.array([e.loss for e in ev]), "valid_accuracy": np.array([e.accuracy for e in ev])}
+
+    def pooled_now(self) -> EvalResult:
+        """The validation set's pooled vectors at the current step (the last evaluation's if it has them)."""
+        t = self.trainer
+        if t.evals[-1].pooled is not None and t.evals[-1].step == t.step_count:
+            return t.evals[-1]
+        cached = getattr(self, "_pooled_now", None)
+        if cached is None or cached.step != t.step_count:
+            with self._lock:
+                self._pooled_now = cached = t.evaluate(pooled=True)
+        return cached
+
+    def classify(self, text: str) -> list[tuple[str, float]]:
+        """The classifier's probabilities for one text, as it is now."""
+        if self.trainer is None:
+            raise BertCoreError("set up a run first")
+        with self._lock:
+            return classify(self.trainer.as_loaded(), text)
+
+    def _build_zip(self) -> bytes:
+        """A zip of an HF folder: config.json (id2label), model.safetensors, tokenizer, training_report.json."""
+        with self._lock:
+            report = {**self.trainer.report(), "settings": asdict(self.settings)}
+            return classifier_zip(self.trainer.as_loaded(), report)
+
+
+__all__ = ["MAX_TRAIN_SECONDS", "FineTuneSession", "finetune_bytes"]

@@ -1,0 +1,146 @@
+"""What a user picks for a training run and the text it trains on: presets, limits, upload, probes, bytes."""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import BertCoreError
+from ..model.config import BertConfig
+from ..model.counts import param_counts
+from ..model.loading import BUNDLED_DIR
+from ..model.tokenization import WordPieceTokenizer
+from ..train.corpus import MAX_USER_CORPUS_BYTES, load_builtin_corpus, parse_user_corpus
+from ..train.trainer import DEFAULT_PROBES, PRESETS, TrainConfig
+
+MAX_STEPS = 2000  # per run
+MAX_TRAIN_SECONDS = 600.0  # per run: time spent inside training steps
+BUILTIN_SAMPLE_LINES = 10_000  # of the built-in corpus, so a run starts within a few seconds
+MAX_PROBE_CHARS = 300
+DEFAULT_PRESET = "small (4 layers, 128 wide)"
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    """What a user picks for one run."""
+
+    preset: str = DEFAULT_PRESET
+    lr: float = 1e-3
+    mlm_probability: float = 0.15
+    seed: int = 0
+    max_steps: int = 500
+    batch_size: int = 32
+    seq_len: int = 64
+    probe_every: int = 25
+
+    def validate(self) -> None:
+        """Refuse settings outside the server's budgets (BertCoreError with the allowed range)."""
+        if self.preset not in PRESETS:
+            raise BertCoreError(f"unknown model size {self.preset!r}; pick one of: {', '.join(PRESETS)}")
+        checks = [
+            ("max steps", self.max_steps, 1, MAX_STEPS),
+            ("learning rate", self.lr, 1e-6, 0.1),
+            ("mask probability", self.mlm_probability, 0.01, 0.9),
+            ("seed", self.seed, 0, 2**31 - 1),
+            ("batch size", self.batch_size, 1, 128),
+            ("sequence length", self.seq_len, 8, 128),
+            ("probe interval", self.probe_every, 1, MAX_STEPS),
+        ]
+        for name, v, lo, hi in checks:
+            if not lo <= v <= hi:
+                raise BertCoreError(f"{name} must be between {lo:g} and {hi:g}, got {v:g}")
+
+    def train_config(self) -> TrainConfig:
+        """The Trainer's config: warm up over the first tenth (at most 100 steps), then decay to 0."""
+        return TrainConfig(batch_size=self.batch_size, seq_len=self.seq_len, lr=self.lr,
+                           warmup_steps=max(1, min(100, self.max_steps // 10)), max_steps=self.max_steps,
+                           mlm_probability=self.mlm_probability, seed=self.seed, probe_every=self.probe_every)
+
+
+def run_bytes(weight_bytes: int, data_bytes: int, optimizer: bool = True) -> int:
+    """What a run holds between steps: its weights, Adam's two moments (until it finishes), its corpus as ids.
+
+    Gradients (one more copy of the weights) exist only inside a step, and at most the slot cap's runs
+    step at once, so they are not charged to paused runs.
+    """
+    return weight_bytes * (3 if optimizer else 1) + data_bytes
+
+
+def corpus_bytes(lines: list[str]) -> int:
+    """An upper estimate of a corpus held as token-id lists (measured: ~36 bytes a token, ~7.5 a character)."""
+    return 8 * sum(len(s) for s in lines) + 100 * len(lines)
+
+
+def ids_bytes(rows: list[list[int]]) -> int:
+    """What rows of token ids held as Python lists take (measured: ~36 bytes a token, ~100 a list)."""
+    return 36 * sum(map(len, rows)) + 100 * len(rows)
+
+
+def preset_parameters(preset: str, vocab_size: int) -> int:
+    """Parameters of an MLM-only BERT of this preset and vocabulary (tied decoder counted once)."""
+    cfg = BertConfig(vocab_size=vocab_size, max_position_embeddings=128, **PRESETS[preset])
+    return param_counts(cfg, mlm=True, nsp=False, pooler=False)["total"]
+
+
+@functools.lru_cache(maxsize=1)
+def bundled_tokenizer() -> WordPieceTokenizer:
+    """The bundled model's WordPiece tokenizer alone (read-only, shared by every session)."""
+    if not (BUNDLED_DIR / "config.json").is_file():
+        raise BertCoreError("the bundled model is missing: run `python -m bert_core.train.pretrain` to build it")
+    return WordPieceTokenizer.from_dir(BUNDLED_DIR, model_max_length=128)
+
+
+def builtin_lines(n: int = BUILTIN_SAMPLE_LINES) -> list[str]:
+    """An evenly spaced sample of `n` lines of the built-in corpus (the same lines every time)."""
+    lines = load_builtin_corpus()
+    return lines[:: max(1, len(lines) // n)][:n]
+
+
+def decode_upload(data: bytes) -> str:
+    """An uploaded file's bytes as text; refuses files over the corpus limit or not UTF-8."""
+    if len(data) > MAX_USER_CORPUS_BYTES:
+        raise BertCoreError(
+            f"the file is {len(data):,} bytes, more than the limit of {MAX_USER_CORPUS_BYTES:,} bytes: "
+            "use a smaller text"
+        )
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise BertCoreError("the file is not UTF-8 text: save it as plain text (UTF-8) and upload it again") from e
+
+
+def user_lines(text: str) -> list[str]:
+    """Pasted or uploaded text as training lines (size and word-count bounded, see parse_user_corpus)."""
+    lines = parse_user_corpus(text)
+    if len(lines) < 2:
+        raise BertCoreError("the corpus needs at least two lines: put one sentence on each line")
+    return lines
+
+
+def probe_sentences(text: str | None) -> tuple[str, ...]:
+    """The probes: the sidebar text first when it is short and has a [MASK], then the defaults."""
+    if not text or "[MASK]" not in text or len(text) > MAX_PROBE_CHARS:
+        return DEFAULT_PROBES
+    # Our models are uncased: "The cat ..." and "the cat ..." are the same probe.
+    return (text, *(p for p in DEFAULT_PROBES if p.lower() != text.strip().lower()))
+
+
+def ema(values, smoothing: float) -> np.ndarray:
+    """Exponential moving average, bias-corrected, skipping NaNs (steps where a series had no token).
+
+    s_t = a s_{t-1} + (1 - a) x_t, reported as s_t / (1 - a^n) after n finite values (as TensorBoard).
+    Example: values [1, 3], smoothing 0.5 -> [1.0, 2.333...].
+    """
+    x = np.asarray(values, dtype=float)
+    out = np.full_like(x, np.nan)
+    s, w = 0.0, 0.0
+    for i, v in enumerate(x):
+        if not math.isnan(v):
+            s = smoothing * s + (1 - smoothing) * v
+            w = smoothing * w + (1 - smoothing)
+        if w > 0:
+            out[i] = s / w
+    return out

@@ -1,0 +1,140 @@
+"""How a corpus becomes training batches: token ids, NSP pairs (IsNext / NotNext), padding, special-token masks."""
+
+from __future__ import annotations
+
+import torch
+
+from ..errors import BertCoreError
+from ..model.tokenization import WordPieceTokenizer
+
+# Model sizes a user may pick for live training: small enough to step several times a second.
+
+
+class TextDataset:
+    """Corpus lines (and, optionally, documents of ordered sentences) as token ids.
+
+    Without documents, NSP pairs a line with the next line of the corpus. With documents (the
+    bundled model's Brown texts), a row is either a single line (no NSP label) or a sentence of a
+    document with its real successor or a random sentence (the paper's 50/50 IsNext/NotNext).
+    """
+
+    POOL_BATCHES = 16  # document mode: rows of this many batches are sorted by length together
+
+    def __init__(self, lines: list[str], tokenizer: WordPieceTokenizer, seq_len: int,
+                 documents: list[list[str]] | None = None):
+        ids = tokenizer.encode_batch_plain(list(lines))
+        self.lines = [x[: seq_len - 3] for x in ids if x]  # room for [CLS] A [SEP] (B [SEP])
+        self.tok = tokenizer
+        self.seq_len = seq_len
+        # Document sentences, flattened; next_of[i] is the sentence after i in its document, or -1.
+        self.sents: list[list[int]] = []
+        next_of: list[int] = []
+        for doc in documents or []:
+            doc_ids = [x[: seq_len - 3] for x in tokenizer.encode_batch_plain(list(doc)) if x]
+            base = len(self.sents)
+            self.sents += doc_ids
+            next_of += [base + k + 1 for k in range(len(doc_ids) - 1)] + ([-1] if doc_ids else [])
+        self.anchors = [i for i, j in enumerate(next_of) if j >= 0]
+        self.next_of = next_of
+        if len(self.lines) + len(self.sents) < 2:
+            raise BertCoreError("the corpus needs at least two non-empty lines")
+        self.n_tokens = sum(len(x) for x in self.lines) + sum(len(x) for x in self.sents)
+        # Line indices sorted by length: a batch of neighbours in this order needs almost no
+        # padding, so compute goes to real tokens (one sentence per input, as the pages show).
+        self.by_length = sorted(range(len(self.lines)), key=lambda i: len(self.lines[i]))
+        self.queue: list[list[tuple[int, int, int]]] = []  # document mode: batches drawn, not yet used
+
+    def batch(self, batch_size: int, g: torch.Generator, nsp: bool):
+        """A padded batch: ids, segments, attention mask, special mask, NSP labels (-100: none)."""
+        if self.sents:
+            if not self.queue:
+                self._fill_queue(batch_size, g, nsp)
+            return self._collate(self.queue.pop())
+        n = len(self.lines)
+        if nsp:
+            idx = torch.randint(n, (batch_size,), generator=g).tolist()
+        else:
+            start = int(torch.randint(max(n - batch_size, 0) + 1, (), generator=g))
+            idx = self.by_length[start:start + batch_size]
+        rows, segs, nsp_labels = [], [], []
+        cls, sep = self.tok.cls_token_id, self.tok.sep_token_id
+        for i in idx:
+            a = self.lines[i]
+            if not nsp:
+                rows.append([cls, *a, sep])
+                segs.append([0] * (len(a) + 2))
+                continue
+            # Half the time the true next line, half a random one (label 0 = is next).
+            is_next = bool(torch.rand((), generator=g) < 0.5)
+            j = (i + 1) % n if is_next else int(torch.randint(n, (), generator=g))
+            b = self.lines[j]
+            budget = self.seq_len - 3
+            a, b = a[: max(budget - min(len(b), budget // 2), 1)], b
+            b = b[: budget - len(a)]
+            rows.append([cls, *a, sep, *b, sep])
+            segs.append([0] * (len(a) + 2) + [1] * (len(b) + 1))
+            nsp_labels.append(0 if is_next else 1)
+        return self._pad(rows, segs, torch.tensor(nsp_labels) if nsp else None)
+
+    def _fill_queue(self, batch_size: int, g: torch.Generator, nsp: bool) -> None:
+        """Draw POOL_BATCHES batches of rows, sort them by length, cut, and queue in random order.
+
+        A row is (kind, i, j): kind 0 = single line i; kind 1 = sentence i then sentence j, is next;
+        kind 2 = sentence i then random sentence j, not next. Sorting a pool by length keeps padding
+        low without sorting the whole corpus (batches stay random samples).
+        """
+        S, A, N = len(self.lines), len(self.anchors), len(self.sents)
+        rows: list[tuple[int, int, int]] = []
+        for k in torch.randint(S + A, (batch_size * self.POOL_BATCHES,), generator=g).tolist():
+            if k < S:
+                rows.append((0, k, -1))
+            elif not nsp:
+                rows.append((0, -1 - self.anchors[k - S], -1))  # a document sentence alone
+            elif bool(torch.rand((), generator=g) < 0.5):
+                i = self.anchors[k - S]
+                rows.append((1, i, self.next_of[i]))
+            else:
+                rows.append((2, self.anchors[k - S], int(torch.randint(N, (), generator=g))))
+        rows.sort(key=self._row_len)
+        batches = [rows[b:b + batch_size] for b in range(0, len(rows), batch_size)]
+        self.queue = [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+
+    def _row_len(self, row: tuple[int, int, int]) -> int:
+        kind, i, j = row
+        if kind == 0:
+            return len(self.lines[i]) if i >= 0 else len(self.sents[-1 - i])
+        return min(len(self.sents[i]) + len(self.sents[j]), self.seq_len - 3)
+
+    def _collate(self, spec: list[tuple[int, int, int]]):
+        cls, sep = self.tok.cls_token_id, self.tok.sep_token_id
+        rows, segs, labels = [], [], []
+        for kind, i, j in spec:
+            if kind == 0:
+                a = self.lines[i] if i >= 0 else self.sents[-1 - i]
+                rows.append([cls, *a, sep])
+                segs.append([0] * (len(a) + 2))
+                labels.append(-100)
+                continue
+            a, b = self.sents[i], self.sents[j]
+            budget = self.seq_len - 3
+            a = a[: max(budget - min(len(b), budget // 2), 1)]
+            b = b[: budget - len(a)]
+            rows.append([cls, *a, sep, *b, sep])
+            segs.append([0] * (len(a) + 2) + [1] * (len(b) + 1))
+            labels.append(0 if kind == 1 else 1)
+        return self._pad(rows, segs, torch.tensor(labels))
+
+    def _pad(self, rows, segs, labels):
+        cls, sep = self.tok.cls_token_id, self.tok.sep_token_id
+        # A corpus with fewer lines than batch_size gives a smaller batch, not rows of padding.
+        B, T = len(rows), max(len(r) for r in rows)
+        ids = torch.full((B, T), self.tok.pad_token_id, dtype=torch.long)
+        types = torch.zeros((B, T), dtype=torch.long)
+        attn = torch.zeros((B, T), dtype=torch.long)
+        special = torch.ones((B, T), dtype=torch.long)
+        for r, (row, seg) in enumerate(zip(rows, segs)):
+            ids[r, : len(row)] = torch.tensor(row)
+            types[r, : len(seg)] = torch.tensor(seg)
+            attn[r, : len(row)] = 1
+        special[(ids != cls) & (ids != sep) & (attn == 1)] = 0
+        return ids, types, attn, special, labels

@@ -1,0 +1,172 @@
+"""Measure a model as the README reports it: `python -m bert_core.train.evaluate [model] [--markdown]`.
+
+Four measurements, each seeded and in a fixed order, so the same model prints the same numbers:
+- held-out MLM on the bundled corpus's held-out split (cleaned WordNet lines and Brown sentences never
+  trained on; one seeded 15% draw per line): loss, perplexity, top-1 / top-5 on the masked positions;
+- the same on the previous bundled model's held-out set (uncleaned WordNet glosses), for comparison,
+  minus the glosses whose cleaned form is in today's training lines (cleaning changes a line's hash,
+  so about 10% of that set moved to the training side; they are left out for every model);
+- everyday cloze: `tests/data/everyday_cloze.tsv`, ordinary sentences with one [MASK] and the expected
+  word (written for this project, not from the corpus): is it the top-1 / among the top-5?
+- next-sentence prediction on held-out Brown pairs: a held-out sentence with the sentence that really
+  follows it (IsNext), and the same sentence with a random sentence of another text (NotNext).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from pathlib import Path
+
+import torch
+
+from ..inspect.analysis import analyze
+from ..model.loaded import LoadedModel
+from ..model.loading import load_model
+from .corpus import (
+    _brown,
+    _heldout_score,
+    clean_gloss,
+    load_builtin_corpus,
+    load_pretraining_corpus,
+    split_heldout,
+)
+from .trainer import evaluate_mlm
+
+CLOZE_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "everyday_cloze.tsv"
+HELDOUT_FRACTION = 0.02
+
+
+def previous_heldout_lines() -> list[str]:
+    """The previous model's held-out glosses (original WordNet split) that no model here trained on."""
+    _, heldout = split_heldout(load_builtin_corpus(), fraction=HELDOUT_FRACTION, seed=0)
+    trained = set(load_pretraining_corpus(seed=0, fraction=HELDOUT_FRACTION)[0])
+    return [g for g in heldout if clean_gloss(g) not in trained]
+
+
+def heldout_metrics(source: str | None = None, seed: int = 0) -> dict[str, float]:
+    """Held-out MLM metrics of the model `source` (bundled when None) on `previous_heldout_lines`."""
+    m = load_model(source)
+    return evaluate_mlm(m.model, m.tokenizer, previous_heldout_lines(), seed=seed)
+
+
+def read_cloze(path: Path = CLOZE_FILE) -> list[tuple[str, str]]:
+    """(sentence, expected word) pairs; lines starting with # are comments."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            text, answer = line.split("\t")
+            rows.append((text.strip(), answer.strip()))
+    return rows
+
+
+def everyday_cloze(m: LoadedModel, path: Path = CLOZE_FILE) -> dict:
+    """Top-1 / top-5 of the expected word at the [MASK] of each sentence (lower-cased comparison)."""
+    rows, top1, top5 = [], 0, 0
+    for text, answer in read_cloze(path):
+        t = analyze(m, text, top_k=5)
+        (guesses,) = t.predictions.values()
+        words = [w for w, _ in guesses]
+        top1 += words[0].lower() == answer.lower()
+        top5 += answer.lower() in (w.lower() for w in words)
+        rows.append({"text": text, "answer": answer, "top5": words})
+    n = len(rows)
+    return {"sentences": n, "top1": top1 / n, "top5": top5 / n, "rows": rows}
+
+
+def nsp_pairs(seed: int = 0, fraction: float = HELDOUT_FRACTION) -> list[tuple[str, str, int]]:
+    """(A, B, label) for every held-out Brown sentence A that has a successor: label 0 = IsNext, 1 = NotNext.
+
+    Each A appears twice: with its real next sentence, and with a random sentence of another text.
+    """
+    docs = _brown()
+    rng = random.Random(seed)
+    pairs = []
+    for d_i, d in enumerate(docs):
+        for i, a in enumerate(d.sentences[:-1]):
+            if _heldout_score(a, seed) >= fraction:
+                continue
+            pairs.append((a, d.sentences[i + 1], 0))
+            other = docs[(d_i + rng.randrange(1, len(docs))) % len(docs)]
+            pairs.append((a, rng.choice(other.sentences), 1))
+    return pairs
+
+
+@torch.no_grad()
+def nsp_probabilities(m: LoadedModel, pairs: list[tuple[str, str]], batch_size: int = 64) -> torch.Tensor:
+    """(N,) P(IsNext) for each (A, B): softmax of the NSP logits on the pooled [CLS], batched with padding."""
+    model, tok = m.model, m.tokenizer
+    model.eval()
+    out = []
+    for start in range(0, len(pairs), batch_size):
+        encs = [tok.encode(a, b) for a, b in pairs[start:start + batch_size]]
+        T = max(len(e.input_ids) for e in encs)
+        ids = torch.full((len(encs), T), tok.pad_token_id, dtype=torch.long)
+        types, attn = torch.zeros_like(ids), torch.zeros_like(ids)
+        for r, e in enumerate(encs):
+            n = len(e.input_ids)
+            ids[r, :n], types[r, :n], attn[r, :n] = torch.from_numpy(e.input_ids), torch.from_numpy(e.token_type_ids), 1
+        pooled = model(ids, types, attn, trace=True).pooled  # (B, H): tanh(W h_[CLS] + b)
+        out.append(model.nsp_logits(pooled).softmax(-1)[:, 0])
+    return torch.cat(out)
+
+
+def nsp_accuracy(m: LoadedModel, seed: int = 0) -> dict | None:
+    """Accuracy of argmax(P(IsNext), P(NotNext)) on `nsp_pairs`; None for a model without NSP head."""
+    if not m.model.has_nsp:
+        return None
+    pairs = nsp_pairs(seed)
+    p_next = nsp_probabilities(m, [(a, b) for a, b, _ in pairs])
+    right = sum((float(p) < 0.5) == bool(label) for p, (_, _, label) in zip(p_next, pairs))
+    return {"pairs": len(pairs), "accuracy": right / len(pairs)}
+
+
+def bundled_report(source: str | None = None, seed: int = 0) -> dict:
+    """Every measurement the README reports, for the model `source` (bundled when None)."""
+    m = load_model(source)
+    _, _, heldout_lines, heldout_docs = load_pretraining_corpus(seed=0, fraction=HELDOUT_FRACTION)
+    brown = [s for d in heldout_docs for s in d.sentences]
+    cloze = everyday_cloze(m)
+    return {
+        "heldout_wordnet": evaluate_mlm(m.model, m.tokenizer, heldout_lines, seed=seed),
+        "heldout_brown": evaluate_mlm(m.model, m.tokenizer, brown, seed=seed),
+        "heldout_previous": heldout_metrics(source, seed),
+        "everyday_cloze": {k: v for k, v in cloze.items() if k != "rows"},
+        "nsp": nsp_accuracy(m, seed),
+    }
+
+
+def markdown(report: dict) -> str:
+    """The README's evaluation table."""
+    rows = ["| set | masked tokens | loss | perplexity | top-1 | top-5 |", "| --- | --- | --- | --- | --- | --- |"]
+    for key, name in (("heldout_wordnet", "held-out WordNet lines (cleaned)"),
+                      ("heldout_brown", "held-out Brown sentences"),
+                      ("heldout_previous", "previous model's held-out glosses (uncleaned), not trained on")):
+        r = report[key]
+        rows.append(f"| {name} | {r['masked_tokens']:,} | {r['loss']:.4f} | {r['perplexity']:.2f} | "
+                    f"{100 * r['top1']:.2f}% | {100 * r['top5']:.2f}% |")
+    c = report["everyday_cloze"]
+    rows.append(f"| everyday cloze ({c['sentences']} sentences) | {c['sentences']} | | | "
+                f"{100 * c['top1']:.2f}% | {100 * c['top5']:.2f}% |")
+    nsp = report["nsp"]
+    nsp_row = "no NSP head" if nsp is None else f"{100 * nsp['accuracy']:.2f}% of {nsp['pairs']:,} held-out pairs"
+    return "\n".join(rows) + f"\n\nNext-sentence prediction: {nsp_row}.\n"
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model", nargs="?", default=None, help="a local folder or hub id; default: bundled")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--markdown", action="store_true", help="print the README's table")
+    ap.add_argument("--cloze-rows", action="store_true", help="also print every cloze sentence's top-5")
+    args = ap.parse_args(argv)
+    report = bundled_report(args.model, args.seed)
+    if args.cloze_rows:
+        for r in everyday_cloze(load_model(args.model))["rows"]:
+            print(f"{r['answer']:>12}  {' / '.join(r['top5'])}  <- {r['text']}")
+    print(markdown(report) if args.markdown else json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,201 @@
+"""The Layers and Inside-a-layer pages through AppTest: what they draw is what bert_core computed."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import numpy as np
+import pytest
+from apptest_util import assert_ok, open_page
+from conftest import write_tiny_checkpoint
+
+import bert_core
+from bert_core.inspect.inside_layers import follow_token
+from ui.state import OTHER_LABEL
+
+TEXT, PAIR = "The cat [MASK] on the mat.", "It was happy."
+
+
+def arr(v) -> np.ndarray:
+    """A plotly JSON array: a list, or plotly's binary form {"dtype", "bdata", "shape"}."""
+    if isinstance(v, dict):
+        shape = [int(s) for s in str(v.get("shape", "-1")).split(",")]
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).reshape(shape)
+    return np.asarray(v, dtype=float)
+
+
+def charts(at) -> dict[str, dict]:
+    return {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
+def texts(at) -> str:
+    return " ".join(str(e.value) for g in (at.markdown, at.caption, at.info, at.warning) for e in g)
+
+
+def use_local_model(at, monkeypatch, path):
+    monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(path.parent))
+    at.sidebar.selectbox(key="model_choice").select(OTHER_LABEL).run()
+    at.sidebar.text_input(key="other_model").set_value(str(path)).run()
+    assert not at.sidebar.error, [e.value for e in at.sidebar.error]
+
+
+# --- Layers ----------------------------------------------------------------------------------
+
+
+def test_layers_page_draws_bert_core_numbers():
+    m = bert_core.load_model()
+    at = open_page("layers", query={"text": TEXT, "pair": PAIR})
+    assert_ok(at)
+    c = charts(at)
+    r = bert_core.residual_stream(m, TEXT, PAIR)
+    np.testing.assert_allclose(arr(c["lay-norms"]["data"][0]["z"]), r.norms, atol=1e-5)
+    # Closed sections build no chart (one rerun stays cheap); opening one draws bert_core's numbers.
+    assert not {"lay-attn-upd", "lay-pca", "lay-cls"} & set(c) and not any(k.startswith("lay-lens-ans") for k in c)
+    np.testing.assert_allclose(arr(c["lay-tok-sim"]["data"][0]["z"]), r.token_similarity[-1], atol=1e-5)
+    # The logit lens: one (states x k) map per [MASK], whose last row is analyze's predictions.
+    t = bert_core.analyze(m, TEXT, PAIR)
+    (pos,) = t.mask_positions
+    lens = c[f"lay-lens-{pos}"]["data"][0]
+    z = arr(lens["z"])
+    assert z.shape == (m.config.num_hidden_layers + 1, 5)
+    np.testing.assert_allclose(z[-1], [p for _, p in t.predictions[pos]], atol=1e-5)
+    assert "trained on the last layer only" in texts(at)
+    # Same word, two contexts: the default pair has "bank" (and "the") twice.
+    names = [tr["name"] for tr in c["lay-same-word"]["data"]]
+    assert "bank" in names
+    assert any("tanh" in e.value for e in at.latex)
+    at.segmented_control(key="lay_view").set_value("Size of each update").run()
+    assert_ok(at)
+    np.testing.assert_allclose(arr(charts(at)["lay-attn-upd"]["data"][0]["z"]), r.attn_update, atol=1e-5)
+    at.toggle(key="lay_lens_rank").set_value(True).run()
+    ans = charts(at)[f"lay-lens-ans-{pos}"]["data"]
+    lens = bert_core.logit_lens(m, TEXT, PAIR)
+    np.testing.assert_allclose(arr(ans[0]["y"]), lens.final_prob[pos], atol=1e-5)
+    at.slider(key="lay_k").set_value(3).run()  # k slices the stored top 10: same numbers, fewer columns
+    np.testing.assert_allclose(arr(charts(at)[f"lay-lens-{pos}"]["data"][0]["z"]), z[:, :3], atol=1e-6)
+    # PCA: specials hidden by default; one path per remaining token.
+    at.toggle(key="lay_pca").set_value(True).run()
+    assert_ok(at)
+    assert len(charts(at)["lay-pca"]["data"]) == int((r.special_tokens_mask == 0).sum())
+    at.toggle(key="lay_hide_special").set_value(False).run()
+    assert len(charts(at)["lay-pca"]["data"]) == len(r.tokens)
+    at.toggle(key="lay_cls").set_value(True).run()
+    assert_ok(at)
+    np.testing.assert_allclose(arr(charts(at)["lay-cls"]["data"][0]["z"])[0], r.cls, atol=1e-5)
+
+
+def test_layers_page_state_slider_and_no_mask():
+    at = open_page("layers", query={"text": "the cat sat on the mat."})
+    assert_ok(at)
+    assert "There is no [MASK]" in texts(at)
+    assert not any(k.startswith("lay-lens") for k in charts(at))
+    at.select_slider(key="lay_sim_state").set_value(0).run()
+    assert_ok(at)
+    assert charts(at)["lay-tok-sim"]["layout"]["title"]["text"] == "Token similarity at state emb"
+
+
+def test_two_contexts_needs_a_repeated_word():
+    at = open_page("layers")
+    at.text_input(key="lay_two_a").set_value("The river is wide.").run()
+    at.text_input(key="lay_two_b").set_value("She opened an account.").run()
+    assert_ok(at)
+    assert "needs one word that appears twice" in texts(at)
+    assert "lay-same-word" not in charts(at)
+    at.text_input(key="lay_two_a").set_value("   ").run()
+    assert_ok(at)
+    assert "needs a word that occurs twice" in texts(at)
+
+
+def test_encoder_only_model_says_why_there_is_no_lens(tiny_dirs, monkeypatch):
+    at = open_page("layers", query={"text": "the cat [MASK] on the mat."})
+    use_local_model(at, monkeypatch, tiny_dirs["base"][0])
+    assert_ok(at)
+    assert any("no masked-language-model head" in i.value for i in at.info)
+    assert not any(k.startswith("lay-lens") for k in charts(at))
+    at.toggle(key="lay_cls").set_value(True).run()
+    c = charts(at)
+    assert len(c["lay-cls"]["data"][0]["y"]) == 2  # [CLS] and the pooler (BertModel has one)
+
+
+@pytest.fixture(scope="module")
+def long_model(tmp_path_factory):
+    d = tmp_path_factory.mktemp("tiny-512")
+    write_tiny_checkpoint(d, "mlm", max_position_embeddings=512)
+    return d
+
+
+LONG = "the cat sat on the mat and the dog went to the store . " * 50 + "[MASK]"
+
+
+def test_512_tokens_layers_page_caps_and_says_so(long_model, monkeypatch):
+    at = open_page("layers", query={"text": LONG})
+    use_local_model(at, monkeypatch, long_model)
+    assert_ok(at)
+    assert any("512 tokens" in w.value and "first 256" in w.value for w in at.warning)
+    c = charts(at)
+    assert arr(c["lay-norms"]["data"][0]["z"]).shape[1] == 256
+    assert len(c["lay-tok-sim"]["data"][0]["x"]) == 128
+    at.toggle(key="lay_pca").set_value(True).run()
+    assert_ok(at)
+    assert len(charts(at)["lay-pca"]["data"]) == 40
+
+
+# --- Inside a layer --------------------------------------------------------------------------
+
+
+def strip(c, key: str) -> dict[str, np.ndarray]:
+    """A vector_strip figure's rows by name."""
+    tr = c[key]["data"][0]
+    z = arr(tr["z"])
+    return {name: row[~np.isnan(row)] for name, row in zip(tr["y"], z)}
+
+
+def test_inside_layer_follows_the_numbers_of_layer_steps():
+    m = bert_core.load_model()
+    at = open_page("inside_layer", query={"text": TEXT, "pair": PAIR})
+    assert_ok(at)
+    t = bert_core.analyze(m, TEXT, PAIR)
+    (pos,) = t.mask_positions
+    assert at.selectbox(key="in_token").value == pos  # starts at the [MASK]
+    at.selectbox(key="in_layer").select(2).run()
+    at.selectbox(key="in_head").select(1).run()
+    assert_ok(at)
+    assert at.query_params["layer"] == "2" and at.query_params["head"] == "1"
+    c = charts(at)
+    s = bert_core.layer_steps(m, TEXT, 2, PAIR)
+    p = follow_token(s, 1, pos)
+    np.testing.assert_allclose(strip(c, "in-x")["x"], t.hidden_states[2][pos], atol=1e-5)
+    np.testing.assert_allclose(strip(c, "in-qkv")["q (query)"], p.q, atol=1e-5)
+    weights = arr(c["in-scores"]["data"][2]["y"])
+    np.testing.assert_allclose(weights, t.attentions[2, 1, pos], atol=1e-5)  # the Attention page's row
+    np.testing.assert_allclose(arr(c["in-scores"]["data"][1]["y"]), s.scores[1, pos], atol=1e-5)
+    out = strip(c, "in-resid2")["x' = LayerNorm(…)"]
+    np.testing.assert_allclose(out, t.hidden_states[3][pos], atol=1e-5)  # = the Layers page's state L2
+    assert len(strip(c, "in-ffn-out")["ffn_out"]) == m.config.hidden_size
+    assert sum(arr(c["in-ffn-hist"]["data"][0]["x"]).shape) == m.config.intermediate_size
+    assert len([e for e in at.latex]) >= 6
+    at.selectbox(key="in_token").select(0).run()
+    assert_ok(at)
+    np.testing.assert_allclose(strip(charts(at), "in-x")["x"], t.hidden_states[2][0], atol=1e-5)
+
+
+def test_inside_layer_token_choice_survives_a_shorter_text():
+    at = open_page("inside_layer", query={"text": TEXT})
+    at.selectbox(key="in_token").select(7).run()
+    assert_ok(at)
+    at.sidebar.text_area(key="text").set_value("hi").run()
+    assert_ok(at)
+    box = at.selectbox(key="in_token")
+    assert box.value == len(box.options) - 1 < 7  # clamped to the new text's last token
+
+
+def test_inside_layer_512_tokens_and_encoder_only(long_model, tiny_dirs, monkeypatch):
+    at = open_page("inside_layer", query={"text": LONG})
+    use_local_model(at, monkeypatch, long_model)
+    assert_ok(at)
+    assert any("512 tokens" in w.value and "first 128 keys" in w.value for w in at.warning)
+    assert len(charts(at)["in-scores"]["data"][0]["x"]) == 128
+    use_local_model(at, monkeypatch, tiny_dirs["base"][0])  # no MLM head: the layer is still there
+    assert_ok(at)
+    assert "in-resid2" in charts(at)

@@ -1,0 +1,141 @@
+"""The Training page, driven through AppTest: start, step, pause, reset, queue, keep the model."""
+
+from __future__ import annotations
+
+import pytest
+from apptest_util import assert_ok, open_page
+
+from bert_core.runs.training_run import FINISHED, IDLE, PAUSED, RUNNING
+from ui.state import SESSION_LABEL
+
+TINY = "tiny (2 layers, 64 wide)"
+
+
+pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
+
+
+def session(at):
+    return at.session_state["train_session"]
+
+
+def metrics(at) -> dict[str, str]:
+    return {m.label: m.value for m in at.metric}
+
+
+def open_training(max_steps: int = 500):
+    at = open_page("training")
+    assert_ok(at)
+    at.selectbox(key="train_preset").select(TINY)
+    at.number_input(key="train_max_steps").set_value(max_steps)
+    return at.run()
+
+
+def test_start_train_pause_reset(slots):
+    at = open_training()
+    assert any("press **Start**" in i.value for i in at.info)
+    at.button(key="train_start").click().run()
+    assert_ok(at)
+    assert session(at).state == RUNNING
+    for _ in range(3):  # AppTest does not fire run_every timers: each run is one tick of the fragment
+        at.run()
+    assert_ok(at)
+    steps = session(at).step
+    assert steps > 0 and metrics(at)["State"] == "training"
+    assert metrics(at)["Step"].startswith(f"{steps} /")
+    assert len(at.get("plotly_chart")) == 2  # loss curves and the attention heatmap
+    # The sidebar's default text has a [MASK], so it is the first probe (in place of its lower-case twin).
+    assert at.dataframe[0].value["sentence"].tolist() == ["She [MASK] the letter to her mother.",
+                                                          "the cat sat on the [MASK].",
+                                                          "a [MASK] is a large body of water."]
+    at.selectbox(key="train_layer").select(1).run()
+    at.selectbox(key="train_head").select(1).run()
+    assert_ok(at)
+
+    at.button(key="train_pause").click().run()
+    assert session(at).state == PAUSED and metrics(at)["State"] == "paused"
+    paused_at = session(at).step
+    at.run()
+    assert session(at).step == paused_at  # paused: page reruns do not train
+    assert slots.position(session(at).id) is None  # and the slot is free for others
+
+    at.button(key="train_reset").click().run()
+    assert_ok(at)
+    assert session(at).state == IDLE and session(at).trainer is None
+    assert at.selectbox(key="train_preset").value == TINY  # the settings survive a reset
+
+
+def test_run_ten_steps_then_use_the_model_from_the_sidebar():
+    at = open_training()
+    at.button(key="train_ten").click().run()
+    assert_ok(at)
+    assert session(at).step == 10 and session(at).state == PAUSED
+    assert metrics(at)["Step"] == "10 / 500"
+    assert [b.label for b in at.get("download_button") if b.key == "train_download"]
+
+    at.button(key="train_use").click().run()
+    assert_ok(at)
+    assert any("step 10" in s.value for s in at.success)
+    assert at.session_state["session_model"].source == "session"
+    assert at.session_state["session_model_version"] == 1
+    choice = at.sidebar.selectbox(key="model_choice")
+    assert SESSION_LABEL in choice.options
+    choice.select(SESSION_LABEL).run()
+    assert_ok(at)
+    assert at.session_state["current"].model_key == "session:1"
+
+    # Training goes on with the session model selected; the stored copy does not change.
+    at.button(key="train_ten").click().run()
+    assert_ok(at)
+    assert session(at).step == 20 and at.session_state["current"].model_key == "session:1"
+    assert "10 steps" in at.session_state["session_model"].notes[0]
+
+
+def test_run_finishes_at_its_step_budget():
+    at = open_training(max_steps=10)
+    at.button(key="train_start").click().run()
+    for _ in range(30):
+        if session(at).state == FINISHED:
+            break
+        at.run()
+    assert_ok(at)
+    assert session(at).state == FINISHED and session(at).step == 10
+    assert any("Finished" in s.value for s in at.success)
+    assert at.button(key="train_start").disabled and at.button(key="train_ten").disabled
+
+
+def test_waits_in_line_when_all_slots_are_taken(slots):
+    others = ["other-user-1", "other-user-2"]
+    for o in others:
+        assert slots.request(o) == 0
+    at = open_training()
+    at.button(key="train_start").click().run()
+    assert_ok(at)
+    assert session(at).step == 0 and metrics(at)["State"] == "waiting for a slot"
+    assert any("number 1 in line" in i.value for i in at.info)
+    at.run()
+    assert session(at).step == 0  # still waiting
+    slots.release(others[0])
+    at.run()
+    assert_ok(at)
+    assert session(at).state == RUNNING and session(at).step > 0
+
+
+def test_pasted_corpus_too_small_has_a_clear_message():
+    at = open_training()
+    at.radio(key="train_corpus").set_value("Paste text").run()
+    at.text_area(key="train_text").input("too few words here").run()
+    at.button(key="train_start").click().run()
+    assert_ok(at)
+    assert any("only 4 words" in e.value and "at least 10" in e.value for e in at.error)
+    assert session(at).state == IDLE
+
+
+def test_pasted_corpus_trains():
+    at = open_training()
+    at.radio(key="train_corpus").set_value("Paste text").run()
+    text = "\n".join(["the cat sat on the mat .", "the dog sat on the rug .", "a bird sang in the tree ."])
+    at.text_area(key="train_text").input(text).run()
+    at.button(key="train_ten").click().run()
+    assert_ok(at)
+    assert session(at).step == 10 and session(at).corpus_name == "pasted text"
+    assert any("3 lines" in c.value for c in at.caption)

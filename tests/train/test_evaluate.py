@@ -1,0 +1,40 @@
+"""The evaluation the README reports: batched NSP equals the page's one-pair analysis; held-out sets stay held out."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import bert_core
+from bert_core.train.corpus import clean_gloss, load_pretraining_corpus
+from bert_core.train.evaluate import nsp_pairs, nsp_probabilities, previous_heldout_lines, read_cloze
+
+
+def test_batched_nsp_matches_analyze_pair_by_pair(tiny_dirs):
+    m = bert_core.load_model(str(tiny_dirs["pretraining"][0]))
+    assert m.has_nsp
+    pairs = [("the cat sat on the mat .", "it was warm ."), ("a dog ran .", "the sea is wide and very deep today ."),
+             ("one", "two three four five six")]
+    got = nsp_probabilities(m, pairs, batch_size=2).numpy()  # two batches, padded rows
+    want = np.array([bert_core.analyze(m, a, b).nsp[0] for a, b in pairs])
+    np.testing.assert_allclose(got, want, atol=1e-5)
+
+
+def test_nsp_pairs_are_half_real_successors_from_held_out_sentences():
+    pairs = nsp_pairs()
+    assert len(pairs) > 1000 and sum(label for *_, label in pairs) == len(pairs) // 2
+    heldout = {s for d in load_pretraining_corpus()[3] for s in d.sentences}
+    assert all(a in heldout for a, _, _ in pairs)
+
+
+def test_previous_heldout_set_has_nothing_the_new_corpus_trains_on():
+    trained = set(load_pretraining_corpus()[0])
+    lines = previous_heldout_lines()
+    assert len(lines) > 2500 and not any(clean_gloss(g) in trained for g in lines)
+
+
+def test_cloze_list_is_everyday_and_not_from_the_corpus():
+    rows = read_cloze()
+    assert len(rows) >= 60 and all(t.count("[MASK]") == 1 for t, _ in rows)
+    train, docs, _, _ = load_pretraining_corpus()
+    seen = {x.lower() for x in train} | {s.lower() for d in docs for s in d.sentences}
+    assert not [t for t, a in rows if t.replace("[MASK]", a).lower() in seen]
