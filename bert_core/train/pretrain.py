@@ -35,6 +35,7 @@ from pathlib import Path
 
 import torch
 
+from ..model.checkpoint import save_pretrained
 from ..model.heads import BertForPreTraining
 from ..model.loading import load_model
 from ..model.tokenization import WordPieceTokenizer
@@ -89,6 +90,9 @@ def main(argv=None) -> int:
                     help="train on this seeded share of the WordNet lines (Brown texts always whole)")
     ap.add_argument("--seq-len", type=int, default=128)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    ap.add_argument("--export-only", action="store_true",
+                    help="write --checkpoint-dir's weights to --out as a model folder, without training")
+    ap.add_argument("--fp16", action="store_true", help="with --export-only: store the weights in fp16")
     args = ap.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -127,6 +131,16 @@ def main(argv=None) -> int:
         model = encoder_with_new_heads(args.init_from, args.seed)
     else:
         model = load_model(init_dir).model
+    if args.export_only:  # a model folder from the checkpoint (e.g. to evaluate a run midway)
+        state = torch.load(ckpt, weights_only=True)
+        model.load_state_dict(state["model"])
+        model.tie_weights()
+        save_pretrained(model, tok, out, dtype=torch.float16 if args.fp16 else None)
+        info = {"step": state["step"], "tokens_seen": state["seen"],
+                "training_minutes": round(state["elapsed"] / 60, 1)}
+        (out / "export.json").write_text(json.dumps(info, indent=2) + "\n")
+        print(json.dumps(info), flush=True)
+        return 0
     if args.pairs_from is not None:
         train_lines = []  # phase 2: every row is a sentence pair
     cfg = TrainConfig(batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr,
