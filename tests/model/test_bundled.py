@@ -64,7 +64,7 @@ def test_minilm_logits_match_transformers():
     with torch.no_grad():
         ref = hf(input_ids=ids, token_type_ids=types, attention_mask=torch.ones_like(ids))
         out = m.model(ids, types, torch.ones_like(ids), trace=True)
-        mlm = m.model.mlm_logits(out.last_hidden_state)
+        mlm = m.model.mlm_logits(out.hidden_states[-1])  # (1, T, V)
         nsp = m.model.nsp_logits(out.pooled)
     assert torch.allclose(mlm, ref.prediction_logits, atol=1e-5, rtol=0)
     assert torch.allclose(nsp, ref.seq_relationship_logits, atol=1e-5, rtol=0)
