@@ -4,7 +4,7 @@ The public API is this module's names; the packages behind it are layered (READM
 model < objectives < inspect < train < runs, and figures apart.
 
     import bert_core
-    m = bert_core.load_model()                       # the bundled offline model
+    m = bert_core.load_model()                       # the default offline model (bundled MiniLM)
     t = bert_core.analyze(m, "The cat [MASK] on the mat.")
     t.predictions                                    # {position: [(token, prob), ...]}
 """
@@ -30,7 +30,16 @@ from .model.counts import param_counts
 from .model.encoder import BertModel, EncoderTrace
 from .model.heads import BertForPreTraining
 from .model.loaded import LoadedModel
-from .model.loading import BUNDLED_DIR, SUGGESTED_HUB_IDS, load_model
+from .model.loading import (
+    BUNDLED_DIR,
+    BUNDLED_MODELS,
+    BUNDLED_NAME,
+    DEFAULT_BUNDLED,
+    MINILM_DIR,
+    MINILM_NAME,
+    SUGGESTED_HUB_IDS,
+    load_model,
+)
 from .model.tokenization import MAX_TEXT_CHARS, Encoding, Truncation, WordPieceTokenizer, WordSplit, wordpiece_steps
 from .objectives.masking import (
     KEPT,
@@ -47,9 +56,14 @@ from .train.tasks import ClassificationTask, bow_baseline, builtin_tasks, task_f
 
 __all__ = [
     "BUNDLED_DIR",
+    "BUNDLED_MODELS",
+    "BUNDLED_NAME",
+    "DEFAULT_BUNDLED",
     "KEPT",
     "MASKED",
     "MAX_TEXT_CHARS",
+    "MINILM_DIR",
+    "MINILM_NAME",
     "NOT_SELECTED",
     "OUTCOME_NAMES",
     "RANDOM",

@@ -15,7 +15,10 @@ import bert_core
 from bert_core.model.layers import fuse_qkv_storage
 from ui.cache import RESULTS
 
-BUNDLED_LABEL = "bundled (offline, trained by this project)"
+# The two models that ship with the app, in plain words (bert_core.BUNDLED_MODELS).
+MINILM_LABEL = "MiniLM, offline: a pretrained BERT that knows everyday English"
+BUNDLED_LABEL = "tiny, offline: trained from scratch by this project"
+BUNDLED_LABELS = {bert_core.MINILM_NAME: MINILM_LABEL, bert_core.BUNDLED_NAME: BUNDLED_LABEL}
 SESSION_LABEL = "my trained model (this session)"
 OTHER_LABEL = "other hub id…"
 DEFAULT_TEXT = "She [MASK] the letter to her mother."
@@ -26,22 +29,27 @@ ALLOW_FREE_HUB = os.environ.get("BERT_EXPLORER_ALLOW_FREE_HUB", "1") == "1"
 ALLOW_HUB = os.environ.get("BERT_EXPLORER_ALLOW_HUB", "1") == "1"
 
 
-# The model a fresh visitor sees: "bundled" (works offline), a hub id such as bert-base-uncased
-# (a Cloud deploy with network), or a local folder on the server.
-DEFAULT_MODEL = os.environ.get("BERT_EXPLORER_DEFAULT_MODEL", "").strip() or "bundled"
+# The model a fresh visitor sees: "bundled-minilm" (offline), "bundled" (the tiny offline one), a hub
+# id such as bert-base-uncased (a Cloud deploy with network), or a local folder on the server.
+DEFAULT_MODEL = os.environ.get("BERT_EXPLORER_DEFAULT_MODEL", "").strip() or bert_core.DEFAULT_BUNDLED
 
 
 def local_roots() -> list[str]:
     """Folders whose models the app may load by path: the server's list, plus a default model's folder."""
     roots = [p for p in os.environ.get("BERT_EXPLORER_LOCAL_ROOTS", "").split(os.pathsep) if p]
-    if DEFAULT_MODEL != "bundled" and os.path.isdir(DEFAULT_MODEL):
+    if DEFAULT_MODEL not in bert_core.BUNDLED_MODELS and os.path.isdir(DEFAULT_MODEL):
         roots.append(DEFAULT_MODEL)
     return roots
 
 
 def _label(name: str) -> str:
     """The model selector's label for a model name."""
-    return BUNDLED_LABEL if name == "bundled" else name
+    return BUNDLED_LABELS.get(name, name)
+
+
+def name_of(label: str) -> str:
+    """The model name behind a selector label (the inverse of `_label`)."""
+    return next((n for n, lab in BUNDLED_LABELS.items() if lab == label), label)
 
 
 # Query parameters that make a shared link reopen the same view.
@@ -53,7 +61,7 @@ class Current:
     """The model and input every page works on."""
 
     model: bert_core.LoadedModel
-    model_key: str  # what identifies the model in caches ("bundled", a hub id, "session:<n>")
+    model_key: str  # what identifies the model in caches ("bundled-minilm", "bundled", a hub id, "session:<n>")
     text: str
     text_pair: str | None
     seed: int
@@ -62,7 +70,7 @@ class Current:
 @st.cache_resource(show_spinner=False, max_entries=4)
 def shared_model(name: str) -> bert_core.LoadedModel:
     """One read-only model per process and name, shared by every session (never trained)."""
-    m = bert_core.load_model(None if name == "bundled" else name, allow_hub=ALLOW_HUB, local_roots=local_roots())
+    m = bert_core.load_model(name, allow_hub=ALLOW_HUB, local_roots=local_roots())
     for p in m.model.parameters():
         p.requires_grad_(False)  # read-only: nothing may train or mutate the shared copy
     fuse_qkv_storage(m.model)  # Q, K, V in one block: no second fused copy (85 MB on bert-base)
@@ -107,7 +115,7 @@ def _init_from_url() -> None:
     st.session_state.setdefault("pair", (pair or DEFAULT_PAIR)[: bert_core.MAX_TEXT_CHARS])
     st.session_state.setdefault("seed", _int(q.get("seed"), 0, 0, 2**31 - 1))
     model = q.get("model", DEFAULT_MODEL)
-    if model in ("bundled", DEFAULT_MODEL, *bert_core.SUGGESTED_HUB_IDS):
+    if model in (*bert_core.BUNDLED_MODELS, DEFAULT_MODEL, *bert_core.SUGGESTED_HUB_IDS):
         st.session_state.setdefault("model_choice", _label(model))
     elif ALLOW_FREE_HUB and model:
         st.session_state.setdefault("model_choice", OTHER_LABEL)
@@ -142,7 +150,7 @@ def _int(v, default: int, lo: int, hi: int) -> int:
 
 
 def _model_options() -> list[str]:
-    opts = [BUNDLED_LABEL, *bert_core.SUGGESTED_HUB_IDS] if ALLOW_HUB else [BUNDLED_LABEL]
+    opts = [MINILM_LABEL, BUNDLED_LABEL, *(bert_core.SUGGESTED_HUB_IDS if ALLOW_HUB else ())]
     if _label(DEFAULT_MODEL) not in opts:  # the server's default is always offered, first
         opts.insert(0, _label(DEFAULT_MODEL))
     if st.session_state.get("session_model") is not None:
@@ -174,14 +182,19 @@ def sidebar_ui() -> Current | None:
     if st.session_state.get("model_choice") not in opts:
         st.session_state["model_choice"] = _label(DEFAULT_MODEL)
     choice = sb.selectbox("Model", opts, key="model_choice",
-                          help="The bundled model works offline; hub models download on first use.")
+                          help="Two models ship with the app and work offline: MiniLM (6 layers, 384 wide, "
+                               "bert-base-uncased's 30,522-piece vocabulary; distilled from a large model and "
+                               "trained on a billion sentence pairs, its MLM and NSP heads re-learned here) and a "
+                               "tiny BERT (4 layers, 256 wide, 12,000 pieces) this project trained from scratch on "
+                               "WordNet and the Brown corpus, as the Training page does. Hub models download on "
+                               "first use.")
     if choice == OTHER_LABEL:
         name = sb.text_input("Hub id (BERT, RoBERTa, DistilBERT or ALBERT; safetensors)", key="other_model",
                              placeholder="e.g. google-bert/bert-base-multilingual-cased").strip()
     elif choice == SESSION_LABEL:
         name = "session"
     else:
-        name = "bundled" if choice == BUNDLED_LABEL else choice
+        name = name_of(choice)
     sb.text_area("Text", key="text", height=100, max_chars=bert_core.MAX_TEXT_CHARS,
                  help="Use [MASK] where BERT should guess a word.")
     use_pair = sb.checkbox("Add a second sentence (B)", key="use_pair")

@@ -8,9 +8,11 @@ from bert_core.inspect.compare import agreement_rows, run_model, summary_rows, t
 from ui.state import (
     ALLOW_HUB,
     BUNDLED_LABEL,
+    MINILM_LABEL,
     SESSION_LABEL,
     Current,
     model_cached,
+    name_of,
     require_current,
     shared_model,
 )
@@ -32,14 +34,14 @@ st.caption(
 
 # Offline: the bundled model and a model trained on the Training page; with the hub, the suggested ids.
 CURRENT = f"sidebar model ({cur.model.name})"
-options = [CURRENT, BUNDLED_LABEL]
+options = [CURRENT, MINILM_LABEL, BUNDLED_LABEL]
 if st.session_state.get("session_model") is not None:
     options.append(SESSION_LABEL)
 if ALLOW_HUB:
     options += list(bert_core.SUGGESTED_HUB_IDS)
-default = [CURRENT, SESSION_LABEL if SESSION_LABEL in options else BUNDLED_LABEL]
-if cur.model_key in ("bundled",) and default[1] == BUNDLED_LABEL:
-    default = [CURRENT]
+# Beside the sidebar's model: the session's, else the bundled model the sidebar is not showing.
+other = MINILM_LABEL if cur.model_key == bert_core.BUNDLED_NAME else BUNDLED_LABEL
+default = [CURRENT, SESSION_LABEL if SESSION_LABEL in options else other]
 picked = st.multiselect("Models (two or three)", options, default=default, max_selections=3, key="cmp_models",
                         help="Hub models download on first use (hundreds of MB).")
 if SESSION_LABEL not in options:
@@ -54,7 +56,7 @@ def resolve(label: str) -> Current | None:
     if label == SESSION_LABEL:
         key = f"session:{st.session_state.get('session_model_version', 0)}"
         return Current(st.session_state["session_model"], key, cur.text, None, cur.seed)
-    name = "bundled" if label == BUNDLED_LABEL else label
+    name = name_of(label)
     try:
         with st.spinner(f"Loading {name}…"):
             return Current(shared_model(name), name, cur.text, None, cur.seed)

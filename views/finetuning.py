@@ -20,7 +20,7 @@ TRAIN_SECONDS = 0.8
 PASTE, UPLOAD = "Paste CSV", "Upload a .csv file"
 LEARNING_RATES = (2e-5, 3e-5, 5e-5, 1e-4, 3e-4, 1e-3, 3e-3)
 LR_REASON = ("A head alone learns from scratch and takes 1e-3; fine-tuning every weight wants a rate that "
-             "shrinks with the model: small models like the bundled one (hidden size 256) 3e-4 (at 1e-4 it "
+             "shrinks with the model: small models like the tiny bundled one (hidden size 256) 3e-4 (at 1e-4 it "
              "only just passes the bag-of-words baseline on the topic task, 87.7% vs 87.0%), 512-wide ones "
              "1e-4, bert-base-sized ones the classic 3e-5 (BERT's paper tried 2e-5 to 5e-5).")
 EXAMPLE_CSV = ("text,label\nwhat a wonderful film,positive\na dull and tedious plot,negative\n"
@@ -91,7 +91,7 @@ def task_ui(locked: bool):
     elif choice in tasks:
         t = tasks[choice]
         st.caption(f"{t.description} {len(t.train_texts):,} training / {len(t.valid_texts):,} validation "
-                   f"definitions, balanced; the validation ones were held out of the bundled model's pretraining.")
+                   f"definitions, balanced; the validation ones were held out of both bundled models' training here.")
     elif choice == PASTE:
         text = st.text_area("CSV: one example a line, text,label (quote a text that has commas)", key="ft_csv",
                             height=160, max_chars=MAX_CSV_BYTES, placeholder=EXAMPLE_CSV)

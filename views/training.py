@@ -50,7 +50,7 @@ st.markdown(
     "selected positions S:"
 )
 st.latex(r"\mathcal{L} = -\frac{1}{|S|}\sum_{i \in S} \log p_\theta\big(x_i \mid \tilde{x}\big)")
-_V = bundled_tokenizer().vocab_size  # runs train on the bundled model's word pieces
+_V = bundled_tokenizer().vocab_size  # runs train on the tiny bundled model's word pieces
 st.caption(
     "x̃ is the corrupted line, x_i the original token at position i. A model that guesses uniformly over "
     f"the V word pieces has loss ln V (ln {_V:,} ≈ {math.log(_V):.1f} here); the loss falls as it learns "
@@ -67,8 +67,9 @@ if ts.notice:  # the server dropped this idle run to make room: say so once
 
 
 def _tokenizer() -> bert_core.WordPieceTokenizer:
-    """The bundled model's tokenizer, for every corpus (see the caption under the settings)."""
-    return cur.model.tokenizer if cur.model.source == "bundled" else bundled_tokenizer()
+    """The tiny bundled model's tokenizer, for every corpus (see the caption under the settings)."""
+    tiny = cur.model.source == "bundled" and cur.model.name == bert_core.BUNDLED_NAME
+    return cur.model.tokenizer if tiny else bundled_tokenizer()
 
 
 def _init_widgets() -> dict:
@@ -96,7 +97,7 @@ def settings_ui(locked: bool) -> TrainSettings:
                             help=f"At most {MAX_STEPS:,} steps and {MAX_TRAIN_SECONDS / 60:g} minutes of training.")
     vocab = _tokenizer().vocab_size
     st.caption(
-        f"{preset_parameters(preset, vocab):,} parameters. Every run uses the bundled model's WordPiece "
+        f"{preset_parameters(preset, vocab):,} parameters. Every run uses the tiny bundled model's WordPiece "
         f"vocabulary ({vocab:,} pieces), also for your own text: learning a new vocabulary would take longer "
         "than the training itself; words it lacks are split into smaller pieces (or become [UNK])."
     )

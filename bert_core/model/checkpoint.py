@@ -166,8 +166,12 @@ def model_from_state_dict(config: BertConfig, state: dict, name: str = "") -> tu
     return model, notes
 
 
-def save_pretrained(model: BertForPreTraining, tokenizer: WordPieceTokenizer, out_dir: str | Path) -> Path:
-    """Write config.json, model.safetensors (HF names) and tokenizer files; HF loads them too."""
+def save_pretrained(model: BertForPreTraining, tokenizer: WordPieceTokenizer, out_dir: str | Path,
+                    dtype: torch.dtype | None = None) -> Path:
+    """Write config.json, model.safetensors (HF names) and tokenizer files; HF loads them too.
+
+    `dtype=torch.float16` stores the weights at half the size; the loader upcasts them to fp32.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     family = model.config.model_type
@@ -176,8 +180,8 @@ def save_pretrained(model: BertForPreTraining, tokenizer: WordPieceTokenizer, ou
     cfg = {**model.config.to_hf_dict(), "model_type": family, "architectures": [arch], "tie_word_embeddings": True}
     (out / "config.json").write_text(json.dumps(cfg, indent=2))
     # The decoder weight is the word-embedding tensor (tied): store it once, as HF does.
-    sd = {map_key(family, k, to="theirs"): v.detach().contiguous().cpu() for k, v in model.state_dict().items()
-          if k != "cls.predictions.decoder.weight"}
+    sd = {map_key(family, k, to="theirs"): v.detach().to(dtype or v.dtype).contiguous().cpu()
+          for k, v in model.state_dict().items() if k != "cls.predictions.decoder.weight"}
     if arch == bare:
         sd = {k.removeprefix(BASE_PREFIX[family]): v for k, v in sd.items()}
     save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})

@@ -24,8 +24,16 @@ from .config import FAMILIES, BertConfig
 from .loaded import LoadedModel, Progress
 from .tokenization import WordPieceTokenizer
 
+# Two models ship inside the package and load with no network. The default: MiniLM's encoder
+# (all-MiniLM-L6-v2, bert-base-uncased's vocabulary) with MLM and NSP heads our loop re-learned,
+# which knows everyday English (bundled_minilm/MODEL.md). The tiny one: trained from scratch by this
+# project (bundled/), the Training page's story.
 BUNDLED_DIR = Path(__file__).parent.parent / "bundled"
-BUNDLED_NAME = "bundled"
+BUNDLED_NAME = "bundled"  # the tiny from-scratch model (the name older links carry)
+MINILM_DIR = Path(__file__).parent.parent / "bundled_minilm"
+MINILM_NAME = "bundled-minilm"
+BUNDLED_MODELS = {MINILM_NAME: MINILM_DIR, BUNDLED_NAME: BUNDLED_DIR}
+DEFAULT_BUNDLED = MINILM_NAME  # what load_model() with no argument loads
 SUGGESTED_HUB_IDS = ("bert-base-uncased", "bert-base-cased", "bert-large-uncased",
                      "distilbert-base-uncased", "roberta-base", "albert-base-v2")
 MAX_DOWNLOAD_BYTES = 1_500_000_000  # bert-large's weights are 1.34 GB; anything larger is refused
@@ -43,16 +51,18 @@ def load_model(
     max_download_bytes: int = MAX_DOWNLOAD_BYTES,
     progress: Progress | None = None,
 ) -> LoadedModel:
-    """Load the bundled model (no argument), a local directory, or a Hugging Face hub id.
+    """Load a bundled model (no argument: the default, MiniLM; "bundled": the tiny one), a folder or a hub id.
 
     `local_roots`, when given, confines local directories to those folders (for public servers).
     Every failure is a `BertCoreError` with a message a student can act on.
     """
     progress = progress or (lambda msg, frac: None)
-    if source is None or str(source) == BUNDLED_NAME:
-        if not (BUNDLED_DIR / "config.json").is_file():
-            raise BertCoreError("the bundled model is missing: run `python -m bert_core.train.pretrain` to build it")
-        return _load_dir(BUNDLED_DIR, BUNDLED_NAME, "bundled", progress)
+    name = DEFAULT_BUNDLED if source is None else str(source)
+    if name in BUNDLED_MODELS:
+        if not (BUNDLED_MODELS[name] / "config.json").is_file():
+            raise BertCoreError(f"the bundled model {name!r} is missing: `python -m bert_core.train.pretrain` "
+                                "builds it")
+        return _load_dir(BUNDLED_MODELS[name], name, "bundled", progress)
     text = str(source).strip()
     path = Path(text).expanduser()
     if _is_dir(path):
@@ -289,5 +299,5 @@ def check_memory_for(path: Path, name: str) -> None:
         raise BertCoreError(
             f"{name} is too big for the memory left on this server: loading it takes about "
             f"{need / 2**20:,.0f} MB (its weights as stored plus the model in fp32) and only "
-            f"{max(free, 0) / 2**20:,.0f} MB is free. Pick a smaller model (the bundled one is 26 MB)."
+            f"{max(free, 0) / 2**20:,.0f} MB is free. Pick a smaller model (the bundled ones are 26 and 47 MB)."
         )

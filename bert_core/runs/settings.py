@@ -88,7 +88,7 @@ def preset_parameters(preset: str, vocab_size: int) -> int:
 
 @functools.lru_cache(maxsize=1)
 def bundled_tokenizer() -> WordPieceTokenizer:
-    """The bundled model's WordPiece tokenizer alone (read-only, shared by every session)."""
+    """The tiny bundled model's WordPiece tokenizer alone (the Training page's; read-only, shared by every session)."""
     if not (BUNDLED_DIR / "config.json").is_file():
         raise BertCoreError("the bundled model is missing: run `python -m bert_core.train.pretrain` to build it")
     return WordPieceTokenizer.from_dir(BUNDLED_DIR, model_max_length=128)

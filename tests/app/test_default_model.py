@@ -30,3 +30,17 @@ def test_the_bundled_model_stays_one_choice_away(default_folder):
     assert_ok(at)
     assert at.session_state["current"].model_key == "bundled"
     assert at.query_params["model"] == ["bundled"] or at.query_params["model"] == "bundled"
+
+
+def test_unset_the_default_is_the_bundled_minilm_and_the_tiny_one_is_offered():
+    assert ui.state.DEFAULT_MODEL == "bundled-minilm"  # BERT_EXPLORER_DEFAULT_MODEL is not set in the tests
+    at = open_page("tokenization", text="the cat sat on the mat .")
+    assert_ok(at)
+    box = at.sidebar.selectbox(key="model_choice")
+    assert box.value == ui.state.MINILM_LABEL and ui.state.BUNDLED_LABEL in box.options
+    cur = at.session_state["current"]
+    assert cur.model_key == "bundled-minilm" and cur.model.tokenizer.vocab_size == 30522
+    assert "model" not in at.query_params
+    box.select(ui.state.BUNDLED_LABEL).run()
+    assert_ok(at)
+    assert at.session_state["current"].model.tokenizer.vocab_size == 12000  # the tiny from-scratch model

@@ -65,9 +65,10 @@ def test_dockerfile_base_user_health_and_command_match_the_app():
     assert re.search(r"^COPY --chown=app:app \. \.$", d, re.M)
     ignored = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()
                if ln.strip() and not ln.startswith("#")]
-    for kept in ("bert_core", "bert_core/bundled", ".streamlit", "app.py", "views", "ui"):
+    for kept in ("bert_core", "bert_core/bundled", "bert_core/bundled_minilm", ".streamlit", "app.py", "views", "ui"):
         assert kept not in ignored, kept
-    assert (ROOT / "bert_core" / "bundled").is_dir() and (ROOT / ".streamlit" / "config.toml").is_file()
+    assert (ROOT / "bert_core" / "bundled").is_dir() and (ROOT / "bert_core" / "bundled_minilm").is_dir()
+    assert (ROOT / ".streamlit" / "config.toml").is_file()
 
 
 def test_start_sh_serves_warms_up_and_stops_on_sigterm():

@@ -102,7 +102,7 @@ def test_layer_steps_match_transformers_on_a_deeper_relu_model(tmp_path):
 def test_layer_steps_match_transformers_on_the_bundled_model():
     from transformers import BertForMaskedLM
 
-    m = bert_core.load_model()
+    m = bert_core.load_model("bundled")
     hf = BertForMaskedLM.from_pretrained(bert_core.BUNDLED_DIR, attn_implementation="eager").eval()
     check_layer_steps(m, hf, "The cat [MASK] on the mat because it was tired.", "Then it [MASK] away.")
     lens = bert_core.logit_lens(m, "The cat [MASK] on the mat.")

@@ -34,7 +34,7 @@ LONG = "unaffable playing bookkeeper cafés the cat sat on the mat and the dog w
 
 @pytest.fixture(scope="module")
 def m():
-    return bert_core.load_model()
+    return bert_core.load_model("bundled")  # the tiny model: the pieces pinned below are its 12,000-piece vocabulary's
 
 
 def test_draw_seed_is_a_pure_function_of_seed_and_draw():

@@ -17,7 +17,7 @@ from conftest import write_tiny_checkpoint
 import bert_core
 from bert_core.figures import attention as fa
 
-BUNDLED_LAYERS = BUNDLED_HEADS = 4
+BUNDLED_LAYERS, BUNDLED_HEADS = 6, 12  # the default offline model (the bundled MiniLM)
 HOSTILE = "<script>alert(1)</script>"
 
 
@@ -132,7 +132,7 @@ def test_url_opens_with_layer_and_head():
 
 
 def test_url_values_are_clamped_to_the_model():
-    at = open_page("attention", query={"layer": "99", "head": "7"})
+    at = open_page("attention", query={"layer": "99", "head": "99"})
     assert_ok(at)
     assert at.selectbox(key="attn_layer").value == BUNDLED_LAYERS - 1
     assert at.selectbox(key="attn_head").value == BUNDLED_HEADS - 1
@@ -188,10 +188,10 @@ def test_bertviz_is_capped_for_longer_inputs():
 
 
 def test_text_longer_than_the_model_is_truncated():
-    at = open_page("attention", query={"text": " ".join(["the cat sat on the mat ."] * 40)})
+    at = open_page("attention", query={"text": " ".join(["the cat sat on the mat ."] * 80)})  # 562 pieces
     assert_ok(at)
-    assert any("truncated" in e.value for e in at.info)
-    assert len(main_map(at)["x"]) == 128  # the bundled model's positions, which is also the cap
+    assert any("truncated" in e.value for e in at.info)  # to the default model's 512 positions
+    assert len(main_map(at)["x"]) == fa.ATTENTION_TOKEN_CAP == 128  # then the plotly views' cap
 
 
 @pytest.fixture(scope="module")

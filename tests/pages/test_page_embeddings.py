@@ -77,7 +77,7 @@ def test_two_masks_repeated_token_labels():
 
 def test_long_text_and_unknowns():
     m = bert_core.load_model()
-    at = _open("zxqvbnm 🙂 " + " ".join(["the cat sat on the mat"] * 60))
+    at = _open("zxqvbnm 🙂 " + " ".join(["the cat sat on the mat"] * 100))
     assert at.warning and "truncated" in at.warning[0].value
     assert len(_charts(at)["chart-emb-normed"]["data"][0]["y"]) == m.max_length
 

@@ -351,7 +351,7 @@ def task() -> ClassificationTask:
 
 
 def test_fine_tuning_charges_its_own_weights_not_a_frozen_shared_encoder(task):
-    base = bert_core.load_model()
+    base = bert_core.load_model("bundled")  # the tiny one: a full fine-tuning step stays quick
     m = SessionMemory(10_000 * MB)
     frozen = FineTuneSession(SlotManager(capacity=2), memory=m)
     frozen.setup(base, task, FineTuneConfig(freeze_encoder=True, epochs=1, batch_size=4))
@@ -371,7 +371,7 @@ def test_fine_tuning_charges_its_own_weights_not_a_frozen_shared_encoder(task):
 
 
 def test_fine_tuning_past_the_budget_is_refused(task):
-    base = bert_core.load_model()
+    base = bert_core.load_model("bundled")  # the tiny one: a full fine-tuning step stays quick
     m = SessionMemory(2 * tensor_bytes(base.model.bert))
     s = FineTuneSession(SlotManager(capacity=2), memory=m)
     with pytest.raises(BertCoreError, match="a fine-tuning run needs"):

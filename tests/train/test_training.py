@@ -443,3 +443,24 @@ def test_resume_takes_the_same_steps_as_an_uninterrupted_run(tok, tmp_path):
     a, b = straight.model.state_dict(), resumed.model.state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert [m.loss for m in straight.history[3:]] == [m.loss for m in resumed.history]
+
+
+def test_init_from_an_encoder_only_folder_gives_new_tied_heads_and_a_faster_head_rate(tiny_dirs):
+    """`pretrain --init-from`: the encoder (and pooler) copied, new MLM (tied) and NSP heads, heads at lr x scale."""
+    from bert_core.train.pretrain import encoder_with_new_heads
+
+    path, hf = tiny_dirs["base"]  # an HF BertModel: encoder + pooler, no heads
+    model = encoder_with_new_heads(path, seed=0)
+    assert model.has_mlm and model.has_nsp
+    assert model.cls.predictions.decoder.weight is model.bert.embeddings.word_embeddings.weight
+    theirs = hf.state_dict()
+    for k, v in model.bert.state_dict().items():
+        assert torch.equal(v, theirs[k]), k  # every encoder and pooler tensor is the folder's
+    m = bert_core.load_model(str(path))
+    cfg = TrainConfig(batch_size=4, seq_len=16, lr=1e-4, warmup_steps=1, max_steps=10, nsp=True, head_lr_scale=10)
+    tr = Trainer(model, m.tokenizer, ["the cat sat on the mat", "a dog ran in the park", "she wrote a letter"] * 3,
+                 cfg)
+    tr.step()
+    head = {id(p) for n, p in model.named_parameters() if n.startswith(("cls.", "bert.pooler."))}
+    rates = {(any(id(p) in head for p in g["params"]), g["lr"]) for g in tr.opt.param_groups}
+    assert rates == {(False, 1e-4), (True, 1e-4 * 10)}
