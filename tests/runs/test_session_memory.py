@@ -380,7 +380,7 @@ def test_fine_tuning_past_the_budget_is_refused(task):
 
 
 def test_a_fine_tuning_run_that_does_not_fit_beside_another_waits_then_trains(task):
-    base = bert_core.load_model()
+    base = bert_core.load_model("bundled")  # the tiny model: all its weights may be fine-tuned
     need = finetune_bytes(base, task, FineTuneConfig(freeze_encoder=False))
     m = SessionMemory(need + need // 2)
     first = FineTuneSession(SlotManager(capacity=2), memory=m)
