@@ -10,7 +10,7 @@ import html
 
 import numpy as np
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+import plotly.io as pio
 
 # The plotly views draw at most this many tokens (a T x T heatmap per head gets slow beyond it).
 ATTENTION_TOKEN_CAP = 128
@@ -124,12 +124,34 @@ def head_average_figure(layer_attention: np.ndarray, tokens: list[str], layer: i
     return head_heatmap(head_average(layer_attention), tokens, f"Layer {layer}, average of all heads", zmax)
 
 
+def grid_domains(n: int, spacing: float) -> list[tuple[float, float]]:
+    """The [start, end] paper fractions of `n` equal cells with `spacing` between them, as make_subplots lays them.
+
+    Example: grid_domains(2, 0.1) -> [(0.0, 0.45), (0.55, 1.0)]
+    """
+    width = (1.0 - spacing * (n - 1)) / n
+    return [(i * (width + spacing), i * (width + spacing) + width) for i in range(n)]
+
+
+def _template() -> dict:
+    """Plotly's default template as a plain dict (what a validated figure carries)."""
+    global _TEMPLATE
+    if _TEMPLATE is None:
+        _TEMPLATE = pio.templates[pio.templates.default].to_plotly_json()
+    return _TEMPLATE
+
+
+_TEMPLATE: dict | None = None
+
+
 def layer_grid(layer_attention: np.ndarray, tokens: list[str], layer: int, cols: int = 4,
                zmax: float | None = 1.0) -> go.Figure:
     """Small multiples: every head of one layer (nh, T, T), one shared colour scale (0..1, or 0..largest).
 
     The query tokens label the first column's rows and the key tokens the bottom row's columns (small type),
     so a pattern in any head can be read off against the words without opening it.
+    The figure is written out as make_subplots would lay it (tests/figures compare the two) but built
+    unvalidated: plotly's per-property validation of 12+ subplots cost ~100 ms per rerun.
     """
     att = np.asarray(layer_attention)
     nh, t = att.shape[0], len(tokens)
@@ -138,26 +160,37 @@ def layer_grid(layer_attention: np.ndarray, tokens: list[str], layer: int, cols:
     cols = min(cols, nh)
     rows = -(-nh // cols)  # ceil
     labels = token_labels(tokens)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(nh)],
-                        horizontal_spacing=0.03, vertical_spacing=0.06 if rows > 1 else 0.1)
-    for h in range(nh):
-        tr = _heatmap(att[h], labels, coloraxis="coloraxis", name=f"head {h}")
-        tr.hovertemplate = f"head {h}<br>" + HOVER
-        fig.add_trace(tr, row=h // cols + 1, col=h % cols + 1)
-    fig.update_layout(title={"text": f"Layer {layer}: all {nh} heads"}, height=int(250 * rows + 130),
-                      coloraxis={"colorscale": COLORSCALE, "cmin": 0.0, "cmax": _top(att, zmax),
-                                 "colorbar": {"title": {"text": "weight"}}},
-                      margin={"l": 10, "r": 10, "t": 70, "b": 10})
-    fig.update_xaxes(type="category", showticklabels=False)
-    fig.update_yaxes(type="category", showticklabels=False, autorange="reversed")
+    xdom = grid_domains(cols, 0.03)
+    ydom = grid_domains(rows, 0.06 if rows > 1 else 0.1)[::-1]  # row 1 at the top
+    data, layout = [], {}
     small = {"showticklabels": True, "tickfont": {"size": 9}}
+    annotations = []
     for h in range(nh):
-        r, c = h // cols + 1, h % cols + 1
-        if c == 1:  # the first column: which token is asking (rows)
-            fig.update_yaxes(small, row=r, col=c)
+        r, c, k = h // cols, h % cols, ("" if h == 0 else str(h + 1))
+        data.append({"type": "heatmap", "z": np.asarray(att[h], dtype=np.float32), "x": labels, "y": labels,
+                     "coloraxis": "coloraxis", "name": f"head {h}", "hovertemplate": f"head {h}<br>" + HOVER,
+                     "xaxis": "x" + k, "yaxis": "y" + k})
+        xa = {"anchor": "y" + k, "domain": list(xdom[c]), "type": "category", "showticklabels": False}
+        ya = {"anchor": "x" + k, "domain": list(ydom[r]), "type": "category", "showticklabels": False,
+              "autorange": "reversed"}
+        if c == 0:  # the first column: which token is asking (rows)
+            ya.update(small)
         if h + cols >= nh:  # the lowest plot of its column: which token is looked at (columns)
-            fig.update_xaxes({**small, "tickangle": -60}, row=r, col=c)
-    return fig
+            xa.update({**small, "tickangle": -60})
+        layout["xaxis" + k], layout["yaxis" + k] = xa, ya
+        annotations.append({"font": {"size": 16}, "showarrow": False, "text": f"head {h}",
+                            "x": (xdom[c][0] + xdom[c][1]) / 2, "xanchor": "center", "xref": "paper",
+                            "y": ydom[r][1], "yanchor": "bottom", "yref": "paper"})
+    layout.update(annotations=annotations, template=_template(), title={"text": f"Layer {layer}: all {nh} heads"},
+                  height=int(250 * rows + 130), margin={"l": 10, "r": 10, "t": 70, "b": 10},
+                  coloraxis={"colorscale": _colorscale(COLORSCALE), "cmin": 0.0, "cmax": _top(att, zmax),
+                             "colorbar": {"title": {"text": "weight"}}})
+    return go.Figure({"data": data, "layout": layout}, _validate=False)
+
+
+def _colorscale(name: str) -> list:
+    """A named plotly colour scale as the [[fraction, colour], ...] list validation turns it into."""
+    return [list(x) for x in go.layout.Coloraxis(colorscale=name).colorscale]
 
 
 def special_share_figure(share: np.ndarray) -> go.Figure:

@@ -148,16 +148,16 @@ def vector_strip(vectors: dict[str, np.ndarray], title: str, boundaries: int | N
     for i, v in enumerate(vectors.values()):
         z[i, : len(v)] = np.asarray(v)
     lim = zmax if zmax is not None else float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
-    fig = go.Figure(go.Heatmap(z=z, y=[esc(s) for s in names], colorscale="RdBu", reversescale=True,
-                               zmin=-lim, zmax=lim, colorbar=dict(title="value"),
-                               hovertemplate="%{y}<br>dim %{x}: %{z:.4f}<extra></extra>"))
-    if boundaries:
-        for b in range(boundaries, n, boundaries):
-            fig.add_vline(x=b - 0.5, line_width=1, line_color="black")
-    fig.update_yaxes(type="category", autorange="reversed")
-    fig.update_xaxes(title_text="dimension")
-    fig.update_layout(title=title, height=_height(len(names), 40, 200, 600), margin=MARGIN)
-    return fig
+    # The head boundaries go in with the layout, validated once: add_vline per head cost ~6 ms each.
+    shapes = [{"type": "line", "x0": b - 0.5, "x1": b - 0.5, "xref": "x", "y0": 0, "y1": 1, "yref": "y domain",
+               "line": {"width": 1, "color": "black"}} for b in range(boundaries, n, boundaries)] if boundaries else []
+    return go.Figure(go.Heatmap(z=z, y=[esc(s) for s in names], colorscale="RdBu", reversescale=True,
+                                zmin=-lim, zmax=lim, colorbar=dict(title="value"),
+                                hovertemplate="%{y}<br>dim %{x}: %{z:.4f}<extra></extra>"),
+                     layout=dict(**({"shapes": shapes} if shapes else {}),
+                                 yaxis=dict(type="category", autorange="reversed"),
+                                 xaxis=dict(title=dict(text="dimension")), title=dict(text=title),
+                                 height=_height(len(names), 40, 200, 600), margin=MARGIN))
 
 
 def matrix_heatmap(values: np.ndarray, tokens: list[str], title: str, highlight: int | None = None) -> go.Figure:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import plotly.graph_objects as go
 import pytest
 
 from bert_core.figures import attention as fa
@@ -135,6 +136,64 @@ def test_layer_grid(heads, rows):
     assert fa.layer_grid(att[0], TOKENS, 0, zmax=None).layout.coloraxis.cmax == pytest.approx(att[0].max(), rel=1e-6)
     with pytest.raises(ValueError):
         fa.layer_grid(att[0], TOKENS[:-1], 0)
+
+
+def reference_layer_grid(att, tokens, layer, cols=4, zmax=1.0):
+    """The grid built the plain way (make_subplots, validated updates): what the fast builder must equal."""
+    from plotly.subplots import make_subplots
+
+    nh = att.shape[0]
+    cols = min(cols, nh)
+    rows = -(-nh // cols)
+    labels = fa.token_labels(tokens)
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(nh)],
+                        horizontal_spacing=0.03, vertical_spacing=0.06 if rows > 1 else 0.1)
+    for h in range(nh):
+        fig.add_trace(go.Heatmap(z=att[h].astype(np.float32), x=labels, y=labels, coloraxis="coloraxis",
+                                 name=f"head {h}", hovertemplate=f"head {h}<br>" + fa.HOVER),
+                      row=h // cols + 1, col=h % cols + 1)
+    fig.update_layout(title={"text": f"Layer {layer}: all {nh} heads"}, height=int(250 * rows + 130),
+                      coloraxis={"colorscale": fa.COLORSCALE, "cmin": 0.0, "cmax": fa._top(att, zmax),
+                                 "colorbar": {"title": {"text": "weight"}}},
+                      margin={"l": 10, "r": 10, "t": 70, "b": 10})
+    fig.update_xaxes(type="category", showticklabels=False)
+    fig.update_yaxes(type="category", showticklabels=False, autorange="reversed")
+    small = {"showticklabels": True, "tickfont": {"size": 9}}
+    for h in range(nh):
+        r, c = h // cols + 1, h % cols + 1
+        if c == 1:
+            fig.update_yaxes(small, row=r, col=c)
+        if h + cols >= nh:
+            fig.update_xaxes({**small, "tickangle": -60}, row=r, col=c)
+    return fig
+
+
+def _plain(x):
+    """A figure's JSON with arrays as lists and floats rounded, for comparing two builds."""
+    if isinstance(x, dict):
+        return {k: _plain(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_plain(v) for v in x]
+    if isinstance(x, np.ndarray):
+        return _plain(x.tolist())
+    if isinstance(x, float):
+        return round(x, 9)
+    return x
+
+
+@pytest.mark.parametrize("heads", [1, 3, 4, 12, 16])
+@pytest.mark.parametrize("zmax", [1.0, None])
+def test_layer_grid_equals_make_subplots(heads, zmax):
+    """The unvalidated fast grid is the very figure make_subplots builds, and it passes plotly's validation."""
+    att = random_attention(heads=heads)[0]
+    fast = fa.layer_grid(att, TOKENS, 3, zmax=zmax).to_dict()
+    assert _plain(fast) == _plain(reference_layer_grid(att, TOKENS, 3, zmax=zmax).to_dict())
+    assert _plain(go.Figure(fast).to_dict()) == _plain(fast)  # validation changes nothing: no invalid property
+
+
+def test_grid_domains():
+    assert fa.grid_domains(1, 0.1) == [(0.0, 1.0)]
+    np.testing.assert_allclose(fa.grid_domains(2, 0.1), [(0.0, 0.45), (0.55, 1.0)])
 
 
 def test_special_share_figure():
