@@ -47,6 +47,7 @@ def open_page(browser, base: str):
 
 def student(page, base: str, model_dir: str, text: str, pages: list[str], report) -> None:
     """One student's session: Predictions with a long text (the edit timed), then each page in `pages`."""
+    page.bring_to_front()  # a tab in the background is throttled by chromium and may never finish drawing
     page.goto(f"{base}/predictions?" + urllib.parse.urlencode({"model": model_dir}))
     settle(page)
     report("open")
@@ -66,14 +67,28 @@ def student(page, base: str, model_dir: str, text: str, pages: list[str], report
 
 def worker(wid: int, sessions: list[int], base: str, model_dir: str, pages: list[str], events, close) -> None:
     """One chromium: its share of the class, one session after another, every tab kept open until `close`."""
+    try:
+        _worker(wid, sessions, base, model_dir, pages, events, close)
+    except Exception as e:  # the main process must hear of it, or it waits for this worker forever
+        events.put((-1, f"worker {wid} failed: {e!r}"[:2000], None, time.time()))
+        raise
+
+
+def _worker(wid: int, sessions: list[int], base: str, model_dir: str, pages: list[str], events, close) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         for i in sessions:
             _, page = open_page(browser, base)
-            student(page, base, model_dir, long_text(1000 + i), pages,
-                    lambda what, value=None, i=i: events.put((i, what, value, time.time())))
+            try:
+                student(page, base, model_dir, long_text(1000 + i), pages,
+                        lambda what, value=None, i=i: events.put((i, what, value, time.time())))
+            except Exception:
+                out = ROOT / "tests" / "output"
+                out.mkdir(parents=True, exist_ok=True)
+                page.screenshot(path=str(out / f"class_memory_session{i}.png"), full_page=True)
+                raise
             events.put((i, "done", None, time.time()))
         events.put((-1, f"worker {wid} waiting", None, time.time()))
         close.wait()
@@ -136,6 +151,9 @@ def run_class(model_dir: str, n: int, n_browsers: int, pages: list[str], after: 
             i, what, value, _ = events.get(timeout=3600)
             now = rss_mb(proc.pid)
             if i < 0:
+                if "failed" in what:
+                    close.set()
+                    raise RuntimeError(what)
                 waiting += what.endswith("waiting")
                 continue
             if what == "edit":

@@ -8,6 +8,7 @@ from bert_core.figures import attention as fa
 from bert_core.inspect.attribution import heads_by
 from bert_core.inspect.bertviz_html import head_view_height, head_view_html, model_view_height, model_view_html
 from bert_core.inspect.masking_view import md_literal
+from ui import callbacks
 from ui.state import analysis, model_cached, require_current, set_url, url_int
 from ui.widgets import chart, table
 
@@ -19,13 +20,6 @@ def selector_ui(label: str, key: str, url_key: str, n: int, container, **kwargs)
         st.session_state[key] = min(st.session_state.get(kept, url_int(url_key, 0, 0, n - 1)), n - 1)
     st.session_state[kept] = container.selectbox(label, list(range(n)), key=key, **kwargs)
     return st.session_state[kept]
-
-
-def _open_head(layer: int, head: int) -> None:
-    """Show this head in the heatmap and bertviz at the top (runs before the selectors are drawn)."""
-    for key, v in (("attn_layer", layer), ("attn_head", head)):
-        st.session_state[key] = st.session_state[f"{key}_kept"] = v
-    st.session_state["attn_average"] = False
 
 
 def finder_ui(title: str, stats: list[dict], stat: str, what: str) -> None:
@@ -48,8 +42,8 @@ def attention_summaries(_model, text: str, text_pair: str | None) -> tuple:
     Called through `model_cached`, so a rerun that only changes a widget does not recompute them
     (at 512 tokens on bert-base they take about a second).
     """
-    t = analysis(cur)
-    return head_stats(t), attention_rollout(t.attentions)
+    t = analysis(cur, embeddings=False, hidden_states=False)  # the page's own analysis: a cache hit, not a second
+    return head_stats(t), attention_rollout(t.attentions)    # trace with embeddings (170 MB on bert-base, 512)
 
 
 cur = require_current()
@@ -142,10 +136,12 @@ ranked = sorted(stats, key=lambda s: -s[stat])
 o1, o2 = st.columns([3, 1], vertical_alignment="bottom")
 pick = o1.selectbox("Open a head in the heatmap and bertviz above (strongest first by the colour statistic)",
                     range(len(ranked)), key="attn_open_pick",
-                    format_func=lambda i: f"layer {ranked[i]['layer']}, head {ranked[i]['head']}: "
-                                          f"{stat} = {ranked[i][stat]:.3f}")
+                    format_func=callbacks.labels(f"layer {s['layer']}, head {s['head']}: {stat} = {s[stat]:.3f}"
+                                                 for s in ranked))
 pick = min(pick or 0, len(ranked) - 1)
-o2.button("Open this head", key="attn_open", on_click=_open_head, args=(ranked[pick]["layer"], ranked[pick]["head"]),
+o2.button("Open this head", key="attn_open", on_click=callbacks.put_many,
+          args=({"attn_layer": ranked[pick]["layer"], "attn_layer_kept": ranked[pick]["layer"],
+                 "attn_head": ranked[pick]["head"], "attn_head_kept": ranked[pick]["head"], "attn_average": False},),
           width="stretch")
 table(pd.DataFrame(stats).round(4), "head statistics", key="attn-stats-csv", hide_index=True)
 st.caption("Click a column header to sort the table. These numbers describe where heads read, for this input; "
@@ -165,7 +161,7 @@ st.session_state.setdefault("attn_rollout_layer_kept", n_layers - 1)  # start at
 r1, r2 = st.columns(2)
 r_layer = selector_ui("Rollout after layer", "attn_rollout_layer", "rollout_layer", n_layers, r1)
 query = selector_ui("What does this token draw from?", "attn_rollout_query", "rollout_query", n, r2,
-                    format_func=lambda i: f"{i} {tokens[i]}")
+                    format_func=callbacks.labels(f"{i} {t}" for i, t in enumerate(tokens)))
 r_shown = rollout[:, :n, :n]  # (L, n, n)
 chart(fa.head_heatmap(r_shown[r_layer], tokens, f"Rollout after layer {r_layer}", zmax=None),
       f"attention rollout layer {r_layer}", key="attn-rollout")

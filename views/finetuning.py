@@ -11,6 +11,7 @@ from bert_core.runs.settings import MAX_TRAIN_SECONDS, decode_upload
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
 from bert_core.train.finetuning import FineTuneConfig, default_lr, pca_2d
 from bert_core.train.tasks import MAX_CSV_BYTES, MAX_CSV_ROWS, bow_baseline, builtin_tasks, task_examples, task_from_csv
+from ui import callbacks
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
 from ui.widgets import chart, memory_wait_ui, run_controls, table
 
@@ -81,7 +82,7 @@ def task_ui(locked: bool):
     if st.session_state.get("ft_task") not in choices:
         st.session_state["ft_task"] = choices[0]
     choice = st.radio("Task", choices, key="ft_task", horizontal=True, disabled=locked,
-                      format_func=lambda c: f"Built-in: WordNet {c}" if c in tasks else c)
+                      format_func={c: f"Built-in: WordNet {c}" if c in tasks else c for c in choices}.get)
     text, upload = "", None
     if locked and fs.trainer is not None:  # (a run waiting for memory is not built yet)
         t = fs.trainer.task
@@ -123,8 +124,8 @@ def settings_ui(locked: bool) -> tuple[str, FineTuneConfig]:
     if not st.session_state.get("ft_lr_picked") and not locked:
         st.session_state["ft_lr"] = suggested
     lr = c3.select_slider("Learning rate", LEARNING_RATES, key="ft_lr", disabled=locked,
-                          format_func=lambda v: f"{v:g}", help="The peak, reached after warm-up.",
-                          on_change=lambda: st.session_state.update(ft_lr_picked=True))
+                          format_func=callbacks.number_label, help="The peak, reached after warm-up.",
+                          on_change=callbacks.put, args=("ft_lr_picked", True))
     epochs = c4.number_input("Epochs", 1, 10, step=1, key="ft_epochs", disabled=locked,
                              help="Passes over the training set.")
     batch = c5.selectbox("Batch", (8, 16, 32, 64), key="ft_batch", disabled=locked)

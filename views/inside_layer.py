@@ -6,6 +6,7 @@ import bert_core
 from bert_core.figures import layers as fl
 from bert_core.inspect.inside_layers import follow_token
 from bert_core.inspect.masking_view import md_literal
+from ui import callbacks
 from ui.state import model_cached, require_current, set_url, url_int
 from ui.widgets import chart
 
@@ -48,7 +49,7 @@ T = len(tokens)
 labels = [f"{i}: {t}" for i, t in enumerate(tokens)]
 masks = [i for i, t in enumerate(tokens) if t == cur.model.tokenizer.mask_token]
 token = index_ui("Query token", "in_token", T, c3, masks[0] if masks else min(1, T - 1),
-                 format_func=lambda i: labels[i], help="The token whose path through the layer is shown.")
+                 format_func=callbacks.labels(labels), help="The token whose path through the layer is shown.")
 p = follow_token(s, head, token)
 name = md_literal(tokens[token])
 nk = min(T, fl.KEY_CAP)

@@ -5,6 +5,7 @@ import streamlit as st
 import bert_core
 from bert_core.figures import layers as fl
 from bert_core.inspect.masking_view import md_literal
+from ui import callbacks
 from ui.state import model_cached, require_current
 from ui.widgets import chart
 
@@ -78,7 +79,7 @@ st.markdown("**Token by token at one layer.** cos(h_i, h_j) between every pair o
             "output, only equal tokens are alike; layer by layer, context makes neighbours and related words "
             "more alike (and in many trained BERTs, all vectors drift into a narrow cone).")
 state = st.select_slider("Hidden state", options=list(range(L + 1)), value=L, key="lay_sim_state",
-                         format_func=lambda i: states[i])
+                         format_func=callbacks.labels(states))
 n_pair = min(T, fl.PAIR_TOKEN_CAP)
 chart(fl.similarity_heatmap(stream.token_similarity[state, :n_pair, :n_pair], tokens[:n_pair],
                             f"Token similarity at state {states[state]}"), "token similarity", key="lay-tok-sim")

@@ -6,6 +6,7 @@ import streamlit as st
 import bert_core
 from bert_core.figures.masking import chips_html, legend_html, position_figure, rates_figure
 from bert_core.inspect.masking_view import draw_loss, draw_rows, masking_draw, masking_stats, stats_rows
+from ui import callbacks
 from ui.state import require_current
 from ui.widgets import chart, table
 
@@ -36,11 +37,6 @@ st.caption(
 )
 
 
-def _next_draw() -> None:
-    st.session_state["mask_draw"] = int(st.session_state.get("mask_draw", 1)) + 1
-    st.session_state["mask_draw_n"] = st.session_state["mask_draw"]
-
-
 # The draw number outlives a visit to another page (streamlit forgets widgets that were not drawn).
 if "mask_draw" not in st.session_state:
     st.session_state["mask_draw"] = st.session_state.get("mask_draw_n", 1)
@@ -53,7 +49,7 @@ whole_word = c2.checkbox("Whole-word masking", key="mask_whole_word",
 draw = c3.number_input("Draw number", min_value=1, max_value=10**9, step=1, key="mask_draw",
                        help="Seed and draw number fix the draw: the same pair always gives the same result.")
 st.session_state["mask_draw_n"] = int(draw)
-c4.button("Draw again", key="mask_draw_again", on_click=_next_draw, width="stretch")
+c4.button("Draw again", key="mask_draw_again", on_click=callbacks.next_draw, width="stretch")
 
 try:
     view = masking_draw(cur.model, cur.text, cur.text_pair, seed=cur.seed, draw=int(draw),

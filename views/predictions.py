@@ -7,6 +7,7 @@ import streamlit as st
 import bert_core
 from bert_core.figures.predictions import candidates_figure, nsp_figure, pll_figure, token_strip_figure
 from bert_core.inspect.masking_view import default_word, fill_at, mask_context, mask_word, md_literal, rank_of, words_of
+from ui import callbacks
 from ui.state import analysis, model_cached, require_current, set_url, url_int
 from ui.widgets import chart, table
 
@@ -40,18 +41,13 @@ if trace.truncation is not None:
 specials = set(cur.model.tokenizer.specials.values())
 
 
-def _put(which: str, value: str) -> None:
-    """Write an edited sentence into the sidebar's text box ("text") or sentence B ("pair")."""
-    st.session_state[which] = value
-
-
 def candidate_buttons(t, pos: int, cands: list[tuple[str, float]], per_row: int = 5) -> None:
     """One button per candidate: a click replaces this [MASK] in the sidebar text with it."""
     for start in range(0, len(cands), per_row):
         cols = st.columns(per_row)
         for j, (tok, p) in enumerate(cands[start:start + per_row]):
             which, new = fill_at(t, pos, tok)
-            cols[j].button(f"{md_literal(tok)} · {p:.1%}", key=f"fill-{pos}-{start + j}", on_click=_put,
+            cols[j].button(f"{md_literal(tok)} · {p:.1%}", key=f"fill-{pos}-{start + j}", on_click=callbacks.put,
                            args=(which, new), disabled=tok in specials, width="stretch",
                            help="Special tokens cannot be put into the text." if tok in specials else
                            f"Put this into the [MASK] at position {pos}.")
@@ -63,8 +59,8 @@ def salience_ui(text: str, pair: str | None, masks: dict, tokens: list[str], hid
     pos = positions[0]
     c1, c2, c3 = st.columns(3)
     if len(positions) > 1:
-        pos = c1.selectbox("[MASK] to explain", positions, key="pred_sal_pos",
-                           format_func=lambda q: f"position {q}: {mask_context(tokens, q)}")
+        shown = {q: f"position {q}: {mask_context(tokens, q)}" for q in positions}
+        pos = c1.selectbox("[MASK] to explain", positions, key="pred_sal_pos", format_func=shown.get)
     cands = [tok for tok, _ in masks[pos] if tok not in specials]
     if hidden is not None and hidden not in cands:
         cands.insert(0, hidden)
@@ -124,7 +120,8 @@ else:
     st.info("There is no [MASK] in the text. Pick a word to hide: BERT then guesses it from both sides.")
     words = words_of(trace, 0)
     i = st.selectbox("Word to mask (sentence A)", range(len(words)), index=default_word(words), key="pred_word",
-                     format_func=lambda j: f"{words[j].text}  (word {j + 1}, pieces: {' '.join(words[j].pieces)})")
+                     format_func=callbacks.labels(f"{w.text}  (word {j + 1}, pieces: {' '.join(w.pieces)})"
+                                                  for j, w in enumerate(words)))
     w = words[i]
     new_text = mask_word(cur.text, w.span, cur.model.tokenizer.mask_token)
     st.code(new_text, language=None, wrap_lines=True)
@@ -148,7 +145,7 @@ else:
     else:
         st.info(f"The hidden word was **{md_literal(w.text)}**: it is not among the top {k}. "
                 "Raise k to look further down the list.")
-    st.button("Put this [MASK] into the text", key="pred-use-mask", on_click=_put, args=("text", new_text))
+    st.button("Put this [MASK] into the text", key="pred-use-mask", on_click=callbacks.put, args=("text", new_text))
     explain = (new_text, cur.text_pair, {pos: t2.predictions[pos]}, t2.tokens, target)
 
 
@@ -179,7 +176,7 @@ elif st.toggle("Compare the three strategies", key="pred_fill"):
     if n_masks < 2:
         st.info(f"The text has {n_masks} [MASK]{'s' * (n_masks != 1)}: the strategies can only differ with two or "
                 "more. A word of several pieces needs one [MASK] per piece, so it is a good test.")
-        st.button("Try “The [MASK] [MASK] sat on the mat.”", key="pred-fill-example", on_click=_put,
+        st.button("Try “The [MASK] [MASK] sat on the mat.”", key="pred-fill-example", on_click=callbacks.put,
                   args=("text", "The [MASK] [MASK] sat on the mat."))
     if n_masks:
         with st.spinner("Filling the [MASK]s three ways…"):

@@ -6,6 +6,7 @@ import streamlit as st
 from bert_core.figures.tokens import pieces_per_word_figure
 from bert_core.inspect import input_tables
 from bert_core.model.tokenization import SCHEMES, USER_MASK
+from ui import callbacks
 from ui.state import analysis, require_current
 from ui.widgets import chart, table
 
@@ -100,7 +101,7 @@ if splits:
     default = next((i for i, r in enumerate(rows) if r["[UNK]"] == "yes"),
                    next((i for i, r in enumerate(rows) if r["number of pieces"] > 1), 0))
     pick = st.selectbox("Word", range(len(splits)), index=default, key="tok_word",
-                        format_func=lambda i: f"{rows[i]['sentence']}{rows[i]['word #']}: {rows[i]['word']}")
+                        format_func=callbacks.labels(f"{r['sentence']}{r['word #']}: {r['word']}" for r in rows))
     sp = splits[pick]
     if tok.scheme != "wordpiece" and sp.word not in specials:
         st.code(" + ".join(sp.pieces), language=None)

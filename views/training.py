@@ -24,6 +24,7 @@ from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITI
 from bert_core.runs.training_run import TrainingSession
 from bert_core.train.corpus import MAX_USER_CORPUS_BYTES
 from bert_core.train.trainer import PRESETS
+from ui import callbacks
 from ui.state import require_current
 from ui.widgets import chart, memory_wait_ui, run_controls, table
 
@@ -88,7 +89,7 @@ def settings_ui(locked: bool) -> TrainSettings:
     c1, c2, c3, c4, c5 = st.columns([3, 2, 2, 2, 2])
     preset = c1.selectbox("Model size", list(PRESETS), key="train_preset", disabled=locked)
     lr = c2.select_slider("Learning rate", LEARNING_RATES, key="train_lr", disabled=locked,
-                          format_func=lambda v: f"{v:g}", help="The peak, reached after warm-up.")
+                          format_func=callbacks.number_label, help="The peak, reached after warm-up.")
     p = c3.slider("Mask probability p", 0.05, 0.5, step=0.05, key="train_mask_p", disabled=locked,
                   help="Share of tokens selected for prediction (BERT uses 0.15).")
     seed = c4.number_input("Seed", 0, 2**31 - 1, step=1, key="train_seed", disabled=locked,
