@@ -2,11 +2,14 @@
 
 import streamlit as st
 
+from ui import housekeeping
 from ui.state import sidebar_ui
 from ui.threads import fit_torch_threads
 
 st.set_page_config(page_title="BERT Explorer", page_icon="🔎", layout="wide")
 fit_torch_threads()  # this run's torch threads: every core when the machine is free, one when busy
+housekeeping.start()  # once per process: gives memory back when the class has left (ui/housekeeping.py)
+housekeeping.note_run()
 
 PAGES = [
     st.Page("views/tokenization.py", title="Tokenization", url_path="tokenization", default=True),

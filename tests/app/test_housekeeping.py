@@ -1,0 +1,66 @@
+"""The idle housekeeping: collects only after the app went quiet, and reaps closed sessions from Streamlit's store."""
+
+from __future__ import annotations
+
+import gc
+import time
+import types
+import weakref
+
+from streamlit.runtime import Runtime
+from streamlit.runtime.memory_session_storage import MemorySessionStorage
+
+from ui import housekeeping as hk
+
+
+class Node:
+    pass
+
+
+def cyclic_garbage() -> weakref.ref:
+    """An object kept alive only by a reference cycle (as a page namespace is): only gc frees it."""
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+def test_collects_only_when_idle_after_a_run():
+    hk.note_run()
+    gc.disable()  # make the collection below ours, not Python's
+    try:
+        ref = cyclic_garbage()
+        assert not hk.tidy(now=hk._last_run + 1, idle=20)  # the class is still working
+        assert ref() is not None
+        assert hk.tidy(now=hk._last_run + 21, idle=20)  # idle long enough: one collection
+        assert ref() is None
+        ref = cyclic_garbage()
+        assert not hk.tidy(now=hk._last_run + 60, idle=20)  # no run since: nothing to do
+        assert ref() is not None
+    finally:
+        gc.enable()
+
+
+class FakeSession:
+    def __init__(self, sid):
+        self.id = sid
+
+
+def test_reaps_expired_sessions_from_streamlits_store(monkeypatch):
+    """Streamlit's store drops an expired session only on a later write; the reaper drops it without one."""
+    storage = MemorySessionStorage(ttl_seconds=0.05)
+    info = types.SimpleNamespace(session=FakeSession("a"))
+    storage.save(info)
+    ref = weakref.ref(info.session)
+    del info
+    runtime = types.SimpleNamespace(_session_mgr=types.SimpleNamespace(_session_storage=storage))
+    monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))
+    monkeypatch.setattr(Runtime, "instance", classmethod(lambda cls: runtime))
+    assert hk.reap_closed_sessions() == 1  # not expired yet
+    time.sleep(0.1)
+    assert ref() is not None  # expired but still held: Streamlit waits for the next save
+    assert hk.reap_closed_sessions() == 0
+    assert ref() is None
+
+
+def test_no_runtime_no_reaping():
+    assert hk.reap_closed_sessions() is None  # pytest has no Streamlit server
