@@ -32,7 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from appserver import CHROMIUM, CHROMIUM_ARGS, app_server, peak_rss_mb  # noqa: E402
-from memory import long_text, rss_mb, settle  # noqa: E402
+from memory import long_text, rss_mb  # noqa: E402
+from memory import settle as _settle  # noqa: E402
+
+
+def settle(page, timeout: float = 240) -> None:
+    """Wait until the page has drawn and no script runs; a page stuck longer than `timeout` s is an error."""
+    _settle(page, timeout)
 
 
 def open_page(browser, base: str):
@@ -41,7 +47,7 @@ def open_page(browser, base: str):
     ctx.route("**/*", lambda r: r.continue_() if r.request.url.startswith((base, "data:", "blob:", "about:"))
               else r.abort())
     page = ctx.new_page()
-    page.set_default_timeout(600_000)
+    page.set_default_timeout(240_000)
     return ctx, page
 
 
@@ -87,7 +93,9 @@ def _worker(wid: int, sessions: list[int], base: str, model_dir: str, pages: lis
             except Exception:
                 out = ROOT / "tests" / "output"
                 out.mkdir(parents=True, exist_ok=True)
-                page.screenshot(path=str(out / f"class_memory_session{i}.png"), full_page=True)
+                for j, pg in enumerate(page.context.browser.contexts):
+                    for k, tab in enumerate(pg.pages):
+                        tab.screenshot(path=str(out / f"class_memory_session{i}_tab{j}_{k}.png"), timeout=30_000)
                 raise
             events.put((i, "done", None, time.time()))
         events.put((-1, f"worker {wid} waiting", None, time.time()))

@@ -121,7 +121,7 @@ def main(argv=None) -> int:
         save_tokenizer(train_wordpiece(train_lines + sentences, vocab_size=args.vocab_size), tok_dir,
                        model_max_length=128)
     # A pretrained encoder keeps its own positions (MiniLM: 512); training rows are cut at --seq-len.
-    tok = WordPieceTokenizer.from_dir(tok_dir, model_max_length=512 if args.init_from else 128)
+    tok = WordPieceTokenizer.from_dir(tok_dir, model_max_length=128 if init_dir is None else 512)
     print(f"tokenizer: {tok.vocab_size} pieces, {time.time() - t0:.1f}s", flush=True)
 
     nsp = not args.no_nsp
