@@ -24,6 +24,7 @@ from .inspect.residual import (
     residual_stream,
     same_word,
 )
+from .inspect.sentences import cosine_matrix, nearest, sentence_embedding
 from .model.checkpoint import model_from_state_dict, save_pretrained
 from .model.config import BertConfig
 from .model.counts import param_counts
@@ -69,6 +70,9 @@ __all__ = [
     "RANDOM",
     "SUGGESTED_HUB_IDS",
     "BertConfig",
+    "cosine_matrix",
+    "nearest",
+    "sentence_embedding",
     "BertCoreError",
     "BertForPreTraining",
     "BertModel",

@@ -21,6 +21,9 @@ class LoadedModel:
     name: str
     source: str  # "bundled" | "local" | "hub" | "session"
     notes: list[str] = field(default_factory=list)  # e.g. which head is missing and why
+    # A sentence-transformers folder's pooling ("mean", "cls", "max") and whether it normalises; None: not one.
+    pooling: str | None = None
+    normalize: bool | None = None
 
     @property
     def config(self) -> BertConfig:

@@ -119,6 +119,8 @@ def _download(repo_id: str, max_bytes: int, progress: Progress) -> Path:
                 f"{repo_id}'s weights are {size / 1e9:.2f} GB; this server loads at most {max_bytes / 1e9:.2f} GB"
             )
         wanted = ["config.json", *weights, *(f for f in TOKENIZER_FILES if f in files)]
+        # A sentence-transformers repo: its pipeline and pooling settings (small JSON files).
+        wanted += [f for f in files if f == "modules.json" or f.endswith("_Pooling/config.json")]
         if "model.safetensors.index.json" in files:
             wanted.append("model.safetensors.index.json")
         progress(f"Downloading {repo_id} ({size / 1e6:.0f} MB of weights)", 0.1)
@@ -185,8 +187,53 @@ def _load_dir(path: Path, name: str, source: str, progress: Progress) -> LoadedM
         model, notes = classifier_from_state_dict(config, raw, state, name)
     else:
         model, notes = model_from_state_dict(config, state, name)
+    pooling, normalize = sentence_transformers_pooling(path, name)
+    if pooling is not None:
+        notes.append(f"A sentence-transformers model: its sentence vector is the {pooling} of the last hidden "
+                     f"states{', normalised to length 1' if normalize else ''} (modules.json, 1_Pooling).")
     progress(f"Loaded {name}", 1.0)
-    return LoadedModel(model, tokenizer, name, source, notes)
+    return LoadedModel(model, tokenizer, name, source, notes, pooling, normalize)
+
+
+# 1_Pooling/config.json's switches, in the order sentence-transformers checks them, and our names.
+ST_POOLING_MODES = (("pooling_mode_cls_token", "cls"), ("pooling_mode_mean_tokens", "mean"),
+                    ("pooling_mode_max_tokens", "max"))
+
+
+def sentence_transformers_pooling(path: Path, name: str = "") -> tuple[str | None, bool | None]:
+    """(pooling, normalize) from a sentence-transformers folder's modules.json; (None, None) for other folders.
+
+    modules.json lists the pipeline: Transformer, then Pooling (its folder's config.json says which
+    pooling), then optionally Normalize. Only one of the poolings we compute may be switched on.
+    """
+    modules_file = path / "modules.json"
+    if not modules_file.is_file():
+        return None, None
+    try:
+        modules = json.loads(modules_file.read_text())
+        types = [str(mod.get("type", "")) for mod in modules]
+        pool_dir = next(mod.get("path", "") for mod in modules if str(mod.get("type", "")).endswith(".Pooling"))
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError):
+        raise BertCoreError(f"{name}: modules.json is not a sentence-transformers module list") from None
+    except StopIteration:
+        return None, None  # no pooling module: not a sentence-embedding pipeline we can follow
+    cfg_file = path / pool_dir / "config.json"
+    try:
+        cfg = json.loads(cfg_file.read_text()) if cfg_file.is_file() else {}
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BertCoreError(f"{name}: {pool_dir}/config.json is not valid JSON") from None
+    mode = cfg.get("pooling_mode")  # newer sentence-transformers write the mode by name
+    if isinstance(mode, str):
+        on = [{"cls": "cls", "cls_token": "cls", "mean": "mean", "mean_tokens": "mean", "max": "max",
+               "max_tokens": "max"}.get(mode, mode)]
+    else:
+        on = [ours for key, ours in ST_POOLING_MODES if cfg.get(key)]
+        if not on and not any(k.startswith("pooling_mode") and v for k, v in cfg.items()):
+            on = ["mean"]  # sentence-transformers' default
+    if len(on) != 1 or on[0] not in ("cls", "mean", "max"):
+        raise BertCoreError(f"{name}: {pool_dir}/config.json asks for a pooling BERT Explorer does not compute "
+                            f"({mode or cfg}); it supports one of mean, cls, max")
+    return on[0], any(t.endswith(".Normalize") for t in types)
 
 
 def read_safetensors(path: Path, name: str = "") -> dict[str, torch.Tensor]:
