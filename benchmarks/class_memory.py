@@ -136,7 +136,8 @@ def run_class(model_dir: str, n: int, n_browsers: int, pages: list[str], after: 
     """The whole measurement on a fresh server; returns the numbers it printed."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_LOCAL_ROOTS": model_dir, **env_extra}
     out: dict = {}
-    with app_server(env, timeout=180) as (base, proc):
+    # No file watcher: an edit to the source during a run must not put "File changed, rerun?" on every tab.
+    with app_server(env, timeout=180, args=("--server.fileWatcherType", "none")) as (base, proc):
         warm(base, model_dir)
         time.sleep(5)
         out["warm"] = rss_mb(proc.pid)
