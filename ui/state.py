@@ -85,7 +85,9 @@ def model_cached(cur: Current, fn, *args, **kwargs):
     """
     if cur.model_key.startswith("session:"):
         return fn(cur.model, *args, **kwargs)
-    key = (fn.__module__, fn.__qualname__, cur.model_key, args, tuple(sorted(kwargs.items())))
+    # A `progress` callback only reports how far the computation is: it is not part of what is computed.
+    key = (fn.__module__, fn.__qualname__, cur.model_key, args,
+           tuple(sorted((k, v) for k, v in kwargs.items() if k != "progress")))
     return RESULTS.get_or_compute(key, lambda: fn(cur.model, *args, **kwargs))
 
 

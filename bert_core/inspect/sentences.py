@@ -34,8 +34,11 @@ def default_pooling(m: LoadedModel) -> tuple[str, bool]:
 
 @torch.no_grad()
 def sentence_embedding(m: LoadedModel, texts: list[str], pooling: str | None = None,
-                       normalize: bool | None = None) -> np.ndarray:
-    """(N, H) float32 sentence vectors of `texts` (module docstring); None settings: the model's own defaults."""
+                       normalize: bool | None = None, progress=None) -> np.ndarray:
+    """(N, H) float32 sentence vectors of `texts` (module docstring); None settings: the model's own defaults.
+
+    `progress(fraction)`, when given, is called after each batch of BATCH sentences.
+    """
     pool_default, norm_default = default_pooling(m)
     pooling = pool_default if pooling is None else pooling
     normalize = norm_default if normalize is None else normalize
@@ -68,6 +71,8 @@ def sentence_embedding(m: LoadedModel, texts: list[str], pooling: str | None = N
             mask[r, :n] = 1
         hidden = bert(ids, types, mask)  # (B, T, H)
         out[idx] = pool(hidden, mask, pooling, bert.pooler).numpy()
+        if progress is not None:
+            progress(min(start + BATCH, len(order)) / len(order))
     if normalize:
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
     return out
@@ -139,5 +144,28 @@ def pair_auc(m: LoadedModel, pairs: list[tuple[str, str, int]], pooling: str,
     """AUC of cos(e(a), e(b)) at telling pairs labelled 1 (same meaning) from pairs labelled 0."""
     a = sentence_embedding(m, [p[0] for p in pairs], pooling, normalize)
     b = sentence_embedding(m, [p[1] for p in pairs], pooling, normalize)
+    cos = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
+    return ranking_auc(cos, np.array([p[2] for p in pairs]))
+
+
+def pooling_auc_table(m: LoadedModel, pairs: list[tuple[str, str, int]], poolings=("mean", "cls", "pooler"),
+                      progress=None) -> list[dict]:
+    """One row per pooling the model has: the AUC of cosine similarity on `pairs` (each sentence embedded once)."""
+    texts = sorted({p[0] for p in pairs} | {p[1] for p in pairs})
+    rows = []
+    usable = [p for p in poolings if p != "pooler" or m.model.bert.pooler is not None]
+    for k, pooling in enumerate(usable):
+        if progress is not None:
+            progress(f"{pooling} pooling: embedding {len(texts):,} sentences", k / len(usable))
+        e = sentence_embedding(m, texts, pooling, normalize=True)
+        rows.append({"pooling": pooling, "AUC": auc_from_embeddings(e, texts, pairs)})
+    return rows
+
+
+def auc_from_embeddings(e: np.ndarray, texts: list[str], pairs) -> float:
+    """AUC of cos(e[a], e[b]) over `pairs` (a, b, label, ...), where row i of the (N, H) `e` embeds texts[i]."""
+    where = {t: i for i, t in enumerate(texts)}
+    a = e[[where[p[0]] for p in pairs]]  # (P, H)
+    b = e[[where[p[1]] for p in pairs]]
     cos = (a * b).sum(1) / np.maximum(np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1), 1e-12)
     return ranking_auc(cos, np.array([p[2] for p in pairs]))

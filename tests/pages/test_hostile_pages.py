@@ -9,6 +9,7 @@ PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "a
 PAGES += ["layers", "inside_layer"]
 PAGES.append("compare")
 PAGES.append("finetuning")
+PAGES.append("similarity")
 HOSTILE = {
     "empty": "",
     "whitespace": "   \n\t  ",

