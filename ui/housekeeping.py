@@ -21,6 +21,7 @@ import gc
 import logging
 import threading
 import time
+import urllib.parse
 
 log = logging.getLogger("bert_explorer.housekeeping")
 
@@ -28,7 +29,8 @@ PERIOD_S = 15.0
 IDLE_S = 20.0
 
 _last_run = 0.0  # time.monotonic() of the latest page run
-_dirty = False  # a run happened since the last collection
+_dirty = False  # a run happened (or closed sessions were dropped) since the last collection
+_stored = 0  # closed sessions Streamlit still kept at the last pass
 
 
 def note_run() -> None:
@@ -63,14 +65,18 @@ def _malloc_trim() -> bool:
 
 
 def tidy(now: float | None = None, idle: float = IDLE_S) -> bool:
-    """One housekeeping pass; True when it collected (the app had been idle `idle` s since a run)."""
-    global _dirty
-    reap_closed_sessions()
+    """One housekeeping pass; True when it collected (idle `idle` s since a run, after runs or dropped sessions)."""
+    global _dirty, _stored
+    stored = reap_closed_sessions()
+    if stored is not None and stored < _stored:  # sessions were dropped: their objects are garbage now
+        _dirty = True
+    _stored = stored if stored is not None else 0
     now = time.monotonic() if now is None else now
     if not _dirty or now - _last_run < idle:
         return False
     _dirty = False
     t = time.perf_counter()
+    urllib.parse.urlsplit.cache_clear()  # it keeps its last 128 arguments: ui.widgets.html_document says why
     found = gc.collect()
     trimmed = _malloc_trim()
     log.info("housekeeping: idle %.0f s: collected %d objects, heap trimmed: %s (%.0f ms)",

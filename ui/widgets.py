@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import urllib.parse
 
 import pandas as pd
 import streamlit as st
@@ -19,6 +20,21 @@ def chart(fig, name: str, key: str | None = None) -> None:
     config = {"displaylogo": False,
               "toImageButtonOptions": {"format": "png", "filename": _slug(name), "scale": 2}}
     st.plotly_chart(fig, config=config, key=key or f"chart-{_slug(name)}")
+
+
+def html_document(doc: str, height: int) -> None:
+    """A whole HTML document (bertviz's views) in a srcdoc iframe, without leaving a copy of it behind.
+
+    st.iframe first asks whether the string is a URL, through urllib.parse.urlsplit, which keeps its
+    last 128 distinct arguments in an LRU cache (Python 3.11): every bertviz document drawn (about 5 MB
+    each on bert-base, and its split pieces) stayed in memory for the life of the server: about 10 MB
+    per student who opened Attention (benchmarks/class_memory.py). Emptying that cache after the
+    call costs the rest of the process a few re-parsed URLs.
+    """
+    try:
+        st.iframe(doc, height=height)
+    finally:
+        urllib.parse.urlsplit.cache_clear()
 
 
 def table(df: pd.DataFrame, name: str, key: str | None = None, **kwargs) -> None:

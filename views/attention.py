@@ -10,7 +10,7 @@ from bert_core.inspect.bertviz_html import head_view_height, head_view_html, mod
 from bert_core.inspect.masking_view import md_literal
 from ui import callbacks
 from ui.state import analysis, model_cached, require_current, set_url, url_int
-from ui.widgets import chart, table
+from ui.widgets import chart, html_document, table
 
 
 def selector_ui(label: str, key: str, url_key: str, n: int, container, **kwargs) -> int:
@@ -196,10 +196,10 @@ if show:
     except BertCoreError as e:
         st.warning(f"bertviz cannot draw this input: {e}")
     else:
-        # st.iframe puts each document in a srcdoc iframe, as components.v1.html (now deprecated) did.
+        # html_document puts each one in a srcdoc iframe (st.iframe), as components.v1.html (now deprecated) did.
         st.markdown("**Head view.** Left: query tokens, right: key tokens; line opacity is the weight. "
                     "Colours are heads: double-click a colour to show only that head, hover a token to see "
                     "only its lines.")
-        st.iframe(head_doc, height=head_view_height(nb))
+        html_document(head_doc, head_view_height(nb))
         st.markdown("**Model view.** Every layer (rows) × head (columns) as a thumbnail; click one to enlarge it.")
-        st.iframe(model_doc, height=model_view_height(len(layers), n_heads, nb))
+        html_document(model_doc, model_view_height(len(layers), n_heads, nb))

@@ -64,3 +64,14 @@ def test_reaps_expired_sessions_from_streamlits_store(monkeypatch):
 
 def test_no_runtime_no_reaping():
     assert hk.reap_closed_sessions() is None  # pytest has no Streamlit server
+
+
+def test_dropping_closed_sessions_leads_to_a_collection(monkeypatch):
+    """A reaped session is cyclic garbage: the next idle pass collects even without a new run."""
+    counts = iter([3, 3, 0, 0])
+    monkeypatch.setattr(hk, "reap_closed_sessions", lambda: next(counts))
+    hk.note_run()
+    assert hk.tidy(now=hk._last_run + 30, idle=20)  # after the runs
+    assert not hk.tidy(now=hk._last_run + 60, idle=20)  # still 3 stored: nothing new
+    assert hk.tidy(now=hk._last_run + 200, idle=20)  # 3 -> 0: dropped, collect
+    assert not hk.tidy(now=hk._last_run + 300, idle=20)

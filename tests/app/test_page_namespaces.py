@@ -36,3 +36,14 @@ def test_a_page_namespace_is_freed_after_its_run(page):
     assert_ok(at)
     assert page + ".py" not in live_page_namespaces() or page == "anatomy"
     assert live_page_namespaces() == [], "a page that is shown must not hold its namespace either"
+
+
+def test_bertviz_documents_do_not_stay_in_urlsplits_cache():
+    """st.iframe parses its argument with urllib's cached urlsplit: each bertviz document (MBs) stayed in it."""
+    import urllib.parse
+
+    urllib.parse.urlsplit.cache_clear()
+    at = open_page("attention", text="The cat [MASK] on the [MASK] and slept.", timeout=120)
+    assert_ok(at)
+    assert any(f.proto.srcdoc.startswith("<!DOCTYPE html>") for f in at.get("iframe"))  # bertviz was drawn
+    assert urllib.parse.urlsplit.cache_info().currsize == 0
