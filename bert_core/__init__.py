@@ -25,6 +25,7 @@ from .inspect.residual import (
     same_word,
 )
 from .inspect.sentences import cosine_matrix, nearest, sentence_embedding
+from .inspect.token_tasks import AnswerResult, Tagging, answer, tag
 from .model.checkpoint import model_from_state_dict, save_pretrained
 from .model.config import BertConfig
 from .model.counts import param_counts
@@ -70,6 +71,10 @@ __all__ = [
     "RANDOM",
     "SUGGESTED_HUB_IDS",
     "BertConfig",
+    "AnswerResult",
+    "Tagging",
+    "answer",
+    "tag",
     "cosine_matrix",
     "nearest",
     "sentence_embedding",

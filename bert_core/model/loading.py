@@ -22,6 +22,7 @@ from .checkpoint import model_from_state_dict
 from .classifier_io import classifier_from_state_dict, is_sequence_classifier
 from .config import FAMILIES, BertConfig
 from .loaded import LoadedModel, Progress
+from .token_heads_io import token_head_kind, token_model_from_state_dict
 from .tokenization import WordPieceTokenizer
 
 # Two models ship inside the package and load with no network. The default: MiniLM's encoder
@@ -207,6 +208,8 @@ def _load_dir(path: Path, name: str, source: str, progress: Progress) -> LoadedM
     # A fine-tuned sequence classifier of any family (id2label): BertForSequenceClassification and its siblings.
     if is_sequence_classifier(raw, state):
         model, notes = classifier_from_state_dict(config, raw, state, name)
+    elif (kind := token_head_kind(raw, state)) is not None:  # a tagger or a QA model (token_heads.py)
+        model, notes = token_model_from_state_dict(config, raw, state, kind, name)
     else:
         model, notes = model_from_state_dict(config, state, name)
     pooling, normalize = sentence_transformers_pooling(path, name)
