@@ -110,8 +110,9 @@ if len(set(kept.values())) > 1:  # a model whose input was truncated lost the [M
 if n_masks == 0 and not any(kept.values()):
     st.info("Type [MASK] in the text (sidebar) where the models should guess a word.")
 elif n_masks > 0:
-    cols = st.columns(len(runs))
-    for col, r in zip(cols, runs):
+    guessing = [r for r in runs if r.has_mlm]  # a model without an MLM head has no guesses to show
+    cols = st.columns(len(guessing))
+    for col, r in zip(cols, guessing):
         col.markdown(f"**{r.family}**")
         col.caption(r.name)
         for j in range(n_masks):

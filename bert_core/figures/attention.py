@@ -89,13 +89,6 @@ def _top(z: np.ndarray, zmax: float | None) -> float:
     return float(zmax) if zmax is not None else max(float(np.max(z)), 1e-6)
 
 
-def _heatmap(z: np.ndarray, labels: list[str], **kw) -> go.Heatmap:
-    # float32: plotly sends numpy arrays as binary, so this halves the figure's size (colours and
-    # 3-decimal hovers cannot show the difference).
-    return go.Heatmap(z=np.asarray(z, dtype=np.float32), x=labels, y=labels,
-                      hovertemplate=HOVER, **kw)
-
-
 def head_heatmap(matrix: np.ndarray, tokens: list[str], title: str = "", zmax: float | None = 1.0) -> go.Figure:
     """One attention map (T, T) as a heatmap: rows = query tokens, columns = key tokens.
 
@@ -107,15 +100,15 @@ def head_heatmap(matrix: np.ndarray, tokens: list[str], title: str = "", zmax: f
         raise ValueError(f"attention map has shape {z.shape}, expected ({t}, {t}) for {t} tokens")
     labels = token_labels(tokens)
     small = t <= 16  # few enough cells to print the weights in them
-    fig = go.Figure(_heatmap(z, labels, zmin=0.0, zmax=_top(z, zmax), colorscale=COLORSCALE,
-                             colorbar={"title": {"text": "weight"}},
-                             texttemplate="%{z:.2f}" if small else None))
     side = int(min(max(18 * t + 160, 420), 900))
-    fig.update_layout(title={"text": title}, height=side, margin={"l": 10, "r": 10, "t": 50, "b": 10})
-    fig.update_xaxes(type="category", title={"text": "key (attended to)"}, side="top", tickangle=-60)
-    fig.update_yaxes(type="category", title={"text": "query (attending)"}, autorange="reversed",
-                     scaleanchor="x", constrain="domain")
-    return fig
+    return heatmap_figure(
+        {"z": np.asarray(z, dtype=np.float32), "x": labels, "y": labels, "hovertemplate": HOVER, "zmin": 0.0,
+         "zmax": _top(z, zmax), "colorscale": COLORSCALE, "colorbar": {"title": {"text": "weight"}},
+         "texttemplate": "%{z:.2f}" if small else None},
+        title, side,
+        xaxis={"type": "category", "title": {"text": "key (attended to)"}, "side": "top", "tickangle": -60},
+        yaxis={"type": "category", "title": {"text": "query (attending)"}, "autorange": "reversed",
+               "scaleanchor": "x", "constrain": "domain"})
 
 
 def head_average_figure(layer_attention: np.ndarray, tokens: list[str], layer: int,
@@ -142,6 +135,21 @@ def _template() -> dict:
 
 
 _TEMPLATE: dict | None = None
+
+
+def heatmap_figure(trace: dict, title: str, height: int, xaxis: dict, yaxis: dict, margin_top: int = 50) -> go.Figure:
+    """One heatmap, written out in the form plotly's validation gives it, and built without validating again.
+
+    Validation costs 10-20 ms per figure and a page draws several per rerun (the Attention page's
+    budget is 150 ms). `trace` holds the heatmap's properties (None values are left out, a named
+    colour scale is spelled out); tests/figures check that validating the result changes nothing.
+    """
+    tr = {"type": "heatmap", **{k: v for k, v in trace.items() if v is not None}}
+    if isinstance(tr.get("colorscale"), str):
+        tr["colorscale"] = _colorscale(tr["colorscale"])
+    layout = {"template": _template(), "title": {"text": title}, "height": height,
+              "margin": {"l": 10, "r": 10, "t": margin_top, "b": 10}, "xaxis": xaxis, "yaxis": yaxis}
+    return go.Figure({"data": [tr], "layout": layout}, _validate=False)
 
 
 def layer_grid(layer_attention: np.ndarray, tokens: list[str], layer: int, cols: int = 4,
@@ -196,16 +204,13 @@ def _colorscale(name: str) -> list:
 def special_share_figure(share: np.ndarray) -> go.Figure:
     """(L, nh) shares of attention on [CLS]/[SEP] as a layers x heads heatmap."""
     s = np.asarray(share)
-    fig = go.Figure(go.Heatmap(z=s.astype(np.float32), x=list(range(s.shape[1])), y=list(range(s.shape[0])),
-                               zmin=0.0, zmax=1.0, colorscale="Oranges", texttemplate="%{z:.2f}",
-                               colorbar={"title": {"text": "share"}},
-                               hovertemplate="layer %{y}, head %{x}: %{z:.2f} on [CLS]/[SEP]<extra></extra>"))
-    fig.update_layout(title={"text": "Share of attention on [CLS] and [SEP]"},
-                      height=int(min(max(28 * s.shape[0] + 140, 260), 800)),
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
-    fig.update_xaxes(title={"text": "head"}, dtick=1)
-    fig.update_yaxes(title={"text": "layer"}, dtick=1, autorange="reversed")
-    return fig
+    return heatmap_figure(
+        {"z": s.astype(np.float32), "x": list(range(s.shape[1])), "y": list(range(s.shape[0])), "zmin": 0.0,
+         "zmax": 1.0, "colorscale": "Oranges", "texttemplate": "%{z:.2f}", "colorbar": {"title": {"text": "share"}},
+         "hovertemplate": "layer %{y}, head %{x}: %{z:.2f} on [CLS]/[SEP]<extra></extra>"},
+        "Share of attention on [CLS] and [SEP]", int(min(max(28 * s.shape[0] + 140, 260), 800)),
+        xaxis={"title": {"text": "head"}, "dtick": 1},
+        yaxis={"title": {"text": "layer"}, "dtick": 1, "autorange": "reversed"})
 
 
 # ----------------------------------------------------------------------------------------------
@@ -241,30 +246,24 @@ def head_stats_figure(stats: list[dict], stat: str) -> go.Figure:
     """Layers x heads grid coloured by one head statistic (weights 0..1; entropy and distance 0..largest)."""
     z = stat_grid(stats, stat)
     share = stat in ("prev", "next", "self", "sep", "cls")
-    fig = go.Figure(go.Heatmap(
-        z=z, x=list(range(z.shape[1])), y=list(range(z.shape[0])), zmin=0.0,
-        zmax=1.0 if share else max(float(z.max()), 1e-6), colorscale="Viridis",
-        texttemplate="%{z:.2f}" if z.size <= 400 else None, colorbar={"title": {"text": stat}},
-        hovertemplate=f"layer %{{y}}, head %{{x}}: {STAT_LABELS[stat]} = %{{z:.3f}}<extra></extra>"))
-    fig.update_layout(title={"text": f"Every head: {STAT_LABELS[stat]}"},
-                      height=int(min(max(28 * z.shape[0] + 140, 260), 800)),
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
-    fig.update_xaxes(title={"text": "head"}, dtick=1)
-    fig.update_yaxes(title={"text": "layer"}, dtick=1, autorange="reversed")
-    return fig
+    return heatmap_figure(
+        {"z": z, "x": list(range(z.shape[1])), "y": list(range(z.shape[0])), "zmin": 0.0,
+         "zmax": 1.0 if share else max(float(z.max()), 1e-6), "colorscale": "Viridis",
+         "texttemplate": "%{z:.2f}" if z.size <= 400 else None, "colorbar": {"title": {"text": stat}},
+         "hovertemplate": f"layer %{{y}}, head %{{x}}: {STAT_LABELS[stat]} = %{{z:.3f}}<extra></extra>"},
+        f"Every head: {STAT_LABELS[stat]}", int(min(max(28 * z.shape[0] + 140, 260), 800)),
+        xaxis={"title": {"text": "head"}, "dtick": 1},
+        yaxis={"title": {"text": "layer"}, "dtick": 1, "autorange": "reversed"})
 
 
 def rollout_row_figure(rollout: np.ndarray, tokens: list[str], query: int) -> go.Figure:
     """What one token has drawn from after each layer: row `query` of every R_l, (L, T) as layers x tokens."""
     z = np.asarray(rollout)[:, query, :]  # (L, T)
     labels = token_labels(tokens)
-    fig = go.Figure(go.Heatmap(
-        z=z.astype(np.float32), x=labels, y=list(range(z.shape[0])), zmin=0.0, zmax=max(float(z.max()), 1e-6),
-        colorscale="Purples", colorbar={"title": {"text": "share"}},
-        hovertemplate=f"after layer %{{y}}, {labels[query]} draws %{{z:.3f}} from %{{x}}<extra></extra>"))
-    fig.update_layout(title={"text": f"What {labels[query]} draws from, layer by layer (rollout)"},
-                      height=int(min(max(26 * z.shape[0] + 200, 280), 800)),
-                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
-    fig.update_xaxes(type="category", tickangle=-60)
-    fig.update_yaxes(title={"text": "after layer"}, dtick=1, autorange="reversed")
-    return fig
+    return heatmap_figure(
+        {"z": z.astype(np.float32), "x": labels, "y": list(range(z.shape[0])), "zmin": 0.0,
+         "zmax": max(float(z.max()), 1e-6), "colorscale": "Purples", "colorbar": {"title": {"text": "share"}},
+         "hovertemplate": f"after layer %{{y}}, {labels[query]} draws %{{z:.3f}} from %{{x}}<extra></extra>"},
+        f"What {labels[query]} draws from, layer by layer (rollout)", int(min(max(26 * z.shape[0] + 200, 280), 800)),
+        xaxis={"type": "category", "tickangle": -60},
+        yaxis={"title": {"text": "after layer"}, "dtick": 1, "autorange": "reversed"})

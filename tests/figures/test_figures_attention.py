@@ -200,3 +200,34 @@ def test_special_share_figure():
     share = fa.special_share(random_attention(), np.array([1, 0, 0, 0, 0, 1]))
     (tr,) = fa.special_share_figure(share).data
     assert np.asarray(tr.z).shape == (L, H)
+
+
+def _validated_equals_fast(fig):
+    """Validating the fast figure's JSON changes nothing: every property it carries is valid and canonical."""
+    fast = fig.to_dict()
+    assert _plain(go.Figure(fast).to_dict()) == _plain(fast)
+
+
+def test_one_pass_heatmaps_are_what_validation_gives():
+    att = random_attention()
+    stats = [{"layer": layer, "head": h, "prev": 0.2, "entropy": 1.3} for layer in range(L) for h in range(H)]
+    rollout = att.mean(1)  # (L, T, T), any rows will do
+    for fig in (fa.head_heatmap(att[0, 1], TOKENS, "t"), fa.head_heatmap(att[0, 1], TOKENS, "t", zmax=None),
+                fa.head_heatmap(random_attention(t=20)[0, 0], [f"w{i}" for i in range(20)], "big"),
+                fa.special_share_figure(att.mean(-1)), fa.head_stats_figure(stats, "prev"),
+                fa.head_stats_figure(stats, "entropy"), fa.rollout_row_figure(rollout, TOKENS, 2)):
+        _validated_equals_fast(fig)
+
+
+def test_head_heatmap_equals_the_step_by_step_build():
+    z = random_attention()[1, 2]
+    labels = fa.token_labels(TOKENS)
+    ref = go.Figure(go.Heatmap(z=z.astype(np.float32), x=labels, y=labels, hovertemplate=fa.HOVER, zmin=0.0,
+                               zmax=1.0, colorscale=fa.COLORSCALE, colorbar={"title": {"text": "weight"}},
+                               texttemplate="%{z:.2f}"))
+    ref.update_layout(title={"text": "t"}, height=int(min(max(18 * T + 160, 420), 900)),
+                      margin={"l": 10, "r": 10, "t": 50, "b": 10})
+    ref.update_xaxes(type="category", title={"text": "key (attended to)"}, side="top", tickangle=-60)
+    ref.update_yaxes(type="category", title={"text": "query (attending)"}, autorange="reversed",
+                     scaleanchor="x", constrain="domain")
+    assert _plain(fa.head_heatmap(z, TOKENS, "t").to_dict()) == _plain(ref.to_dict())

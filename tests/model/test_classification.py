@@ -100,7 +100,7 @@ def test_classify_refuses_a_model_that_is_not_a_classifier(tiny_dirs):
         bert_core.classify(m, "the cat")
 
 
-def test_a_token_classifier_still_loads_as_an_encoder(tmp_path):
+def test_a_token_classifier_loads_as_a_tagger_not_a_sentence_classifier(tmp_path):
     from transformers import BertConfig, BertForTokenClassification
 
     torch.manual_seed(0)
@@ -110,7 +110,10 @@ def test_a_token_classifier_still_loads_as_an_encoder(tmp_path):
     (tmp_path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
     m = bert_core.load_model(str(tmp_path))
     assert not isinstance(m.model, BertForSequenceClassification)
-    assert any("Ignored a fine-tuning head" in n for n in m.notes)
+    from bert_core.model.token_heads import BertForTokenClassification as OurTagger
+
+    assert isinstance(m.model, OurTagger) and m.model.labels == [f"LABEL_{i}" for i in range(5)]
+    assert any("token classifier" in n for n in m.notes)
 
 
 @pytest.mark.parametrize("kind", ["mlm", "pretraining"])
