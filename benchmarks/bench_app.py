@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy"]
-PAGES += ["layers", "inside_layer", "finetuning"]
+PAGES += ["layers", "inside_layer", "finetuning", "similarity"]
 
 
 def time_reruns(model_dir: str | None, n_words: int, reps: int) -> dict[str, float]:

@@ -13,6 +13,7 @@ from .errors import BertCoreError
 from .inspect.analysis import EmbeddingParts, Trace, analyze, analyze_encoding, position_similarity
 from .inspect.attribution import attention_rollout, head_stats, salience
 from .inspect.classify import classify
+from .inspect.generation import Generation, generate
 from .inspect.inside_layers import LayerSteps, layer_steps
 from .inspect.mask_filling import FillResult, PseudoLogLikelihood, fill_masks, pseudo_log_likelihood
 from .inspect.residual import (
@@ -72,6 +73,8 @@ __all__ = [
     "SUGGESTED_HUB_IDS",
     "BertConfig",
     "AnswerResult",
+    "Generation",
+    "generate",
     "Tagging",
     "answer",
     "tag",

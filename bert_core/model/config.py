@@ -36,6 +36,7 @@ class BertConfig:
     embedding_size: int | None = None  # ALBERT's E (embeddings are E wide, then projected to H); None = H
     num_hidden_groups: int = 1  # ALBERT: how many distinct layers are shared out over the L layers
     inner_group_num: int = 1  # ALBERT: layers per group
+    is_decoder: bool = False  # causal attention (HF's BertLMHeadModel): position i sees positions <= i only
 
     def __post_init__(self):
         if self.model_type not in FAMILIES:
@@ -70,6 +71,8 @@ class BertConfig:
         """The `config.json` transformers expects for this family (DistilBERT's own names)."""
         albert_only = ("embedding_size", "num_hidden_groups", "inner_group_num")
         d = {k: v for k, v in asdict(self).items() if k not in albert_only}
+        if not self.is_decoder:
+            d.pop("is_decoder")  # transformers' default; configs BERT Explorer wrote before stay as they were
         if self.model_type == "albert":
             d.update(embedding_size=self.E, num_hidden_groups=1, inner_group_num=1)
         if self.model_type == "distilbert":

@@ -61,6 +61,13 @@ class BertModel(nn.Module):
             dtype = self.embeddings.word_embeddings.weight.dtype
             mask = torch.zeros(keep.shape, dtype=dtype, device=input_ids.device)
             mask = mask.masked_fill(~keep, torch.finfo(dtype).min)
+        if self.config.is_decoder:
+            # GPT's mask, BERT's layers: query i may attend to keys j <= i only (the future gets no weight).
+            t = input_ids.shape[1]
+            dtype = self.embeddings.word_embeddings.weight.dtype
+            future = torch.ones(t, t, dtype=torch.bool, device=input_ids.device).triu(1)[None, None]  # (1,1,T,T)
+            mask = (torch.zeros(future.shape, dtype=dtype, device=input_ids.device) if mask is None else mask)
+            mask = mask.masked_fill(future, torch.finfo(dtype).min)
         x, parts = self.embeddings(input_ids, token_type_ids, parts=trace)
         x, normed = self.encoder.project_in(x)  # ALBERT: (B, T, E) -> (B, T, H); normed = its input
         hidden, attn = [x], []

@@ -1,0 +1,107 @@
+"""The causal mask (GPT's) inside BERT's layers, and greedy generation, against transformers' BertLMHeadModel."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from conftest import VOCAB
+
+import bert_core
+
+
+def write_causal_checkpoint(path, seed=0):
+    """A random BertLMHeadModel (is_decoder: true), biases and LayerNorms perturbed, with a tokenizer."""
+    from transformers import BertConfig, BertLMHeadModel
+
+    from bert_core.model.tokenization import WordPieceTokenizer
+
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=len(VOCAB) + 3, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                     intermediate_size=37, max_position_embeddings=64, is_decoder=True, attn_implementation="eager")
+    model = BertLMHeadModel(cfg).eval()
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(path)
+    (path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    WordPieceTokenizer.from_dir(path).save(path)
+    return model
+
+
+@pytest.fixture(scope="module")
+def causal(tmp_path_factory):
+    d = tmp_path_factory.mktemp("causal")
+    return d, write_causal_checkpoint(d)
+
+
+def test_causal_hidden_states_and_logits_match_transformers(causal):
+    path, hf = causal
+    m = bert_core.load_model(path)
+    assert m.config.is_decoder and m.has_mlm
+    ids = torch.as_tensor(m.tokenizer.encode("the cat sat on the mat").input_ids)[None]
+    with torch.no_grad():
+        theirs = hf(input_ids=ids, output_hidden_states=True)
+        ours = m.model.bert(ids, trace=True)
+    for h_ours, h_theirs in zip(ours.hidden_states, theirs.hidden_states):
+        np.testing.assert_allclose(h_ours.numpy(), h_theirs.numpy(), atol=1e-5)
+    with torch.no_grad():
+        logits = m.model.mlm_logits(ours.hidden_states[-1])
+    np.testing.assert_allclose(logits.numpy(), theirs.logits.numpy(), atol=1e-5)
+    # Causal: no position sees the future, so changing the last token changes nothing before it.
+    other = ids.clone()
+    other[0, -1] = (other[0, -1] + 1) % m.config.vocab_size
+    with torch.no_grad():
+        h2 = m.model.bert(other)
+    np.testing.assert_allclose(h2[0, :-1].numpy(), ours.hidden_states[-1][0, :-1].numpy(), atol=1e-6)
+    assert all(float(a[0, :, i, i + 1:].abs().max()) == 0.0 for a in ours.attentions for i in range(ids.shape[1] - 1))
+
+
+def test_a_bidirectional_model_sees_both_sides(tiny_dirs):
+    m = bert_core.load_model(tiny_dirs["mlm"][0])
+    assert not m.config.is_decoder
+    ids = torch.as_tensor(m.tokenizer.encode("the cat sat on the mat").input_ids)[None]
+    other = ids.clone()
+    other[0, -2] = (other[0, -2] + 1) % m.config.vocab_size
+    with torch.no_grad():
+        assert not torch.allclose(m.model.bert(ids)[0, 0], m.model.bert(other)[0, 0])
+    with pytest.raises(bert_core.BertCoreError, match="bidirectional"):
+        bert_core.generate(m, "the cat")
+
+
+def test_greedy_generation_matches_transformers_generate(causal):
+    path, hf = causal
+    m = bert_core.load_model(path)
+    g = bert_core.generate(m, "the cat sat", max_new_tokens=12)
+    ids = torch.as_tensor([g.prompt_ids])
+    assert g.prompt_ids == m.tokenizer.encode("the cat sat").input_ids[:-1].tolist()  # [CLS] + pieces, no [SEP]
+    with torch.no_grad():
+        out = hf.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=12, do_sample=False,
+                          eos_token_id=m.tokenizer.sep_token_id, pad_token_id=0)
+    assert g.new_ids == out[0, ids.shape[1]:].tolist()
+    # Each step's probability is the softmax of that step's logits at the chosen token.
+    seq = g.prompt_ids + g.new_ids
+    with torch.no_grad():
+        logits = hf(input_ids=torch.as_tensor([seq])).logits[0]
+    for k, (tok, p) in enumerate(g.steps):
+        row = torch.softmax(logits[len(g.prompt_ids) - 1 + k].double(), -1)
+        assert p == pytest.approx(float(row.max()), abs=1e-5)
+        assert tok == m.tokenizer.id_to_token(g.new_ids[k])
+
+
+def test_sampling_is_seeded_and_respects_top_k(causal):
+    path, _ = causal
+    m = bert_core.load_model(path)
+    a = bert_core.generate(m, "the cat", 8, strategy="sample", top_k=3, temperature=0.7, seed=5)
+    b = bert_core.generate(m, "the cat", 8, strategy="sample", top_k=3, temperature=0.7, seed=5)
+    assert a.new_ids == b.new_ids
+    seq = a.prompt_ids
+    for tok in a.new_ids:  # every sampled token is among the 3 most likely at its step
+        with torch.no_grad():
+            logits = m.model.mlm_logits(m.model.bert(torch.as_tensor([seq]))[0, -1])
+        assert tok in torch.topk(logits, 3).indices.tolist()
+        seq = seq + [tok]
+    for bad in (dict(strategy="beam"), dict(temperature=0), dict(top_k=0), dict(max_new_tokens=0)):
+        with pytest.raises(bert_core.BertCoreError):
+            bert_core.generate(m, "the cat", **{"max_new_tokens": 3, **bad})
