@@ -7,6 +7,8 @@ import html
 import numpy as np
 import plotly.graph_objects as go
 
+from .attention import heatmap_figure
+
 
 def sentence_labels(texts: list[str], width: int = 40) -> list[str]:
     """Unique, escaped axis labels: "1. first words…" (plotly reads labels as a small HTML subset)."""
@@ -23,11 +25,9 @@ def cosine_heatmap(matrix: np.ndarray, texts: list[str], title: str) -> go.Figur
     labels = sentence_labels(texts)
     if z.shape != (len(labels), len(labels)):
         raise ValueError(f"cosine matrix has shape {z.shape}, expected ({len(labels)}, {len(labels)})")
-    fig = go.Figure(go.Heatmap(z=z, x=labels, y=labels, zmin=-1.0, zmax=1.0, colorscale="RdBu", reversescale=True,
-                               texttemplate="%{z:.2f}", colorbar={"title": {"text": "cosine"}},
-                               hovertemplate="%{y}<br>%{x}<br>cos = %{z:.3f}<extra></extra>"))
     side = int(min(max(60 * len(labels) + 200, 360), 900))
-    fig.update_layout(title={"text": title}, height=side, margin={"l": 10, "r": 10, "t": 50, "b": 10})
-    fig.update_xaxes(type="category", tickangle=-30)
-    fig.update_yaxes(type="category", autorange="reversed")
-    return fig
+    return heatmap_figure(
+        {"z": z, "x": labels, "y": labels, "zmin": -1.0, "zmax": 1.0, "colorscale": "RdBu", "reversescale": True,
+         "texttemplate": "%{z:.2f}", "colorbar": {"title": {"text": "cosine"}},
+         "hovertemplate": "%{y}<br>%{x}<br>cos = %{z:.3f}<extra></extra>"},
+        title, side, xaxis={"type": "category", "tickangle": -30}, yaxis={"type": "category", "autorange": "reversed"})

@@ -110,8 +110,8 @@ class Neighbour:
 def nearest(query: np.ndarray, corpus: np.ndarray, texts: list[str], k: int = 5) -> list[Neighbour]:
     """The `k` corpus rows most similar (cosine) to the (H,) `query`, best first (ties: lower index first)."""
     sims = cosine_matrix(query[None, :], corpus)[0]  # (M,)
-    best = sorted(range(len(sims)), key=lambda j: (-float(sims[j]), j))[:k]
-    return [Neighbour(j, texts[j], float(sims[j])) for j in best]
+    best = np.argsort(-sims, kind="stable")[:k]  # stable: ties keep the lower index first
+    return [Neighbour(int(j), texts[j], float(sims[j])) for j in best]
 
 
 def ranking_auc(scores: np.ndarray, positive: np.ndarray) -> float:

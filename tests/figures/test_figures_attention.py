@@ -231,3 +231,12 @@ def test_head_heatmap_equals_the_step_by_step_build():
     ref.update_yaxes(type="category", title={"text": "query (attending)"}, autorange="reversed",
                      scaleanchor="x", constrain="domain")
     assert _plain(fa.head_heatmap(z, TOKENS, "t").to_dict()) == _plain(ref.to_dict())
+
+
+def test_cosine_heatmap_is_what_validation_gives():
+    from bert_core.figures.similarity import cosine_heatmap
+
+    texts = ["a <b>bold</b> sentence", "another one that is rather long and gets cut in its label", "x"]
+    fig = cosine_heatmap(np.eye(3) * 0.5 + 0.5, texts, "t")
+    _validated_equals_fast(fig)
+    assert "&lt;b&gt;" in fig.data[0].x[0] and fig.layout.yaxis.autorange == "reversed"
