@@ -120,7 +120,9 @@ def _bertviz_js(name: str) -> str:
     return _check_inlinable(name, _defang_comment_urls(js))
 
 
+@functools.lru_cache(maxsize=1)
 def _bertviz_version() -> str:
+    """The installed bertviz's version (read once: package metadata lookups cost ~2 ms each)."""
     try:
         return importlib.metadata.version("bertviz")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - vendored copy
