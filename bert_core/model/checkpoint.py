@@ -177,6 +177,8 @@ def save_pretrained(model: BertForPreTraining, tokenizer: WordPieceTokenizer, ou
     family = model.config.model_type
     pretraining, mlm, bare = ARCHITECTURES[family]
     arch = pretraining if model.has_nsp else mlm if model.has_mlm else bare
+    if model.config.is_decoder and family == "bert" and model.has_mlm and not model.has_nsp:
+        arch = "BertLMHeadModel"  # a causal model (clm objective): transformers' left-to-right BERT
     cfg = {**model.config.to_hf_dict(), "model_type": family, "architectures": [arch], "tie_word_embeddings": True}
     (out / "config.json").write_text(json.dumps(cfg, indent=2))
     # The decoder weight is the word-embedding tensor (tied): store it once, as HF does.

@@ -75,6 +75,8 @@ def main(argv=None) -> int:
     ap.add_argument("--vocab-size", type=int, default=12000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-nsp", action="store_true", help="train MLM only (no NSP head)")
+    ap.add_argument("--objective", choices=("mlm", "clm"), default="mlm",
+                    help="mlm: BERT's masked words (+ NSP); clm: GPT's next token under the causal mask (from scratch)")
     ap.add_argument("--checkpoint-dir", default="runs/pretrain")
     ap.add_argument("--checkpoint-every", type=int, default=100)
     ap.add_argument("--resume", action="store_true", help="continue from --checkpoint-dir")
@@ -124,9 +126,13 @@ def main(argv=None) -> int:
     tok = WordPieceTokenizer.from_dir(tok_dir, model_max_length=128 if init_dir is None else 512)
     print(f"tokenizer: {tok.vocab_size} pieces, {time.time() - t0:.1f}s", flush=True)
 
-    nsp = not args.no_nsp
+    nsp = not args.no_nsp and args.objective == "mlm"
+    if args.objective == "clm" and init_dir is not None:
+        print("--objective clm trains a causal model from scratch: drop --init-from / --continue-from", file=sys.stderr)
+        return 2
     if init_dir is None:
-        model = new_model(tok, BUNDLED_PRESET, max_position_embeddings=128, nsp=nsp, seed=args.seed, dropout=0.1)
+        model = new_model(tok, BUNDLED_PRESET, max_position_embeddings=128, nsp=nsp, seed=args.seed, dropout=0.1,
+                          causal=args.objective == "clm")
     elif args.init_from is not None:
         model = encoder_with_new_heads(args.init_from, args.seed)
     else:
@@ -145,7 +151,7 @@ def main(argv=None) -> int:
         train_lines = []  # phase 2: every row is a sentence pair
     cfg = TrainConfig(batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr,
                       warmup_steps=max(args.steps // 20, 1), max_steps=args.steps, seed=args.seed, nsp=nsp,
-                      head_lr_scale=args.head_lr_scale)
+                      head_lr_scale=args.head_lr_scale, objective=args.objective)
     trainer = Trainer(model, tok, train_lines, cfg, documents=[list(d.sentences) for d in train_docs])
     seen, log = 0, []
     if args.resume:
@@ -173,6 +179,10 @@ def main(argv=None) -> int:
             return 3
     _save_state(trainer, log, seen, ckpt)
     trainer.save(out)
+    if args.objective == "clm":  # the MLM evaluation means nothing for a left-to-right model
+        print(json.dumps({"objective": "clm", "steps": trainer.step_count, "tokens_seen": seen,
+                          "last_loss": log[-1]["loss"] if log else None}), flush=True)
+        return 0
     from .evaluate import bundled_report  # the evaluation reads the saved model, as users will
 
     report = {

@@ -54,6 +54,7 @@ class TrainConfig:
     head_lr_scale: float = 1.0  # new heads (cls.*, the pooler) on a pretrained encoder learn this many times faster
     probe_every: int = 50
     top_k: int = 5
+    objective: str = "mlm"  # "mlm": BERT's masked words; "clm": GPT's next token, under the causal mask
 
 
 @dataclass
@@ -124,11 +125,11 @@ def warmup_linear_lr(step: int, lr: float, warmup_steps: int, max_steps: int) ->
 
 
 def new_model(tokenizer: WordPieceTokenizer, preset: dict, max_position_embeddings: int = 128,
-              nsp: bool = False, seed: int = 0, dropout: float = 0.1) -> BertForPreTraining:
-    """A freshly initialised BERT sized by `preset`, for the tokenizer's vocabulary."""
+              nsp: bool = False, seed: int = 0, dropout: float = 0.1, causal: bool = False) -> BertForPreTraining:
+    """A freshly initialised BERT sized by `preset`, for the tokenizer's vocabulary (`causal`: GPT's mask)."""
     cfg = BertConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=max_position_embeddings,
                      pad_token_id=tokenizer.pad_token_id, hidden_dropout_prob=dropout,
-                     attention_probs_dropout_prob=dropout, **preset)
+                     attention_probs_dropout_prob=dropout, is_decoder=causal, **preset)
     with torch.random.fork_rng():  # initialise from our seed without moving anyone's global RNG
         torch.manual_seed(seed)
         model = BertForPreTraining(cfg, mlm=True, nsp=nsp)
@@ -137,6 +138,13 @@ def new_model(tokenizer: WordPieceTokenizer, preset: dict, max_position_embeddin
             f"that model has {model.num_parameters():,} parameters; live training allows {MAX_TRAIN_PARAMS:,}"
         )
     return model
+
+
+def next_token_labels(ids: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
+    """(B, T) ids and 0/1 mask -> (B, T) targets: position t's label is token t+1 (-100 past the last real one)."""
+    labels = torch.full_like(ids, -100)
+    labels[:, :-1] = torch.where(attn[:, 1:].bool(), ids[:, 1:], torch.full_like(ids[:, 1:], -100))
+    return labels
 
 
 class Trainer:
@@ -148,6 +156,12 @@ class Trainer:
         self.cfg = cfg = cfg or TrainConfig()
         if cfg.nsp and not model.has_nsp:
             raise BertCoreError("NSP training needs a model with an NSP head")
+        if cfg.objective not in ("mlm", "clm"):
+            raise BertCoreError(f"objective must be 'mlm' or 'clm', not {cfg.objective!r}")
+        if (cfg.objective == "clm") != bool(model.config.is_decoder):
+            raise BertCoreError("the clm objective needs a causal model (is_decoder) and mlm a bidirectional one")
+        if cfg.objective == "clm" and cfg.nsp:
+            raise BertCoreError("next-sentence prediction belongs to BERT's objective, not to clm")
         usable = model.config.max_position_embeddings - model.config.position_offset  # RoBERTa: P - 2
         if cfg.seq_len > usable:
             raise BertCoreError(f"seq_len {cfg.seq_len} exceeds the model's {usable} positions")
@@ -169,6 +183,8 @@ class Trainer:
 
     def step(self) -> StepMetrics:
         """One optimisation step on a fresh batch with a fresh masking draw."""
+        if self.cfg.objective == "clm":
+            return self._clm_step()
         c, t0 = self.cfg, time.perf_counter()
         model, tok = self.model, self.tok
         model.train()
@@ -222,6 +238,44 @@ class Trainer:
             loss_by_outcome=by, nsp_loss=None if nsp_loss is None else nsp_loss.item(), lr=lr,
             tokens=n_tok, tokens_per_sec=n_tok / dt if dt > 0 else float("inf"), seconds=dt,
         )
+        self.history.append(metrics)
+        return metrics
+
+    def _clm_step(self) -> StepMetrics:
+        """One step of GPT's objective: every real token after the first is predicted from those before it.
+
+        loss = mean over t of -log p(x_{t+1} | x_1..x_t), read at position t under the causal mask,
+        through the same (tied) output projection the MLM head uses. No masking draw: every token teaches.
+        """
+        c, t0 = self.cfg, time.perf_counter()
+        model = self.model
+        model.train()
+        ids, types, attn, _, _ = self.data.batch(c.batch_size, self.g, False)
+        lr = self.lr_at(self.step_count)
+        for group in self.opt.param_groups:
+            group["lr"] = lr * group.get("lr_scale", 1.0)
+        with torch.random.fork_rng():
+            torch.manual_seed(int(torch.randint(2**62, (), generator=self.g)))
+            target = next_token_labels(ids, attn)  # (B, T): x_{t+1}, or -100 where there is none
+            sel = target != -100
+            hidden = model(ids, types, attn)  # (B, T, H)
+            logits = model.mlm_logits(hidden[sel])  # (N, V)
+            loss = F.cross_entropy(logits, target[sel])
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            if c.grad_clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
+            self.opt.step()
+            self.opt.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            acc = (logits.argmax(-1) == target[sel]).float().mean().item()
+        self.step_count += 1
+        dt = time.perf_counter() - t0
+        self.elapsed += dt
+        n_tok = int(attn.sum())
+        metrics = StepMetrics(step=self.step_count, loss=loss.item(), mlm_loss=loss.item(), accuracy=acc,
+                              loss_by_outcome={}, nsp_loss=None, lr=lr, tokens=n_tok,
+                              tokens_per_sec=n_tok / dt if dt > 0 else float("inf"), seconds=dt)
         self.history.append(metrics)
         return metrics
 
