@@ -1,0 +1,369 @@
+"""Predict-then-reveal questions for the lesson, each answered by running the model on the step's sentence.
+
+Every function takes the loaded model and the step's text and returns a `Question` whose `answer` is
+the index of the choice the model's numbers pick, and whose `reveal` says what was computed. Nothing
+here knows an answer in advance: a different sentence, model or seed gives a different answer.
+A question that cannot be asked of this input raises `BertCoreError` with what to change.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from ..errors import BertCoreError
+from ..inspect.analysis import analyze
+from ..inspect.input_tables import split_words
+from ..inspect.masking_view import mask_input, masking_stats
+from ..inspect.residual import logit_lens, same_word
+from ..model.classifier_io import new_classifier
+from ..model.config import BertConfig
+from ..model.counts import param_counts
+from ..model.loaded import LoadedModel
+from ..model.token_heads import BertForTokenClassification
+from ..objectives.masking import mask_tokens
+from ..train.trainer import PRESETS, evaluate_mlm, new_model, next_token_labels
+
+
+@dataclass(frozen=True)
+class Question:
+    """One multiple-choice question; `answer` indexes `choices` and was computed from the model."""
+
+    prompt: str  # may hold user text: draw it as plain text, never as HTML
+    choices: tuple[str, ...]
+    answer: int
+    reveal: str  # what the model computed, with its numbers
+
+
+def _nearest(values: list[float], x: float, log: bool = False) -> int:
+    """Index of the value closest to x (on a log scale if `log`)."""
+    f = (lambda v: math.log(max(v, 1e-12))) if log else (lambda v: v)
+    return int(np.argmin([abs(f(v) - f(x)) for v in values]))
+
+
+def _words(m: LoadedModel, text: str) -> list:
+    """The pre-tokenized words of `text` that hold a letter or digit (no special tokens, no punctuation)."""
+    specials = set(m.tokenizer.specials.values()) | {"[MASK]"}
+    return [w for w in split_words(m.tokenizer, text) if w.word not in specials and any(c.isalnum() for c in w.word)]
+
+
+def _first_mask(m: LoadedModel, text: str, text_pair: str | None = None, top_k: int = 5):
+    """A trace with predictions and its first [MASK] position; clear errors when either is missing."""
+    if not m.has_mlm:
+        raise BertCoreError("this model has no masked-language-model head, so it cannot fill a [MASK]: "
+                            "pick a model with one in the sidebar (both bundled models have one)")
+    t = analyze(m, text, text_pair, top_k=top_k, embeddings=False, hidden_states=False, attentions=False)
+    if not t.mask_positions:
+        raise BertCoreError("this question needs a [MASK] in the sentence: type [MASK] where a word should be")
+    return t, t.mask_positions[0]
+
+
+# ----------------------------------------------------------------------------------------- 1. tokens
+def pieces(m: LoadedModel, text: str) -> Question:
+    """Into how many pieces does the sentence's longest word split?"""
+    words = _words(m, text)
+    if not words:
+        raise BertCoreError("this question needs a word in the sentence (letters or digits)")
+    w = max(words, key=lambda s: (len(s.word), len(s.pieces)))
+    n = len(w.pieces)
+    choices = tuple(str(i) for i in range(1, max(5, n) + 1))
+    return Question(
+        prompt=f"Into how many pieces does this model's tokenizer cut the word “{w.word}”?",
+        choices=choices, answer=n - 1,
+        reveal=f"“{w.word}” → {' + '.join(w.pieces)}: {n} piece{'s' * (n != 1)} "
+               f"(the vocabulary has {m.tokenizer.vocab_size:,} entries).")
+
+
+# ------------------------------------------------------------------------------------ 2. embeddings
+COSINE_BANDS = (("exactly 1: identical", 1.0), ("between 0.9 and 1", 0.9), ("between 0.5 and 0.9", 0.5),
+                ("between 0 and 0.5", 0.0), ("below 0", -1.0))
+
+
+def _band(c: float) -> int:
+    """Index of the cosine band that holds c."""
+    if c >= 1 - 1e-6:
+        return 0
+    return next(i for i, (_, lo) in enumerate(COSINE_BANDS) if i > 0 and c >= lo)
+
+
+def input_cosine(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
+    """A word that occurs twice: cosine of its two input vectors (state 0, LayerNorm of the three embeddings)."""
+    sw = same_word(m, text, text_pair)
+    if not sw.words:
+        raise BertCoreError("this question needs a word that occurs twice (e.g. “bank” in two contexts)")
+    w = sw.words[0]
+    c0, cl = float(w.cos[0]), float(w.cos[-1])
+    return Question(
+        prompt=f"“{w.word}” occurs twice, with the same token embedding both times. After the position "
+               f"(and segment) embeddings are added and LayerNorm applied, what is the cosine similarity "
+               f"of its two input vectors?",
+        choices=tuple(name for name, _ in COSINE_BANDS), answer=_band(c0),
+        reveal=f"cos = {c0:.3f} at the input (only position and segment differ); after the last layer "
+               f"cos = {cl:.3f}: the context has {'pulled them apart' if cl < c0 else 'made them more alike'}.")
+
+
+# --------------------------------------------------------------------------------------- 3. masking
+KEPT_CHOICES = (("about 0%", 0.0), ("about 10%", 0.10), ("about 15%", 0.15), ("about 50%", 0.5),
+                ("about 80%", 0.8))
+
+
+def kept_share(m: LoadedModel, text: str, text_pair: str | None = None, seed: int = 0,
+               n_draws: int = 1000) -> Question:
+    """Over `n_draws` seeded draws, what share of the selected tokens is left unchanged?"""
+    s = masking_stats(m, text, text_pair, seed=seed, n_draws=n_draws)
+    if s.counts["selected"] == 0:
+        raise BertCoreError("no token was selected in any draw: the sentence needs ordinary words")
+    sel = s.counts["selected"]
+    kept, masked, rnd = (s.counts[f"{k}_rate"] for k in ("kept", "mask", "random"))
+    return Question(
+        prompt=f"BERT selects 15% of the tokens to predict. In {n_draws:,} masking draws of this sentence, "
+               "what share of the selected tokens does the model read unchanged?",
+        choices=tuple(name for name, _ in KEPT_CHOICES), answer=_nearest([v for _, v in KEPT_CHOICES], kept),
+        reveal=f"{sel:,} tokens were selected in {n_draws:,} draws: {masked:.1%} became [MASK], {rnd:.1%} a "
+               f"random token and {kept:.1%} stayed unchanged (the rule is 80 / 10 / 10).")
+
+
+# ----------------------------------------------------------------------------------- 4. predictions
+def top_guess(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
+    """Which of the model's four best candidates at the first [MASK] does it rank first?"""
+    t, pos = _first_mask(m, text, text_pair, top_k=4)
+    cands = t.predictions[pos]
+    shown = sorted(tok for tok, _ in cands)
+    best = cands[0][0]
+    return Question(
+        prompt="Here are the model's four best candidates for the first [MASK], in alphabetical order. "
+               "Which one does it rank first?",
+        choices=tuple(shown), answer=shown.index(best),
+        reveal="The model's probabilities: " + ", ".join(f"{tok} {p:.1%}" for tok, p in cands) + ".")
+
+
+def right_context(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
+    """Does the top guess at the first [MASK] change when everything after it is cut off?"""
+    t, pos = _first_mask(m, text, text_pair, top_k=1)
+    if t.sequence_ids[pos] != 0 or t.offsets[pos] is None:
+        raise BertCoreError("put the [MASK] in the first sentence")
+    left = text[: t.offsets[pos][1]]
+    full_tok, full_p = t.predictions[pos][0]
+    t2, pos2 = _first_mask(m, left, None, top_k=1)
+    left_tok, left_p = t2.predictions[pos2][0]
+    same = left_tok == full_tok
+    return Question(
+        prompt=f"With the whole sentence the model's top guess is “{full_tok}”. Now it reads only the words "
+               f"up to the [MASK] (“{left}”), as a left-to-right model must. Does its top guess stay the same?",
+        choices=("yes, the same word", "no, a different word"), answer=0 if same else 1,
+        reveal=f"With both sides: “{full_tok}” ({full_p:.1%}); with the left side only: “{left_tok}” "
+               f"({left_p:.1%}). BERT reads the words after the gap too.")
+
+
+# ------------------------------------------------------------------------------------- 5. attention
+def attention_layer_head(m: LoadedModel) -> tuple[int, int]:
+    """The head the lesson asks about: the middle layer's first head (0-based)."""
+    return m.config.num_hidden_layers // 2, 0
+
+
+def attention_target(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
+    """From the last word of sentence A, which token does the middle layer's first head attend to most?"""
+    t = analyze(m, text, text_pair, top_k=1, embeddings=False, hidden_states=False)
+    words = [i for i, (s, w) in enumerate(zip(t.sequence_ids, t.word_ids))
+             if s == 0 and w is not None and any(c.isalnum() for c in t.tokens[i])]
+    if not words:
+        raise BertCoreError("this question needs a word in the first sentence")
+    # The last word's first piece: the query row the question reads.
+    q = min(i for i in words if t.word_ids[i] == t.word_ids[words[-1]])
+    layer, head = attention_layer_head(m)
+    row = t.attentions[layer, head, q]  # (T,)
+    best = int(row.argmax())
+    order = [int(i) for i in np.argsort(-row)]
+    # Four candidates: the answer, [CLS], the last token ([SEP]) and the query itself, topped up by position.
+    picks = []
+    for i in (best, 0, len(t.tokens) - 1, q, *order, *range(len(t.tokens))):
+        if i not in picks:
+            picks.append(i)
+        if len(picks) == min(4, len(t.tokens)):
+            break
+    picks.sort()
+    labels = tuple(f"{t.tokens[i]} (position {i})" for i in picks)
+    return Question(
+        prompt=f"In layer {layer + 1}, head {head + 1}, which token does “{t.tokens[q]}” (position {q}) "
+               "give the most attention to?",
+        choices=labels, answer=picks.index(best),
+        reveal="Its largest weights: " + ", ".join(f"{t.tokens[i]} ({i}) {row[i]:.1%}" for i in order[:3]) + ".")
+
+
+# --------------------------------------------------------------------------------------- 6. NSP / [CLS]
+def next_sentence(m: LoadedModel, text: str, text_pair: str | None) -> Question:
+    """IsNext or NotNext, from the NSP head on [CLS]; for a model without one, how many segments it has."""
+    if not m.has_nsp:
+        cfg = m.config
+        n = cfg.type_vocab_size if cfg.has_segments else 0
+        choices = tuple(str(i) for i in range(0, max(2, n) + 1))
+        return Question(
+            prompt=f"This {m.family} model was pre-trained without next-sentence prediction, so sentence B needs "
+                   "no segment of its own. How many segment (token-type) embeddings does it have?",
+            choices=choices, answer=n,
+            reveal=f"type_vocab_size = {n} in its config" + (": it tells A from B only by the separator." if n < 2
+                                                              else "."))
+    if not text_pair:
+        raise BertCoreError("next-sentence prediction needs a sentence B")
+    t = analyze(m, text, text_pair, top_k=1, embeddings=False, hidden_states=False, attentions=False)
+    p_next, p_not = t.nsp
+    return Question(
+        prompt="From the final [CLS] vector, the NSP head decides: does sentence B really follow sentence A?",
+        choices=("IsNext", "NotNext"), answer=0 if p_next >= p_not else 1,
+        reveal=f"p(IsNext) = {p_next:.1%}, p(NotNext) = {p_not:.1%}.")
+
+
+# ---------------------------------------------------------------------------------------- 7. layers
+def lens_layer(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
+    """From which hidden state on is the final answer at the first [MASK] already the top guess?"""
+    _first_mask(m, text, text_pair, top_k=1)
+    lens = logit_lens(m, text, text_pair, top_k=1)
+    pos = lens.mask_positions[0]
+    rank = lens.final_rank[pos]  # (L+1,)
+    top = rank == 1
+    first = len(rank) - 1
+    while first > 0 and top[first - 1]:
+        first -= 1
+    names = tuple(["the embeddings"] + [f"layer {i}" for i in range(1, len(rank))])
+    return Question(
+        prompt=f"The model's final answer at the [MASK] is “{lens.final_token[pos]}”. Reading every layer's "
+               "vector with the MLM head (the logit lens): from which layer on is it already the top guess?",
+        choices=names, answer=first,
+        reveal="Its rank after each layer: " + ", ".join(f"{n}: {int(r)}" for n, r in zip(names, rank)) + ".")
+
+
+# ---------------------------------------------------------------------------------------- 8. anatomy
+def bert_base_config() -> BertConfig:
+    """bert-base-uncased's shape: 12 layers, 768 wide, 12 heads, 3,072 feed-forward, 30,522 pieces."""
+    return BertConfig(vocab_size=30522, hidden_size=768, num_hidden_layers=12, num_attention_heads=12,
+                      intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
+
+
+SIZE_CHOICES = (("about 11 million", 11e6), ("about 110 million", 110e6), ("about 340 million", 340e6),
+                ("about 1.1 billion", 1.1e9))
+
+
+def bert_base_size(m: LoadedModel) -> Question:
+    """How many parameters has BERT-base's encoder (counted from its config)?"""
+    n = param_counts(bert_base_config(), mlm=False, nsp=False)["total"]
+    mine = param_counts(m.config, mlm=m.has_mlm, nsp=m.has_nsp, pooler=m.model.bert.pooler is not None)
+    emb = sum(v for k, v in mine.items() if "embeddings" in k or k == "embedding LayerNorm")
+    return Question(
+        prompt="How many parameters does BERT-base (12 layers, 768 wide) have?",
+        choices=tuple(name for name, _ in SIZE_CHOICES), answer=_nearest([v for _, v in SIZE_CHOICES], n, log=True),
+        reveal=f"BERT-base's encoder with its pooler: {n:,}. This model: {mine['total']:,}, of which "
+               f"{emb / mine['total']:.0%} are the embedding tables.")
+
+
+# ------------------------------------------------------------------------------------ 9. pre-training
+def untrained_loss(m: LoadedModel, text: str, seed: int = 0, repeats: int = 20) -> tuple[float, int]:
+    """MLM loss of a freshly initialised tiny model with this tokenizer on `repeats` masked copies of text."""
+    fresh = new_model(m.tokenizer, PRESETS["tiny (2 layers, 64 wide)"], seed=seed)
+    with torch.no_grad():
+        r = evaluate_mlm(fresh, m.tokenizer, [text] * repeats, seed=seed, seq_len=min(128, m.max_length))
+    if r["masked_tokens"] == 0:
+        raise BertCoreError("no token was masked: the sentence needs ordinary words")
+    return r["loss"], r["masked_tokens"]
+
+
+def initial_loss(m: LoadedModel, text: str, seed: int = 0) -> Question:
+    """What is the MLM loss of a model that has learned nothing? (measured: about ln V)"""
+    V = m.tokenizer.vocab_size
+    loss, n = untrained_loss(m, text, seed)
+    values = (math.log(2), 1.0, math.log(V), float(V))
+    choices = (f"about {values[0]:.2f} (ln 2)", "about 1", f"about {values[2]:.1f} (ln V)", f"about {V:,} (V)")
+    return Question(
+        prompt=f"Before any training a model spreads its guess over all V = {V:,} pieces. What is its "
+               "masked-LM loss (cross-entropy in nats) at a masked token?",
+        choices=choices, answer=_nearest(list(values), loss, log=True),
+        reveal=f"A freshly initialised model with this tokenizer, on {n} masked tokens of your sentence: "
+               f"loss {loss:.2f}; ln V = {math.log(V):.2f}. Training pushes it down from there.")
+
+
+# ------------------------------------------------------------------------------------- 10. fine-tuning
+NER_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC", "I-MISC")  # CoNLL-2003
+
+
+def head_outputs(m: LoadedModel, text: str) -> tuple[int, int, int]:
+    """(tokens, scores of a 2-label sentence classifier, scores of a 9-label tagger): both heads run on `m`."""
+    enc = m.tokenizer.encode(text, None, max_length=m.max_length)
+    ids = torch.from_numpy(enc.input_ids)[None]  # (1, T)
+    types = torch.from_numpy(enc.token_type_ids)[None]
+    # New heads on the shared encoder (no copy of its weights): the shapes are the lesson, not the values.
+    clf, _ = new_classifier(m, ["negative", "positive"], seed=0, copy_encoder=False)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        tagger = BertForTokenClassification(m.config, list(NER_LABELS), bert=m.model.bert)
+    with torch.no_grad():
+        c = clf.eval().logits(ids, types)  # (1, 2)
+        g = tagger.eval().logits(ids, types)  # (1, T, 9)
+    return len(enc), int(c.numel()), int(g.numel())
+
+
+def head_sizes(m: LoadedModel, text: str) -> Question:
+    """How many scores do a sentence classifier on [CLS] and a token tagger give for this sentence?"""
+    if not text.strip():
+        raise BertCoreError("the text is empty: type a sentence")
+    T, n_clf, n_tag = head_outputs(m, text)
+    combos = [(n_clf, n_tag), (n_clf, len(NER_LABELS)), (n_clf * T, n_tag), (1, T)]
+    uniq = []
+    for c in combos:
+        if c not in uniq:
+            uniq.append(c)
+    return Question(
+        prompt=f"A sentiment classifier (2 labels) reads [CLS]; a named-entity tagger (9 labels) reads every "
+               f"token. Your sentence is {T} tokens with [CLS] and [SEP]. How many scores does each output?",
+        choices=tuple(f"classifier {a}, tagger {b}" for a, b in uniq), answer=0,
+        reveal=f"Both heads run on this model: the classifier's logits are ({n_clf},), one score per label for "
+               f"the whole sentence; the tagger's are ({T}, {len(NER_LABELS)}) = {n_tag}, one row per token. "
+               "A question-answering head is a tagger with two labels: start and end.")
+
+
+# ------------------------------------------------------------------------------------- 11. BERT vs GPT
+def prediction_targets(m: LoadedModel, text: str, seed: int = 0) -> tuple[int, int, int]:
+    """(tokens, positions BERT's MLM loss grades in one seeded draw, positions GPT's next-token loss grades)."""
+    inp = mask_input(m, text)
+    ids = torch.from_numpy(inp.input_ids)[None]  # (1, T)
+    special = torch.from_numpy(inp.special)[None]
+    g = torch.Generator().manual_seed(seed)
+    d = mask_tokens(ids, special, vocab_size=m.config.vocab_size, mask_token_id=m.tokenizer.mask_token_id,
+                    special_ids=m.tokenizer.all_special_ids, generator=g)
+    clm = next_token_labels(ids, torch.ones_like(ids))
+    return ids.shape[1], int((d.labels != -100).sum()), int((clm != -100).sum())
+
+
+def learning_signal(m: LoadedModel, text: str, seed: int = 0) -> Question:
+    """How many positions does each objective learn from in one pass over this sentence?"""
+    T, mlm, clm = prediction_targets(m, text, seed)
+    combos = []
+    for c in ((mlm, clm), (clm, mlm), (mlm, mlm), (T, T)):
+        if c not in combos:
+            combos.append(c)
+    order = sorted(range(len(combos)), key=lambda i: combos[i])
+    choices = tuple(f"BERT {combos[i][0]}, GPT {combos[i][1]}" for i in order)
+    return Question(
+        prompt=f"Your sentence is {T} tokens. In one pass (seed {seed}), on how many positions is BERT's "
+               "masked-LM loss computed, and on how many GPT's next-token loss?",
+        choices=choices, answer=order.index(0),
+        reveal=f"BERT: the {mlm} position{'s' * (mlm != 1)} this draw selected (15% of the ordinary tokens); "
+               f"GPT: {clm}, every token that has a next one. ELECTRA grades all {T} as real or replaced.")
+
+
+# Each question: its function and which of the step's inputs it reads.
+QUESTIONS = {
+    "pieces": pieces,
+    "input_cosine": input_cosine,
+    "kept_share": kept_share,
+    "top_guess": top_guess,
+    "right_context": right_context,
+    "attention_target": attention_target,
+    "next_sentence": next_sentence,
+    "lens_layer": lens_layer,
+    "bert_base_size": bert_base_size,
+    "initial_loss": initial_loss,
+    "head_sizes": head_sizes,
+    "learning_signal": learning_signal,
+}

@@ -1,0 +1,504 @@
+"""The Lesson's steps: what each explains, the sentence it starts from, its live view and its question.
+
+A step's view draws with the same figure builders the full pages use, on numbers `bert_core` computes
+for the step's own sentence (a teacher can change it; the change travels in the URL as t<k> / b<k>).
+The question's answer comes from `bert_core.lesson`, computed when the step is shown.
+Callbacks live here, not in the page (see ui/callbacks.py for why).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import urllib.parse
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+import streamlit as st
+
+import bert_core
+from bert_core.figures.attention import head_heatmap
+from bert_core.figures.embeddings import norms_figure
+from bert_core.figures.layers import answer_trajectory, same_word_figure
+from bert_core.figures.masking import chips_html, legend_html
+from bert_core.figures.predictions import candidates_figure, nsp_figure
+from bert_core.figures.training import loss_figure
+from bert_core.inspect import input_tables
+from bert_core.inspect.anatomy import anatomy_rows
+from bert_core.inspect.masking_view import masking_draw
+from bert_core.inspect.residual import logit_lens, same_word
+from bert_core.lesson import questions
+from bert_core.lesson.masks import two_masks
+from bert_core.runs.settings import example_run
+from ui.state import model_cached
+from ui.widgets import chart
+
+# The course's checklist; each item is ticked once every step behind it has been visited.
+CHECKLIST = {
+    "the MLM masking strategy (15%, 80 / 10 / 10)": ("masking", "predictions", "both-sides"),
+    "next-sentence prediction (NSP)": ("nsp",),
+    "token, segment and position embeddings": ("embeddings",),
+    "the role of [CLS]": ("nsp", "fine-tuning"),
+    "fine-tuning methods: classification, NER, QA": ("fine-tuning",),
+    "how BERT differs from GPT": ("both-sides", "bert-vs-gpt"),
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One screen of the lesson."""
+
+    key: str
+    title: str
+    explain: str  # markdown, our own words (no user text)
+    text: str  # the sentence the step starts from
+    pair: str | None  # its sentence B, if the step reads a pair
+    question: str  # a key of bert_core.lesson.QUESTIONS
+    try_label: str  # the one-click change
+    try_text: str
+    try_pair: str | None
+    page: str  # url_path of the full page
+    page_title: str
+    view: Callable  # (cur, text, pair, revealed) -> None: the live view
+    formula: str | None = None
+
+
+def _analysis(cur, text: str, pair: str | None, **keep):
+    """`bert_core.analyze` of the step's sentence through the shared cache; None after a message."""
+    try:
+        return model_cached(cur, bert_core.analyze, text, pair, top_k=keep.pop("top_k", 5), **keep)
+    except bert_core.BertCoreError as e:
+        st.warning(str(e))
+        return None
+
+
+def _cached(cur, fn, *args, **kwargs):
+    """`fn(model, ...)` through the shared cache; None after a message when the input does not fit."""
+    try:
+        return model_cached(cur, fn, *args, **kwargs)
+    except bert_core.BertCoreError as e:
+        st.warning(str(e))
+        return None
+
+
+# ------------------------------------------------------------------------------------------ views
+def view_tokens(cur, text, pair, revealed) -> None:
+    tok = cur.model.tokenizer
+    t = _analysis(cur, text, pair, embeddings=False, hidden_states=False, attentions=False)
+    if t is None:
+        return
+    if revealed:
+        st.html(input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
+    else:
+        st.caption(f"{len(t.tokens)} tokens in all, with the special ones. The pieces appear with the answer.")
+
+
+def view_embeddings(cur, text, pair, revealed) -> None:
+    t = _analysis(cur, text, pair, hidden_states=False, attentions=False)
+    if t is None:
+        return
+    chart(norms_figure(input_tables.token_norms(t.embeddings), input_tables.token_labels(t.tokens),
+                       input_tables.EMBEDDING_TITLES, t.token_type_ids), "lesson embeddings", key="lesson-emb")
+    if revealed:
+        sw = _cached(cur, same_word, text, pair)
+        if sw is not None and sw.words:
+            chart(same_word_figure(sw.words, "The same word twice: cosine of its two vectors, layer by layer"),
+                  "lesson same word", key="lesson-same-word")
+
+
+def view_masking(cur, text, pair, revealed) -> None:
+    draw = int(st.session_state.get("lesson_draw", 1))
+    try:
+        v = masking_draw(cur.model, text, pair, seed=cur.seed, draw=draw)
+    except bert_core.BertCoreError as e:
+        st.warning(str(e))
+        return
+    st.markdown(chips_html(v.inp.tokens, v.corrupted_tokens, v.kinds), unsafe_allow_html=True)
+    st.markdown(legend_html(), unsafe_allow_html=True)
+    st.button("Draw again", key="lesson_draw_again", on_click=next_draw)
+    st.caption(f"Draw {draw} of seed {cur.seed}: {v.n_selected} token(s) selected. Top of each chip: what the "
+               "model reads; below: the original where it was changed.")
+
+
+def view_predictions(cur, text, pair, revealed) -> None:
+    t = _analysis(cur, text, pair, embeddings=False, hidden_states=False, attentions=False)
+    if t is None or not t.predictions:
+        return
+    if revealed:
+        pos = t.mask_positions[0]
+        chart(candidates_figure(t.predictions[pos], f"Top 5 at position {pos}"), "lesson predictions",
+              key="lesson-pred")
+    else:
+        st.caption("The model's bars appear with the answer.")
+
+
+def view_both_sides(cur, text, pair, revealed) -> None:
+    if not revealed:
+        st.caption("Both guesses appear with the answer.")
+        return
+    t = _analysis(cur, text, pair, embeddings=False, hidden_states=False, attentions=False)
+    if t is None or not t.predictions:
+        return
+    pos = t.mask_positions[0]
+    left = text[: t.offsets[pos][1]] if t.offsets[pos] else text
+    t2 = _analysis(cur, left, None, embeddings=False, hidden_states=False, attentions=False)
+    c1, c2 = st.columns(2)
+    with c1:
+        chart(candidates_figure(t.predictions[pos], "Both sides"), "lesson both sides", key="lesson-both")
+    if t2 is not None and t2.predictions:
+        with c2:
+            chart(candidates_figure(t2.predictions[t2.mask_positions[0]], "Left side only"), "lesson left only",
+                  key="lesson-left")
+
+
+def view_attention(cur, text, pair, revealed) -> None:
+    t = _analysis(cur, text, pair, embeddings=False, hidden_states=False)
+    if t is None:
+        return
+    layer, head = questions.attention_layer_head(cur.model)
+    if revealed:
+        fig = head_heatmap(t.attentions[layer, head], t.tokens, f"Layer {layer + 1}, head {head + 1}")
+        fig.update_layout(height=min(fig.layout.height or 420, 420))
+        chart(fig, "lesson attention", key="lesson-attn")
+    else:
+        st.caption(f"The map of layer {layer + 1}, head {head + 1} appears with the answer (row = the token that "
+                   "looks, column = the token looked at).")
+
+
+def view_nsp(cur, text, pair, revealed) -> None:
+    tok = cur.model.tokenizer
+    t = _analysis(cur, text, pair, embeddings=False, hidden_states=False, attentions=False)
+    if t is None:
+        return
+    st.html(input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
+    if revealed and t.nsp is not None:
+        chart(nsp_figure(*t.nsp), "lesson nsp", key="lesson-nsp")
+
+
+def view_layers(cur, text, pair, revealed) -> None:
+    if not revealed:
+        st.caption("The answer's rank after every layer appears with the answer.")
+        return
+    if not cur.model.has_mlm:
+        return
+    lens = _cached(cur, logit_lens, text, pair, top_k=1)
+    if lens is None or not lens.mask_positions:
+        return
+    pos = lens.mask_positions[0]
+    chart(answer_trajectory(lens.final_rank[pos], lens.final_prob[pos], lens.final_token[pos],
+                            f"“{lens.final_token[pos]}” after each layer"), "lesson lens", key="lesson-lens")
+
+
+def view_anatomy(cur, text, pair, revealed) -> None:
+    if not revealed:
+        st.caption("The parameter table of this model appears with the answer.")
+        return
+    m = cur.model
+    rows = anatomy_rows(m.config, mlm=m.has_mlm, nsp=m.has_nsp, pooler=m.model.bert.pooler is not None)
+    df = pd.DataFrame([r for r in rows if r["parameters"]])
+    st.dataframe(df.assign(share=df["share"].map("{:.1%}".format)), hide_index=True, height=300)
+
+
+def view_pretraining(cur, text, pair, revealed) -> None:
+    ex = example_run()
+    if ex is None:
+        return
+    fig = loss_figure(ex.curves, height=300)
+    V = example_vocab_size()
+    fig.add_hline(y=math.log(V), line_dash="dash", annotation_text=f"ln {V:,} = {math.log(V):.2f}")
+    chart(fig, "lesson pretraining", key="lesson-pretrain")
+    st.caption(f"An example: the tiny bundled model ({ex.parameters:,} parameters, its own vocabulary of {V:,} "
+               f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown.")
+
+
+def example_vocab_size() -> int:
+    """The vocabulary of the tiny bundled model, whose pre-training curve is the example."""
+    return json.loads((bert_core.BUNDLED_DIR / "config.json").read_text())["vocab_size"]
+
+
+def view_fine_tuning(cur, text, pair, revealed) -> None:
+    if not revealed:
+        st.caption("The shapes of both heads' outputs appear with the answer.")
+        return
+    try:
+        T, n_clf, n_tag = model_cached(cur, questions.head_outputs, text)
+    except bert_core.BertCoreError as e:
+        st.warning(str(e))
+        return
+    st.dataframe(pd.DataFrame([
+        {"head": "sentence classifier", "reads": "the pooled [CLS] vector", "outputs": f"({n_clf},)"},
+        {"head": "tagger (NER, part of speech)", "reads": "every token's final vector",
+         "outputs": f"({T}, {n_tag // max(T, 1)})"},
+        {"head": "question answering", "reads": "every token's final vector", "outputs": f"({T}, 2): start, end"},
+    ]), hide_index=True)
+
+
+def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
+    layer, head = questions.attention_layer_head(cur.model)
+    try:
+        r = model_cached(cur, two_masks, text, layer, head)
+    except bert_core.BertCoreError as e:
+        st.warning(str(e))
+        return
+    c1, c2 = st.columns(2)
+    for col, z, name in ((c1, r.bidirectional, "BERT's mask: every token"), (c2, r.causal, "GPT's mask: j ≤ i")):
+        fig = head_heatmap(z, r.tokens, f"{name} (layer {layer + 1}, head {head + 1})")
+        fig.update_layout(height=380)
+        with col:
+            chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
+    st.caption("The same weights, the same sentence: under GPT's causal mask every weight above the diagonal "
+               "is exactly 0, so token i can use only the tokens before it.")
+
+
+# ------------------------------------------------------------------------------------------ steps
+STEPS: list[Step] = [
+    Step("tokens", "Text becomes tokens",
+         "BERT never sees letters or whole words. WordPiece cuts each word, longest match first, into pieces "
+         "its fixed vocabulary knows (a piece inside a word is written with ##); `[CLS]` opens the input and "
+         "`[SEP]` closes each sentence. Rare words cost several pieces.",
+         "The unaffordable rent upset everyone.", None, "pieces",
+         "Try a made-up word", "The flibbertigibbet zorblaxed everyone.", None,
+         "tokenization", "Tokenization", view_tokens),
+    Step("embeddings", "Three embeddings make the input",
+         "Each token's input vector is the sum of three learned rows, then LayerNorm: the piece's **token** "
+         "embedding, its **segment** (sentence A or B) and its **position** (0, 1, 2, …). The same word twice "
+         "shares its token row; only position and segment tell the two apart at the input.",
+         "I sat on the bank of the river.", "Then I went to the bank to get money.", "input_cosine",
+         "Put “bank” in the same sense twice", "I went to the bank to get money.",
+         "Then I went back to the bank to pay.", "embeddings", "Embeddings", view_embeddings,
+         r"x_t = \mathrm{LayerNorm}(E_{tok}[id_t] + E_{seg}[s_t] + E_{pos}[t])"),
+    Step("masking", "Masked language modelling: 15%, then 80 / 10 / 10",
+         "To pre-train, each ordinary token is **selected** with p = 15%. A selected token becomes `[MASK]` 80% "
+         "of the time, a **random** token 10%, and stays **unchanged** 10%; the model must recover every "
+         "selected token. The random and kept cases make it check every word, not only the blanks.",
+         "She wrote the letter to her mother on a rainy Sunday afternoon.", None, "kept_share",
+         "A longer sentence", "On a rainy Sunday afternoon she finally wrote the long letter to her old mother "
+         "and posted it before the shop closed.", None, "masking", "Masking", view_masking,
+         r"\mathcal{L}_{MLM} = -\frac{1}{|S|}\sum_{i \in S} \log p(x_i \mid \tilde{x})"),
+    Step("predictions", "Filling a [MASK]",
+         "At a `[MASK]` the final vector h goes through the MLM head and a softmax over the whole vocabulary: "
+         "one probability for every piece. The output matrix is the token-embedding matrix itself (tied).",
+         "She [MASK] the letter to her mother.", None, "top_guess",
+         "Mask the subject", "[MASK] wrote the letter to her mother.", None,
+         "predictions", "Predictions", view_predictions,
+         r"p = \mathrm{softmax}\big(E_{tok}\,\mathrm{LN}(\mathrm{gelu}(W h + b)) + b_v\big)"),
+    Step("both-sides", "BERT reads both sides",
+         "BERT is **bidirectional**: a `[MASK]` is guessed from the words before it *and* after it. "
+         "A left-to-right model (GPT) only has the words before. Cut the sentence after the gap and see "
+         "whether the guess survives.",
+         "The [MASK] of France is Paris.", None, "right_context",
+         "Change the words after the gap", "The [MASK] of France is the euro.", None,
+         "predictions", "Predictions", view_both_sides),
+    Step("attention", "Attention: who looks at whom",
+         "In each layer every token builds a query, a key and a value; a head's weights say how much of each "
+         "token's value a token takes in. Each of the H heads of a layer does this separately.",
+         "She gave the letter to her mother.", None, "attention_target",
+         "A longer sentence", "After dinner she finally gave the long letter to her grateful mother.", None,
+         "attention", "Attention", view_attention,
+         r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V"),
+    Step("nsp", "Next-sentence prediction and [CLS]",
+         "BERT was also pre-trained on sentence pairs: half the time B really follows A, half the time it is "
+         "a random sentence. The final vector of `[CLS]` (through the pooler) feeds a two-way classifier: "
+         "IsNext or NotNext. That is why `[CLS]` becomes the sentence's summary that fine-tuning reads.",
+         "She opened the door of the house.", "The room inside was dark and cold.", "next_sentence",
+         "Swap in a sentence B that does not follow", "She opened the door of the house.",
+         "Penguins cannot fly but they swim very well.", "predictions", "Predictions", view_nsp),
+    Step("layers", "Layer by layer",
+         "Each layer adds an attention update and a feed-forward update to every token's vector (the residual "
+         "stream). Reading the vector after each layer with the MLM head (the *logit lens*) shows when the "
+         "answer appears.",
+         "She [MASK] the letter to her mother.", None, "lens_layer",
+         "An easier blank", "The capital of France is [MASK].", None,
+         "layers", "Layers", view_layers, r"h_{l} = h_{l-1} + \mathrm{Attn}(h_{l-1}) + \mathrm{FFN}(\cdot)"),
+    Step("anatomy", "How big is BERT?",
+         "BERT-base has 12 layers, 768-wide vectors and 12 heads; BERT-large 24 layers, 1,024 wide and 16 heads. "
+         "Every number is a learned parameter: the embedding tables, four attention matrices and a two-layer "
+         "feed-forward network per layer.",
+         "She [MASK] the letter to her mother.", None, "bert_base_size",
+         "", "", None, "anatomy", "Model anatomy", view_anatomy),
+    Step("pretraining", "Pre-training starts from nothing",
+         "Pre-training fits all those parameters to the MLM (and NSP) loss on a large corpus. A model with random "
+         "weights spreads its guess over the whole vocabulary; the loss then falls as it learns.",
+         "The cat sat on the mat.", None, "initial_loss",
+         "Another sentence", "Children like to play in the park after school.", None,
+         "training", "Training", view_pretraining, r"\mathcal{L}_{uniform} = -\log \tfrac{1}{V} = \ln V"),
+    Step("fine-tuning", "Fine-tuning: classification, tagging, question answering",
+         "Fine-tuning puts a small new head on the pre-trained encoder and trains on labelled examples. A "
+         "**classifier** reads the pooled `[CLS]` vector (one answer per text); a **tagger** for named entities or "
+         "parts of speech reads every token (one label per token, on a word's first piece); **question "
+         "answering** scores every token as the answer's start and its end.",
+         "Ada Lovelace worked with Charles Babbage in London.", None, "head_sizes",
+         "A longer sentence", "In 1843 Ada Lovelace published the first computer program, written for "
+         "Charles Babbage's engine in London.", None, "finetuning", "Fine-tuning", view_fine_tuning),
+    Step("bert-vs-gpt", "BERT versus GPT: one mask and one loss",
+         "GPT is the same kind of transformer with one change in attention: token i may only look at tokens "
+         "before it (the causal mask), so it can generate text left to right. BERT sees everything and learns "
+         "from the 15% of tokens it masks; GPT learns from every next token.",
+         "The cat sat on the mat because it was warm.", None, "learning_signal",
+         "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
+         "compare", "Compare", view_bert_vs_gpt,
+         r"\text{GPT: } \mathcal{L} = -\sum_{t} \log p(x_{t+1} \mid x_{\le t})"),
+]
+KEYS = [s.key for s in STEPS]
+
+
+# ------------------------------------------------------------------------------------- the question
+def ask(cur, step: Step, text: str, pair: str | None):
+    """The step's question for this text and model; None after a message saying what to change."""
+    fn = questions.QUESTIONS[step.question]
+    args = {
+        "pieces": (text,), "input_cosine": (text, pair), "kept_share": (text, pair), "top_guess": (text, pair),
+        "right_context": (text, pair), "attention_target": (text, pair), "next_sentence": (text, pair),
+        "lens_layer": (text, pair), "bert_base_size": (), "initial_loss": (text,), "head_sizes": (text,),
+        "learning_signal": (text,),
+    }[step.question]
+    extra = {"seed": cur.seed} if step.question in ("kept_share", "initial_loss", "learning_signal") else {}
+    try:
+        return model_cached(cur, fn, *args, **extra)
+    except bert_core.BertCoreError as e:
+        st.info(f"This step's question needs another sentence: {e}.")
+        return None
+
+
+# ------------------------------------------------------------------------------------------ state
+def text_key(i: int) -> str:
+    return f"lesson_text_{i}"
+
+
+def pair_key(i: int) -> str:
+    return f"lesson_pair_{i}"
+
+
+def init_texts() -> None:
+    """Each step's sentence from the URL (t<k>, b<k>; 1-based) or the lesson's own, once per session."""
+    q = st.query_params
+    for i, s in enumerate(STEPS, start=1):
+        st.session_state.setdefault(text_key(i), q.get(f"t{i}", s.text)[: bert_core.MAX_TEXT_CHARS])
+        if s.pair is not None:
+            st.session_state.setdefault(pair_key(i), q.get(f"b{i}", s.pair)[: bert_core.MAX_TEXT_CHARS])
+
+
+def texts_in_url() -> None:
+    """Write every changed sentence into the URL (and drop the unchanged ones), so one link shares them."""
+    for i, s in enumerate(STEPS, start=1):
+        for k, key, default in ((f"t{i}", text_key(i), s.text), (f"b{i}", pair_key(i), s.pair)):
+            v = st.session_state.get(key)
+            if default is None or v is None or v == default:
+                st.query_params.pop(k, None)
+            elif st.query_params.get(k) != v[:2000]:
+                st.query_params[k] = v[:2000]
+
+
+def full_page_link(step: Step, text: str, pair: str | None, model_param: str | None) -> str:
+    """A link that opens the step's full page on the same sentence (and model)."""
+    q = {"text": text[:2000]}
+    if pair:
+        q["pair"] = pair[:2000]
+    if model_param:
+        q["model"] = model_param
+    return f"/{step.page}?{urllib.parse.urlencode(q)}"
+
+
+# -------------------------------------------------------------------------------------- callbacks
+def go(step: int) -> None:
+    """Back / Next: move to step `step` (1-based)."""
+    st.session_state["lesson_step"] = min(max(int(step), 1), len(STEPS))
+
+
+def move(delta: int) -> None:
+    go(int(st.session_state.get("lesson_step", 1)) + delta)
+
+
+def step_from_url(v) -> int:
+    """?step=k (1-based) as a step number, 1 when missing or not a number."""
+    try:
+        return min(max(int(str(v)), 1), len(STEPS))
+    except (TypeError, ValueError):
+        return 1
+
+
+def goto_picked() -> None:
+    """The "Go to step" box."""
+    go(st.session_state["lesson_goto"])
+
+
+def _widget(key: str) -> str:
+    return f"w_{key}"
+
+
+def _put_text(i: int, text: str, pair: str | None) -> None:
+    """Set step i's sentence (and pair): the stored value and its input box."""
+    for key, v in ((text_key(i), text), (pair_key(i), pair)):
+        if v is not None:
+            st.session_state[key] = v
+            st.session_state[_widget(key)] = v
+
+
+def try_this(i: int) -> None:
+    """The step's one-click change: its alternative sentence (and pair)."""
+    s = STEPS[i - 1]
+    _put_text(i, s.try_text, s.try_pair if s.pair is not None else None)
+
+
+def restore(i: int) -> None:
+    """Back to the lesson's own sentence for step i."""
+    s = STEPS[i - 1]
+    _put_text(i, s.text, s.pair)
+
+
+def keep_text(key: str) -> None:
+    """An edit in a step's input box becomes the step's sentence."""
+    st.session_state[key] = st.session_state[_widget(key)][: bert_core.MAX_TEXT_CHARS]
+
+
+def sentence_ui(i: int, s: Step) -> None:
+    """Step i's sentence (and sentence B) as input boxes, its one-click change, and a way back."""
+    keys = [text_key(i)] + ([pair_key(i)] if s.pair is not None else [])
+    for key, label in zip(keys, ("This step's sentence", "Sentence B")):
+        st.session_state[_widget(key)] = st.session_state[key]  # the box shows the stored sentence
+        st.text_input(label, key=_widget(key), on_change=keep_text, args=(key,),
+                      max_chars=bert_core.MAX_TEXT_CHARS,
+                      help="Change it and the step recomputes; your sentences go into the link, so a teacher "
+                           "can prepare a lesson once and share it.")
+    c1, c2 = st.columns(2)
+    if s.try_text:
+        c1.button(f"Try this: {s.try_label}", key="lesson_try", on_click=try_this, args=(i,), width="stretch")
+    c2.button("Back to the lesson's sentence", key="lesson_restore", on_click=restore, args=(i,), width="stretch",
+              disabled=all(st.session_state[key] == default for key, default in zip(keys, (s.text, s.pair))))
+
+
+def reveal(token: str, step_key: str, guess_key: str, answer: int) -> None:
+    """Reveal the answer of the question `token`, and count the guess (the first one for this step)."""
+    st.session_state.setdefault("lesson_revealed", set()).add(token)
+    guess = st.session_state.get(guess_key)
+    if guess is not None:
+        st.session_state.setdefault("lesson_answers", {})[step_key] = guess == answer
+
+
+def next_draw() -> None:
+    st.session_state["lesson_draw"] = int(st.session_state.get("lesson_draw", 1)) + 1
+
+
+def toggle_present() -> None:
+    """Presenter mode on or off, kept in the URL (?present=1)."""
+    if st.session_state.get("lesson_present"):
+        st.query_params["present"] = "1"
+    else:
+        st.query_params.pop("present", None)
+
+
+# Presenter mode: no sidebar or header, large type, tight spacing, so one step fits 1280 x 720.
+PRESENTER_CSS = """
+<style>
+section[data-testid="stSidebar"], div[data-testid="stSidebarCollapsedControl"],
+button[data-testid="stExpandSidebarButton"], header[data-testid="stHeader"] {display: none !important;}
+div[data-testid="stMainBlockContainer"], .block-container {padding: 0.6rem 1.5rem 0.4rem 1.5rem !important;
+  max-width: 100% !important;}
+div[data-testid="stMain"] p, div[data-testid="stMain"] li, div[data-testid="stMain"] label,
+div[data-testid="stMain"] button p {font-size: 22px !important; line-height: 1.3 !important;}
+div[data-testid="stMain"] h2 {font-size: 34px !important; padding: 0 0 0.2rem 0 !important;}
+div[data-testid="stMain"] .katex {font-size: 24px !important;}
+div[data-testid="stVerticalBlock"] {gap: 0.45rem !important;}
+</style>
+"""

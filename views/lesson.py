@@ -1,0 +1,104 @@
+"""Lesson: a guided tour of BERT in steps, each with a live view of the step's sentence and a question to answer
+before the model's own numbers are revealed. ?step=k opens step k; ?present=1 is presenter mode."""
+
+import zlib
+
+import streamlit as st
+from streamlit_shortcuts import add_shortcuts
+
+from bert_core.inspect.masking_view import md_literal
+from ui import callbacks, lesson
+from ui.state import DEFAULT_MODEL, require_current
+
+cur = require_current()
+N = len(lesson.STEPS)
+lesson.init_texts()
+if "lesson_step" not in st.session_state:
+    st.session_state["lesson_step"] = lesson.step_from_url(st.query_params.get("step"))
+st.session_state.setdefault("lesson_present", st.query_params.get("present") == "1")
+k = int(st.session_state["lesson_step"])
+step = lesson.STEPS[k - 1]
+present = bool(st.session_state["lesson_present"])
+st.query_params["step"] = str(k)
+visited = st.session_state.setdefault("lesson_visited", set())
+visited.add(step.key)
+answers = st.session_state.setdefault("lesson_answers", {})  # step key -> True / False (the guess was right)
+
+text = st.session_state[lesson.text_key(k)]
+pair = st.session_state.get(lesson.pair_key(k)) if step.pair is not None else None
+lesson.texts_in_url()
+
+if present:
+    st.html(lesson.PRESENTER_CSS)
+    add_shortcuts(lesson_next=["arrowright", "pagedown"], lesson_back=["arrowleft", "pageup"],
+                  lesson_reveal=[" ", "enter"])
+
+st.header(f"Step {k} of {N}: {step.title}")
+if present:
+    left, right = st.columns([5, 6], gap="large")
+else:
+    st.progress(k / N)
+    left, side = st.columns([3, 1], gap="large")
+    right = left
+
+with left:
+    st.markdown(step.explain)
+    if step.formula:
+        st.latex(step.formula)
+    if present:
+        st.caption(f"Sentence: {md_literal(text)}" + (f" · B: {md_literal(pair)}" if pair else ""))
+    else:
+        lesson.sentence_ui(k, step)
+
+q = lesson.ask(cur, step, text, pair)
+token = f"{cur.model_key}|{k}|{q.prompt}|{'|'.join(q.choices)}" if q is not None else ""
+revealed = token in st.session_state.get("lesson_revealed", set())
+
+with left:
+    if q is not None:
+        st.markdown(f"**Your guess first.** {md_literal(q.prompt)}")
+        guess_key = f"lesson_guess_{zlib.crc32(token.encode())}"
+        guess = st.radio("Your guess", range(len(q.choices)), index=None, key=guess_key, horizontal=True,
+                         format_func=callbacks.labels(md_literal(c) for c in q.choices), disabled=revealed,
+                         label_visibility="collapsed")
+        if not revealed:
+            st.button("Reveal the model's answer", key="lesson_reveal", type="primary",
+                      disabled=guess is None and not present, on_click=lesson.reveal,
+                      args=(token, step.key, guess_key, q.answer),
+                      help="Commit a guess first: the model's answer is computed now, from this sentence.")
+        else:
+            shown = md_literal(q.choices[q.answer])
+            if guess is None:
+                st.info(f"The model's answer: **{shown}**")
+            elif guess == q.answer:
+                st.success(f"Right: **{shown}**")
+            else:
+                st.error(f"Not this time: the model's answer is **{shown}**")
+            st.markdown(md_literal(q.reveal))
+
+with right:
+    step.view(cur, text, pair, revealed)
+
+nav = st.columns([1, 1, 4] if present else [1, 1, 3])
+nav[0].button("← Back", key="lesson_back", disabled=k == 1, on_click=lesson.move, args=(-1,), width="stretch")
+nav[1].button("Next →", key="lesson_next", disabled=k == N, on_click=lesson.move, args=(1,), width="stretch")
+if present:
+    nav[2].caption("Keys: → next, ← back, space reveals.")
+else:
+    model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \
+        else cur.model_key
+    nav[2].markdown(f"[Open the full {step.page_title} page with this sentence ↗]"
+                    f"({lesson.full_page_link(step, text, pair, model_param)})")
+
+if not present:
+    with side:
+        st.toggle("Presenter mode", key="lesson_present", on_change=lesson.toggle_present,
+                  help="For a projector: no sidebar, large type, one step per screen; → / ← / space as keys.")
+        st.session_state["lesson_goto"] = k
+        st.selectbox("Go to step", range(1, N + 1), key="lesson_goto", on_change=lesson.goto_picked,
+                     format_func=callbacks.labels([""] + [f"{i}. {s.title}" for i, s in enumerate(lesson.STEPS, 1)]))
+        right_n = sum(answers.values())
+        st.metric("Questions right", f"{right_n} of {len(answers)} answered", help=f"{N} questions in all.")
+        st.markdown("**What you have seen**")
+        st.markdown("\n".join(f"- {'✅' if all(s in visited for s in steps) else '⬜'} {item}"
+                              for item, steps in lesson.CHECKLIST.items()))
