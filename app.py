@@ -12,7 +12,8 @@ housekeeping.start()  # once per process: gives memory back when the class has l
 housekeeping.note_run()
 
 PAGES = [
-    st.Page("views/lesson.py", title="Lesson", url_path="lesson", default=True),
+    st.Page("views/lesson.py", title="Lesson", url_path="start", default=True),  # the landing page, at the root...
+    st.Page("views/lesson.py", title="Lesson", url_path="lesson", visibility="hidden"),  # ...and at /lesson
     st.Page("views/tokenization.py", title="Tokenization", url_path="tokenization"),
     st.Page("views/embeddings.py", title="Embeddings", url_path="embeddings"),
     st.Page("views/masking.py", title="Masking", url_path="masking"),

@@ -66,7 +66,7 @@ def time_launch() -> float:
         with sync_playwright() as p:
             b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
             page = b.new_page()
-            page.goto(base + "/")
+            page.goto(base + "/tokenization")
             page.wait_for_selector("[data-testid='stDataFrame']", timeout=120_000)
             dt = time.perf_counter() - t0
             b.close()

@@ -26,7 +26,7 @@ from bert_core.figures.predictions import candidates_figure, nsp_figure
 from bert_core.figures.training import loss_figure
 from bert_core.inspect import input_tables
 from bert_core.inspect.anatomy import anatomy_rows
-from bert_core.inspect.masking_view import masking_draw
+from bert_core.inspect.masking_view import masking_draw, md_literal
 from bert_core.inspect.residual import logit_lens, same_word
 from bert_core.lesson import questions
 from bert_core.lesson.masks import two_masks
@@ -82,7 +82,17 @@ def _cached(cur, fn, *args, **kwargs):
         return None
 
 
+def plain(s: str) -> str:
+    """User-derived text for st.markdown, shown literally: markdown escaped, < and > as entities."""
+    return md_literal(s).replace("\\<", "&lt;").replace("\\>", "&gt;")
+
+
 # ------------------------------------------------------------------------------------------ views
+def presenting() -> bool:
+    """Presenter mode: one step per 1280 x 720 screen, so views keep to one chart."""
+    return bool(st.session_state.get("lesson_present"))
+
+
 def view_tokens(cur, text, pair, revealed) -> None:
     tok = cur.model.tokenizer
     t = _analysis(cur, text, pair, embeddings=False, hidden_states=False, attentions=False)
@@ -98,8 +108,10 @@ def view_embeddings(cur, text, pair, revealed) -> None:
     t = _analysis(cur, text, pair, hidden_states=False, attentions=False)
     if t is None:
         return
-    chart(norms_figure(input_tables.token_norms(t.embeddings), input_tables.token_labels(t.tokens),
-                       input_tables.EMBEDDING_TITLES, t.token_type_ids), "lesson embeddings", key="lesson-emb")
+    if not (revealed and presenting()):  # a projector has room for one chart
+        fig = norms_figure(input_tables.token_norms(t.embeddings), input_tables.token_labels(t.tokens),
+                           input_tables.EMBEDDING_TITLES, t.token_type_ids)
+        chart(fig.update_layout(height=380), "lesson embeddings", key="lesson-emb")
     if revealed:
         sw = _cached(cur, same_word, text, pair)
         if sw is not None and sw.words:
@@ -242,13 +254,16 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
         st.warning(str(e))
         return
     c1, c2 = st.columns(2)
-    for col, z, name in ((c1, r.bidirectional, "BERT's mask: every token"), (c2, r.causal, "GPT's mask: j ≤ i")):
-        fig = head_heatmap(z, r.tokens, f"{name} (layer {layer + 1}, head {head + 1})")
-        fig.update_layout(height=380)
+    for col, z, name in ((c1, r.bidirectional, "BERT: every token"), (c2, r.causal, "GPT: only j ≤ i")):
+        # zmax 0.3: the heavy [CLS] column saturates, so the empty triangle above the diagonal stands out.
+        fig = head_heatmap(z, r.tokens, name, zmax=0.3)
+        fig.update_traces(showscale=False, texttemplate=None)
+        fig.update_layout(height=360, margin=dict(l=10, r=10, t=60, b=10), xaxis_title=None, yaxis_title=None)
         with col:
             chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
-    st.caption("The same weights, the same sentence: under GPT's causal mask every weight above the diagonal "
-               "is exactly 0, so token i can use only the tokens before it.")
+    st.caption(f"Layer {layer + 1}, head {head + 1} of this model on your sentence, once with each mask (the same "
+               "weights): under GPT's causal mask every weight above the diagonal is exactly 0, so token i can use "
+               "only the tokens before it.")
 
 
 # ------------------------------------------------------------------------------------------ steps
@@ -344,18 +359,28 @@ KEYS = [s.key for s in STEPS]
 
 
 # ------------------------------------------------------------------------------------- the question
+# The step inputs each question reads, besides the model.
+QUESTION_INPUTS = {
+    "pieces": ("text",), "input_cosine": ("text", "pair"), "kept_share": ("text", "pair", "seed"),
+    "top_guess": ("text", "pair"), "right_context": ("text", "pair"), "attention_target": ("text", "pair"),
+    "next_sentence": ("text", "pair"), "lens_layer": ("text", "pair"), "bert_base_size": (),
+    "initial_loss": ("text", "seed"), "head_sizes": ("text",), "learning_signal": ("text", "seed"),
+}
+
+
+def question_call(step: Step, text: str, pair: str | None, seed: int) -> tuple[Callable, tuple, dict]:
+    """(function, args, kwargs) that compute the step's question from a model: fn(model, *args, **kwargs)."""
+    names = QUESTION_INPUTS[step.question]
+    values = {"text": text, "pair": pair}
+    args = tuple(values[n] for n in names if n != "seed")
+    return questions.QUESTIONS[step.question], args, ({"seed": seed} if "seed" in names else {})
+
+
 def ask(cur, step: Step, text: str, pair: str | None):
     """The step's question for this text and model; None after a message saying what to change."""
-    fn = questions.QUESTIONS[step.question]
-    args = {
-        "pieces": (text,), "input_cosine": (text, pair), "kept_share": (text, pair), "top_guess": (text, pair),
-        "right_context": (text, pair), "attention_target": (text, pair), "next_sentence": (text, pair),
-        "lens_layer": (text, pair), "bert_base_size": (), "initial_loss": (text,), "head_sizes": (text,),
-        "learning_signal": (text,),
-    }[step.question]
-    extra = {"seed": cur.seed} if step.question in ("kept_share", "initial_loss", "learning_signal") else {}
+    fn, args, kwargs = question_call(step, text, pair, cur.seed)
     try:
-        return model_cached(cur, fn, *args, **extra)
+        return model_cached(cur, fn, *args, **kwargs)
     except bert_core.BertCoreError as e:
         st.info(f"This step's question needs another sentence: {e}.")
         return None
@@ -495,10 +520,12 @@ section[data-testid="stSidebar"], div[data-testid="stSidebarCollapsedControl"],
 button[data-testid="stExpandSidebarButton"], header[data-testid="stHeader"] {display: none !important;}
 div[data-testid="stMainBlockContainer"], .block-container {padding: 0.6rem 1.5rem 0.4rem 1.5rem !important;
   max-width: 100% !important;}
-div[data-testid="stMain"] p, div[data-testid="stMain"] li, div[data-testid="stMain"] label,
-div[data-testid="stMain"] button p {font-size: 22px !important; line-height: 1.3 !important;}
-div[data-testid="stMain"] h2 {font-size: 34px !important; padding: 0 0 0.2rem 0 !important;}
-div[data-testid="stMain"] .katex {font-size: 24px !important;}
+[data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stMain"] label,
+[data-testid="stMain"] label p, [data-testid="stMain"] [role="radiogroup"] p,
+[data-testid="stMain"] [data-testid="stCaptionContainer"] p,
+[data-testid="stMain"] button p {font-size: 22px !important; line-height: 1.3 !important;}
+[data-testid="stMain"] h2 {font-size: 34px !important; padding: 0 0 0.2rem 0 !important;}
+[data-testid="stMain"] .katex {font-size: 24px !important;}
 div[data-testid="stVerticalBlock"] {gap: 0.45rem !important;}
 </style>
 """

@@ -6,7 +6,6 @@ import zlib
 import streamlit as st
 from streamlit_shortcuts import add_shortcuts
 
-from bert_core.inspect.masking_view import md_literal
 from ui import callbacks, lesson
 from ui.state import DEFAULT_MODEL, require_current
 
@@ -35,7 +34,7 @@ if present:
 
 st.header(f"Step {k} of {N}: {step.title}")
 if present:
-    left, right = st.columns([5, 6], gap="large")
+    left, right = st.columns([6, 5], gap="medium")
 else:
     st.progress(k / N)
     left, side = st.columns([3, 1], gap="large")
@@ -43,10 +42,11 @@ else:
 
 with left:
     st.markdown(step.explain)
+with right if present else left:  # on a projector the formula and the sentence sit above the view
     if step.formula:
         st.latex(step.formula)
     if present:
-        st.caption(f"Sentence: {md_literal(text)}" + (f" · B: {md_literal(pair)}" if pair else ""))
+        st.caption(f"Sentence: {lesson.plain(text)}" + (f" · B: {lesson.plain(pair)}" if pair else ""))
     else:
         lesson.sentence_ui(k, step)
 
@@ -56,10 +56,10 @@ revealed = token in st.session_state.get("lesson_revealed", set())
 
 with left:
     if q is not None:
-        st.markdown(f"**Your guess first.** {md_literal(q.prompt)}")
+        st.markdown(f"**Your guess first.** {lesson.plain(q.prompt)}")
         guess_key = f"lesson_guess_{zlib.crc32(token.encode())}"
         guess = st.radio("Your guess", range(len(q.choices)), index=None, key=guess_key, horizontal=True,
-                         format_func=callbacks.labels(md_literal(c) for c in q.choices), disabled=revealed,
+                         format_func=callbacks.labels(lesson.plain(c) for c in q.choices), disabled=revealed,
                          label_visibility="collapsed")
         if not revealed:
             st.button("Reveal the model's answer", key="lesson_reveal", type="primary",
@@ -67,14 +67,14 @@ with left:
                       args=(token, step.key, guess_key, q.answer),
                       help="Commit a guess first: the model's answer is computed now, from this sentence.")
         else:
-            shown = md_literal(q.choices[q.answer])
+            shown = lesson.plain(q.choices[q.answer])
             if guess is None:
                 st.info(f"The model's answer: **{shown}**")
             elif guess == q.answer:
                 st.success(f"Right: **{shown}**")
             else:
                 st.error(f"Not this time: the model's answer is **{shown}**")
-            st.markdown(md_literal(q.reveal))
+            st.markdown(lesson.plain(q.reveal))
 
 with right:
     step.view(cur, text, pair, revealed)

@@ -17,7 +17,8 @@ from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT, app_server  # benchmarks/ i
 pytestmark = pytest.mark.browser
 
 OUT = ROOT / "tests" / "output"
-PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training", "finetuning"]
+PAGES = ["lesson", "tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training",
+         "finetuning"]
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +120,7 @@ def watch(browser, server):
 
 def test_table_downloads_its_csv(watch):
     """A table's CSV button (written on click, not on every rerun) downloads that table."""
-    page = watch.open("/")
+    page = watch.open("/tokenization")
     with page.expect_download(timeout=30_000) as d:
         page.get_by_role("button", name="Download tokens (CSV)").click()
     assert d.value.suggested_filename == "tokens.csv"
@@ -133,7 +134,7 @@ def test_table_downloads_its_csv(watch):
 
 @pytest.mark.parametrize("name", PAGES)
 def test_every_page_renders_offline(watch, name):
-    page = watch.open("/" if name == PAGES[0] else f"/{name}")  # the default page lives at the root
+    page = watch.open("/" if name == PAGES[0] else f"/{name}")  # the default page (the Lesson) lives at the root
     watch.assert_clean()
     assert page.locator("h1, h2, h3").count() > 0
     if name in ("tokenization", "embeddings", "masking", "attention", "predictions"):

@@ -1,0 +1,188 @@
+"""The Lesson page under AppTest: every step, its question and reveal, on the bundled models, a bert-base-sized
+checkpoint and every family; its URL state, presenter mode, try-this buttons, and hostile sentences."""
+
+from __future__ import annotations
+
+import pytest
+from apptest_util import ROOT, assert_ok
+from family_util import write_family_checkpoint
+from pages.test_hostile_pages import HOSTILE
+from streamlit.testing.v1 import AppTest
+
+import bert_core
+from bert_core.lesson import QUESTIONS
+from ui import lesson
+
+N = len(lesson.STEPS)
+
+
+def open_lesson(query: dict | None = None, timeout: float = 120) -> AppTest:
+    """The app at its root (the Lesson is the landing page), with these query parameters."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=timeout)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    assert_ok(at)
+    return at
+
+
+def expected(m: bert_core.LoadedModel, i: int, seed: int = 0):
+    """The question of step i on its own sentence, computed here straight from bert_core.lesson."""
+    s = lesson.STEPS[i - 1]
+    fn, args, kwargs = lesson.question_call(s, s.text, s.pair, seed)
+    assert fn is QUESTIONS[s.question]
+    try:
+        return fn(m, *args, **kwargs)
+    except bert_core.BertCoreError:
+        return None
+
+
+def walk(at: AppTest, m: bert_core.LoadedModel, guess_right: bool = True) -> int:
+    """Go through every step: guess, reveal, check the reveal is the model's answer. Returns questions asked."""
+    asked = 0
+    for i in range(1, N + 1):
+        assert at.header[0].value.startswith(f"Step {i} of {N}"), at.header[0].value
+        assert at.query_params["step"] == str(i)
+        q = expected(m, i)
+        if q is None:  # the step says what its question needs instead
+            assert any("needs another sentence" in x.value for x in at.info), (i, [x.value for x in at.info])
+        else:
+            asked += 1
+            assert at.radio, i
+            guess = q.answer if guess_right else (q.answer + 1) % len(q.choices)
+            at.radio[0].set_value(guess).run()
+            assert_ok(at)
+            at.button(key="lesson_reveal").click().run()
+            assert_ok(at)
+            shown = lesson.plain(q.choices[q.answer])
+            alerts = [a.value for a in (*at.success, *at.error)]
+            assert len(alerts) == 1 and shown in alerts[0], (i, alerts, shown)
+            assert (len(at.success) == 1) == (guess == q.answer)
+            assert any(lesson.plain(q.reveal) == md.value for md in at.markdown), i
+        if i < N:
+            at.button(key="lesson_next").click().run()
+            assert_ok(at)
+    return asked
+
+
+@pytest.mark.parametrize("model", ["bundled-minilm", "bundled"])
+def test_every_step_asks_and_reveals_what_the_model_computes(model):
+    at = open_lesson({"model": model})
+    m = bert_core.load_model(model)
+    asked = walk(at, m)
+    assert asked == N, asked  # every question makes sense on both bundled models
+    # Every checklist item ticked, every answer counted right.
+    assert at.metric[0].value == f"{N} of {N} answered"
+    ticks = next(md.value for md in at.markdown if "the role of [CLS]" in md.value)
+    assert ticks.count("✅") == len(lesson.CHECKLIST) and "⬜" not in ticks
+
+
+def test_a_wrong_guess_is_counted_wrong():
+    at = open_lesson()
+    at.radio[0].set_value(0).run()  # "1 piece": "unaffordable" is several pieces in bert-base-uncased's vocabulary
+    at.button(key="lesson_reveal").click().run()
+    assert at.error and "the model's answer is" in at.error[0].value
+    assert at.metric[0].value == "0 of 1 answered"
+
+
+def test_reveal_needs_a_guess_first_but_not_in_presenter_mode():
+    at = open_lesson()
+    assert at.button(key="lesson_reveal").disabled
+    at = open_lesson({"present": "1"})
+    assert not at.button(key="lesson_reveal").disabled
+    at.button(key="lesson_reveal").click().run()
+    assert at.info and "The model's answer" in at.info[0].value
+
+
+def test_step_in_the_url_and_presenter_mode():
+    at = open_lesson({"step": "6", "present": "1"})
+    assert at.header[0].value.startswith(f"Step 6 of {N}")
+    assert not at.text_input  # on a projector the sentence is shown, not edited
+    assert any("Sentence:" in c.value for c in at.caption)
+    assert any("stSidebar" in h.proto.body and "font-size: 22px" in h.proto.body for h in at.get("html"))
+    at = open_lesson({"step": "99"})
+    assert at.header[0].value.startswith(f"Step {N} of {N}")
+    at = open_lesson({"step": "x"})
+    assert at.header[0].value.startswith("Step 1 of")
+
+
+def test_a_teachers_sentence_travels_in_the_url_and_changes_the_question():
+    at = open_lesson({"step": "1"})
+    at.text_input(key="w_lesson_text_1").set_value("Photosynthesis feeds the planet.").run()
+    assert_ok(at)
+    assert at.query_params["t1"] == "Photosynthesis feeds the planet."
+    assert "Photosynthesis" in at.markdown[1].value or any("photosynthesis" in md.value.lower() for md in at.markdown)
+    # A fresh visitor with that link sees the teacher's sentence and its question.
+    at2 = open_lesson({"step": "1", "t1": "Photosynthesis feeds the planet."})
+    assert at2.text_input(key="w_lesson_text_1").value == "Photosynthesis feeds the planet."
+    q = QUESTIONS["pieces"](bert_core.load_model(), "Photosynthesis feeds the planet.")
+    assert any(lesson.plain(q.prompt) in md.value for md in at2.markdown)
+    # Back to the lesson's own sentence drops it from the URL.
+    at2.button(key="lesson_restore").click().run()
+    assert "t1" not in at2.query_params
+
+
+def test_try_this_changes_the_sentence_in_one_click():
+    at = open_lesson({"step": "7"})
+    before = [md.value for md in at.markdown if "Your guess first" in md.value]
+    at.button(key="lesson_try").click().run()
+    assert_ok(at)
+    assert at.text_input(key="w_lesson_pair_7").value == lesson.STEPS[6].try_pair
+    assert at.query_params["b7"] == lesson.STEPS[6].try_pair
+    assert [md.value for md in at.markdown if "Your guess first" in md.value] == before  # same question...
+    at.radio[0].set_value(1).run()
+    at.button(key="lesson_reveal").click().run()  # ...answered for the new pair
+    q = QUESTIONS["next_sentence"](bert_core.load_model(), lesson.STEPS[6].try_text, lesson.STEPS[6].try_pair)
+    assert lesson.plain(q.reveal) in [md.value for md in at.markdown]
+
+
+def test_full_page_link_carries_the_sentence():
+    at = open_lesson({"step": "4"})
+    link = next(md.value for md in at.markdown if "Open the full Predictions page" in md.value)
+    assert "(/predictions?text=She+%5BMASK%5D+the+letter+to+her+mother." in link
+
+
+def test_a_bert_base_sized_checkpoint(tmp_path, monkeypatch):
+    from bench_analyze import make_checkpoint
+
+    d = tmp_path / "bertbase"
+    d.mkdir()
+    make_checkpoint(d)
+    monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(tmp_path))
+    at = open_lesson({"model": str(d)}, timeout=300)
+    m = bert_core.load_model(str(d), local_roots=[str(tmp_path)])
+    assert m.config.num_hidden_layers == 12 and m.config.hidden_size == 768
+    walk(at, m, guess_right=False)
+
+
+@pytest.fixture(scope="module")
+def family_models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lesson-families")
+    for fam in ("roberta", "distilbert", "albert"):
+        write_family_checkpoint(root / fam, fam, "mlm")
+    return root
+
+
+@pytest.mark.parametrize("fam", ["roberta", "distilbert", "albert"])
+def test_every_step_on_every_family(family_models, fam, monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(family_models))
+    at = open_lesson({"model": str(family_models / fam)})
+    m = bert_core.load_model(str(family_models / fam), local_roots=[str(family_models)])
+    asked = walk(at, m)
+    assert asked >= 10, asked  # random tiny vocabularies: a step may ask for another sentence
+    # Without NSP the pair step asks how many segment embeddings the family has.
+    q = expected(m, 7)
+    assert q is not None and "segment" in q.prompt
+
+
+@pytest.mark.parametrize("i", range(1, N + 1))
+def test_hostile_sentences_in_every_step(i):
+    at = open_lesson({"step": str(i)})
+    keys = [lesson.text_key(i)] + ([lesson.pair_key(i)] if lesson.STEPS[i - 1].pair is not None else [])
+    for name, text in HOSTILE.items():
+        for key in keys:
+            at.text_input(key=f"w_{key}").set_value(text).run()
+            assert not at.exception, (i, name, [e.value for e in at.exception])
+            for md in at.markdown:
+                assert "<script>" not in md.value and "<img" not in md.value, (i, name)
+        at.button(key="lesson_restore").click().run()
