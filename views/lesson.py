@@ -29,8 +29,11 @@ lesson.texts_in_url()
 
 if present:
     st.html(lesson.PRESENTER_CSS)
-    add_shortcuts(lesson_next=["arrowright", "pagedown"], lesson_back=["arrowleft", "pageup"],
-                  lesson_reveal=[" ", "enter"])
+    # In the (hidden) sidebar, whose elements stay put from run to run: in the main area the first run's
+    # "Loading…" box shifts it, its iframe is made anew and the key listener of the old one dies with it.
+    with st.sidebar:
+        add_shortcuts(lesson_next=["arrowright", "pagedown"], lesson_back=["arrowleft", "pageup"],
+                      lesson_reveal=[" ", "enter"])
 
 st.header(f"Step {k} of {N}: {step.title}")
 if present:

@@ -1,0 +1,97 @@
+"""The Lesson in presenter mode in a real browser at 1280x720: walked with the keyboard, every question revealed
+with space, every reveal the model's answer (computed here by bert_core.lesson), and the main area never scrolls."""
+
+from __future__ import annotations
+
+import os
+import time
+import urllib.parse
+
+import pytest
+from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT, app_server
+
+import bert_core
+from ui import lesson
+
+pytestmark = pytest.mark.browser
+
+OUT = ROOT / "tests" / "output"
+DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
+
+
+@pytest.fixture(scope="module")
+def server():
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    OUT.mkdir(parents=True, exist_ok=True)
+    with open(OUT / "server_lesson.log", "w") as log, \
+            app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=300) as (url, _):
+        yield url
+
+
+@pytest.fixture
+def page(server):
+    from playwright.sync_api import sync_playwright
+
+    host = urllib.parse.urlparse(server).netloc
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        ctx = b.new_context(viewport={"width": 1280, "height": 720})
+        # No network: anything off this machine fails, as it would offline.
+        ctx.route("**/*", lambda r: r.continue_() if urllib.parse.urlparse(r.request.url).netloc in (host, "")
+                  else r.abort())
+        pg = ctx.new_page()
+        pg.base, pg.errors = server, []
+        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+        yield pg
+        b.close()
+
+
+def settle(pg, timeout: float = 120) -> None:
+    """The script has run and stopped, twice half a second apart (a page may rerun right after a run)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        pg.wait_for_selector(DONE, timeout=max(1.0, deadline - time.time()) * 1000)
+        time.sleep(0.5)
+        if pg.locator(DONE).count() == 1:
+            return
+    raise AssertionError("the app was still running after the timeout")
+
+
+def main_scrolls(pg) -> tuple[int, int]:
+    """(scrollHeight, clientHeight) of the main area, the element that scrolls in Streamlit."""
+    return tuple(pg.evaluate("""() => { const e = document.querySelector('[data-testid="stMain"]');
+                                        return [e.scrollHeight, e.clientHeight]; }"""))
+
+
+def test_presenter_mode_walks_every_step_with_the_keyboard(page):
+    m = bert_core.load_model()
+    page.goto(page.base + "/lesson?present=1", wait_until="domcontentloaded")
+    settle(page)
+    assert page.locator('[data-testid="stSidebar"]').is_hidden()
+    body = page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p').first
+    assert float(body.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")) >= 22
+    n = len(lesson.STEPS)
+    for i, step in enumerate(lesson.STEPS, start=1):
+        page.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {i} of {n}')",
+                               timeout=120_000)
+        settle(page)
+        assert page.locator('[data-testid="stAlert"]').count() == 0, i  # the answer stays hidden until asked
+        page.keyboard.press(" ")  # space reveals
+        page.wait_for_selector('[data-testid="stAlert"]', timeout=120_000)
+        settle(page)
+        fn, args, kwargs = lesson.question_call(step, step.text, step.pair, 0)
+        q = fn(m, *args, **kwargs)
+        alert = page.locator('[data-testid="stAlert"]').first.inner_text()
+        assert "The model's answer" in alert and q.choices[q.answer] in alert, (i, alert, q.choices[q.answer])
+        page.wait_for_timeout(1500)  # charts draw after the script has finished
+        scroll, height = main_scrolls(page)
+        assert scroll <= height + 1, f"step {i}: the main area scrolls ({scroll} px of content in {height} px)"
+        assert f"step={i}" in page.url
+        page.screenshot(path=str(OUT / f"lesson_present_{i}.png"))
+        if i < n:
+            page.keyboard.press("ArrowRight")
+    page.keyboard.press("ArrowLeft")  # and back
+    page.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {n - 1} of {n}')",
+                           timeout=120_000)
+    assert page.locator('[data-testid="stException"]').count() == 0
+    assert not page.errors, page.errors
