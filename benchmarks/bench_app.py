@@ -56,6 +56,37 @@ def time_reruns(model_dir: str | None, n_words: int, reps: int) -> dict[str, flo
     return out
 
 
+def time_lesson(model_dir: str | None, reps: int) -> dict[str, float]:
+    """Median seconds of a Lesson rerun after the step's sentence is edited (a new sentence each time), per step.
+
+    Each rerun computes the step's question and live view for a sentence no earlier rerun has seen,
+    as a teacher typing their own sentence does; the reveal that follows reads the same cached numbers.
+    """
+    from streamlit.testing.v1 import AppTest
+
+    from ui import lesson
+
+    out = {}
+    for i, step in enumerate(lesson.STEPS, start=1):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=300)
+        at.query_params["step"] = str(i)
+        if model_dir:
+            at.query_params["model"] = model_dir
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        times = []
+        for r in range(reps + 1):
+            at.text_input(key=f"w_lesson_text_{i}").set_value(f"{step.text.rstrip('.')} number {r} of {i}.")
+            t = time.perf_counter()
+            at.run()
+            dt = time.perf_counter() - t
+            assert not at.exception, [e.value for e in at.exception]
+            if r:
+                times.append(dt)
+        out[f"lesson {i}: {step.key}"] = statistics.median(times)
+    return out
+
+
 def time_launch() -> float:
     """Seconds from `streamlit run` to the first page's table drawn in chromium."""
     from appserver import CHROMIUM, CHROMIUM_ARGS, app_server
@@ -76,20 +107,27 @@ def time_launch() -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--lesson-only", action="store_true", help="time only the Lesson's steps (no launch)")
     args = ap.parse_args()
     from bench_analyze import make_checkpoint
 
-    bundled = time_reruns(None, 0, args.reps)
+    def both(model_dir, n_words):
+        pages = {} if args.lesson_only else time_reruns(model_dir, n_words, args.reps)
+        return pages | time_lesson(model_dir, args.reps)
+
+    bundled = both(None, 0)
     with tempfile.TemporaryDirectory() as d:
         make_checkpoint(Path(d))
         os.environ["BERT_EXPLORER_LOCAL_ROOTS"] = d
-        base = time_reruns(d, 60, args.reps)
-    print(f"{'page':<14} {'bundled ms':>11} {'bert-base ms':>13}")
-    for page in PAGES:
-        print(f"{page:<14} {bundled[page] * 1e3:>11.0f} {base[page] * 1e3:>13.0f}")
-    print(f"{'max':<14} {max(bundled.values()) * 1e3:>11.0f} {max(base.values()) * 1e3:>13.0f}"
+        base = both(d, 60)
+    w = max(map(len, bundled)) + 2
+    print(f"{'page':<{w}} {'bundled ms':>11} {'bert-base ms':>13}")
+    for page in bundled:
+        print(f"{page:<{w}} {bundled[page] * 1e3:>11.0f} {base[page] * 1e3:>13.0f}")
+    print(f"{'max':<{w}} {max(bundled.values()) * 1e3:>11.0f} {max(base.values()) * 1e3:>13.0f}"
           "   (targets: 150 / 600)")
-    print(f"launch to first rendered page: {time_launch():.1f} s")
+    if not args.lesson_only:
+        print(f"launch to first rendered page: {time_launch():.1f} s")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,10 @@ A question that cannot be asked of this input raises `BertCoreError` with what t
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -219,8 +221,11 @@ def next_sentence(m: LoadedModel, text: str, text_pair: str | None) -> Question:
 # ---------------------------------------------------------------------------------------- 7. layers
 def lens_layer(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
     """From which hidden state on is the final answer at the first [MASK] already the top guess?"""
-    _first_mask(m, text, text_pair, top_k=1)
+    if not m.has_mlm:
+        _first_mask(m, text, text_pair)  # says what is missing
     lens = logit_lens(m, text, text_pair, top_k=1)
+    if not lens.mask_positions:
+        raise BertCoreError("this question needs a [MASK] in the sentence: type [MASK] where a word should be")
     pos = lens.mask_positions[0]
     rank = lens.final_rank[pos]  # (L+1,)
     top = rank == 1
@@ -259,9 +264,16 @@ def bert_base_size(m: LoadedModel) -> Question:
 
 
 # ------------------------------------------------------------------------------------ 9. pre-training
+@functools.lru_cache(maxsize=1)  # one tiny model: V x 64 floats twice (~16 MB for a 30,522-piece vocabulary)
+def fresh_model(vocab_size: int, pad_token_id: int, seed: int):
+    """A tiny BERT with random weights for a vocabulary of this size (building one takes ~0.1 s)."""
+    sizes = SimpleNamespace(vocab_size=vocab_size, pad_token_id=pad_token_id)  # all new_model reads of a tokenizer
+    return new_model(sizes, PRESETS["tiny (2 layers, 64 wide)"], seed=seed).eval()
+
+
 def untrained_loss(m: LoadedModel, text: str, seed: int = 0, repeats: int = 20) -> tuple[float, int]:
     """MLM loss of a freshly initialised tiny model with this tokenizer on `repeats` masked copies of text."""
-    fresh = new_model(m.tokenizer, PRESETS["tiny (2 layers, 64 wide)"], seed=seed)
+    fresh = fresh_model(m.tokenizer.vocab_size, m.tokenizer.pad_token_id, seed)
     with torch.no_grad():
         r = evaluate_mlm(fresh, m.tokenizer, [text] * repeats, seed=seed, seq_len=min(128, m.max_length))
     if r["masked_tokens"] == 0:
@@ -298,8 +310,9 @@ def head_outputs(m: LoadedModel, text: str) -> tuple[int, int, int]:
         torch.manual_seed(0)
         tagger = BertForTokenClassification(m.config, list(NER_LABELS), bert=m.model.bert)
     with torch.no_grad():
-        c = clf.eval().logits(ids, types)  # (1, 2)
-        g = tagger.eval().logits(ids, types)  # (1, T, 9)
+        hidden = m.model.bert(ids, types)  # (1, T, H): one pass of the shared encoder feeds both heads
+        c = clf.eval().head(clf.pooled(hidden))  # (1, 2), as clf.logits(ids, types)
+        g = tagger.eval().classifier(hidden)  # (1, T, 9), as tagger.logits(ids, types)
     return len(enc), int(c.numel()), int(g.numel())
 
 

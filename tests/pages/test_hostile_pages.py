@@ -10,6 +10,7 @@ PAGES += ["layers", "inside_layer"]
 PAGES.append("compare")
 PAGES.append("finetuning")
 PAGES.append("similarity")
+PAGES.append("lesson")  # its own sentences get the same list: tests/pages/test_page_lesson.py
 HOSTILE = {
     "empty": "",
     "whitespace": "   \n\t  ",
@@ -36,6 +37,6 @@ def test_every_page_survives_hostile_text(page):
         for md in at.markdown:  # user text never reaches our HTML unescaped
             assert "<script>" not in md.value and "<img" not in md.value, (page, name)
     # Pages that analyse the text say what is wrong with an empty one (Compare needs two models first).
-    if page not in ("anatomy", "training", "compare", "finetuning"):
+    if page not in ("anatomy", "training", "compare", "finetuning", "lesson"):
         at.sidebar.text_area(key="text").set_value("").run()
         assert any("empty" in w.value for w in at.warning), (page, [w.value for w in at.warning])
