@@ -207,8 +207,13 @@ def view_anatomy(cur, text, pair, revealed) -> None:
         st.caption("The parameter table of this model appears with the answer.")
         return
     m = cur.model
-    rows = anatomy_rows(m.config, mlm=m.has_mlm, nsp=m.has_nsp, pooler=m.model.bert.pooler is not None)
+    if st.session_state.get("lesson_large"):
+        rows, name = anatomy_rows(questions.bert_large_config(), nsp=True), "BERT-large"
+    else:
+        rows = anatomy_rows(m.config, mlm=m.has_mlm, nsp=m.has_nsp, pooler=m.model.bert.pooler is not None)
+        name = "this model"
     df = pd.DataFrame([r for r in rows if r["parameters"]])
+    st.caption(f"Parameters of {name}, counted from its config:")
     st.dataframe(df.assign(share=df["share"].map("{:.1%}".format)), hide_index=True, height=300)
 
 
@@ -331,7 +336,7 @@ STEPS: list[Step] = [
          "Every number is a learned parameter: the embedding tables, four attention matrices and a two-layer "
          "feed-forward network per layer.",
          "She [MASK] the letter to her mother.", None, "bert_base_size",
-         "", "", None, "anatomy", "Model anatomy", view_anatomy),
+         "Count BERT-large instead of this model", "", None, "anatomy", "Model anatomy", view_anatomy),
     Step("pretraining", "Pre-training starts from nothing",
          "Pre-training fits all those parameters to the MLM (and NSP) loss on a large corpus. A model with random "
          "weights spreads its guess over the whole vocabulary; the loss then falls as it learns.",
@@ -489,6 +494,8 @@ def sentence_ui(i: int, s: Step) -> None:
     c1, c2 = st.columns(2)
     if s.try_text:
         c1.button(f"Try this: {s.try_label}", key="lesson_try", on_click=try_this, args=(i,), width="stretch")
+    else:  # a step whose change is a setting, not a sentence (the anatomy table: this model or BERT-large)
+        c1.toggle(f"Try this: {s.try_label}", key="lesson_large")
     c2.button("Back to the lesson's sentence", key="lesson_restore", on_click=restore, args=(i,), width="stretch",
               disabled=all(st.session_state[key] == default for key, default in zip(keys, (s.text, s.pair))))
 

@@ -247,6 +247,12 @@ def bert_base_config() -> BertConfig:
                       intermediate_size=3072, max_position_embeddings=512, type_vocab_size=2)
 
 
+def bert_large_config() -> BertConfig:
+    """bert-large-uncased's shape: 24 layers, 1,024 wide, 16 heads, 4,096 feed-forward."""
+    return BertConfig(vocab_size=30522, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
+                      intermediate_size=4096, max_position_embeddings=512, type_vocab_size=2)
+
+
 SIZE_CHOICES = (("about 11 million", 11e6), ("about 110 million", 110e6), ("about 340 million", 340e6),
                 ("about 1.1 billion", 1.1e9))
 

@@ -11,6 +11,7 @@ from streamlit.testing.v1 import AppTest
 
 import bert_core
 from bert_core.lesson import QUESTIONS
+from bert_core.lesson.questions import bert_large_config
 from ui import lesson
 
 N = len(lesson.STEPS)
@@ -186,3 +187,15 @@ def test_hostile_sentences_in_every_step(i):
             for md in at.markdown:
                 assert "<script>" not in md.value and "<img" not in md.value, (i, name)
         at.button(key="lesson_restore").click().run()
+
+
+def test_the_anatomy_step_tries_bert_large():
+    at = open_lesson({"step": "9"})
+    at.radio[0].set_value(1).run()
+    at.button(key="lesson_reveal").click().run()
+    assert any("Parameters of this model" in c.value for c in at.caption)
+    at.toggle(key="lesson_large").set_value(True).run()
+    assert_ok(at)
+    assert any("Parameters of BERT-large" in c.value for c in at.caption)
+    total = at.dataframe[-1].value.set_index("component").loc["total", "parameters"]
+    assert total == bert_core.param_counts(bert_large_config())["total"] and 330e6 < total < 340e6
