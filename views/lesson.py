@@ -53,7 +53,8 @@ with right if present else left:  # on a projector the formula and the sentence 
     else:
         lesson.sentence_ui(k, step)
 
-q = lesson.ask(cur, step, text, pair)
+with st.spinner("The model is computing this step's question…"):
+    q = lesson.ask(cur, step, text, pair)
 token = f"{cur.model_key}|{k}|{q.prompt}|{'|'.join(q.choices)}" if q is not None else ""
 revealed = token in st.session_state.get("lesson_revealed", set())
 
@@ -79,7 +80,7 @@ with left:
                 st.error(f"Not this time: the model's answer is **{shown}**")
             st.markdown(lesson.plain(q.reveal))
 
-with right:
+with right, st.spinner("Drawing…"):
     step.view(cur, text, pair, revealed)
 
 nav = st.columns([1, 1, 4] if present else [1, 1, 3])
