@@ -34,6 +34,7 @@ from bert_core.runs.settings import example_run
 from ui.state import model_cached
 from ui.widgets import chart
 
+TICK, UNTICKED = ":material/check_box:", ":material/check_box_outline_blank:"  # Streamlit's own icon font
 # The course's checklist; each item is ticked once every step behind it has been visited.
 CHECKLIST = {
     "the MLM masking strategy (15%, 80 / 10 / 10)": ("masking", "predictions", "both-sides"),

@@ -101,8 +101,7 @@ if not present:
         st.session_state["lesson_goto"] = k
         st.selectbox("Go to step", range(1, N + 1), key="lesson_goto", on_change=lesson.goto_picked,
                      format_func=callbacks.labels([""] + [f"{i}. {s.title}" for i, s in enumerate(lesson.STEPS, 1)]))
-        right_n = sum(answers.values())
-        st.metric("Questions right", f"{right_n} of {len(answers)} answered", help=f"{N} questions in all.")
+        st.metric("Right / answered", f"{sum(answers.values())} / {len(answers)}", help=f"{N} questions in all.")
         st.markdown("**What you have seen**")
-        st.markdown("\n".join(f"- {'✅' if all(s in visited for s in steps) else '⬜'} {item}"
+        st.markdown("\n".join(f"- {lesson.TICK if all(s in visited for s in steps) else lesson.UNTICKED} {item}"
                               for item, steps in lesson.CHECKLIST.items()))

@@ -96,7 +96,7 @@ def input_cosine(m: LoadedModel, text: str, text_pair: str | None = None) -> Que
     sw = same_word(m, text, text_pair)
     if not sw.words:
         raise BertCoreError("this question needs a word that occurs twice (e.g. “bank” in two contexts)")
-    w = sw.words[0]
+    w = max(sw.words, key=lambda r: len(r.word))  # "bank", not "i" or "the"
     c0, cl = float(w.cos[0]), float(w.cos[-1])
     return Question(
         prompt=f"“{w.word}” occurs twice, with the same token embedding both times. After the position "

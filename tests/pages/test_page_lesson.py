@@ -73,9 +73,9 @@ def test_every_step_asks_and_reveals_what_the_model_computes(model):
     asked = walk(at, m)
     assert asked == N, asked  # every question makes sense on both bundled models
     # Every checklist item ticked, every answer counted right.
-    assert at.metric[0].value == f"{N} of {N} answered"
+    assert at.metric[0].value == f"{N} / {N}"
     ticks = next(md.value for md in at.markdown if "the role of [CLS]" in md.value)
-    assert ticks.count("✅") == len(lesson.CHECKLIST) and "⬜" not in ticks
+    assert ticks.count(lesson.TICK) == len(lesson.CHECKLIST) and lesson.UNTICKED not in ticks
 
 
 def test_a_wrong_guess_is_counted_wrong():
@@ -83,7 +83,7 @@ def test_a_wrong_guess_is_counted_wrong():
     at.radio[0].set_value(0).run()  # "1 piece": "unaffordable" is several pieces in bert-base-uncased's vocabulary
     at.button(key="lesson_reveal").click().run()
     assert at.error and "the model's answer is" in at.error[0].value
-    assert at.metric[0].value == "0 of 1 answered"
+    assert at.metric[0].value == "0 / 1"
 
 
 def test_reveal_needs_a_guess_first_but_not_in_presenter_mode():
