@@ -28,6 +28,6 @@ PAGES = [
     st.Page("views/similarity.py", title="Sentence similarity", url_path="similarity"),
 ]
 
-nav = st.navigation(PAGES)
+nav = st.navigation(PAGES, expanded=True)  # every page in the menu: no "View 3 more" hiding some
 st.session_state["current"] = sidebar_ui()
 nav.run()

@@ -144,7 +144,9 @@ def test_a_budget_too_small_for_one_analysis_serves_it_uncached_and_logs_it(smal
         at = open_page("attention", query={"text": "the cat sat on the [MASK] ."})
     assert_ok(at)
     assert at.get("plotly_chart"), "the page still draws"
-    assert results.too_big >= 1 and len(results) == 0 and results.total == 0
+    # The attention analysis was served and not kept (the landing Lesson's few small answers may be).
+    assert results.too_big >= 1 and not any(key[1] == "analyze" for key in results._items)
+    assert results.total <= 1_000
     assert any("served uncached" in r.getMessage() for r in caplog.records)
 
 
