@@ -225,8 +225,13 @@ def save_classifier(m: LoadedModel, out_dir: str | Path, extra: dict | None = No
 
 def classifier_zip(m: LoadedModel, extra: dict | None = None) -> bytes:
     """The saved folder as a zip, in memory (for a download button)."""
+    return folder_zip(save_classifier, m, extra)
+
+
+def folder_zip(save, m: LoadedModel, extra: dict | None = None) -> bytes:
+    """What `save(m, folder, extra)` writes, as a zip in memory."""
     with tempfile.TemporaryDirectory() as d:
-        save_classifier(m, d, extra)
+        save(m, d, extra)
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
             for f in sorted(Path(d).iterdir()):
