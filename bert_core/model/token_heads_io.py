@@ -6,7 +6,6 @@ with no missing or unexpected keys, and such a folder trained elsewhere loads th
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -15,9 +14,8 @@ from safetensors.torch import save_file
 
 from ..errors import BertCoreError
 from .checkpoint import map_key, model_from_state_dict
-from .classifier_io import MAX_LABELS, check_labels, folder_zip, labels_from_config
+from .classifier_io import MAX_LABELS, check_labels, encoder_for_new_head, folder_zip, labels_from_config
 from .config import BertConfig
-from .encoder import BertModel
 from .loaded import LoadedModel
 from .token_heads import ARCHITECTURES, DROPOUT_KEYS, BertForQuestionAnswering, BertForTokenClassification
 
@@ -87,15 +85,8 @@ def new_token_model(base: LoadedModel, kind: str, labels: list[str] | None = Non
     src = base.model.bert
     with torch.random.fork_rng():  # the new head's draw depends on our seed only
         torch.manual_seed(seed)
-        if copy_encoder:
-            bert = copy.deepcopy(src)
-            for p in bert.parameters():
-                p.requires_grad_(True)
-        else:
-            with torch.device("meta"):  # an empty shell: its modules are the base's own, not copies
-                bert = BertModel(src.config, add_pooling_layer=False)
-            bert.embeddings, bert.encoder = src.embeddings, src.encoder
-        bert.pooler = None
+        bert = encoder_for_new_head(src, copy_encoder)
+        bert.pooler = None  # transformers builds these models without a pooler
         if kind == "token":
             check_labels(list(labels or []))
             return BertForTokenClassification(bert.config, list(labels), bert=bert).eval()

@@ -68,13 +68,13 @@ def bases(tmp_path_factory):
 # --- the built-in task and its build ---------------------------------------------------------------
 
 
-def _build_pos_module():
+def _script(name: str):
+    """A module of scripts/ (build_pos, build_corpus)."""
     sys.path.insert(0, str(ROOT / "scripts"))
     try:
-        import build_pos
+        return __import__(name)
     finally:
         sys.path.pop(0)
-    return build_pos
 
 
 @pytest.mark.parametrize("brown, universal", [
@@ -84,12 +84,12 @@ def _build_pos_module():
     ("``", "."), ("--", "."), ("wdt", "DET"), ("wrb", "ADV"), ("cc", "CONJ"), ("uh", "PRT"), ("md*", "VERB"),
 ])
 def test_brown_tags_map_to_the_universal_tagset(brown, universal):
-    assert _build_pos_module().universal_tag(brown) == universal
+    assert _script("build_pos").universal_tag(brown) == universal
 
 
 def test_an_unknown_brown_tag_is_refused_not_guessed():
     with pytest.raises(KeyError):
-        _build_pos_module().universal_tag("zz")
+        _script("build_pos").universal_tag("zz")
 
 
 def test_builtin_pos_task_has_a_fixed_split_of_held_out_sentences():
@@ -102,7 +102,7 @@ def test_builtin_pos_task_has_a_fixed_split_of_held_out_sentences():
     assert all(len(w) == len(t) for w, t in zip(task.valid_words, task.valid_tags))
     assert not set(task.valid_texts) & set(task.train_texts)
     # Validation sentences are ones the pretraining corpus holds out: never read by the bundled models.
-    detok = _build_corpus_detokenize()
+    detok = _script("build_corpus").detokenize
     _, train_docs, _, held_docs = load_pretraining_corpus(seed=0)
     held = {s for d in held_docs for s in d.sentences}
     trained = {s for d in train_docs for s in d.sentences}
@@ -119,15 +119,6 @@ def test_builtin_pos_task_has_a_fixed_split_of_held_out_sentences():
     assert not any(t in trained for t in texts)                # text opened in the previous one
     counts = task.counts()
     assert counts["NOUN"][0] > counts["X"][0] > 0
-
-
-def _build_corpus_detokenize():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        from build_corpus import detokenize
-    finally:
-        sys.path.pop(0)
-    return detokenize
 
 
 # --- CoNLL files ---------------------------------------------------------------------------------
