@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import gzip
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +66,13 @@ class TaggingTask:
         tr = np.bincount([t for s in self.train_tags for t in s], minlength=C)
         va = np.bincount([t for s in self.valid_tags for t in s], minlength=C)
         return {lab: (int(a), int(b)) for lab, a, b in zip(self.labels, tr, va)}
+
+
+def first_sentences(task: TaggingTask, n: int) -> TaggingTask:
+    """The task with only its first `n` training sentences (the built-in file is in hash order: a fixed sample)."""
+    if n >= len(task.train_words):
+        return task
+    return replace(task, train_words=task.train_words[:n], train_tags=task.train_tags[:n])
 
 
 def _task(name: str, labels, train: list[tuple[list[str], list[str]]], valid: list[tuple[list[str], list[str]]],
