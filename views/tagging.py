@@ -12,8 +12,8 @@ from bert_core.figures.tagging import legend_html, per_label_figure, tagged_html
 from bert_core.inspect.token_tasks import tag_words
 from bert_core.model.token_heads import BertForTokenClassification
 from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.settings import MAX_TRAIN_SECONDS, decode_upload
-from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
+from bert_core.runs.settings import decode_upload
+from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, WAITING
 from bert_core.train.finetuning import FineTuneConfig, default_lr
 from bert_core.train.tagging import (
     MAX_CONLL_BYTES,
@@ -27,7 +27,7 @@ from bert_core.train.tagging import (
 from bert_core.train.token_finetuning import TAGGING_MAX_LEN
 from ui import callbacks
 from ui.state import BUNDLED_LABEL, require_current, shared_model
-from ui.widgets import chart, memory_wait_ui, run_controls, table
+from ui.widgets import chart, live_run, memory_wait_ui, queued_info, run_buttons, run_controls, table
 
 TICK_SECONDS = 1.0  # as the Fine-tuning page: refresh while training ...
 QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
@@ -190,14 +190,7 @@ def set_up(choice, text, upload, n, base_label, cfg) -> bool:
 
 
 def controls_ui(choice, text, upload, n, base_label, cfg) -> None:
-    live = ts.state in (RUNNING, QUEUED)
-    c1, c2, c3, c4 = st.columns(4)
-    start = c1.button("Resume" if ts.state == PAUSED and ts.step else "Start", key="tg_start", type="primary",
-                      disabled=live or ts.state == FINISHED, width="stretch")
-    pause = c2.button("Pause", key="tg_pause", disabled=not live, width="stretch")
-    ten = c3.button("Run 10 steps", key="tg_ten", disabled=live or ts.state == FINISHED, width="stretch")
-    reset = c4.button("Reset", key="tg_reset", disabled=ts.state == IDLE, width="stretch",
-                      help="Forget this tagger and its history.")
+    start, ten, pause, reset = run_buttons(ts, "tg", "tagger")
     if (start or ten) and ts.state == IDLE and not set_up(choice, text, upload, n, base_label, cfg):
         return
     run_controls(ts, start, ten, pause, reset)
@@ -210,9 +203,7 @@ def status_ui() -> None:
         for col, (label, value) in zip(st.columns(4), row):
             col.metric(label, value)
     if ts.state == QUEUED:
-        st.info(f"All training slots on this server are in use: you are number {ts.queue_position() or 1} in line. "
-                f"Fine-tuning starts by itself when a slot frees up (each run trains for at most "
-                f"{MAX_TRAIN_SECONDS / 60:g} minutes). Keep this page open.")
+        queued_info(ts)
     elif ts.state == FINISHED:
         st.success(f"Finished: {ts.finish_reason}. Tag the sidebar's text above or download the tagger below.")
     elif ts.state == PAUSED and ts.step:
@@ -286,18 +277,13 @@ if ts.trainer is None:
     st.stop()
 
 
-@st.fragment(run_every={RUNNING: TICK_SECONDS, QUEUED: QUEUED_TICK_SECONDS}.get(ts.state))
 def live_ui() -> None:
-    """Train a little, then redraw: runs on a timer while the run is live and the page is open."""
-    before = ts.state
-    ts.advance(TRAIN_SECONDS)
-    if before in (RUNNING, QUEUED) and ts.state != before:
-        st.rerun()
+    """What the timer redraws while the run is live: status, curves, accuracy per label, confusion matrix."""
     status_ui()
     results_ui()
 
 
-live_ui()
+live_run(ts, live_ui, TICK_SECONDS, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
 for note in ts.trainer.notes:
     st.caption(note)
 st.subheader("Keep the tagger")
