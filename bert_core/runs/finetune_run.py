@@ -15,26 +15,27 @@ import numpy as np
 
 from ..errors import BertCoreError
 from ..inspect.classify import classify
-from ..inspect.token_tasks import WordTagging, tag_words
+from ..inspect.token_tasks import AnswerResult, WordTagging, answer, tag_words
 from ..model.classifier_io import classifier_zip
 from ..model.loaded import LoadedModel
 from ..model.token_heads_io import token_model_zip
 from ..train.finetuning import EvalResult, FineTuneConfig, FineTuner, FineTuneStep
+from ..train.qa import QATask
 from ..train.tagging import TaggingTask
 from ..train.tasks import ClassificationTask
-from ..train.token_finetuning import TokenFineTuner
+from ..train.token_finetuning import QAFineTuner, TokenFineTuner
 from .memory import tensor_bytes
 from .settings import MAX_TRAIN_SECONDS, corpus_bytes, ema, ids_bytes, run_bytes
 from .status import FINISHED, STATE_LABELS, format_seconds
 from .training_run import TrainingSession
 
 
-def tuner_class(task: ClassificationTask | TaggingTask) -> type[FineTuner]:
-    """The loop for this kind of task: a classifier per text, or a tagger per word."""
-    return TokenFineTuner if isinstance(task, TaggingTask) else FineTuner
+def tuner_class(task: ClassificationTask | TaggingTask | QATask) -> type[FineTuner]:
+    """The loop for this kind of task: a classifier per text, a tagger per word, a reader of answer spans."""
+    return TokenFineTuner if isinstance(task, TaggingTask) else QAFineTuner if isinstance(task, QATask) else FineTuner
 
 
-def finetune_bytes(base: LoadedModel, task: ClassificationTask | TaggingTask, cfg: FineTuneConfig) -> int:
+def finetune_bytes(base: LoadedModel, task: ClassificationTask | TaggingTask | QATask, cfg: FineTuneConfig) -> int:
     """What a fine-tuning run will hold, before it is built: the weights it owns with Adam's moments, its texts.
 
     Fine-tuning all weights copies the encoder; a frozen encoder is shared with the base (read-only), so
@@ -53,7 +54,7 @@ class FineTuneSession(TrainingSession):
 
     trainer: FineTuner | None
 
-    def setup(self, base: LoadedModel, task: ClassificationTask | TaggingTask,  # type: ignore[override]
+    def setup(self, base: LoadedModel, task: ClassificationTask | TaggingTask | QATask,  # type: ignore[override]
               cfg: FineTuneConfig) -> None:
         """Build the classifier (or tagger) and its loop for this base model, task and settings (replacing any run)."""
         # FineTuner evaluates once: the "before" picture.
@@ -149,11 +150,18 @@ class FineTuneSession(TrainingSession):
         with self._lock:
             return tag_words(self.trainer.as_loaded(), text)
 
+    def answer(self, question: str, context: str, **kw) -> AnswerResult:
+        """The QA model's best spans for one question and context, as it is now."""
+        if not isinstance(self.trainer, QAFineTuner):
+            raise BertCoreError("set up a question-answering run first")
+        with self._lock:
+            return answer(self.trainer.as_loaded(), question, context, **kw)
+
     def _build_zip(self) -> bytes:
         """A zip of an HF folder: config.json (id2label), model.safetensors, tokenizer, training_report.json."""
         with self._lock:
             report = {**self.trainer.report(), "settings": asdict(self.settings)}
-            save = token_model_zip if isinstance(self.trainer, TokenFineTuner) else classifier_zip
+            save = token_model_zip if isinstance(self.trainer, TokenFineTuner | QAFineTuner) else classifier_zip
             return save(self.trainer.as_loaded(), report)
 
 

@@ -85,6 +85,7 @@ class EvalResult:
     accuracy: float
     confusion: np.ndarray  # (C, C) counts: row = true class, column = predicted class
     pooled: np.ndarray | None = None  # (N, H) the vectors the classifier reads, one per validation example
+    f1: float | None = None  # question answering: mean token F1 (accuracy is then the exact match)
 
 
 def _encode(tok, texts, max_len: int) -> list[list[int]]:

@@ -1,26 +1,38 @@
-"""Fine-tuning BERT as a tagger: `FineTuner`'s loop with one prediction per token (tasks and baseline: `tagging.py`).
+"""Fine-tuning BERT per token: `FineTuner`'s loop for a tagger and for an extractive QA reader.
+
+Tagging (tasks and baseline: `tagging.py`):
 
     logits_t = W_c · dropout(h_t) + b_c                      (T, C), h_t the last layer's vector of token t
     L = mean over labelled tokens of -log softmax(logits_t)[y_t]   (y_t = -100 on all but each word's first piece)
 
-Schedule, batches, dropout seeding, clipping, the slot cap and the export are `FineTuner`'s; this class
-only builds a token-classification head (HF's `BertForTokenClassification` and its family siblings) and
-puts the labels on each word's first piece. Accuracy and the confusion matrix count words.
+Question answering (task, metrics and baseline: `qa.py`), transformers' BertForQuestionAnswering:
+
+    [start_t, end_t] = W_qa · h_t + b_qa  over [CLS] question [SEP] context [SEP]
+    L = (-log softmax(start)[s*] - log softmax(end)[e*]) / 2,  s*, e* the answer's first and last token
+
+(padding is left out of both softmaxes, so a padded batch gives what one example alone gives).
+Schedule, batches, dropout seeding, clipping, the slot cap and the export are `FineTuner`'s; these
+classes only build the head (HF's layouts, every family) and say what a target and a score are.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..inspect.token_tasks import first_pieces
+from ..errors import BertCoreError
+from ..inspect.token_tasks import best_spans, first_pieces
 from ..model.loaded import LoadedModel
-from ..model.token_heads import BertForTokenClassification
+from ..model.token_heads import BertForQuestionAnswering, BertForTokenClassification
 from ..model.token_heads_io import new_token_model
 from .finetuning import EvalResult, FineTuneConfig, FineTuner, _pad
+from .qa import QATask, qa_scores
 from .tagging import IGNORE, TaggingTask
 
 TAGGING_MAX_LEN = 128  # pieces per sentence, [CLS] and [SEP] included (the built-in sentences have <= 60 words)
+QA_MAX_LEN = 192  # question and context (the built-in ones: <= 20-word definitions, 4 sentences of <= 25 words)
+MAX_ANSWER_TOKENS = 30
 
 
 def encode_words(tok, sentences, tags, max_len: int) -> tuple[list[list[int]], list[list[int]]]:
@@ -87,7 +99,7 @@ class TokenFineTuner(FineTuner):
             return m.logits(ids, None, mask)  # (B, T, C)
         with torch.no_grad():  # a frozen encoder: no graph, no gradients into the shared modules
             hidden = m.bert(ids, None, mask)  # (B, T, H)
-        return m.classifier(m.dropout(hidden))  # (B, T, C)
+        return m.head(hidden)  # (B, T, C)
 
     @torch.no_grad()
     def evaluate(self, pooled: bool = False, batch_size: int = 64) -> EvalResult:
@@ -106,3 +118,99 @@ class TokenFineTuner(FineTuner):
         pred, true = torch.cat(preds).numpy(), torch.cat(trues).numpy()
         confusion = (torch.bincount(torch.from_numpy(true * C + pred), minlength=C * C).reshape(C, C)).numpy()
         return EvalResult(self.step_count, loss / max(1, len(true)), float((pred == true).mean()), confusion, None)
+
+
+def answer_tokens(offsets, sequence_ids, start: int, end: int) -> tuple[int, int] | None:
+    """The first and last context token covering characters [start, end) of the context, or None (cut off)."""
+    ctx = [t for t, sid in enumerate(sequence_ids) if sid == 1]
+    first = next((t for t in ctx if offsets[t][1] > start), None)
+    last = next((t for t in reversed(ctx) if offsets[t][0] < end), None)
+    if first is None or last is None or last < first or offsets[first][0] >= end:
+        return None
+    return first, last
+
+
+class QAFineTuner(FineTuner):
+    """Fine-tune a new start/end head (`qa_outputs`) and, unless frozen, the encoder on an extractive QA task."""
+
+    keeps_pooled = False
+
+    def __init__(self, base: LoadedModel, task: QATask, cfg: FineTuneConfig | None = None):
+        cfg = cfg or FineTuneConfig(max_len=QA_MAX_LEN)
+        super().__init__(base, task, cfg)
+
+    def _new_model(self, base: LoadedModel, task, cfg: FineTuneConfig):
+        model = new_token_model(base, "qa", seed=cfg.seed, copy_encoder=not cfg.freeze_encoder)
+        notes = ["A new question-answering head (transformers' BertForQuestionAnswering layout: `qa_outputs`, "
+                 "a start and an end score per token) reads every token's last hidden state; no pooler."]
+        if isinstance(base.model, BertForQuestionAnswering):
+            notes.append(f"{base.name} was already a QA model: its encoder is kept, its head replaced by a new one.")
+        return model, notes
+
+    def _encode_split(self, task, split: str, max_len: int):
+        """[CLS] question [SEP] context [SEP] ids and the (N, 2) answer's first and last token.
+
+        Training drops an example whose answer the length limit cut off; validation keeps every example
+        (with its offsets and context mask, to read the predicted span's text).
+        """
+        examples = task.train if split == "train" else task.valid
+        rows, ys, meta = [], [], []
+        for ex in examples:
+            enc = self.tok.encode(ex.question, ex.context, max_length=max_len)
+            span = answer_tokens(enc.offsets, enc.sequence_ids, ex.answer_start,
+                                 ex.answer_start + len(ex.answer_text))
+            if span is None and split == "train":
+                continue
+            rows.append(list(map(int, enc.input_ids)))
+            ys.append(span or (0, 0))  # (a cut-off validation answer points at [CLS]: never predicted)
+            meta.append((enc.offsets, np.array([sid == 1 for sid in enc.sequence_ids]), ex))
+        if split == "train" and len(rows) < 2:
+            raise BertCoreError("the task needs at least two training examples whose answers fit the length limit")
+        if split == "valid":
+            self.valid_meta = meta
+        return rows, torch.tensor(ys, dtype=torch.long).reshape(-1, 2)
+
+    def _segments(self, ids: torch.Tensor) -> torch.Tensor | None:
+        """(B, T) segment ids: 1 from the token after the first [SEP] on (BERT, ALBERT); None for RoBERTa/DistilBERT."""
+        if not self.tok.segments:
+            return None
+        sep = (ids == self.tok.sep_token_id).long()
+        return ((sep.cumsum(1) - sep) >= 1).long()
+
+    def _logits(self, ids, mask) -> torch.Tensor:
+        """(B, T, 2) start and end logits, padding at -inf (out of both softmaxes)."""
+        m, types = self.model, self._segments(ids)
+        if self.cfg.freeze_encoder:
+            with torch.no_grad():  # a frozen encoder: no graph, no gradients into the shared modules
+                hidden = m.bert(ids, types, mask)  # (B, T, H)
+            start, end = m.head(hidden)
+        else:
+            start, end = m.logits(ids, types, mask)  # (B, T) each
+        out = torch.stack([start, end], -1)  # (B, T, 2)
+        return out.masked_fill(~mask.bool()[..., None], torch.finfo(out.dtype).min)
+
+    @staticmethod
+    def _loss_and_accuracy(logits: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """(CE(start) + CE(end)) / 2 as transformers computes it; accuracy: both ends exactly right."""
+        loss = (F.cross_entropy(logits[..., 0], y[:, 0]) + F.cross_entropy(logits[..., 1], y[:, 1])) / 2
+        right = (logits[..., 0].argmax(-1) == y[:, 0]) & (logits[..., 1].argmax(-1) == y[:, 1])
+        return loss, right.float().mean().item()
+
+    @torch.no_grad()
+    def evaluate(self, pooled: bool = False, batch_size: int = 32) -> EvalResult:
+        """Validation loss, exact match (as accuracy) and token F1 of the best span (dropout off)."""
+        self.model.eval()
+        loss, predictions = 0.0, []
+        for s in range(0, len(self.valid_rows), batch_size):
+            ids, mask = _pad(self.valid_rows[s:s + batch_size], self.tok.pad_token_id)
+            logits = self._logits(ids, mask)  # (B, T, 2)
+            y = self.valid_y[s:s + batch_size]
+            loss += self._loss_and_accuracy(logits, y)[0].item() * len(y)
+            for b, (offsets, ctx, ex) in enumerate(self.valid_meta[s:s + batch_size]):
+                T = len(offsets)
+                found = best_spans(logits[b, :T, 0].numpy(), logits[b, :T, 1].numpy(), ctx, 1, MAX_ANSWER_TOKENS)
+                predictions.append(ex.context[offsets[found[0][0]][0]:offsets[found[0][1]][1]] if found else "")
+        scores = qa_scores(predictions, [m[2] for m in self.valid_meta])
+        self.last_predictions = predictions
+        return EvalResult(self.step_count, loss / len(self.valid_rows), scores["exact_match"],
+                          np.zeros((0, 0), dtype=np.int64), None, scores["f1"])

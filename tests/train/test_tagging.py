@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from plain_loop import assert_same_weights, clip_and_adamw_step, hf_twin
 
 import bert_core
 from bert_core.errors import BertCoreError
@@ -53,16 +54,8 @@ def toy_conll() -> str:
 
 
 @pytest.fixture(scope="module")
-def bases(tmp_path_factory):
-    """A tiny BERT (MLM checkpoint) with dropout, and one without (for the step-for-step parity)."""
-    from conftest import write_tiny_checkpoint
-
-    out = {}
-    for name, kw in (("mlm", {}), ("nodrop", {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})):
-        d = tmp_path_factory.mktemp(f"tag-{name}")
-        write_tiny_checkpoint(d, "mlm", **kw)
-        out[name] = bert_core.load_model(str(d))
-    return out
+def bases(head_bases):
+    return head_bases
 
 
 # --- the built-in task and its build ---------------------------------------------------------------
@@ -225,11 +218,7 @@ def test_one_step_equals_a_plain_loop_on_transformers_with_the_same_weights(base
     task = task_from_conll(toy_conll(), seed=0)
     cfg = FineTuneConfig(lr=1e-3, epochs=1, batch_size=4, max_len=64, seed=3)
     ft = TokenFineTuner(base, task, cfg)
-    save_token_model(ft.as_loaded(), tmp_path / "before")
-    hf, info = AutoModelForTokenClassification.from_pretrained(tmp_path / "before", attn_implementation="eager",
-                                                               output_loading_info=True)
-    assert not info["missing_keys"] and not info["unexpected_keys"], info
-    hf.train()
+    hf = hf_twin(ft, AutoModelForTokenClassification, tmp_path / "before")
     # the plain batch: the loop's generator draws the epoch's order first
     g = torch.Generator().manual_seed(cfg.seed)
     idx = torch.randperm(len(task.train_words), generator=g)[: cfg.batch_size].tolist()
@@ -249,20 +238,10 @@ def test_one_step_equals_a_plain_loop_on_transformers_with_the_same_weights(base
     y = torch.tensor([r + [-100] * (T - len(r)) for r in labels])
     out = hf(input_ids=input_ids, attention_mask=mask, token_type_ids=torch.zeros_like(input_ids), labels=y)
     out.loss.backward()
-    torch.nn.utils.clip_grad_norm_(list(hf.parameters()), cfg.grad_clip)
-    params = list(hf.parameters())
-    lr = ft.lr_at(0)
-    opt = torch.optim.AdamW([{"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
-                             {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0}],
-                            lr=lr, betas=(0.9, 0.98), eps=1e-6)
-    opt.step()
+    clip_and_adamw_step(hf, cfg, ft.lr_at(0))
     step = ft.step()
     assert abs(step.loss - out.loss.item()) <= ATOL
-    save_token_model(ft.as_loaded(), tmp_path / "after")
-    after = AutoModelForTokenClassification.from_pretrained(tmp_path / "after", attn_implementation="eager")
-    theirs = _hf_params(hf)
-    for name, p in _hf_params(after).items():
-        assert (p - theirs[name]).abs().max().item() <= ATOL, name
+    assert_same_weights(ft, hf, AutoModelForTokenClassification, tmp_path / "after", ATOL)
 
 
 @pytest.mark.parametrize("freeze", [False, True])
