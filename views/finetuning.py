@@ -8,12 +8,13 @@ import bert_core
 from bert_core.figures.finetuning import confusion_figure, curves_figure, pca_figure, probabilities_figure
 from bert_core.runs.finetune_run import FineTuneSession
 from bert_core.runs.settings import decode_upload
-from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
+from bert_core.runs.status import IDLE, RUNNING, WAITING
 from bert_core.train.finetuning import FineTuneConfig, default_lr, pca_2d
 from bert_core.train.tasks import MAX_CSV_BYTES, MAX_CSV_ROWS, bow_baseline, builtin_tasks, task_examples, task_from_csv
 from ui import callbacks
+from ui.finetune_ui import keep_ui, run_status
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
-from ui.widgets import chart, live_run, memory_wait_ui, queued_info, run_buttons, run_controls, table
+from ui.widgets import chart, live_run, memory_wait_ui, run_buttons, run_controls, table
 
 TICK_SECONDS = 1.0  # as the Training page: refresh while training ...
 QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
@@ -165,16 +166,7 @@ def controls_ui(choice, text, upload, base_label, cfg) -> None:
 
 
 def status_ui() -> None:
-    shown = fs.metrics(0.9)
-    for row in (shown[:4], shown[4:]):
-        for col, (label, value) in zip(st.columns(4), row):
-            col.metric(label, value)
-    if fs.state == QUEUED:
-        queued_info(fs)
-    elif fs.state == FINISHED:
-        st.success(f"Finished: {fs.finish_reason}. Try a sentence or download the classifier below.")
-    elif fs.state == PAUSED and fs.step:
-        st.caption("Paused. Training only runs while this page is open.")
+    run_status(fs, "Try a sentence or download the classifier below.")
     for note in fs.trainer.notes:
         st.caption(note)
 
@@ -297,12 +289,4 @@ pca_ui()
 baseline_ui()
 try_ui()
 
-st.subheader("Keep the classifier")
-st.download_button(
-    "Download the fine-tuned classifier (.zip)", data=fs.checkpoint_zip, file_name="bert-explorer-classifier.zip",
-    mime="application/zip", key="ft_download", on_click="ignore",
-    help="A Hugging Face folder: config.json (with id2label), model.safetensors, the tokenizer and "
-         "training_report.json. transformers' AutoModelForSequenceClassification.from_pretrained(folder) and "
-         "bert_core.load_model(folder) both read it.")
-st.caption(f"Your classifier lives in this browser session only: closing the tab discards it. Memory: "
-           f"{fs.memory_usage()}.")
+keep_ui(fs, "classifier", "bert-explorer-classifier.zip", "AutoModelForSequenceClassification", "ft_download")

@@ -2,7 +2,6 @@
 
 import html
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -13,8 +12,8 @@ from bert_core.inspect.token_tasks import tag_words
 from bert_core.model.token_heads import BertForTokenClassification
 from bert_core.runs.finetune_run import FineTuneSession
 from bert_core.runs.settings import decode_upload
-from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, WAITING
-from bert_core.train.finetuning import FineTuneConfig, default_lr
+from bert_core.runs.status import IDLE, WAITING
+from bert_core.train.finetuning import FineTuneConfig
 from bert_core.train.tagging import (
     MAX_CONLL_BYTES,
     MAX_CONLL_SENTENCES,
@@ -25,9 +24,9 @@ from bert_core.train.tagging import (
     task_from_conll,
 )
 from bert_core.train.token_finetuning import TAGGING_MAX_LEN
-from ui import callbacks
-from ui.state import BUNDLED_LABEL, require_current, shared_model
-from ui.widgets import chart, live_run, memory_wait_ui, queued_info, run_buttons, run_controls, table
+from ui.finetune_ui import keep_ui, new_head_bases, new_head_settings, ready_models, run_status
+from ui.state import require_current
+from ui.widgets import chart, live_run, memory_wait_ui, run_buttons, run_controls, table
 
 TICK_SECONDS = 1.0  # as the Fine-tuning page: refresh while training ...
 QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
@@ -60,16 +59,6 @@ if ts.notice:  # the server dropped this idle run to make room: say so once
     ts.notice = ""
 
 
-def taggers() -> dict[str, object]:
-    """Models that can tag now: label -> LoadedModel."""
-    out = {}
-    if isinstance(cur.model.model, BertForTokenClassification):
-        out[f"{SIDEBAR_TAGGER} ({cur.model.name})"] = cur.model
-    if ts.trainer is not None:
-        out[SESSION_TAGGER] = ts.trainer.as_loaded("your tagger")
-    return out
-
-
 def tag_ui() -> None:
     """The sidebar's text, each word coloured by its label, and the probability table per token."""
     st.subheader("Tag the sidebar's text")
@@ -77,7 +66,7 @@ def tag_ui() -> None:
     if not text.strip():
         st.warning("The sidebar's text is empty: type a sentence there to tag it.")
         return
-    found = taggers()
+    found = ready_models(cur, ts, BertForTokenClassification, SESSION_TAGGER, "tagger")
     if not found:
         st.info(f"**{html.escape(cur.model.name)}** has no token-classification head (a `classifier` layer on every "
                 "token's final vector, transformers' BertForTokenClassification), so it cannot tag. Add a new head "
@@ -109,14 +98,6 @@ def tag_ui() -> None:
           column_config={lab: st.column_config.NumberColumn(format="%.3f") for lab in r.tokens.label_names})
     st.caption("Every piece gets a probability over the labels, [CLS] and [SEP] too; only a word's first piece "
                "is trained and read ('first piece of' names its word), the others are the head's guesses.")
-
-
-def _bases() -> dict[str, tuple[str, object]]:
-    """Base models on offer: label -> (name, loader)."""
-    out = {BUNDLED_LABEL: ("bundled", lambda: shared_model("bundled"))}
-    if cur.model_key != "bundled":
-        out[f"the sidebar's model: {cur.model.name}"] = (cur.model.name, lambda: cur.model)
-    return out
 
 
 def task_ui(locked: bool):
@@ -151,21 +132,8 @@ def task_ui(locked: bool):
 
 
 def settings_ui(locked: bool) -> tuple[str, FineTuneConfig]:
-    bases = _bases()
-    if st.session_state.get("tg_base") not in bases:
-        st.session_state["tg_base"] = BUNDLED_LABEL
-    c1, c2, c3, c4, c5 = st.columns([3, 2, 2, 1, 1])
-    base = c1.selectbox("Base model", list(bases), key="tg_base", disabled=locked,
-                        help="The pretrained encoder under the new head (a model's own head, if any, is replaced).")
-    freeze = c2.toggle("Freeze the encoder (train the head only)", key="tg_freeze", disabled=locked)
-    suggested = default_lr(bases[base][1]().config, bool(freeze))
-    if not st.session_state.get("tg_lr_picked") and not locked:
-        st.session_state["tg_lr"] = suggested
-    lr = c3.select_slider("Learning rate", LEARNING_RATES, key="tg_lr", disabled=locked,
-                          format_func=callbacks.number_label, on_change=callbacks.put, args=("tg_lr_picked", True))
-    epochs = c4.number_input("Epochs", 1, 5, value=1, step=1, key="tg_epochs", disabled=locked)
-    batch = c5.selectbox("Batch", (8, 16, 32), index=2, key="tg_batch", disabled=locked)
-    return base, FineTuneConfig(freeze_encoder=bool(freeze), lr=float(lr), epochs=int(epochs), batch_size=int(batch),
+    base, freeze, lr, epochs, batch = new_head_settings(cur, "tg", locked, st.columns([3, 2, 2, 1, 1]), 2)
+    return base, FineTuneConfig(freeze_encoder=freeze, lr=lr, epochs=epochs, batch_size=batch,
                                 max_len=TAGGING_MAX_LEN, seed=cur.seed, evals_per_epoch=4)
 
 
@@ -181,7 +149,7 @@ def set_up(choice, text, upload, n, base_label, cfg) -> bool:
                 raise bert_core.BertCoreError("choose a CoNLL file to upload first")
             else:
                 task = task_from_conll(decode_upload(upload.getvalue()), name="your file", seed=cur.seed)
-            ts.setup(_bases()[base_label][1](), task, cfg)
+            ts.setup(new_head_bases(cur)[base_label][1](), task, cfg)
             st.session_state["tg_baseline"] = most_frequent_tag_baseline(task)
         return True
     except bert_core.BertCoreError as e:
@@ -197,17 +165,7 @@ def controls_ui(choice, text, upload, n, base_label, cfg) -> None:
 
 
 def status_ui() -> None:
-    shown = ts.metrics(0.9)
-    shown = [(k.replace("accuracy", "accuracy (words)"), v) for k, v in shown]
-    for row in (shown[:4], shown[4:]):
-        for col, (label, value) in zip(st.columns(4), row):
-            col.metric(label, value)
-    if ts.state == QUEUED:
-        queued_info(ts)
-    elif ts.state == FINISHED:
-        st.success(f"Finished: {ts.finish_reason}. Tag the sidebar's text above or download the tagger below.")
-    elif ts.state == PAUSED and ts.step:
-        st.caption("Paused. Training only runs while this page is open.")
+    run_status(ts, "Tag the sidebar's text above or download the tagger below.", ("accuracy", "accuracy (words)"))
 
 
 def results_ui() -> None:
@@ -286,12 +244,4 @@ def live_ui() -> None:
 live_run(ts, live_ui, TICK_SECONDS, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
 for note in ts.trainer.notes:
     st.caption(note)
-st.subheader("Keep the tagger")
-st.download_button(
-    "Download the fine-tuned tagger (.zip)", data=ts.checkpoint_zip, file_name="bert-explorer-tagger.zip",
-    mime="application/zip", key="tg_download", on_click="ignore",
-    help="A Hugging Face folder: config.json (with id2label), model.safetensors, the tokenizer and "
-         "training_report.json. transformers' AutoModelForTokenClassification.from_pretrained(folder) and "
-         "bert_core.load_model(folder) both read it.")
-st.caption(f"Your tagger lives in this browser session only: closing the tab discards it. Memory: "
-           f"{ts.memory_usage()}. {np.sum([len(w) for w in ts.trainer.task.train_words]):,} training words.")
+keep_ui(ts, "tagger", "bert-explorer-tagger.zip", "AutoModelForTokenClassification", "tg_download")

@@ -219,3 +219,16 @@ def tag_words(m: LoadedModel, text: str) -> WordTagging:
             probs[w] = r.probs[t]
     labels = [None if np.isnan(p[0]) else r.label_names[int(p.argmax())] for p in probs]
     return WordTagging(words, labels, probs, r, first)
+
+
+def passage_probabilities(r: AnswerResult, max_answer_tokens: int = 30):
+    """The first window's passage tokens, p_start and p_end there (softmax over the whole window), and its best span.
+
+    Returns (tokens, p_start, p_end, best) with best = (s, e) indices into these tokens, or None.
+    """
+    ps, pe = _softmax(r.start_logits.astype(np.float64)), _softmax(r.end_logits.astype(np.float64))
+    idx = np.flatnonzero(r.context_mask)
+    found = best_spans(r.start_logits, r.end_logits, r.context_mask, 1, max_answer_tokens)
+    pos = {int(t): i for i, t in enumerate(idx)}
+    best = (pos[found[0][0]], pos[found[0][1]]) if found else None
+    return [r.tokens[t] for t in idx], ps[idx].astype(np.float32), pe[idx].astype(np.float32), best

@@ -325,3 +325,22 @@ def test_session_tags_and_exports_a_tagger_hf_reads(bases, tmp_path):
         theirs = hf(input_ids=torch.from_numpy(enc.input_ids)[None]).logits[0].softmax(-1)
     firsts = [t for t, w in enumerate(r.first) if w is not None]
     assert np.abs(theirs[firsts].numpy() - r.probs).max() <= ATOL
+
+
+@pytest.mark.parametrize("task", ["pos", "qa"])
+def test_evaluation_command_prints_the_readme_table(tmp_path, capsys, task):
+    from conftest import write_tiny_checkpoint
+
+    from bert_core.train import token_eval
+
+    write_tiny_checkpoint(tmp_path, "mlm")
+    token_eval.main(["--task", task, "--models", str(tmp_path), "--examples", "16", "--validation", "10",
+                     "--batch", "8"])
+    out = capsys.readouterr().out
+    assert "| model | trained | lr | baseline" in out
+    row = [line for line in out.splitlines() if line.startswith(f"| {tmp_path} |")]
+    assert len(row) == 1 and "| all weights |" in row[0]
+    cells = [c.strip() for c in row[0].split("|")]
+    assert cells[4].count("%") == (1 if task == "pos" else 2)  # accuracy; or exact match / F1
+    if task == "pos":
+        assert cells[7] == "2"  # 16 sentences / batch 8, one epoch (QA drops questions cut by the 64 positions)
