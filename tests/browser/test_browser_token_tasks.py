@@ -58,7 +58,7 @@ def test_question_answering_in_the_browser(watch):  # noqa: F811  (the imported 
     assert_nothing_injected(page)
     assert page.locator(".js-plotly-plot").count() >= 2  # start/end probabilities, curves
     assert page.locator("mark").count() >= 1  # the best span, highlighted in the passage
-    page.get_by_label("Question").fill("<script>alert(8)</script> which word?")
+    page.get_by_label("Question", exact=True).fill("<script>alert(8)</script> which word?")
     page.keyboard.press("Enter")
     watch.settle()
     watch.assert_clean()
