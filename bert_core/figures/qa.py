@@ -34,11 +34,12 @@ def span_probabilities_figure(tokens: list[str], p_start: np.ndarray, p_end: np.
 
 def highlighted_passage_html(passage: str, spans: list[tuple[int, int]]) -> str:
     """The passage, escaped, with spans (character ranges, best first) marked: the best in yellow, others grey."""
-    marks = sorted(((a, b, i) for i, (a, b) in enumerate(spans)), key=lambda m: m[0])
+    kept: list[tuple[int, int, int]] = []
+    for i, (a, b) in enumerate(spans):  # best first: a span overlapping a better one is not marked
+        if all(b <= ka or a >= kb for ka, kb, _ in kept):
+            kept.append((a, b, i))
     out, cursor = [], 0
-    for a, b, i in marks:
-        if a < cursor:  # overlapping spans: keep the earlier mark
-            continue
+    for a, b, i in sorted(kept):
         out.append(html.escape(passage[cursor:a]))
         color = "#ffdd57" if i == 0 else "#e0e0e0"
         out.append(f'<mark style="background:{color};border-radius:3px;padding:0 2px" title="answer {i + 1}">'
