@@ -23,7 +23,6 @@ TICK_SECONDS = 1.0
 QUEUED_TICK_SECONDS = 5.0
 TRAIN_SECONDS = 0.8
 SIZES = (1_000, 2_000, 5_000)  # training examples of the built-in task
-LEARNING_RATES = (2e-5, 3e-5, 5e-5, 1e-4, 3e-4, 1e-3, 3e-3)
 MAX_QUESTION_CHARS = 1_000
 SESSION_READER = "your fine-tuned reader (this session)"
 

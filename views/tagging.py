@@ -33,9 +33,8 @@ QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
 TRAIN_SECONDS = 0.8
 BUILTIN, UPLOAD, PASTE = "Built-in: Brown part of speech", "Upload a CoNLL file", "Paste CoNLL"
 SIZES = (1_000, 3_000, 12_000)  # training sentences of the built-in task
-LEARNING_RATES = (2e-5, 3e-5, 5e-5, 1e-4, 3e-4, 1e-3, 3e-3)
 EXAMPLE_CONLL = "EU\tB-ORG\nrejects\tO\nGerman\tB-MISC\ncall\tO\n\nPeter\tB-PER\nBlackburn\tI-PER\n…"
-SIDEBAR_TAGGER, SESSION_TAGGER = "the sidebar's model", "your fine-tuned tagger (this session)"
+SESSION_TAGGER = "your fine-tuned tagger (this session)"
 
 cur = require_current()
 ts: FineTuneSession = st.session_state.setdefault("tg_session", FineTuneSession())
@@ -51,9 +50,6 @@ st.markdown(
 st.latex(r"p(y_t = c \mid x) = \operatorname{softmax}(W_c\,h_t + b_c)_c,\qquad "
          r"\mathcal{L} = -\frac{1}{|F|}\sum_{t \in F} \log p(y_t \mid x),\quad F = \text{first pieces of words}")
 
-msg = st.session_state.pop("tg_msg", None)
-if msg:
-    st.success(msg)
 if ts.notice:  # the server dropped this idle run to make room: say so once
     st.warning(ts.notice)
     ts.notice = ""
