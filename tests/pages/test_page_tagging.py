@@ -133,3 +133,16 @@ def test_a_tagger_in_the_sidebar_tags_the_text(tmp_path, monkeypatch):
     assert at.radio(key="tg_tagger").value.startswith("the sidebar's model")
     assert not any("has no token-classification head" in i.value for i in at.info)
     assert [m.value for m in at.markdown if "inline-block" in m.value and ">cat<" in m.value]
+
+
+def test_builtin_pos_task_ten_steps_shows_the_baseline_beside_it():
+    at = open_tagging(conll=None)
+    at.toggle(key="tg_freeze").set_value(True)
+    at.run()
+    at.button(key="tg_ten").click().run()
+    assert_ok(at)
+    ts = session(at)
+    assert ts.step == 10 and len(ts.trainer.task.train_words) == 1_000 and len(ts.trainer.task.labels) == 12
+    assert any("the baseline" in m.value and "NOUN" in m.value for m in at.markdown)
+    per_tag = [d.value for d in at.dataframe if "baseline" in d.value.columns]
+    assert per_tag and list(per_tag[0]["label"]) == list(ts.trainer.task.labels)
