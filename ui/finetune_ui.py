@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import streamlit as st
 
-from bert_core.runs.status import FINISHED, PAUSED, QUEUED
+from bert_core.runs.status import FINISHED, PAUSED, QUEUED, WAITING
 from bert_core.train.finetuning import default_lr
 from ui import callbacks
 from ui.state import BUNDLED_LABEL, Current, shared_model
-from ui.widgets import queued_info
+from ui.widgets import live_run, memory_wait_ui, queued_info
+
+TICK_SECONDS = 1.0  # as the Training page: refresh while training ...
+QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
+TRAIN_SECONDS = 0.8
 
 
 def new_head_bases(cur: Current) -> dict[str, tuple[str, object]]:
@@ -80,3 +84,20 @@ def new_head_settings(cur: Current, prefix: str, locked: bool, cols, batch_index
     epochs = cols[3].number_input("Epochs", 1, 5, value=1, step=1, key=f"{prefix}_epochs", disabled=locked)
     batch = cols[4].selectbox("Batch", (8, 16, 32), index=batch_index, key=f"{prefix}_batch", disabled=locked)
     return base, bool(freeze), float(lr), int(epochs), int(batch)
+
+
+def head_run_ui(session, not_started: str, draw, keep: tuple[str, str, str, str], before=None) -> None:
+    """The run below its buttons: its place in line for memory, or a hint before the first step, or (live on a
+    timer) `draw()`, then the new head's notes and the download. `before()` draws under the hint."""
+    if session.state == WAITING:
+        memory_wait_ui(session, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
+        st.stop()
+    if session.trainer is None:
+        st.info(not_started)
+        if before is not None:
+            before()
+        st.stop()
+    live_run(session, draw, TICK_SECONDS, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
+    for note in session.trainer.notes:
+        st.caption(note)
+    keep_ui(session, *keep)

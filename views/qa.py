@@ -11,17 +11,14 @@ from bert_core.figures.qa import highlighted_passage_html, span_probabilities_fi
 from bert_core.inspect.token_tasks import answer, passage_probabilities
 from bert_core.model.token_heads import BertForQuestionAnswering
 from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.status import IDLE, WAITING
+from bert_core.runs.status import IDLE
 from bert_core.train.finetuning import FineTuneConfig
 from bert_core.train.qa import builtin_qa_task, first_examples, heuristic_baseline
 from bert_core.train.token_finetuning import MAX_ANSWER_TOKENS, QA_MAX_LEN
-from ui.finetune_ui import keep_ui, new_head_bases, new_head_settings, ready_models, run_status
+from ui.finetune_ui import head_run_ui, new_head_bases, new_head_settings, ready_models, run_status
 from ui.state import require_current
-from ui.widgets import chart, live_run, memory_wait_ui, run_buttons, run_controls, table
+from ui.widgets import chart, run_buttons, run_controls, table
 
-TICK_SECONDS = 1.0
-QUEUED_TICK_SECONDS = 5.0
-TRAIN_SECONDS = 0.8
 SIZES = (1_000, 2_000, 5_000)  # training examples of the built-in task
 MAX_QUESTION_CHARS = 1_000
 SESSION_READER = "your fine-tuned reader (this session)"
@@ -161,21 +158,13 @@ start, ten, pause, reset = run_buttons(qs, "qa", "reader")
 if not ((start or ten) and qs.state == IDLE and not set_up(n, base_label, cfg)):
     run_controls(qs, start, ten, pause, reset)
 
-if qs.state == WAITING:
-    memory_wait_ui(qs, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
-    st.stop()
-if qs.trainer is None:
-    st.info("Press **Start** (or **Run 10 steps**): a new start/end head goes on the encoder and learns to point at "
-            "the defined word; the passage above is read by it as it learns.")
-    st.stop()
-
 
 def live_ui() -> None:
+    """What the timer redraws while the run is live: status, curves, exact match and F1."""
     status_ui()
     results_ui()
 
 
-live_run(qs, live_ui, TICK_SECONDS, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
-for note in qs.trainer.notes:
-    st.caption(note)
-keep_ui(qs, "reader", "bert-explorer-qa.zip", "AutoModelForQuestionAnswering", "qa_download")
+head_run_ui(qs, "Press **Start** (or **Run 10 steps**): a new start/end head goes on the encoder and learns to "
+            "point at the defined word; the passage above is read by it as it learns.", live_ui,
+            ("reader", "bert-explorer-qa.zip", "AutoModelForQuestionAnswering", "qa_download"))

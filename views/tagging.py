@@ -12,7 +12,7 @@ from bert_core.inspect.token_tasks import tag_words
 from bert_core.model.token_heads import BertForTokenClassification
 from bert_core.runs.finetune_run import FineTuneSession
 from bert_core.runs.settings import decode_upload
-from bert_core.runs.status import IDLE, WAITING
+from bert_core.runs.status import IDLE
 from bert_core.train.finetuning import FineTuneConfig
 from bert_core.train.tagging import (
     MAX_CONLL_BYTES,
@@ -24,13 +24,10 @@ from bert_core.train.tagging import (
     task_from_conll,
 )
 from bert_core.train.token_finetuning import TAGGING_MAX_LEN
-from ui.finetune_ui import keep_ui, new_head_bases, new_head_settings, ready_models, run_status
+from ui.finetune_ui import head_run_ui, new_head_bases, new_head_settings, ready_models, run_status
 from ui.state import require_current
-from ui.widgets import chart, live_run, memory_wait_ui, run_buttons, run_controls, table
+from ui.widgets import chart, run_buttons, run_controls, table
 
-TICK_SECONDS = 1.0  # as the Fine-tuning page: refresh while training ...
-QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
-TRAIN_SECONDS = 0.8
 BUILTIN, UPLOAD, PASTE = "Built-in: Brown part of speech", "Upload a CoNLL file", "Paste CoNLL"
 SIZES = (1_000, 3_000, 12_000)  # training sentences of the built-in task
 EXAMPLE_CONLL = "EU\tB-ORG\nrejects\tO\nGerman\tB-MISC\ncall\tO\n\nPeter\tB-PER\nBlackburn\tI-PER\n…"
@@ -220,16 +217,6 @@ choice, text, upload, n = task_ui(locked)
 base_label, cfg = settings_ui(locked)
 controls_ui(choice, text, upload, n, base_label, cfg)
 
-if ts.state == WAITING:
-    memory_wait_ui(ts, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
-    st.stop()
-if ts.trainer is None:
-    st.info("Pick a task and a base model, then press **Start** (or **Run 10 steps**): a new head is put on the "
-            "encoder and trained; the sidebar's text is tagged above as it learns.")
-    if choice == BUILTIN:
-        examples_ui()
-    st.stop()
-
 
 def live_ui() -> None:
     """What the timer redraws while the run is live: status, curves, accuracy per label, confusion matrix."""
@@ -237,7 +224,7 @@ def live_ui() -> None:
     results_ui()
 
 
-live_run(ts, live_ui, TICK_SECONDS, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
-for note in ts.trainer.notes:
-    st.caption(note)
-keep_ui(ts, "tagger", "bert-explorer-tagger.zip", "AutoModelForTokenClassification", "tg_download")
+head_run_ui(ts, "Pick a task and a base model, then press **Start** (or **Run 10 steps**): a new head is put on "
+            "the encoder and trained; the sidebar's text is tagged above as it learns.", live_ui,
+            ("tagger", "bert-explorer-tagger.zip", "AutoModelForTokenClassification", "tg_download"),
+            examples_ui if choice == BUILTIN else None)
