@@ -25,6 +25,8 @@ PAGES = [
     st.Page("views/training.py", title="Training", url_path="training"),
     st.Page("views/compare.py", title="Compare", url_path="compare"),
     st.Page("views/finetuning.py", title="Fine-tuning", url_path="finetuning"),
+    st.Page("views/tagging.py", title="Tagging", url_path="tagging"),
+    st.Page("views/qa.py", title="Question answering", url_path="question-answering"),
     st.Page("views/similarity.py", title="Sentence similarity", url_path="similarity"),
 ]
 

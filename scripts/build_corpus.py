@@ -87,15 +87,34 @@ def gloss_to_kinded_lines(gloss: str) -> list[tuple[str, str]]:
     return [(kind, n) for kind, n in ((k, _normalise(x)) for k, x in lines) if n]
 
 
-def iter_glosses(wordnet_dir: Path) -> Iterator[str]:
+def _synset_lines(wordnet_dir: Path) -> Iterator[tuple[str, str, str]]:
+    """(data file, head, gloss) of every synset line of the four data files, licence header skipped."""
     for name in POS_FILES:
         with open(wordnet_dir / name, encoding="utf-8") as f:
             for raw in f:
                 if raw.startswith("  "):  # licence header lines
                     continue
-                _, sep, gloss = raw.partition(" | ")
+                head, sep, gloss = raw.partition(" | ")
                 if sep:
-                    yield gloss.strip()
+                    yield name, head, gloss.strip()
+
+
+def iter_glosses(wordnet_dir: Path) -> Iterator[str]:
+    for _, _, gloss in _synset_lines(wordnet_dir):
+        yield gloss
+
+
+def iter_synsets(wordnet_dir: Path) -> Iterator[tuple[str, list[str], list[tuple[str, str]]]]:
+    """(data file, words, kinded gloss lines) of every synset, in file order.
+
+    Words as WordNet spells them with spaces for underscores and adjective markers such as (a) dropped;
+    kinded lines as `gloss_to_kinded_lines` gives them ("definition", "example", "note").
+    """
+    for name, head, gloss in _synset_lines(wordnet_dir):
+        fields = head.split()
+        n_words = int(fields[3], 16)
+        words = [re.sub(r"\(.*\)$", "", fields[4 + 2 * i]).replace("_", " ") for i in range(n_words)]
+        yield name, words, gloss_to_kinded_lines(gloss)
 
 
 def build_lines(glosses: Iterable[str], kinds: Counter | None = None) -> list[str]:

@@ -19,7 +19,7 @@ import random
 import re
 from pathlib import Path
 
-from build_corpus import POS_FILES, gloss_to_kinded_lines, write_gzip
+from build_corpus import iter_synsets, write_gzip
 
 PAIRS = 600  # of each label
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "bert_core" / "data" / "wordnet_pairs.tsv.gz"
@@ -27,19 +27,9 @@ DEFAULT_OUT = Path(__file__).resolve().parent.parent / "bert_core" / "data" / "w
 
 def synsets(wordnet_dir: Path):
     """(part of speech, [lemmas], [example sentences]) for every synset, in file order."""
-    for name in POS_FILES:
-        with open(wordnet_dir / name, encoding="utf-8") as f:
-            for raw in f:
-                if raw.startswith("  "):
-                    continue
-                head, sep, gloss = raw.partition(" | ")
-                if not sep:
-                    continue
-                fields = head.split()
-                n_words = int(fields[3], 16)
-                lemmas = [re.sub(r"\(.*\)$", "", fields[4 + 2 * i]).replace("_", " ").lower() for i in range(n_words)]
-                examples = [t for kind, t in gloss_to_kinded_lines(gloss.strip()) if kind == "example"]
-                yield name, lemmas, [e for e in examples if "\t" not in e and len(e.split()) >= 3]
+    for name, words, lines in iter_synsets(wordnet_dir):
+        examples = [t for kind, t in lines if kind == "example"]
+        yield name, [w.lower() for w in words], [e for e in examples if "\t" not in e and len(e.split()) >= 3]
 
 
 def contains(sentence: str, word: str) -> bool:

@@ -56,6 +56,19 @@ def tiny_dirs(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def head_bases(tmp_path_factory):
+    """Loaded tiny BERT MLM checkpoints for new heads: "mlm" (dropout on) and "nodrop" (no dropout, for parity)."""
+    import bert_core
+
+    out = {}
+    for name, kw in (("mlm", {}), ("nodrop", {"hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0})):
+        d = tmp_path_factory.mktemp(f"head-{name}")
+        write_tiny_checkpoint(d, "mlm", **kw)
+        out[name] = bert_core.load_model(str(d))
+    return out
+
+
+@pytest.fixture(scope="session")
 def markup_dir(tmp_path_factory):
     """A tiny checkpoint whose vocabulary has `<`, `>` and `/` as tokens (the bundled one maps them to [UNK])."""
     d = tmp_path_factory.mktemp("tiny-markup")

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import re
 import urllib.parse
+from collections.abc import Callable
 
 import pandas as pd
 import streamlit as st
 
-from bert_core.runs.status import WAITING
+from bert_core.runs.settings import MAX_TRAIN_SECONDS
+from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
 
 
 def _slug(name: str) -> str:
@@ -71,6 +73,40 @@ def run_controls(session, start: bool, ten: bool, pause: bool, reset: bool) -> N
     if reset:
         session.reset()
         st.rerun()
+
+
+def run_buttons(session, prefix: str, what: str) -> tuple[bool, bool, bool, bool]:
+    """Start (Resume) / Pause / Run 10 steps / Reset for a fine-tuning session; returns (start, ten, pause, reset)."""
+    live = session.state in (RUNNING, QUEUED)
+    c1, c2, c3, c4 = st.columns(4)
+    start = c1.button("Resume" if session.state == PAUSED and session.step else "Start", key=f"{prefix}_start",
+                      type="primary", disabled=live or session.state == FINISHED, width="stretch")
+    pause = c2.button("Pause", key=f"{prefix}_pause", disabled=not live, width="stretch")
+    ten = c3.button("Run 10 steps", key=f"{prefix}_ten", disabled=live or session.state == FINISHED, width="stretch")
+    reset = c4.button("Reset", key=f"{prefix}_reset", disabled=session.state == IDLE, width="stretch",
+                      help=f"Forget this {what} and its history.")
+    return start, ten, pause, reset
+
+
+def queued_info(session) -> None:
+    """The run's place in line for a training slot."""
+    st.info(f"All training slots on this server are in use: you are number {session.queue_position() or 1} in line. "
+            f"Fine-tuning starts by itself when a slot frees up (each run trains for at most "
+            f"{MAX_TRAIN_SECONDS / 60:g} minutes). Keep this page open.")
+
+
+def live_run(session, draw: Callable[[], None], tick: float, queued_tick: float, train_seconds: float) -> None:
+    """Train a little, then `draw()`: a fragment on a timer while the run is live (running or queued)."""
+
+    @st.fragment(run_every={RUNNING: tick, QUEUED: queued_tick}.get(session.state))
+    def live() -> None:
+        before = session.state
+        session.advance(train_seconds)
+        if before in (RUNNING, QUEUED) and session.state != before:
+            st.rerun()  # finished (redraw the buttons, stop the timer) or got a slot
+        draw()
+
+    live()
 
 
 def memory_wait_ui(session, every: float, train_seconds: float) -> None:

@@ -7,13 +7,14 @@ import streamlit as st
 import bert_core
 from bert_core.figures.finetuning import confusion_figure, curves_figure, pca_figure, probabilities_figure
 from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.settings import MAX_TRAIN_SECONDS, decode_upload
-from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
+from bert_core.runs.settings import decode_upload
+from bert_core.runs.status import IDLE, RUNNING, WAITING
 from bert_core.train.finetuning import FineTuneConfig, default_lr, pca_2d
 from bert_core.train.tasks import MAX_CSV_BYTES, MAX_CSV_ROWS, bow_baseline, builtin_tasks, task_examples, task_from_csv
 from ui import callbacks
+from ui.finetune_ui import keep_ui, run_status
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
-from ui.widgets import chart, memory_wait_ui, run_controls, table
+from ui.widgets import chart, live_run, memory_wait_ui, run_buttons, run_controls, table
 
 TICK_SECONDS = 1.0  # as the Training page: refresh while training ...
 QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
@@ -158,33 +159,14 @@ def set_up(choice: str, text: str, upload, base_label: str, cfg: FineTuneConfig)
 
 def controls_ui(choice, text, upload, base_label, cfg) -> None:
     """Start / Pause / Run 10 steps / Reset, as on the Training page."""
-    live = fs.state in (RUNNING, QUEUED)
-    c1, c2, c3, c4 = st.columns(4)
-    start = c1.button("Resume" if fs.state == PAUSED and fs.step else "Start", key="ft_start", type="primary",
-                      disabled=live or fs.state == FINISHED, width="stretch")
-    pause = c2.button("Pause", key="ft_pause", disabled=not live, width="stretch")
-    ten = c3.button("Run 10 steps", key="ft_ten", disabled=live or fs.state == FINISHED, width="stretch")
-    reset = c4.button("Reset", key="ft_reset", disabled=fs.state == IDLE, width="stretch",
-                      help="Forget this classifier and its history.")
+    start, ten, pause, reset = run_buttons(fs, "ft", "classifier")
     if (start or ten) and fs.state == IDLE and not set_up(choice, text, upload, base_label, cfg):
         return
     run_controls(fs, start, ten, pause, reset)
 
 
 def status_ui() -> None:
-    shown = fs.metrics(0.9)
-    for row in (shown[:4], shown[4:]):
-        for col, (label, value) in zip(st.columns(4), row):
-            col.metric(label, value)
-    if fs.state == QUEUED:
-        pos = fs.queue_position() or 1
-        st.info(f"All training slots on this server are in use: you are number {pos} in line. Fine-tuning starts "
-                f"by itself when a slot frees up (each run trains for at most {MAX_TRAIN_SECONDS / 60:g} minutes). "
-                "Keep this page open.")
-    elif fs.state == FINISHED:
-        st.success(f"Finished: {fs.finish_reason}. Try a sentence or download the classifier below.")
-    elif fs.state == PAUSED and fs.step:
-        st.caption("Paused. Training only runs while this page is open.")
+    run_status(fs, "Try a sentence or download the classifier below.")
     for note in fs.trainer.notes:
         st.caption(note)
 
@@ -295,29 +277,16 @@ def baseline_ui() -> None:
                     f"{verdict} the baseline.")
 
 
-@st.fragment(run_every={RUNNING: TICK_SECONDS, QUEUED: QUEUED_TICK_SECONDS}.get(fs.state))
 def live_ui() -> None:
-    """Train a little, then redraw: runs on a timer while the run is live and the page is open."""
-    before = fs.state
-    fs.advance(TRAIN_SECONDS)
-    if before in (RUNNING, QUEUED) and fs.state != before:
-        st.rerun()  # finished (redraw the buttons, stop the timer) or got a slot
+    """What the timer redraws while the run is live: status, curves, confusion matrix."""
     status_ui()
     curves_ui()
     confusion_ui()
 
 
-live_ui()
+live_run(fs, live_ui, TICK_SECONDS, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
 pca_ui()
 baseline_ui()
 try_ui()
 
-st.subheader("Keep the classifier")
-st.download_button(
-    "Download the fine-tuned classifier (.zip)", data=fs.checkpoint_zip, file_name="bert-explorer-classifier.zip",
-    mime="application/zip", key="ft_download", on_click="ignore",
-    help="A Hugging Face folder: config.json (with id2label), model.safetensors, the tokenizer and "
-         "training_report.json. transformers' AutoModelForSequenceClassification.from_pretrained(folder) and "
-         "bert_core.load_model(folder) both read it.")
-st.caption(f"Your classifier lives in this browser session only: closing the tab discards it. Memory: "
-           f"{fs.memory_usage()}.")
+keep_ui(fs, "classifier", "bert-explorer-classifier.zip", "AutoModelForSequenceClassification", "ft_download")

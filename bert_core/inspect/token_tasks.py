@@ -12,6 +12,7 @@ question; spans from every window are ranked together, and the result says how m
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -151,3 +152,83 @@ def answer(m: LoadedModel, question: str, context: str, top_k: int = 3, max_answ
                            "transformers' QA pipeline does; spans from every window are ranked together. The "
                            "start and end scores shown are the first window's.")
     return first
+
+
+# --- tagging words: the label of a word is the label of its first piece ----------------------------------
+
+# Words as Brown splits them: letters/digits with inner - ' . , (don't, Atlanta's, 1,000, 3.5), or one mark.
+_WORD = re.compile(r"\w+(?:[-'’.,/]\w+)*|--|\.\.\.|[^\w\s]")
+
+
+def split_words(text: str) -> list[tuple[str, int, int]]:
+    """(word, start, end) of each word of `text` as Brown splits words: punctuation apart, don't and 3.5 whole.
+
+    Example: "Don't stop, Mr. Smith." -> Don't, stop, ",", Mr, ".", Smith, "."
+    """
+    return [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(text)]
+
+
+def first_pieces(offsets: list[tuple[int, int] | None], words: list[str]) -> list[int | None]:
+    """For each token of " ".join(words) (offsets, None for specials): the word it starts, or None.
+
+    A token starts word i when it is the first token whose characters begin inside word i (a byte-level
+    BPE token's offsets may include the space before the word; that space counts as the next word's).
+    """
+    owner = []  # character -> word index
+    for i, w in enumerate(words):
+        owner += [i] * len(w) + [i + 1]  # the space after word i belongs to word i + 1
+    out, seen = [], set()
+    for off in offsets:
+        w = None if off is None or off[0] >= len(owner) else owner[off[0]]
+        if w is not None and w < len(words) and w not in seen and off[1] > off[0]:
+            seen.add(w)
+            out.append(w)
+        else:
+            out.append(None)
+    return out
+
+
+@dataclass
+class WordTagging:
+    """A tagger's reading of a text split into words: each word's label from its first piece."""
+
+    words: list[tuple[str, int, int]]  # (word, start, end) in the typed text
+    labels: list[str | None]  # per word (None: the word got no piece, e.g. cut by the length limit)
+    probs: np.ndarray  # (W, C) each word's first piece's label probabilities (NaN rows: no piece)
+    tokens: Tagging  # the per-piece reading of " ".join(words), specials included
+    first: list[int | None]  # per token: the word it starts, or None
+
+
+def tag_words(m: LoadedModel, text: str) -> WordTagging:
+    """Split `text` into words (as Brown does), tag " ".join(words), and read each word off its first piece.
+
+    This is how the tagger was trained (`train.tagging`): words joined by single spaces, the label on
+    each word's first piece, so a typed "stop." reads as the two words "stop" and ".".
+    """
+    words = split_words(text)
+    if not words:
+        raise BertCoreError("type a sentence with some words")
+    joined = " ".join(w for w, _, _ in words)
+    r = tag(m, joined)
+    enc = m.tokenizer.encode(joined, max_length=m.max_length)
+    first = first_pieces(enc.offsets, [w for w, _, _ in words])
+    C = r.probs.shape[1]
+    probs = np.full((len(words), C), np.nan, dtype=np.float32)
+    for t, w in enumerate(first):
+        if w is not None:
+            probs[w] = r.probs[t]
+    labels = [None if np.isnan(p[0]) else r.label_names[int(p.argmax())] for p in probs]
+    return WordTagging(words, labels, probs, r, first)
+
+
+def passage_probabilities(r: AnswerResult, max_answer_tokens: int = 30):
+    """The first window's passage tokens, p_start and p_end there (softmax over the whole window), and its best span.
+
+    Returns (tokens, p_start, p_end, best) with best = (s, e) indices into these tokens, or None.
+    """
+    ps, pe = _softmax(r.start_logits.astype(np.float64)), _softmax(r.end_logits.astype(np.float64))
+    idx = np.flatnonzero(r.context_mask)
+    found = best_spans(r.start_logits, r.end_logits, r.context_mask, 1, max_answer_tokens)
+    pos = {int(t): i for i, t in enumerate(idx)}
+    best = (pos[found[0][0]], pos[found[0][1]]) if found else None
+    return [r.tokens[t] for t in idx], ps[idx].astype(np.float32), pe[idx].astype(np.float32), best

@@ -151,14 +151,7 @@ def new_classifier(base: LoadedModel, labels: list[str], *, seed: int = 0, copy_
                      + " kept, its classifier head is replaced by a new one.")
     with torch.random.fork_rng():  # a new head from our seed, without moving anyone's global RNG
         torch.manual_seed(seed)
-        if copy_encoder:
-            bert = copy.deepcopy(src)
-            for p in bert.parameters():
-                p.requires_grad_(True)
-        else:
-            with torch.device("meta"):  # an empty shell: its modules are the base's own, not copies
-                bert = BertModel(src.config, add_pooling_layer=False)
-            bert.embeddings, bert.encoder, bert.pooler = src.embeddings, src.encoder, src.pooler
+        bert = encoder_for_new_head(src, copy_encoder)
         if not cls.encoder_pooler:
             bert.pooler = None  # RoBERTa and DistilBERT classifiers pool in their head (a new layer)
             notes.append(OWN_POOLER_NOTE[src.config.model_type])
@@ -169,6 +162,23 @@ def new_classifier(base: LoadedModel, labels: list[str], *, seed: int = 0, copy_
             notes.append(POOLER_NOTE)
         model = cls(src.config, labels, dropout, bert=bert)
     return model, notes
+
+
+def encoder_for_new_head(src: BertModel, copy_encoder: bool) -> BertModel:
+    """`src` for a new head: a trainable deep copy, or (copy_encoder=False) a shell holding `src`'s own modules.
+
+    The shell shares the embeddings, layers and pooler (no copy: for training a head on a frozen encoder
+    that stays in eval mode); the caller may replace its pooler.
+    """
+    if copy_encoder:
+        bert = copy.deepcopy(src)
+        for p in bert.parameters():
+            p.requires_grad_(True)
+        return bert
+    with torch.device("meta"):  # an empty shell: its modules are the base's own, not copies
+        bert = BertModel(src.config, add_pooling_layer=False)
+    bert.embeddings, bert.encoder, bert.pooler = src.embeddings, src.encoder, src.pooler
+    return bert
 
 
 def check_labels(labels: list[str]) -> None:
@@ -225,8 +235,13 @@ def save_classifier(m: LoadedModel, out_dir: str | Path, extra: dict | None = No
 
 def classifier_zip(m: LoadedModel, extra: dict | None = None) -> bytes:
     """The saved folder as a zip, in memory (for a download button)."""
+    return folder_zip(save_classifier, m, extra)
+
+
+def folder_zip(save, m: LoadedModel, extra: dict | None = None) -> bytes:
+    """What `save(m, folder, extra)` writes, as a zip in memory."""
     with tempfile.TemporaryDirectory() as d:
-        save_classifier(m, d, extra)
+        save(m, d, extra)
         buf = io.BytesIO()
         with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
             for f in sorted(Path(d).iterdir()):

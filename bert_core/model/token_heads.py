@@ -74,7 +74,11 @@ class BertForTokenClassification(_TokenHead):
 
     def logits(self, input_ids, token_type_ids=None, attention_mask=None) -> torch.Tensor:
         """(B, T) ids -> (B, T, C) label logits per token."""
-        return self.classifier(self.dropout(self.bert(input_ids, token_type_ids, attention_mask)))
+        return self.head(self.bert(input_ids, token_type_ids, attention_mask))
+
+    def head(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(B, T, H) last hidden states -> (B, T, C) label logits."""
+        return self.classifier(self.dropout(hidden))
 
 
 class BertForQuestionAnswering(_TokenHead):
@@ -90,7 +94,10 @@ class BertForQuestionAnswering(_TokenHead):
 
     def logits(self, input_ids, token_type_ids=None, attention_mask=None) -> tuple[torch.Tensor, torch.Tensor]:
         """(B, T) ids -> start and end logits, each (B, T). (HF applies no dropout here, except DistilBERT.)"""
-        hidden = self.bert(input_ids, token_type_ids, attention_mask)  # (B, T, H)
+        return self.head(self.bert(input_ids, token_type_ids, attention_mask))
+
+    def head(self, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(B, T, H) last hidden states -> start and end logits, each (B, T)."""
         if self.config.model_type == "distilbert":
             hidden = self.dropout(hidden)
         start, end = self.qa_outputs(hidden).split(1, dim=-1)  # (B, T, 1) each

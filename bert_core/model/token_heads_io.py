@@ -6,7 +6,6 @@ with no missing or unexpected keys, and such a folder trained elsewhere loads th
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from safetensors.torch import save_file
 
 from ..errors import BertCoreError
 from .checkpoint import map_key, model_from_state_dict
-from .classifier_io import MAX_LABELS, check_labels, labels_from_config
+from .classifier_io import MAX_LABELS, check_labels, encoder_for_new_head, folder_zip, labels_from_config
 from .config import BertConfig
 from .loaded import LoadedModel
 from .token_heads import ARCHITECTURES, DROPOUT_KEYS, BertForQuestionAnswering, BertForTokenClassification
@@ -74,17 +73,20 @@ def token_model_from_state_dict(config: BertConfig, raw_config: dict, state: dic
     return model, notes
 
 
-def new_token_model(base: LoadedModel, kind: str, labels: list[str] | None = None, *,
-                    seed: int = 0) -> BertForTokenClassification | BertForQuestionAnswering:
-    """A tagging (`kind="token"`, with `labels`) or QA model on a copy of `base`'s encoder, with a new head."""
+def new_token_model(base: LoadedModel, kind: str, labels: list[str] | None = None, *, seed: int = 0,
+                    copy_encoder: bool = True) -> BertForTokenClassification | BertForQuestionAnswering:
+    """A tagging (`kind="token"`, with `labels`) or QA model on `base`'s encoder, with a new head.
+
+    copy_encoder=False shares the base's embedding and layer modules (for training the head only, the
+    encoder frozen and never put in train mode); True gives the new model its own copy.
+    """
     if kind not in HEAD_KEYS:
         raise BertCoreError(f"kind must be 'token' or 'qa', not {kind!r}")
+    src = base.model.bert
     with torch.random.fork_rng():  # the new head's draw depends on our seed only
         torch.manual_seed(seed)
-        bert = copy.deepcopy(base.model.bert)
-        bert.pooler = None
-        for p in bert.parameters():
-            p.requires_grad_(True)
+        bert = encoder_for_new_head(src, copy_encoder)
+        bert.pooler = None  # transformers builds these models without a pooler
         if kind == "token":
             check_labels(list(labels or []))
             return BertForTokenClassification(bert.config, list(labels), bert=bert).eval()
@@ -104,8 +106,11 @@ def token_model_config(model) -> dict:
     return cfg
 
 
-def save_token_model(m: LoadedModel, out_dir: str | Path) -> Path:
-    """Write config.json, model.safetensors (HF's names) and the tokenizer of a tagging or QA model."""
+def save_token_model(m: LoadedModel, out_dir: str | Path, extra: dict | None = None) -> Path:
+    """Write config.json, model.safetensors (HF's names) and the tokenizer of a tagging or QA model.
+
+    `extra` (e.g. a training report) goes to training_report.json beside them.
+    """
     model = m.model
     if not isinstance(model, BertForTokenClassification | BertForQuestionAnswering):
         raise BertCoreError(f"{m.name} is not a token-classification or question-answering model")
@@ -117,4 +122,11 @@ def save_token_model(m: LoadedModel, out_dir: str | Path) -> Path:
           for k, v in model.state_dict().items()}
     save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
     m.tokenizer.save(out)
+    if extra is not None:
+        (out / "training_report.json").write_text(json.dumps(extra, indent=2) + "\n")
     return out
+
+
+def token_model_zip(m: LoadedModel, extra: dict | None = None) -> bytes:
+    """The saved folder as a zip, in memory (for a download button)."""
+    return folder_zip(save_token_model, m, extra)

@@ -343,6 +343,10 @@ class WordPieceTokenizer:
     def encode_batch_plain(self, texts: list[str]) -> list[list[int]]:
         return [e.ids for e in self._tok.encode_batch(texts, add_special_tokens=False)]
 
+    def encode_batch_offsets(self, texts: list[str]) -> list[tuple[list[int], list[tuple[int, int]]]]:
+        """(ids, character offsets) of each text, without special tokens (no length limit applied)."""
+        return [(e.ids, e.offsets) for e in self._tok.encode_batch(texts, add_special_tokens=False)]
+
     def words(self, text: str) -> list[tuple[str, tuple[int, int]]]:
         """The words WordPiece sees: normalised (e.g. lower-cased) and split on spaces/punctuation.
 

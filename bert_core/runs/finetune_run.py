@@ -1,6 +1,7 @@
 """One user's live fine-tuning run, under the same slot cap, queue, lease and time budget as pretraining.
 
-`FineTuneSession` is a `TrainingSession` (training_run.py) whose trainer is a `FineTuner`: start,
+`FineTuneSession` is a `TrainingSession` (training_run.py) whose trainer is a `FineTuner` (a sentence
+classifier) or a `TokenFineTuner` (a tagger, when the task is a `TaggingTask`): start,
 pause, reset, the queue and the lease (`advance`, `run_steps`) are the Training page's own code; only
 what a step does, when a run is finished and what it exports differ. No streamlit here.
 """
@@ -14,17 +15,27 @@ import numpy as np
 
 from ..errors import BertCoreError
 from ..inspect.classify import classify
+from ..inspect.token_tasks import AnswerResult, WordTagging, answer, tag_words
 from ..model.classifier_io import classifier_zip
 from ..model.loaded import LoadedModel
+from ..model.token_heads_io import token_model_zip
 from ..train.finetuning import EvalResult, FineTuneConfig, FineTuner, FineTuneStep
+from ..train.qa import QATask
+from ..train.tagging import TaggingTask
 from ..train.tasks import ClassificationTask
+from ..train.token_finetuning import QAFineTuner, TokenFineTuner
 from .memory import tensor_bytes
 from .settings import MAX_TRAIN_SECONDS, corpus_bytes, ema, ids_bytes, run_bytes
 from .status import FINISHED, STATE_LABELS, format_seconds
 from .training_run import TrainingSession
 
 
-def finetune_bytes(base: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig) -> int:
+def tuner_class(task: ClassificationTask | TaggingTask | QATask) -> type[FineTuner]:
+    """The loop for this kind of task: a classifier per text, a tagger per word, a reader of answer spans."""
+    return TokenFineTuner if isinstance(task, TaggingTask) else QAFineTuner if isinstance(task, QATask) else FineTuner
+
+
+def finetune_bytes(base: LoadedModel, task: ClassificationTask | TaggingTask | QATask, cfg: FineTuneConfig) -> int:
     """What a fine-tuning run will hold, before it is built: the weights it owns with Adam's moments, its texts.
 
     Fine-tuning all weights copies the encoder; a frozen encoder is shared with the base (read-only), so
@@ -43,8 +54,9 @@ class FineTuneSession(TrainingSession):
 
     trainer: FineTuner | None
 
-    def setup(self, base: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig) -> None:  # type: ignore[override]
-        """Build the classifier and its loop for this base model, task and settings (replacing any run)."""
+    def setup(self, base: LoadedModel, task: ClassificationTask | TaggingTask | QATask,  # type: ignore[override]
+              cfg: FineTuneConfig) -> None:
+        """Build the classifier (or tagger) and its loop for this base model, task and settings (replacing any run)."""
         # FineTuner evaluates once: the "before" picture.
         def install(tuner: FineTuner) -> None:
             with self._lock:
@@ -55,8 +67,8 @@ class FineTuneSession(TrainingSession):
                 self.memory.resize(self.mem_key, self._held_bytes())
 
         self._pooled_now: EvalResult | None = None
-        self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run", lambda: FineTuner(base, task, cfg),
-                            install)
+        self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run",
+                            lambda: tuner_class(task)(base, task, cfg), install)
 
     def _held_bytes(self) -> int:
         """Weights this run owns (not a frozen, shared encoder), Adam's moments until it finishes, texts, plots."""
@@ -78,8 +90,8 @@ class FineTuneSession(TrainingSession):
     def _final_record(self) -> None:
         """The "after" picture: an evaluation with the pooled vectors at the last step."""
         t = self.trainer
-        if t.evals[-1].pooled is None or t.evals[-1].step != t.step_count:
-            t.evals.append(t.evaluate(pooled=True))
+        if t.evals[-1].step != t.step_count or (t.keeps_pooled and t.evals[-1].pooled is None):
+            t.evals.append(t.evaluate(pooled=t.keeps_pooled))
 
     def _one_step(self) -> FineTuneStep:
         return self.trainer.step()  # evaluations happen inside, on their schedule
@@ -131,11 +143,26 @@ class FineTuneSession(TrainingSession):
         with self._lock:
             return classify(self.trainer.as_loaded(), text)
 
+    def tag(self, text: str) -> WordTagging:
+        """The tagger's reading of one text, as it is now."""
+        if not isinstance(self.trainer, TokenFineTuner):
+            raise BertCoreError("set up a tagging run first")
+        with self._lock:
+            return tag_words(self.trainer.as_loaded(), text)
+
+    def answer(self, question: str, context: str, **kw) -> AnswerResult:
+        """The QA model's best spans for one question and context, as it is now."""
+        if not isinstance(self.trainer, QAFineTuner):
+            raise BertCoreError("set up a question-answering run first")
+        with self._lock:
+            return answer(self.trainer.as_loaded(), question, context, **kw)
+
     def _build_zip(self) -> bytes:
         """A zip of an HF folder: config.json (id2label), model.safetensors, tokenizer, training_report.json."""
         with self._lock:
             report = {**self.trainer.report(), "settings": asdict(self.settings)}
-            return classifier_zip(self.trainer.as_loaded(), report)
+            save = token_model_zip if isinstance(self.trainer, TokenFineTuner | QAFineTuner) else classifier_zip
+            return save(self.trainer.as_loaded(), report)
 
 
 __all__ = ["MAX_TRAIN_SECONDS", "FineTuneSession", "finetune_bytes"]

@@ -85,6 +85,7 @@ class EvalResult:
     accuracy: float
     confusion: np.ndarray  # (C, C) counts: row = true class, column = predicted class
     pooled: np.ndarray | None = None  # (N, H) the vectors the classifier reads, one per validation example
+    f1: float | None = None  # question answering: mean token F1 (accuracy is then the exact match)
 
 
 def _encode(tok, texts, max_len: int) -> list[list[int]]:
@@ -105,7 +106,14 @@ def _pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor
 
 
 class FineTuner:
-    """Fine-tune a new classifier head (and, unless frozen, the encoder) on one task, a step at a time."""
+    """Fine-tune a new classifier head (and, unless frozen, the encoder) on one task, a step at a time.
+
+    What is particular to sentence classification sits in `_new_model`, `_encode_split`, `_targets`,
+    `_logits`, `_loss_and_accuracy` and `evaluate`; `token_finetuning.TokenFineTuner` overrides them for
+    one label per token and shares the rest (schedule, batches, dropout seeding, clipping, reporting).
+    """
+
+    keeps_pooled = True  # evaluate(pooled=True) returns the vectors the head reads (the page's PCA plot)
 
     def __init__(self, base: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig | None = None):
         self.cfg = cfg = cfg or FineTuneConfig()
@@ -119,14 +127,11 @@ class FineTuner:
                 f"{MAX_TRAIN_PARAMS:,} on this server: freeze the encoder (train the head only)"
             )
         self.base, self.task, self.tok = base, task, base.tokenizer
-        # Frozen: the classifier shares the base's encoder modules (no copy) and never puts them in
+        # Frozen: the model shares the base's encoder modules (no copy) and never puts them in
         # train mode, so a shared read-only model stays exactly as it was.
-        self.model, self.notes = new_classifier(base, list(task.labels), seed=cfg.seed,
-                                                copy_encoder=not cfg.freeze_encoder)
-        # New here: the classifier, and the layer that pools (a new pooler when the base had none;
-        # DistilBERT's pre_classifier and RoBERTa's classifier.dense always). The rest is the base's.
+        self.model, self.notes = self._new_model(base, task, cfg)
+        # New here: the head (and any new pooling layer); the rest is the base's.
         from_base = {id(p) for p in base.model.parameters()}
-        self.new_pooler = id(self.model.pooling_layer().weight) not in from_base
         if cfg.freeze_encoder:
             head = [p for p in self.model.parameters() if id(p) not in from_base]
         else:
@@ -134,10 +139,8 @@ class FineTuner:
         self.trainable = head
         self.opt = adamw(head, cfg.lr, cfg.weight_decay)
         max_len = min(cfg.max_len, base.max_length)
-        self.train_rows = _encode(self.tok, task.train_texts, max_len)
-        self.valid_rows = _encode(self.tok, task.valid_texts, max_len)
-        self.train_y = torch.tensor(task.train_labels)
-        self.valid_y = torch.tensor(task.valid_labels)
+        self.train_rows, self.train_y = self._encode_split(task, "train", max_len)
+        self.valid_rows, self.valid_y = self._encode_split(task, "valid", max_len)
         self.steps_per_epoch = math.ceil(len(self.train_rows) / cfg.batch_size)
         self.max_steps = cfg.epochs * self.steps_per_epoch
         self.warmup_steps = max(1, round(cfg.warmup_fraction * self.max_steps))
@@ -148,6 +151,29 @@ class FineTuner:
         self.elapsed = 0.0  # seconds in training steps and evaluations
         self.history: list[FineTuneStep] = []
         self.evals: list[EvalResult] = [self.evaluate(pooled=True)]  # step 0: before fine-tuning
+
+    def _new_model(self, base: LoadedModel, task, cfg: FineTuneConfig):
+        """The classifier on the base's encoder (shared when frozen, else a copy), and notes on what is new."""
+        model, notes = new_classifier(base, list(task.labels), seed=cfg.seed, copy_encoder=not cfg.freeze_encoder)
+        # New: the classifier, and the layer that pools (a new pooler when the base had none;
+        # DistilBERT's pre_classifier and RoBERTa's classifier.dense always).
+        self.new_pooler = id(model.pooling_layer().weight) not in {id(p) for p in base.model.parameters()}
+        return model, notes
+
+    def _encode_split(self, task, split: str, max_len: int):
+        """One split's [CLS] text [SEP] id rows and its (N,) class ids."""
+        texts, labels = (task.train_texts, task.train_labels) if split == "train" else (task.valid_texts,
+                                                                                         task.valid_labels)
+        return _encode(self.tok, texts, max_len), torch.tensor(labels)
+
+    def _targets(self, ys, idx: list[int], T: int) -> torch.Tensor:
+        """The batch's targets: (B,) class ids (T, the padded length, matters for per-token targets)."""
+        return ys[idx]
+
+    @staticmethod
+    def _loss_and_accuracy(logits: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """Mean cross-entropy over the batch and the share it gets right."""
+        return F.cross_entropy(logits, y), (logits.argmax(-1) == y).float().mean().item()
 
     @property
     def done(self) -> bool:
@@ -188,7 +214,7 @@ class FineTuner:
             self._order = torch.randperm(len(self.train_rows), generator=self.g)
         idx = self._order[i * c.batch_size:(i + 1) * c.batch_size].tolist()
         ids, mask = _pad([self.train_rows[j] for j in idx], self.tok.pad_token_id)
-        y = self.train_y[idx]
+        y = self._targets(self.train_y, idx, ids.shape[1])
         lr = self.lr_at(self.step_count)
         for group in self.opt.param_groups:
             group["lr"] = lr
@@ -196,8 +222,8 @@ class FineTuner:
         try:
             with torch.random.fork_rng():  # dropout from our generator, so runs repeat
                 torch.manual_seed(int(torch.randint(2**62, (), generator=self.g)))
-                logits = self._logits(ids, mask)  # (B, C)
-                loss = F.cross_entropy(logits, y)
+                logits = self._logits(ids, mask)  # (B, C), or (B, T, C) per token
+                loss, acc = self._loss_and_accuracy(logits, y)
                 self.opt.zero_grad(set_to_none=True)
                 loss.backward()
                 if c.grad_clip:
@@ -209,7 +235,6 @@ class FineTuner:
         self.step_count += 1
         dt = time.perf_counter() - t0
         self.elapsed += dt
-        acc = (logits.argmax(-1) == y).float().mean().item()
         out = FineTuneStep(self.step_count, self.step_count / self.steps_per_epoch, loss.item(), acc, lr, dt)
         self.history.append(out)
         if self.step_count % self.eval_every == 0 or self.done:

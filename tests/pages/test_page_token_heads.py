@@ -6,7 +6,7 @@ import pytest
 from apptest_util import assert_ok, open_page
 
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "layers",
-         "inside_layer", "compare", "finetuning", "similarity"]
+         "inside_layer", "compare", "finetuning", "similarity", "tagging", "qa"]
 
 
 @pytest.fixture(scope="module")

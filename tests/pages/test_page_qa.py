@@ -1,0 +1,109 @@
+"""The Question answering page, driven through AppTest: no QA head, live fine-tuning, spans, bad and long input."""
+
+from __future__ import annotations
+
+import pytest
+from apptest_util import assert_ok, open_page
+
+from bert_core.runs.status import IDLE, PAUSED
+from bert_core.train.qa import builtin_qa_task, heuristic_baseline
+
+pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
+
+
+def session(at):
+    return at.session_state["qa_session"]
+
+
+@pytest.fixture
+def small_task(monkeypatch):
+    """The built-in task cut to 100 training and 20 validation questions, for speed."""
+    import dataclasses
+
+    import bert_core.train.qa as qa
+
+    full = qa.builtin_qa_task()
+    small = dataclasses.replace(full, train=full.train[:100], valid=full.valid[:20])
+    monkeypatch.setattr(qa, "builtin_qa_task", lambda: small)
+    return small
+
+
+def open_qa(train: bool = False):
+    """The page; with train=True after 10 steps of a head-only run (2 epochs of 100 questions: 14 steps)."""
+    at = open_page("qa", timeout=900)
+    assert_ok(at)
+    if train:
+        at.toggle(key="qa_freeze").set_value(True)
+        at.select_slider(key="qa_lr").set_value(3e-3)
+        at.number_input(key="qa_epochs").set_value(2)
+        at.run()
+        at.button(key="qa_ten").click().run()
+        assert_ok(at)
+    return at
+
+
+def test_a_model_without_a_qa_head_says_so_and_offers_one():
+    at = open_qa()
+    assert any("has no question-answering head" in i.value and "qa_outputs" in i.value for i in at.info)
+    assert any("maximises" in m.value for m in at.markdown) and at.latex  # how a span is chosen
+    assert at.text_area(key="qa_context").value == builtin_qa_task().valid[0].context
+
+
+def test_ten_steps_then_spans_probabilities_metrics_and_download(small_task):
+    at = open_qa(train=True)
+    qs = session(at)
+    assert qs.state == PAUSED and qs.step == 10 and len(qs.trainer.task.train) == 100
+    assert at.radio(key="qa_reader").value == "your fine-tuned reader (this session)"
+    spans = [d.value for d in at.dataframe if "score" in d.value.columns]
+    assert spans and len(spans[0]) == 3 and list(spans[0]["score"]) == sorted(spans[0]["score"], reverse=True)
+    context = small_task.valid[0].context
+    row = spans[0].iloc[0]
+    assert context[row["start (character)"]:row["end (character)"]] == row["answer"]
+    assert len(at.get("plotly_chart")) == 2  # start/end probabilities, curves
+    base = heuristic_baseline(small_task)
+    assert any(f"{100 * base['exact_match']:.1f}%" in m.value and "exact match" in m.value for m in at.markdown)
+    assert [b for b in at.get("download_button") if b.key == "qa_download"]
+    at.button(key="qa_reset").click().run()
+    assert session(at).state == IDLE
+
+
+@pytest.mark.parametrize("passage, question, message", [
+    ("", "which word?", "empty"),
+    ("the cat sat.", "   ", "empty"),
+])
+def test_empty_passage_or_question_says_so(small_task, passage, question, message):
+    at = open_qa(train=True)
+    at.text_area(key="qa_context").set_value(passage)
+    at.text_input(key="qa_question").set_value(question).run()
+    assert_ok(at)
+    assert any(message in w.value for w in at.warning), [w.value for w in at.warning]
+
+
+def test_long_passage_is_read_in_windows_and_html_is_escaped(small_task):
+    at = open_qa(train=True)
+    at.text_area(key="qa_context").set_value("<script>alert(1)</script> the cat sat on the mat. " * 60)
+    at.text_input(key="qa_question").set_value("<b>which</b> animal sat?").run()
+    assert_ok(at)
+    assert any("overlapping windows" in i.value for i in at.info), [i.value for i in at.info]
+    for md in at.markdown:
+        assert "<script>" not in md.value and "<b>which" not in md.value
+
+
+def test_a_qa_model_in_the_sidebar_answers(tmp_path, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "model"))
+    from test_token_heads import hf_head_folder
+
+    hf_head_folder(tmp_path / "qa", "bert", "qa")
+    monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(tmp_path))
+    at = open_page("qa", query={"model": str(tmp_path / "qa" / "qa")})
+    assert_ok(at)
+    assert at.radio(key="qa_reader").value.startswith("the sidebar's model")
+    # the built-in example's question is longer than this tiny model's 64 positions allow: it says so
+    assert any("shorten it" in w.value for w in at.warning), [w.value for w in at.warning]
+    at.text_area(key="qa_context").set_value("the cat sat on the mat.")
+    at.text_input(key="qa_question").set_value("who sat ?").run()
+    assert_ok(at)
+    assert [d for d in at.dataframe if "score" in d.value.columns]

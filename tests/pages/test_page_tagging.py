@@ -1,0 +1,148 @@
+"""The Tagging page, driven through AppTest: no tagging head, a CoNLL task, steps, tags, the figures, bad files."""
+
+from __future__ import annotations
+
+import pytest
+from apptest_util import assert_ok, open_page
+
+from bert_core.runs.status import FINISHED, IDLE, PAUSED, RUNNING
+
+CONLL = "\n\n".join(f"the\tDET\n{w}\tNOUN\nsat\tVERB\n.\t." for w in ("cat", "dog", "mat", "store") * 6) + "\n"
+HTML_CONLL = CONLL.replace("\tNOUN", "\t<b>N</b><script>alert(1)</script>")
+
+pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
+
+
+def session(at):
+    return at.session_state["tg_session"]
+
+
+def open_tagging(conll: str | None = CONLL, text: str | None = "the cat sat on the mat."):
+    at = open_page("tagging", text=text, timeout=900)
+    assert_ok(at)
+    if conll is not None:
+        at.radio(key="tg_task").set_value("Paste CoNLL").run()
+        at.text_area(key="tg_conll").set_value(conll)
+        at.toggle(key="tg_freeze").set_value(True)
+        at.select_slider(key="tg_lr").set_value(3e-3)
+        at.selectbox(key="tg_batch").set_value(8)
+        at.number_input(key="tg_epochs").set_value(5)
+        at.run()
+    assert_ok(at)
+    return at
+
+
+def test_a_model_without_a_tagging_head_says_so_and_offers_one():
+    at = open_tagging(conll=None)
+    assert any("has no token-classification head" in i.value and "fine-tune" in i.value for i in at.info)
+    assert any("Tagging" in h.value for h in at.header)
+    assert any("first piece" in m.value for m in at.markdown)  # what token classification is
+    assert any("What the tagger learns from" in s.value for s in at.subheader)  # the built-in task's examples
+    assert any("NOUN" in m.value for m in at.markdown)
+
+
+def test_conll_task_ten_steps_tags_the_sidebar_text_with_figures_and_download():
+    at = open_tagging()
+    at.button(key="tg_ten").click().run()
+    assert_ok(at)
+    ts = session(at)
+    assert ts.state == PAUSED and ts.step == 10 and ts.trainer.cfg.freeze_encoder
+    assert ts.trainer.task.labels == (".", "DET", "NOUN", "VERB")
+    assert len(at.get("plotly_chart")) == 3  # curves, accuracy per label, confusion matrix
+    assert any("the baseline" in m.value and "most frequent" in m.value for m in at.markdown)
+    assert at.radio(key="tg_tagger").value == "your fine-tuned tagger (this session)"
+    coloured = [m.value for m in at.markdown if "inline-block" in m.value and ">cat<" in m.value]
+    assert coloured, "the sidebar's words, coloured by label"
+    probs = [d.value for d in at.dataframe if "first piece of" in d.value.columns]
+    assert probs and list(probs[0]["piece"])[:3] == ["[CLS]", "the", "cat"]  # the per-token probability table
+    assert (probs[0][[".", "DET", "NOUN", "VERB"]].sum(axis=1) - 1).abs().max() < 1e-5
+    assert [b for b in at.get("download_button") if b.key == "tg_download"]
+    at.button(key="tg_reset").click().run()
+    assert session(at).state == IDLE and session(at).trainer is None
+
+
+def test_start_runs_on_the_timer_until_finished(slots):
+    at = open_tagging()
+    at.button(key="tg_start").click().run()
+    assert_ok(at)
+    assert session(at).state in (RUNNING, FINISHED)
+    for _ in range(30):  # AppTest does not fire run_every timers: each run is one tick
+        if session(at).state == FINISHED:
+            break
+        at.run()
+    assert_ok(at)
+    assert session(at).state == FINISHED and session(at).step == 15  # 19 training sentences / 8: 3 steps x 5 epochs
+    assert slots.position(session(at).id) is None
+    assert any("Finished" in s.value for s in at.success)
+
+
+def test_labels_with_html_are_escaped_everywhere():
+    at = open_tagging(HTML_CONLL, text="the cat sat.")
+    at.button(key="tg_ten").click().run()
+    assert_ok(at)
+    assert "<b>N</b><script>alert(1)</script>" in session(at).trainer.task.labels
+    for md in at.markdown:
+        assert "<script>" not in md.value and "<b>N" not in md.value
+
+
+@pytest.mark.parametrize("conll, message", [
+    ("", "empty"),
+    ("the\tDET\ncat\n\n" * 12, "no label"),
+    ("the\tDT\tDET\ncat\tNOUN\n\n" * 12, "columns"),
+    ("the\tDET\n\n" * 12, "two labels"),
+    ("the\tDET\ncat\tNOUN\n", "at least 10"),
+])
+def test_bad_conll_gives_a_clear_message(conll, message):
+    at = open_tagging(conll)
+    at.button(key="tg_ten").click().run()
+    assert_ok(at)
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert session(at).state == IDLE
+
+
+def test_upload_without_a_file_says_so():
+    at = open_tagging(conll=None)
+    at.radio(key="tg_task").set_value("Upload a CoNLL file").run()
+    at.button(key="tg_ten").click().run()
+    assert_ok(at)
+    assert any("choose a CoNLL file" in e.value for e in at.error)
+
+
+def test_empty_and_long_sidebar_text_with_a_tagger():
+    at = open_tagging()
+    at.button(key="tg_ten").click().run()
+    at.sidebar.text_area(key="text").set_value("").run()
+    assert_ok(at)
+    assert any("empty" in w.value for w in at.warning)
+    at.sidebar.text_area(key="text").set_value("the cat sat on the mat . " * 80).run()
+    assert_ok(at)
+    assert any("Words past the cut have no label" in i.value for i in at.info)
+
+
+def test_a_tagger_in_the_sidebar_tags_the_text(tmp_path, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "model"))
+    from test_token_heads import hf_head_folder
+
+    hf_head_folder(tmp_path / "token", "bert", "token")
+    monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(tmp_path))
+    at = open_page("tagging", query={"model": str(tmp_path / "token" / "token"), "text": "The cat sat."})
+    assert_ok(at)
+    assert at.radio(key="tg_tagger").value.startswith("the sidebar's model")
+    assert not any("has no token-classification head" in i.value for i in at.info)
+    assert [m.value for m in at.markdown if "inline-block" in m.value and ">cat<" in m.value]
+
+
+def test_builtin_pos_task_ten_steps_shows_the_baseline_beside_it():
+    at = open_tagging(conll=None)
+    at.toggle(key="tg_freeze").set_value(True)
+    at.run()
+    at.button(key="tg_ten").click().run()
+    assert_ok(at)
+    ts = session(at)
+    assert ts.step == 10 and len(ts.trainer.task.train_words) == 1_000 and len(ts.trainer.task.labels) == 12
+    assert any("the baseline" in m.value and "NOUN" in m.value for m in at.markdown)
+    per_tag = [d.value for d in at.dataframe if "baseline" in d.value.columns]
+    assert per_tag and list(per_tag[0]["label"]) == list(ts.trainer.task.labels)

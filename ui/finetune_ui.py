@@ -1,0 +1,103 @@
+"""What the three fine-tuning pages (Fine-tuning, Tagging, Question answering) draw alike: status and the download."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from bert_core.runs.status import FINISHED, PAUSED, QUEUED, WAITING
+from bert_core.train.finetuning import default_lr
+from ui import callbacks
+from ui.state import BUNDLED_LABEL, Current, shared_model
+from ui.widgets import live_run, memory_wait_ui, queued_info
+
+TICK_SECONDS = 1.0  # as the Training page: refresh while training ...
+QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
+TRAIN_SECONDS = 0.8
+
+
+def new_head_bases(cur: Current) -> dict[str, tuple[str, object]]:
+    """Base models a new head can go on: label -> (name, loader): the bundled model, and the sidebar's model."""
+    out = {BUNDLED_LABEL: ("bundled", lambda: shared_model("bundled"))}
+    if cur.model_key != "bundled":
+        out[f"the sidebar's model: {cur.model.name}"] = (cur.model.name, lambda: cur.model)
+    return out
+
+
+def run_status(session, finished_hint: str, rename: tuple[str, str] | None = None) -> None:
+    """The run's metrics in two rows (a label renamed if asked), then its place in line, end or pause."""
+    shown = session.metrics(0.9)
+    if rename:
+        shown = [(k.replace(*rename), v) for k, v in shown]
+    for row in (shown[:4], shown[4:]):
+        for col, (label, value) in zip(st.columns(4), row):
+            col.metric(label, value)
+    if session.state == QUEUED:
+        queued_info(session)
+    elif session.state == FINISHED:
+        st.success(f"Finished: {session.finish_reason}. {finished_hint}")
+    elif session.state == PAUSED and session.step:
+        st.caption("Paused. Training only runs while this page is open.")
+
+
+def keep_ui(session, what: str, file_name: str, auto_class: str, key: str) -> None:
+    """The fine-tuned model as a Hugging Face folder in a zip, and where it lives."""
+    st.subheader(f"Keep the {what}")
+    st.download_button(
+        f"Download the fine-tuned {what} (.zip)", data=session.checkpoint_zip, file_name=file_name,
+        mime="application/zip", key=key, on_click="ignore",
+        help=f"A Hugging Face folder: config.json, model.safetensors, the tokenizer and training_report.json. "
+             f"transformers' {auto_class}.from_pretrained(folder) and bert_core.load_model(folder) both read it.")
+    st.caption(f"Your {what} lives in this browser session only: closing the tab discards it. Memory: "
+               f"{session.memory_usage()}.")
+
+
+LEARNING_RATES = (2e-5, 3e-5, 5e-5, 1e-4, 3e-4, 1e-3, 3e-3)
+
+
+def ready_models(cur: Current, session, head_cls, session_label: str, what: str) -> dict[str, object]:
+    """Models with this head now: the sidebar's model when it has one, and the run's model: label -> LoadedModel."""
+    out = {}
+    if isinstance(cur.model.model, head_cls):
+        out[f"the sidebar's model ({cur.model.name})"] = cur.model
+    if session.trainer is not None:
+        out[session_label] = session.trainer.as_loaded(f"your {what}")
+    return out
+
+
+def new_head_settings(cur: Current, prefix: str, locked: bool, cols, batch_index: int = 1, freeze_help: str = ""):
+    """Base model, freeze, learning rate, epochs and batch in five columns; returns (base label, freeze, lr,
+    epochs, batch). The learning rate follows the base and the freeze switch until the user picks one."""
+    bases = new_head_bases(cur)
+    if st.session_state.get(f"{prefix}_base") not in bases:
+        st.session_state[f"{prefix}_base"] = BUNDLED_LABEL
+    base = cols[0].selectbox("Base model", list(bases), key=f"{prefix}_base", disabled=locked,
+                             help="The pretrained encoder under the new head (a model's own head, if any, is "
+                                  "replaced).")
+    freeze = cols[1].toggle("Freeze the encoder", key=f"{prefix}_freeze", disabled=locked,
+                            help=freeze_help or "Train the new head only; the encoder stays as pretraining left it.")
+    suggested = default_lr(bases[base][1]().config, bool(freeze))
+    if not st.session_state.get(f"{prefix}_lr_picked") and not locked:
+        st.session_state[f"{prefix}_lr"] = suggested
+    lr = cols[2].select_slider("Learning rate", LEARNING_RATES, key=f"{prefix}_lr", disabled=locked,
+                               format_func=callbacks.number_label, on_change=callbacks.put,
+                               args=(f"{prefix}_lr_picked", True))
+    epochs = cols[3].number_input("Epochs", 1, 5, value=1, step=1, key=f"{prefix}_epochs", disabled=locked)
+    batch = cols[4].selectbox("Batch", (8, 16, 32), index=batch_index, key=f"{prefix}_batch", disabled=locked)
+    return base, bool(freeze), float(lr), int(epochs), int(batch)
+
+
+def head_run_ui(session, not_started: str, draw, keep: tuple[str, str, str, str], before=None) -> None:
+    """The run below its buttons: its place in line for memory, or a hint before the first step, or (live on a
+    timer) `draw()`, then the new head's notes and the download. `before()` draws under the hint."""
+    if session.state == WAITING:
+        memory_wait_ui(session, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
+        st.stop()
+    if session.trainer is None:
+        st.info(not_started)
+        if before is not None:
+            before()
+        st.stop()
+    live_run(session, draw, TICK_SECONDS, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
+    for note in session.trainer.notes:
+        st.caption(note)
+    keep_ui(session, *keep)
