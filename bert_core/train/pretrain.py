@@ -40,9 +40,10 @@ from ..model.heads import BertForPreTraining
 from ..model.loading import load_model
 from ..model.tokenization import WordPieceTokenizer
 from .corpus import _heldout_score, load_pretraining_corpus, save_tokenizer, train_wordpiece
-from .trainer import TrainConfig, Trainer, new_model
+from .trainer import PRESETS, TrainConfig, Trainer, new_model
 
 BUNDLED_PRESET = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
+PRESET_NAMES = {name.split(" ")[0]: name for name in PRESETS}  # "tiny" / "small" / "medium" -> the page's preset
 CHECKPOINT = "trainer_state.pt"
 
 
@@ -91,6 +92,8 @@ def main(argv=None) -> int:
     ap.add_argument("--wordnet-fraction", type=float, default=1.0,
                     help="train on this seeded share of the WordNet lines (Brown texts always whole)")
     ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--preset", default=None, choices=sorted(PRESET_NAMES),
+                    help="a from-scratch model of one of the Training page's sizes (default: the bundled model's)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--export-only", action="store_true",
                     help="write --checkpoint-dir's weights to --out as a model folder, without training")
@@ -130,8 +133,9 @@ def main(argv=None) -> int:
     if args.objective == "clm" and init_dir is not None:
         print("--objective clm trains a causal model from scratch: drop --init-from / --continue-from", file=sys.stderr)
         return 2
+    preset = BUNDLED_PRESET if args.preset is None else PRESETS[PRESET_NAMES[args.preset]]
     if init_dir is None:
-        model = new_model(tok, BUNDLED_PRESET, max_position_embeddings=128, nsp=nsp, seed=args.seed, dropout=0.1,
+        model = new_model(tok, preset, max_position_embeddings=128, nsp=nsp, seed=args.seed, dropout=0.1,
                           causal=args.objective == "clm")
     elif args.init_from is not None:
         model = encoder_with_new_heads(args.init_from, args.seed)
@@ -186,7 +190,7 @@ def main(argv=None) -> int:
     from .evaluate import bundled_report  # the evaluation reads the saved model, as users will
 
     report = {
-        "preset": BUNDLED_PRESET if init_dir is None else None, "pairs_from": args.pairs_from,
+        "preset": preset if init_dir is None else None, "pairs_from": args.pairs_from,
         "continue_from": args.continue_from, "init_from": args.init_from, "head_lr_scale": args.head_lr_scale,
         "wordnet_fraction": args.wordnet_fraction, "seq_len": args.seq_len,
         "parameters": model.num_parameters(), "nsp": nsp, "steps": trainer.step_count,
