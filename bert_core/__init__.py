@@ -15,8 +15,8 @@ from .inspect.attribution import attention_rollout, head_stats, salience
 from .inspect.classify import classify
 from .inspect.generation import Generation, generate
 from .inspect.inside_layers import LayerSteps, layer_steps
-from .inspect.replaced import ReplacedTokens, replaced_token_probs
 from .inspect.mask_filling import FillResult, PseudoLogLikelihood, fill_masks, pseudo_log_likelihood
+from .inspect.replaced import ReplacedTokens, replaced_token_probs
 from .inspect.residual import (
     LogitLens,
     RepeatedWord,

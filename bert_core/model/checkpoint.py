@@ -78,7 +78,8 @@ KEY_MAPS: dict[str, list[tuple[str, str]]] = {
 }
 BASE_PREFIX = {"bert": "bert.", "roberta": "roberta.", "distilbert": "distilbert.", "albert": "albert.",
                "electra": "electra."}
-BARE_STARTS = ("embeddings.", "encoder.", "pooler.", "transformer.", "embeddings_project.")  # keys of a bare encoder (HF's XModel)
+# Keys of a bare encoder (HF's XModel; ElectraModel's projection sits beside its embeddings).
+BARE_STARTS = ("embeddings.", "encoder.", "pooler.", "transformer.", "embeddings_project.")
 # What `save_pretrained` calls each family's classes, per set of heads.
 ARCHITECTURES = {
     "bert": ("BertForPreTraining", "BertForMaskedLM", "BertModel"),

@@ -103,7 +103,7 @@ class BertConfig:
 
     @property
     def head_act(self) -> str:
-        """The MLM head's activation: RoBERTa's and ELECTRA's generator head always use exact GELU, the others hidden_act."""
+        """The MLM head's activation: exact GELU for RoBERTa and ELECTRA's generator, hidden_act for the others."""
         return "gelu" if self.model_type in ("roberta", "electra") else self.hidden_act
 
 
