@@ -16,11 +16,13 @@ import torch.nn.functional as F
 
 from ..errors import BertCoreError
 from ..inspect.analysis import analyze
+from ..inspect.generation import next_token_predictions
 from ..model.checkpoint import save_pretrained
 from ..model.config import BertConfig
 from ..model.heads import BertForPreTraining
 from ..model.loaded import LoadedModel
 from ..model.tokenization import WordPieceTokenizer
+from ..objectives.catalog import OBJECTIVES
 from ..objectives.masking import KEPT, MASKED, RANDOM, mask_tokens
 from ..objectives.rtd import RTD_LAMBDA, electra_mask, new_generator, rtd_forward
 from .batches import TextDataset
@@ -59,12 +61,6 @@ class TrainConfig:
     # "rtd": ELECTRA's replaced-token detection (objectives/rtd.py)
     rtd_lambda: float = RTD_LAMBDA  # rtd: the discriminator loss's weight
 
-
-OBJECTIVES = {
-    "mlm": "BERT: predict the ~15% masked tokens from both sides",
-    "clm": "GPT: predict every next token from the ones before it (causal mask)",
-    "rtd": "ELECTRA: say for every token whether a small generator replaced it",
-}
 
 
 @dataclass
@@ -389,6 +385,7 @@ class Trainer:
         """Top-k predictions for each probe sentence and the first one's attention, at this step.
 
         rtd: the guesses are the generator's (the discriminator has no MLM head), the attention the discriminator's.
+        clm: the guess for a [MASK] is the next-token prediction from the words left of it.
         """
         m = self.as_loaded()
         guesser = m if self.generator is None else LoadedModel(self.generator, self.tok, "generator", "session")
@@ -402,12 +399,15 @@ class Trainer:
                               attentions=i == 0 and guesser is m) for i, s in enumerate(self.probes_text)]
             first = traces[0] if guesser is m else analyze(m, self.probes_text[0], embeddings=False,
                                                            hidden_states=False, attentions=True)
+            preds = {s: t.predictions for s, t in zip(self.probes_text, traces)}
+            if self.cfg.objective == "clm":  # a [MASK] guessed from its left: what a left-to-right model can do
+                preds = {s: next_token_predictions(m, s, self.cfg.top_k) for s in self.probes_text}
         finally:
             for mod in modules:
                 mod.train(was_training)
         return Probe(
             step=self.step_count,
-            predictions={s: t.predictions for s, t in zip(self.probes_text, traces)},
+            predictions=preds,
             tokens=first.tokens,
             attentions=first.attentions,
         )

@@ -135,3 +135,15 @@ def test_objective_and_model_must_agree(tok):
         Trainer(new_model(tok, PRESET, max_position_embeddings=32), tok, LINES, TrainConfig(objective="rtd"))
     with pytest.raises(bert_core.BertCoreError, match="rtd"):
         Trainer(new_model(tok, PRESET, max_position_embeddings=32, rtd=True), tok, LINES, TrainConfig())
+
+
+def test_the_memory_estimate_counts_the_generator(tok):
+    from bert_core.runs.settings import preset_parameters
+    from bert_core.train.trainer import PRESETS
+
+    preset = "tiny (2 layers, 64 wide)"
+    model = new_model(tok, PRESETS[preset], max_position_embeddings=128, rtd=True)
+    tr = Trainer(model, tok, LINES, TrainConfig(objective="rtd"))
+    both = {id(p): p.numel() for p in (*tr.model.parameters(), *tr.generator.parameters())}
+    assert preset_parameters(preset, tok.vocab_size, "rtd") == sum(both.values())
+    assert preset_parameters(preset, tok.vocab_size, "rtd") > model.num_parameters()
