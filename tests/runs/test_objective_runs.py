@@ -11,7 +11,7 @@ from bert_core.runs.memory import SessionMemory
 from bert_core.runs.objective_runs import PROBE_POINTS, ObjectiveComparison
 from bert_core.runs.settings import builtin_lines, bundled_tokenizer
 from bert_core.runs.slots import SlotManager
-from bert_core.train.linear_probe import fit_logistic, probe_set, sentence_vectors
+from bert_core.train.linear_probe import fit_ridge, probe_set, sentence_vectors
 
 TINY = "tiny (2 layers, 64 wide)"
 
@@ -73,10 +73,12 @@ def test_sentence_vectors_are_plain_per_text_means(tiny_dirs):
 
 def test_linear_probe_fits_separable_data_and_the_probe_set_is_balanced():
     rng = np.random.default_rng(0)
-    x = rng.normal(size=(90, 5))
-    y = np.argmax(x[:, :3], axis=1)  # linearly separable into 3 classes
-    w, b = fit_logistic(x, y, 3, l2=1e-6)
-    assert ((x @ w + b).argmax(1) == y).mean() > 0.97
+    y = np.arange(90) % 3
+    x = 3 * np.eye(5)[y] + rng.normal(scale=0.3, size=(90, 5))  # three well separated clusters
+    w, b = fit_ridge(x, y, 3, l2=1e-3)
+    assert ((x @ w + b).argmax(1) == y).all()
+    w, b = fit_ridge(x, rng.permutation(y), 3, l2=1e-3)  # shuffled labels: no better than a little above chance
+    assert ((x @ w + b).argmax(1) == y).mean() < 0.6
     p = probe_set()
-    assert len(p.train_texts) == 600 and np.bincount(p.train_labels).tolist() == [100] * 6
+    assert len(p.train_texts) == 480 and np.bincount(p.train_labels).tolist() == [80] * 6
     assert len(p.valid_texts) == 300 and not set(p.train_texts) & set(p.valid_texts)
