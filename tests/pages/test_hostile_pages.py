@@ -10,6 +10,7 @@ PAGES += ["layers", "inside_layer"]
 PAGES.append("compare")
 PAGES.append("finetuning")
 PAGES.append("similarity")
+PAGES.append("bert_vs_gpt")
 HOSTILE = {
     "empty": "",
     "whitespace": "   \n\t  ",
