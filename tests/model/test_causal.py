@@ -105,3 +105,28 @@ def test_sampling_is_seeded_and_respects_top_k(causal):
     for bad in (dict(strategy="beam"), dict(temperature=0), dict(top_k=0), dict(max_new_tokens=0)):
         with pytest.raises(bert_core.BertCoreError):
             bert_core.generate(m, "the cat", **{"max_new_tokens": 3, **bad})
+
+
+def test_the_causal_switch_runs_a_bert_as_transformers_does_with_is_decoder(tiny_dirs):
+    """encoder(causal=True) on a bidirectional checkpoint = transformers' BertModel of the same weights with
+    is_decoder=True; mask_comparison (the BERT vs GPT page) draws exactly these maps."""
+    from transformers import BertModel
+
+    from bert_core.inspect.objectives_view import mask_comparison
+
+    path = tiny_dirs["mlm"][0]
+    m = bert_core.load_model(path)
+    hf = BertModel.from_pretrained(path, is_decoder=True, attn_implementation="eager").eval()
+    ids = torch.as_tensor(m.tokenizer.encode("the cat sat on the mat").input_ids)[None]
+    with torch.no_grad():
+        theirs = hf(input_ids=ids, output_hidden_states=True, output_attentions=True)
+        ours = m.model.bert(ids, trace=True, causal=True)
+    for a, b in zip(ours.hidden_states, theirs.hidden_states):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)
+    mc = mask_comparison(m, "the cat sat on the mat")
+    for k, a in enumerate(theirs.attentions):
+        np.testing.assert_allclose(mc.attn_causal[k], a[0].numpy(), atol=1e-5)
+    with torch.no_grad():
+        bi = m.model.bert(ids, trace=True)  # the config's own (bidirectional) mask is untouched
+    np.testing.assert_allclose(mc.attn_bidirectional, torch.stack([a[0] for a in bi.attentions]).numpy(), atol=1e-6)
+    assert not m.config.is_decoder
