@@ -18,6 +18,15 @@ def _ticks(tokens: list[str]) -> dict:
     return dict(tickmode="array", tickvals=list(range(len(tokens))), ticktext=token_labels(tokens))
 
 
+def _objective_rows(fig: go.Figure, names: list[str], tokens: list[str], height: int) -> go.Figure:
+    """Axes of a rows-are-objectives, columns-are-tokens grid."""
+    fig.update_xaxes(tickangle=-45, **_ticks(tokens))
+    fig.update_yaxes(tickmode="array", tickvals=list(range(len(names))), autorange="reversed",
+                     ticktext=[OBJECTIVE_LABELS.get(n, n) for n in names])
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10))
+    return fig
+
+
 def mask_pair_figure(left: np.ndarray, right: np.ndarray, tokens: list[str], titles: tuple[str, str],
                      zmax: float = 1.0, colorscale: str = "Blues", height: int = 430) -> go.Figure:
     """Two (T, T) maps side by side (row i = query, column j = key): the two masks, or the attention under each."""
@@ -48,11 +57,7 @@ def visibility_figure(codes: dict[str, np.ndarray], tokens: list[str], height: i
              [0.67, VIS_COLORS[2]], [1, VIS_COLORS[2]]]
     fig = go.Figure(go.Heatmap(z=z, zmin=0, zmax=2, colorscale=scale, showscale=False, text=hover, hoverinfo="text",
                                xgap=2, ygap=2))
-    fig.update_xaxes(tickangle=-45, **_ticks(tokens))
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(names))), autorange="reversed",
-                     ticktext=[OBJECTIVE_LABELS.get(n, n) for n in names])
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10))
-    return fig
+    return _objective_rows(fig, names, tokens, height)
 
 
 def loss_positions_figure(rows: dict[str, np.ndarray], texts: dict[str, list[str]], tokens: list[str],
@@ -64,11 +69,7 @@ def loss_positions_figure(rows: dict[str, np.ndarray], texts: dict[str, list[str
     fig = go.Figure(go.Heatmap(z=z, zmin=0, zmax=1, colorscale=[[0, "#f4f4f4"], [1, "#fdae6b"]], showscale=False,
                                text=cell, texttemplate="%{text}", hovertemplate="%{text}<extra></extra>",
                                xgap=2, ygap=2))
-    fig.update_xaxes(tickangle=-45, **_ticks(tokens))
-    fig.update_yaxes(tickmode="array", tickvals=list(range(len(names))), autorange="reversed",
-                     ticktext=[OBJECTIVE_LABELS.get(n, n) for n in names])
-    fig.update_layout(height=height, margin=dict(l=10, r=10, t=10, b=10))
-    return fig
+    return _objective_rows(fig, names, tokens, height)
 
 
 def objective_losses_figure(curves: dict[str, dict[str, np.ndarray]], height: int = 340) -> go.Figure:

@@ -21,6 +21,7 @@ import torch
 
 from ..model.heads import BertForPreTraining
 from ..model.tokenization import WordPieceTokenizer
+from .batches import pad_rows
 from .tasks import builtin_tasks
 
 PROBE_TASK = "topic"
@@ -70,13 +71,7 @@ def sentence_vectors(model: BertForPreTraining, tok: WordPieceTokenizer, texts, 
     out = []
     try:
         for s in range(0, len(order), batch_size):
-            rows = [[cls, *ids_all[i][: seq_len - 2], sep] for i in order[s:s + batch_size]]
-            T = max(map(len, rows))
-            ids = torch.full((len(rows), T), pad, dtype=torch.long)
-            attn = torch.zeros_like(ids)
-            for r, row in enumerate(rows):
-                ids[r, : len(row)] = torch.tensor(row)
-                attn[r, : len(row)] = 1
+            ids, attn = pad_rows([[cls, *ids_all[i][: seq_len - 2], sep] for i in order[s:s + batch_size]], pad)
             h = model(ids, None, attn)  # (B, T, H)
             w = attn.unsqueeze(-1).to(h.dtype)  # (B, T, 1)
             out.append(((h * w).sum(1) / w.sum(1)).numpy())

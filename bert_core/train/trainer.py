@@ -25,7 +25,7 @@ from ..model.tokenization import WordPieceTokenizer
 from ..objectives.catalog import OBJECTIVES
 from ..objectives.masking import KEPT, MASKED, RANDOM, mask_tokens
 from ..objectives.rtd import RTD_LAMBDA, electra_mask, new_generator, rtd_forward
-from .batches import TextDataset
+from .batches import TextDataset, pad_rows
 
 # Model sizes a user may pick for live training: small enough to step several times a second.
 PRESETS = {
@@ -430,13 +430,7 @@ def evaluate_mlm(model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines
     total_loss, n, top1, top5 = 0.0, 0, 0, 0
     cls, sep, pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
     for start in range(0, len(data.lines), batch_size):
-        rows = [[cls, *x, sep] for x in data.lines[start:start + batch_size]]
-        T = max(map(len, rows))
-        ids = torch.full((len(rows), T), pad, dtype=torch.long)
-        attn = torch.zeros_like(ids)
-        for r, row in enumerate(rows):
-            ids[r, : len(row)] = torch.tensor(row)
-            attn[r, : len(row)] = 1
+        ids, attn = pad_rows([[cls, *x, sep] for x in data.lines[start:start + batch_size]], pad)  # (B, T)
         special = ((ids == cls) | (ids == sep) | (attn == 0)).long()
         draw = mask_tokens(ids, special, vocab_size=model.config.vocab_size, mask_token_id=tokenizer.mask_token_id,
                            generator=g, mlm_probability=mlm_probability, special_ids=tokenizer.all_special_ids)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import VOCAB
+from conftest import VOCAB, save_perturbed
 
 import bert_core
 
@@ -14,20 +14,10 @@ def write_causal_checkpoint(path, seed=0):
     """A random BertLMHeadModel (is_decoder: true), biases and LayerNorms perturbed, with a tokenizer."""
     from transformers import BertConfig, BertLMHeadModel
 
-    from bert_core.model.tokenization import WordPieceTokenizer
-
     torch.manual_seed(seed)
     cfg = BertConfig(vocab_size=len(VOCAB) + 3, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                      intermediate_size=37, max_position_embeddings=64, is_decoder=True, attn_implementation="eager")
-    model = BertLMHeadModel(cfg).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "LayerNorm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(path)
-    (path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    WordPieceTokenizer.from_dir(path).save(path)
-    return model
+    return save_perturbed(BertLMHeadModel(cfg).eval(), path)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import VOCAB
+from conftest import VOCAB, save_perturbed
 
 import bert_core
 
@@ -14,21 +14,11 @@ def write_electra_checkpoint(path, kind="discriminator", seed=0, embedding_size=
     """A random HF ELECTRA discriminator or generator (biases and LayerNorms perturbed) with a WordPiece tokenizer."""
     from transformers import ElectraConfig, ElectraForMaskedLM, ElectraForPreTraining
 
-    from bert_core.model.tokenization import WordPieceTokenizer
-
     torch.manual_seed(seed)
     cfg = ElectraConfig(vocab_size=len(VOCAB) + 3, embedding_size=embedding_size, hidden_size=hidden_size,
                         num_hidden_layers=2, num_attention_heads=4, intermediate_size=37, max_position_embeddings=64,
                         hidden_act="gelu_new" if kind == "discriminator" else "gelu", attn_implementation="eager")
-    model = (ElectraForPreTraining if kind == "discriminator" else ElectraForMaskedLM)(cfg).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "LayerNorm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(path)
-    (path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    WordPieceTokenizer.from_dir(path).save(path)
-    return model
+    return save_perturbed((ElectraForPreTraining if kind == "discriminator" else ElectraForMaskedLM)(cfg).eval(), path)
 
 
 @pytest.mark.parametrize("embedding_size", [16, 32])  # E < H: embeddings_project; E == H: none
