@@ -18,7 +18,7 @@ from ..errors import BertCoreError
 from ..model.loaded import LoadedModel
 from ..model.tokenization import WordPieceTokenizer
 from ..objectives.catalog import OBJECTIVES
-from ..train.linear_probe import probe_accuracy
+from ..train.linear_probe import probe_accuracy, without_probe_texts
 from .memory import SessionMemory
 from .settings import TrainSettings, ema
 from .slots import SlotManager
@@ -51,6 +51,7 @@ class ObjectiveComparison:
         if not 10 <= steps <= MAX_COMPARE_STEPS:
             raise BertCoreError(f"steps must be between 10 and {MAX_COMPARE_STEPS}")
         comp = cls(preset, steps, seed, corpus_name, probe_fn=probe)
+        lines = without_probe_texts(lines)  # the probe's validation definitions stay unseen
         try:
             for obj in OBJECTIVES:
                 s = TrainingSession(slots=slots, memory=memory)

@@ -59,6 +59,16 @@ def probe_set(n_train: int = PROBE_TRAIN, n_valid: int = PROBE_VALID) -> ProbeSe
                     *take(task.valid_texts, task.valid_labels, n_valid), task.labels)
 
 
+def without_probe_texts(lines: list[str], probe: ProbeSet | None = None) -> list[str]:
+    """`lines` minus the probe's validation texts (compared lower-cased, trimmed), so the probe stays held out.
+
+    `pretrain`'s training split already holds them out; the Training page's 10,000-line sample of all the
+    glosses holds 13 of the 300, which a run on it must not read.
+    """
+    held = {t.strip().lower() for t in (probe or probe_set()).valid_texts}
+    return [x for x in lines if x.strip().lower() not in held]
+
+
 @torch.no_grad()
 def sentence_vectors(model: BertForPreTraining, tok: WordPieceTokenizer, texts, seq_len: int = 64,
                      batch_size: int = 128) -> np.ndarray:

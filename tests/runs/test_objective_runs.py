@@ -11,7 +11,7 @@ from bert_core.runs.memory import SessionMemory
 from bert_core.runs.objective_runs import PROBE_POINTS, ObjectiveComparison
 from bert_core.runs.settings import builtin_lines, bundled_tokenizer
 from bert_core.runs.slots import SlotManager
-from bert_core.train.linear_probe import fit_ridge, probe_set, sentence_vectors
+from bert_core.train.linear_probe import fit_ridge, probe_set, sentence_vectors, without_probe_texts
 
 TINY = "tiny (2 layers, 64 wide)"
 
@@ -28,6 +28,9 @@ def test_three_runs_share_corpus_preset_seed_and_probe_on_schedule():
     assert [s.settings.objective for s in comp.sessions.values()] == ["mlm", "clm", "rtd"]
     assert {(s.settings.preset, s.settings.seed) for s in comp.sessions.values()} == {(TINY, 3)}
     assert comp.sessions["rtd"].trainer.generator is not None
+    data = comp.sessions["mlm"].trainer.data
+    assert len(data.lines) == len(without_probe_texts(builtin_lines(300)))  # the probe's texts are not trained on
+    assert len(without_probe_texts(builtin_lines())) == len(builtin_lines()) - 13  # the page's sample held 13
     held = {o: memory.held(s.mem_key) for o, s in comp.sessions.items()}
     assert held["rtd"] > held["mlm"]  # the generator is charged too
     assert slots.request("someone-else") == 0  # the only slot is taken: the comparison must wait
