@@ -146,7 +146,11 @@ def new_model(tokenizer: WordPieceTokenizer, preset: dict, max_position_embeddin
                      model_type="electra" if rtd else "bert", **preset)
     with torch.random.fork_rng():  # initialise from our seed without moving anyone's global RNG
         torch.manual_seed(seed)
-        model = BertForPreTraining(cfg, mlm=not rtd, nsp=nsp, rtd=rtd)
+        model = BertForPreTraining(cfg, mlm=True, nsp=nsp)
+        if rtd:  # the discriminator starts from the very encoder an mlm (or clm) run of this seed starts from
+            encoder = model.bert.state_dict()
+            model = BertForPreTraining(cfg, mlm=False, nsp=False, rtd=True)
+            model.bert.load_state_dict(encoder)
     if model.num_parameters() > MAX_TRAIN_PARAMS:
         raise BertCoreError(
             f"that model has {model.num_parameters():,} parameters; live training allows {MAX_TRAIN_PARAMS:,}"

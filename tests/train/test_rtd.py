@@ -130,6 +130,14 @@ def test_resume_continues_exactly(tok):
     assert [m.loss for m in c.run(steps=2)] == pytest.approx([m.loss for m in a.history[1:]], abs=1e-6)
 
 
+def test_every_objective_starts_from_the_same_encoder(tok):
+    """Same seed, same initial encoder weights, whatever the objective: the comparison starts level."""
+    mlm, clm, rtd = (new_model(tok, PRESET, max_position_embeddings=32, seed=5, **kw).bert.state_dict()
+                     for kw in ({}, {"causal": True}, {"rtd": True}))
+    assert mlm.keys() == clm.keys() == rtd.keys()
+    assert all(torch.equal(mlm[k], clm[k]) and torch.equal(mlm[k], rtd[k]) for k in mlm)
+
+
 def test_objective_and_model_must_agree(tok):
     with pytest.raises(bert_core.BertCoreError, match="rtd"):
         Trainer(new_model(tok, PRESET, max_position_embeddings=32), tok, LINES, TrainConfig(objective="rtd"))
