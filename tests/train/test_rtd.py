@@ -155,3 +155,26 @@ def test_the_memory_estimate_counts_the_generator(tok):
     both = {id(p): p.numel() for p in (*tr.model.parameters(), *tr.generator.parameters())}
     assert preset_parameters(preset, tok.vocab_size, "rtd") == sum(both.values())
     assert preset_parameters(preset, tok.vocab_size, "rtd") > model.num_parameters()
+
+
+def test_pretrain_command_trains_an_electra_discriminator(tmp_path, capsys):
+    """`python -m bert_core.train.pretrain --objective rtd` (a few steps): an ElectraForPreTraining folder,
+    probe rows in the log; --objective rtd from a saved model is refused."""
+    import json
+
+    from transformers import ElectraForPreTraining
+
+    from bert_core.train import pretrain
+
+    args = ["--objective", "rtd", "--preset", "tiny", "--steps", "4", "--batch-size", "4", "--seq-len", "32",
+            "--vocab-size", "2000", "--wordnet-fraction", "0.02", "--probe-every", "2", "--log-every", "2",
+            "--out", str(tmp_path / "out"), "--checkpoint-dir", str(tmp_path / "ck"), "--threads", "1"]
+    assert pretrain.main(args) == 0
+    rows = [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.startswith("{")]
+    assert {r["step"] for r in rows if "probe_accuracy" in r} == {1, 2, 4}
+    assert all("rtd" in r and "rtd_acc" in r for r in rows if "loss" in r)
+    m = bert_core.load_model(tmp_path / "out")
+    assert m.family == "electra" and m.model.has_rtd and m.config.num_hidden_layers == 2
+    _, info = ElectraForPreTraining.from_pretrained(tmp_path / "out", output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"], info
+    assert pretrain.main(["--objective", "rtd", "--continue-from", str(tmp_path / "out")]) == 2
