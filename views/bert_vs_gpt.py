@@ -6,7 +6,6 @@ import streamlit as st
 import bert_core
 from bert_core.figures import objectives as fo
 from bert_core.figures.attention import crop, token_labels
-from bert_core.inspect.generation import next_token_predictions
 from bert_core.inspect.objectives_view import loss_targets, mask_comparison, visibility
 from bert_core.objectives.catalog import OBJECTIVE_LOSSES, OBJECTIVE_NAMES, OBJECTIVE_NOTES
 from bert_core.runs.objective_runs import COMPARE_STEPS, MAX_COMPARE_STEPS, ObjectiveComparison
@@ -195,7 +194,8 @@ with t1:
     fill = st.text_input("A sentence with [MASK]", "the cat sat on the [MASK] .", key="bvg_fill", max_chars=300)
     try:
         tr = bert_core.analyze(comp.model("mlm"), fill, embeddings=False, hidden_states=False, attentions=False)
-        left = next_token_predictions(comp.model("clm"), fill)
+        left = bert_core.analyze(comp.model("clm"), fill, embeddings=False, hidden_states=False,
+                                 attentions=False).predictions  # a causal model: each [MASK] from its left
     except bert_core.BertCoreError as e:
         st.warning(str(e))
     else:

@@ -93,29 +93,3 @@ def generate(m: LoadedModel, prompt: str, max_new_tokens: int = 20, strategy: st
     words = [m.tokenizer.id_to_token(i) for i in new if i != end]
     return Generation(_join(words), steps, prompt_ids, new, notes)
 
-
-@torch.no_grad()
-def next_token_predictions(m: LoadedModel, text: str, top_k: int = 5) -> dict[int, list[tuple[str, float]]]:
-    """A causal model's guess for each [MASK] of `text` from the words LEFT of it: {position: [(token, prob)]}.
-
-    Position p's guess is the next-token distribution read at position p - 1, which under the causal mask
-    has seen tokens 0..p-1 only (never the [MASK] itself nor anything after it). A BERT fills the same
-    [MASK] from both sides (`analyze`).
-    """
-    if not m.config.is_decoder or not m.has_mlm:
-        raise BertCoreError(f"{m.name} is not a causal language model")
-    enc = m.tokenizer.encode(text, max_length=m.max_length)
-    ids = torch.as_tensor(enc.input_ids)[None]  # (1, T)
-    masks = [p for p, i in enumerate(enc.input_ids.tolist()) if i == m.tokenizer.mask_token_id and p > 0]
-    if not masks:
-        return {}
-    was_training = m.model.training
-    m.model.eval()
-    try:
-        hidden = m.model.bert(ids)[0]  # (T, H)
-        probs = torch.softmax(m.model.mlm_logits(hidden[[p - 1 for p in masks]]).double(), -1)  # (M, V)
-    finally:
-        m.model.train(was_training)
-    top = probs.topk(min(top_k, probs.shape[-1]), -1)
-    return {p: [(m.tokenizer.id_to_token(int(i)), float(v)) for v, i in zip(top.values[k], top.indices[k])]
-            for k, p in enumerate(masks)}

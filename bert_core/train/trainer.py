@@ -16,7 +16,6 @@ import torch.nn.functional as F
 
 from ..errors import BertCoreError
 from ..inspect.analysis import analyze
-from ..inspect.generation import next_token_predictions
 from ..model.checkpoint import save_pretrained
 from ..model.config import BertConfig
 from ..model.heads import BertForPreTraining
@@ -403,9 +402,7 @@ class Trainer:
                               attentions=i == 0 and guesser is m) for i, s in enumerate(self.probes_text)]
             first = traces[0] if guesser is m else analyze(m, self.probes_text[0], embeddings=False,
                                                            hidden_states=False, attentions=True)
-            preds = {s: t.predictions for s, t in zip(self.probes_text, traces)}
-            if self.cfg.objective == "clm":  # a [MASK] guessed from its left: what a left-to-right model can do
-                preds = {s: next_token_predictions(m, s, self.cfg.top_k) for s in self.probes_text}
+            preds = {s: t.predictions for s, t in zip(self.probes_text, traces)}  # clm: from the left (analyze)
         finally:
             for mod in modules:
                 mod.train(was_training)

@@ -120,3 +120,20 @@ def test_the_causal_switch_runs_a_bert_as_transformers_does_with_is_decoder(tiny
         bi = m.model.bert(ids, trace=True)  # the config's own (bidirectional) mask is untouched
     np.testing.assert_allclose(mc.attn_bidirectional, torch.stack([a[0] for a in bi.attentions]).numpy(), atol=1e-6)
     assert not m.config.is_decoder
+
+
+def test_a_causal_model_guesses_a_mask_from_its_left(causal):
+    """analyze reads a causal model's [MASK] at p from position p - 1 (transformers' logits there)."""
+    path, hf = causal
+    m = bert_core.load_model(path)
+    text = "the cat [MASK] on the mat"
+    ids = torch.as_tensor(m.tokenizer.encode(text).input_ids)[None]
+    p = int((ids[0] == m.tokenizer.mask_token_id).nonzero()[0])
+    with torch.no_grad():
+        want = torch.softmax(hf(input_ids=ids).logits[0, p - 1].double(), -1)
+    top = want.topk(5)
+    expected = [(m.tokenizer.id_to_token(int(i)), float(v)) for v, i in zip(top.values, top.indices)]
+    got = bert_core.analyze(m, text).predictions[p]
+    assert [t for t, _ in got] == [t for t, _ in expected]
+    np.testing.assert_allclose([q for _, q in got], [q for _, q in expected], atol=1e-5)
+    assert any("left-to-right" in n for n in bert_core.analyze(m, text).notes)
