@@ -172,6 +172,10 @@ chart(fo.objective_losses_figure(comp.curves()), "three objectives loss", key="b
 st.caption("BERT's and GPT's curves are cross-entropies over the vocabulary (start near ln V). ELECTRA's total is "
            "the generator's MLM loss plus 50 × the discriminator's binary cross-entropy (dotted).")
 table(pd.DataFrame(comp.summary_rows()), "three runs", key="csv-bvg-runs", hide_index=True)
+st.caption("Tokens seen: the real tokens of the batches each run read. The seed gives the three encoders the same "
+           "first weights and the same first batch; after that each objective draws its batches, maskings and "
+           "samples from its own random stream, so they read different (equally sized) batches. Training seconds: "
+           "time inside training steps (GPT's is longest: it scores the whole vocabulary at every position).")
 
 st.markdown("**Sample efficiency: what the encoder learnt per token seen**")
 p = probe_set()
