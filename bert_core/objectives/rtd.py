@@ -26,7 +26,7 @@ from ..model.heads import BertForPreTraining
 from .masking import MaskingDraw, mask_tokens
 
 RTD_LAMBDA = 50.0  # the discriminator's weight in ELECTRA's loss (the paper's lambda)
-GENERATOR_FRACTION = 4  # generator width = discriminator width / 4 (ELECTRA's best small-generator ratio)
+GENERATOR_FRACTION = 4  # generator width = discriminator width / 4 (the paper: 1/4 to 1/2 works best)
 MASK_FRACTION = 0.85  # of the selected tokens, these become [MASK]; the rest stay themselves (no random swap)
 
 
