@@ -24,6 +24,7 @@ PAGES = [
     st.Page("views/anatomy.py", title="Model anatomy", url_path="anatomy"),
     st.Page("views/training.py", title="Training", url_path="training"),
     st.Page("views/compare.py", title="Compare", url_path="compare"),
+    st.Page("views/bert_vs_gpt.py", title="BERT vs GPT", url_path="bert-vs-gpt"),
     st.Page("views/finetuning.py", title="Fine-tuning", url_path="finetuning"),
     st.Page("views/tagging.py", title="Tagging", url_path="tagging"),
     st.Page("views/qa.py", title="Question answering", url_path="question-answering"),

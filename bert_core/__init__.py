@@ -16,6 +16,7 @@ from .inspect.classify import classify
 from .inspect.generation import Generation, generate
 from .inspect.inside_layers import LayerSteps, layer_steps
 from .inspect.mask_filling import FillResult, PseudoLogLikelihood, fill_masks, pseudo_log_likelihood
+from .inspect.replaced import ReplacedTokens, replaced_token_probs
 from .inspect.residual import (
     LogitLens,
     RepeatedWord,
@@ -75,6 +76,8 @@ __all__ = [
     "AnswerResult",
     "Generation",
     "generate",
+    "ReplacedTokens",
+    "replaced_token_probs",
     "Tagging",
     "answer",
     "tag",

@@ -33,6 +33,8 @@ SHOTS = {
                           "attention_rollout.png"),
     "predictions_salience": ("tests/browser/test_browser_reliance.py::test_predictions_salience_fill_and_pll",
                              "predictions_salience.png"),
+    "bert_vs_gpt": ("tests/browser/test_browser_bert_vs_gpt.py::"
+                    "test_bert_vs_gpt_trains_three_models_and_shows_what_each_can_do", "page_bert_vs_gpt_trained.png"),
 }
 
 

@@ -16,6 +16,23 @@ VOCAB = list(dict.fromkeys(
 ))
 
 
+def save_perturbed(model, path, vocab=None):
+    """Perturb a random HF model's LayerNorms and biases (init leaves them at identity / zero, where a tensor
+    copied to the wrong place would not show), save it and a WordPiece tokenizer over `vocab` to `path`."""
+    import torch
+
+    from bert_core.model.tokenization import WordPieceTokenizer
+
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "LayerNorm" in name or name.endswith("bias"):
+                p.add_(torch.randn_like(p) * 0.1)
+    model.save_pretrained(path)
+    (path / "vocab.txt").write_text("\n".join(VOCAB if vocab is None else vocab) + "\n")
+    WordPieceTokenizer.from_dir(path).save(path)
+    return model
+
+
 def write_tiny_checkpoint(path, kind="pretraining", seed=0, vocab=None, **config_overrides):
     """Save a random tiny HF BERT (`pretraining`, `mlm` or `base`) plus a tokenizer to `path`."""
     vocab = VOCAB if vocab is None else vocab

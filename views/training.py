@@ -7,6 +7,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.training import attention_heatmap, loss_figure
+from bert_core.objectives.catalog import OBJECTIVE_LOSSES, OBJECTIVE_NAMES, OBJECTIVE_NOTES, OBJECTIVES
 from bert_core.runs.settings import (
     DEFAULT_PRESET,
     MAX_STEPS,
@@ -38,19 +39,20 @@ CORPORA = ("Built-in: WordNet glosses", "Paste text", "Upload a .txt file")
 CORPUS_NAMES = dict(zip(CORPORA, ("the built-in WordNet glosses", "pasted text", "an uploaded file")))
 LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
 WIDGET_KEYS = ("train_corpus", "train_text", "train_preset", "train_lr", "train_mask_p", "train_seed",
-               "train_max_steps")
+               "train_max_steps", "train_objective")
 
 cur = require_current()
 ts: TrainingSession = st.session_state.setdefault("train_session", TrainingSession())
 
 st.header("Training")
 st.markdown(
-    "Pretrain a small BERT from random weights, live, on the masked-language-model task. Each **step** "
+    "Pretrain a small BERT from random weights, live, on the masked-language-model task (or, with the same "
+    "layers, GPT's next-token task or ELECTRA's replaced-token task: pick the **objective** below). Each **step** "
     "takes a batch of 32 lines, draws a fresh masking (each token selected with probability p; of those "
     "80% → [MASK], 10% → random token, 10% kept), and takes one AdamW step on the cross-entropy at the "
     "selected positions S:"
 )
-st.latex(r"\mathcal{L} = -\frac{1}{|S|}\sum_{i \in S} \log p_\theta\big(x_i \mid \tilde{x}\big)")
+st.latex(OBJECTIVE_LOSSES["mlm"])
 _V = bundled_tokenizer().vocab_size  # runs train on the tiny bundled model's word pieces
 st.caption(
     "x̃ is the corrupted line, x_i the original token at position i. A model that guesses uniformly over "
@@ -77,7 +79,7 @@ def _init_widgets() -> dict:
     """Widget values outlive visits to other pages (streamlit forgets widgets a page did not draw)."""
     saved = st.session_state.setdefault("train_saved", {
         "train_corpus": CORPORA[0], "train_text": "", "train_preset": DEFAULT_PRESET, "train_lr": 1e-3,
-        "train_mask_p": 0.15, "train_seed": cur.seed, "train_max_steps": 500,
+        "train_mask_p": 0.15, "train_seed": cur.seed, "train_max_steps": 500, "train_objective": "mlm",
     })
     for k, v in saved.items():
         st.session_state.setdefault(k, v)
@@ -85,25 +87,35 @@ def _init_widgets() -> dict:
 
 
 def settings_ui(locked: bool) -> TrainSettings:
-    """Model size, learning rate, mask probability, seed and step budget (locked while a run exists)."""
+    """Objective, model size, learning rate, mask probability, seed and step budget (locked while a run exists)."""
+    objective = st.radio("Objective", list(OBJECTIVES), key="train_objective", horizontal=True, disabled=locked,
+                         format_func=OBJECTIVE_NAMES.__getitem__,
+                         help="The same encoder layers under three pre-training tasks (the BERT vs GPT page puts "
+                              "them side by side).")
+    st.caption(OBJECTIVE_NOTES[objective])
+    if objective != "mlm":
+        st.latex(OBJECTIVE_LOSSES[objective])
     c1, c2, c3, c4, c5 = st.columns([3, 2, 2, 2, 2])
     preset = c1.selectbox("Model size", list(PRESETS), key="train_preset", disabled=locked)
     lr = c2.select_slider("Learning rate", LEARNING_RATES, key="train_lr", disabled=locked,
                           format_func=callbacks.number_label, help="The peak, reached after warm-up.")
-    p = c3.slider("Mask probability p", 0.05, 0.5, step=0.05, key="train_mask_p", disabled=locked,
-                  help="Share of tokens selected for prediction (BERT uses 0.15).")
+    p = c3.slider("Mask probability p", 0.05, 0.5, step=0.05, key="train_mask_p",
+                  disabled=locked or objective == "clm",
+                  help="Share of tokens selected for prediction (BERT and ELECTRA use 0.15); clm masks nothing.")
     seed = c4.number_input("Seed", 0, 2**31 - 1, step=1, key="train_seed", disabled=locked,
                            help="Fixes the initial weights, the batches, the masking draws and dropout.")
     steps = c5.number_input("Max steps", 10, MAX_STEPS, step=50, key="train_max_steps", disabled=locked,
                             help=f"At most {MAX_STEPS:,} steps and {MAX_TRAIN_SECONDS / 60:g} minutes of training.")
     vocab = _tokenizer().vocab_size
     st.caption(
-        f"{preset_parameters(preset, vocab):,} parameters. Every run uses the tiny bundled model's WordPiece "
+        f"{preset_parameters(preset, vocab, objective):,} parameters"
+        + (" (discriminator and generator, embeddings shared)" if objective == "rtd" else "")
+        + ". Every run uses the tiny bundled model's WordPiece "
         f"vocabulary ({vocab:,} pieces), also for your own text: learning a new vocabulary would take longer "
         "than the training itself; words it lacks are split into smaller pieces (or become [UNK])."
     )
     return TrainSettings(preset=preset, lr=float(lr), mlm_probability=float(p), seed=int(seed),
-                         max_steps=int(steps))
+                         max_steps=int(steps), objective=objective)
 
 
 def corpus_ui(locked: bool):
@@ -188,7 +200,19 @@ def curves_ui() -> None:
     st.subheader("Loss")
     smoothing = st.slider("Smoothing", 0.0, 0.99, 0.9, 0.01, key="train_smooth",
                           help="Exponential moving average s ← a·s + (1−a)·loss, like TensorBoard's.")
-    chart(loss_figure(ts.curves(smoothing)), "training loss", key="train-loss")
+    objective = ts.settings.objective if ts.settings else "mlm"
+    chart(loss_figure(ts.curves(smoothing), objective=objective), "training loss", key="train-loss")
+    if objective == "clm":
+        st.caption("The thick line is the next-token cross-entropy averaged over every position of every line; the "
+                   "dotted grey line (right axis) is how often the top guess is the actual next token.")
+        return
+    if objective == "rtd":
+        st.caption("The thick line is what the optimiser minimises: the generator's MLM loss plus 50 × the "
+                   "discriminator's binary cross-entropy (purple). A discriminator that always says \"original\" "
+                   "is right on about 85-95% of tokens (only the generator's wrong guesses count as replaced), so "
+                   "watch its accuracy (purple dots) climb above that share and its loss fall. The grey dots are "
+                   "the generator's masked-token accuracy: as it improves, its replacements get harder to spot.")
+        return
     st.caption(
         "The thick line is the loss the optimiser minimises. The thin lines split it by what happened to "
         "the selected token: replaced by [MASK], replaced by a random token, or kept. Kept tokens are "
@@ -203,8 +227,11 @@ def probes_ui() -> None:
     """The model's top guesses for the probe sentences at the last probe, and how they changed."""
     probe = ts.last_probe
     st.subheader(f"What it guesses (step {probe.step})")
+    objective = ts.trainer.cfg.objective
+    who = {"mlm": "the model", "clm": "the model, reading only the words LEFT of each [MASK],",
+           "rtd": "the generator (the discriminator has no MLM head)"}[objective]
     st.caption(
-        f"Every {ts.trainer.cfg.probe_every} steps the model (dropout off) fills in the [MASK] of a few fixed "
+        f"Every {ts.trainer.cfg.probe_every} steps {who} (dropout off) fills in the [MASK] of a few fixed "
         "sentences. If the sidebar text is short and has a [MASK], it is the first probe."
     )
     table(pd.DataFrame(probe_rows(probe)), "probe predictions", key="csv-train-probe", hide_index=True)
@@ -229,6 +256,9 @@ def attention_ui() -> None:
     st.caption(
         "Row i shows how token i spreads its attention over the tokens (each row sums to 1). At step 0 the "
         "weights are random and every row is nearly uniform; watch patterns form as the model learns."
+        + (" Causal (clm): everything right of the diagonal is exactly 0, token i never sees a later token."
+           if ts.trainer.cfg.objective == "clm" else "")
+        + (" This is the discriminator's attention." if ts.trainer.cfg.objective == "rtd" else "")
     )
 
 
@@ -291,7 +321,8 @@ if c1.button("Use this model", key="train_use", type="primary", width="stretch",
 c2.download_button("Download checkpoint (.zip)", data=ts.checkpoint_zip, file_name="bert-explorer-model.zip",
                    mime="application/zip", key="train_download", on_click="ignore", width="stretch",
                    help="config.json, model.safetensors and the tokenizer: bert_core.load_model(folder) and "
-                        "transformers' BertForMaskedLM.from_pretrained(folder) both read it.")
+                        "transformers both read it (BertForMaskedLM; BertLMHeadModel for clm; "
+                        "ElectraForPreTraining, the discriminator, for rtd).")
 st.caption(
     f"Your run lives in this browser session only: closing the tab discards it. Memory: {ts.memory_usage()}. "
     f"Every user's runs share that budget (BERT_EXPLORER_SESSION_MB); when it is full, a run nobody has touched "

@@ -9,27 +9,41 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 # One colour per series, the same on every redraw so the eye can follow a line as it grows.
-COLORS = {"loss": "#1f3b73", "[MASK]": "#d62728", "random": "#ff7f0e", "kept": "#2ca02c", "accuracy": "#7f7f7f"}
+COLORS = {"loss": "#1f3b73", "[MASK]": "#d62728", "random": "#ff7f0e", "kept": "#2ca02c", "accuracy": "#7f7f7f",
+          "rtd": "#9467bd", "rtd_accuracy": "#9467bd"}
 LABELS = {"loss": "total MLM loss", "[MASK]": "loss at [MASK]", "random": "loss at random",
-          "kept": "loss at kept", "accuracy": "masked-token accuracy"}
+          "kept": "loss at kept", "accuracy": "masked-token accuracy",
+          "rtd": "discriminator loss (BCE)", "rtd_accuracy": "discriminator accuracy"}
 
 
-def loss_figure(curves: dict[str, np.ndarray], height: int = 380) -> go.Figure:
+def loss_labels(objective: str) -> dict[str, str]:
+    """The chart's legend for an objective: what "loss" and "accuracy" mean in its run."""
+    if objective == "clm":
+        return LABELS | {"loss": "next-token loss", "accuracy": "next-token accuracy"}
+    if objective == "rtd":
+        return LABELS | {"loss": "total: generator MLM + 50 × discriminator", "accuracy": "generator accuracy"}
+    return LABELS
+
+
+def loss_figure(curves: dict[str, np.ndarray], height: int = 380, objective: str = "mlm") -> go.Figure:
     """Loss per step (total and per 80/10/10 outcome) on the left axis, accuracy on the right.
 
-    `curves` has "step" (S,) and any of "loss", "[MASK]", "random", "kept", "accuracy", each (S,).
+    `curves` has "step" (S,) and any of "loss", "[MASK]", "random", "kept", "accuracy", "rtd", "rtd_accuracy",
+    each (S,). `objective` names the series ("mlm", "clm" or "rtd").
     """
+    labels = loss_labels(objective)
     fig = make_subplots(specs=[[{"secondary_y": True}]])
     x = np.asarray(curves["step"])
-    for name in ("loss", "[MASK]", "random", "kept"):
+    for name in ("loss", "[MASK]", "random", "kept", "rtd"):
         if name in curves:
-            fig.add_trace(go.Scatter(x=x, y=curves[name], name=LABELS[name], mode="lines", connectgaps=True,
+            fig.add_trace(go.Scatter(x=x, y=curves[name], name=labels[name], mode="lines", connectgaps=True,
                                      line=dict(color=COLORS[name], width=3 if name == "loss" else 1.5)),
                           secondary_y=False)
-    if "accuracy" in curves:
-        fig.add_trace(go.Scatter(x=x, y=curves["accuracy"], name=LABELS["accuracy"], mode="lines",
-                                 connectgaps=True, line=dict(color=COLORS["accuracy"], dash="dot")),
-                      secondary_y=True)
+    for name in ("accuracy", "rtd_accuracy"):
+        if name in curves:
+            fig.add_trace(go.Scatter(x=x, y=curves[name], name=labels[name], mode="lines",
+                                     connectgaps=True, line=dict(color=COLORS[name], dash="dot")),
+                          secondary_y=True)
     fig.update_xaxes(title_text="step", rangemode="tozero")
     fig.update_yaxes(title_text="cross-entropy (nats)", rangemode="tozero", secondary_y=False)
     fig.update_yaxes(title_text="accuracy", range=[0, 1], secondary_y=True, showgrid=False, tickmode="array",

@@ -100,8 +100,14 @@ def analyze_encoding(
                            | set(predict_positions or []))
         predictions: dict[int, list[tuple[str, float]]] = {}
         notes = list(m.notes)
+        if model.config.is_decoder and positions:
+            # A left-to-right model predicts token p at position p - 1 (from the words before it only).
+            positions = [p for p in positions if p > 0]
+            notes.append("A causal (left-to-right) model: each [MASK] is guessed from the words before it, as the "
+                         "next-token prediction at the position just before; it never reads what follows.")
         if positions and model.has_mlm:
-            rows = tr.hidden_states[-1][0, positions]  # (P, H): only the positions we predict
+            read = [p - 1 for p in positions] if model.config.is_decoder else positions
+            rows = tr.hidden_states[-1][0, read]  # (P, H): only the positions we predict
             probs = model.mlm_logits(rows).softmax(-1)  # (P, V)
             k = min(int(top_k), probs.shape[-1])
             p, idx = probs.topk(k, dim=-1)  # (P, k)

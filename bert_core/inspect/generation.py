@@ -92,3 +92,4 @@ def generate(m: LoadedModel, prompt: str, max_new_tokens: int = 20, strategy: st
             break
     words = [m.tokenizer.id_to_token(i) for i in new if i != end]
     return Generation(_join(words), steps, prompt_ids, new, notes)
+

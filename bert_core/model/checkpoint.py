@@ -65,15 +65,28 @@ KEY_MAPS: dict[str, list[tuple[str, str]]] = {
         ("predictions.decoder.{P}", "cls.predictions.decoder.{P}"),
         ("predictions.bias", "cls.predictions.bias"),
     ],
+    "electra": [  # the generator's MLM head and the discriminator's replaced-token head, around BERT's layers
+        ("electra.embeddings_project.{P}", "bert.encoder.embeddings_project.{P}"),
+        ("generator_predictions.dense.{P}", "cls.predictions.transform.dense.{P}"),
+        ("generator_predictions.LayerNorm.{P}", "cls.predictions.transform.LayerNorm.{P}"),
+        ("generator_lm_head.weight", "cls.predictions.decoder.weight"),
+        ("generator_lm_head.bias", "cls.predictions.bias"),
+        ("discriminator_predictions.dense.{P}", "discriminator_predictions.dense.{P}"),
+        ("discriminator_predictions.dense_prediction.{P}", "discriminator_predictions.dense_prediction.{P}"),
+        ("electra.{REST}", "bert.{REST}"),
+    ],
 }
-BASE_PREFIX = {"bert": "bert.", "roberta": "roberta.", "distilbert": "distilbert.", "albert": "albert."}
-BARE_STARTS = ("embeddings.", "encoder.", "pooler.", "transformer.")  # keys of a bare encoder (HF's XModel)
+BASE_PREFIX = {"bert": "bert.", "roberta": "roberta.", "distilbert": "distilbert.", "albert": "albert.",
+               "electra": "electra."}
+# Keys of a bare encoder (HF's XModel; ElectraModel's projection sits beside its embeddings).
+BARE_STARTS = ("embeddings.", "encoder.", "pooler.", "transformer.", "embeddings_project.")
 # What `save_pretrained` calls each family's classes, per set of heads.
 ARCHITECTURES = {
     "bert": ("BertForPreTraining", "BertForMaskedLM", "BertModel"),
     "roberta": (None, "RobertaForMaskedLM", "RobertaModel"),
     "distilbert": (None, "DistilBertForMaskedLM", "DistilBertModel"),
     "albert": (None, "AlbertForMaskedLM", "AlbertModel"),
+    "electra": ("ElectraForPreTraining", "ElectraForMaskedLM", "ElectraModel"),  # discriminator, generator, bare
 }
 
 
@@ -132,13 +145,14 @@ def model_from_state_dict(config: BertConfig, state: dict, name: str = "") -> tu
     mlm = any(k.startswith("cls.predictions.") for k in sd)
     nsp = "cls.seq_relationship.weight" in sd
     pooler = "bert.pooler.dense.weight" in sd
+    rtd = "discriminator_predictions.dense_prediction.weight" in sd
     decoder = sd.pop("cls.predictions.decoder.weight", None)
     decoder_bias = sd.pop("cls.predictions.decoder.bias", None)  # RoBERTa/ALBERT tie it to the head's bias
     if decoder_bias is not None and "cls.predictions.bias" not in sd:
         sd["cls.predictions.bias"] = decoder_bias
     elif decoder_bias is not None and not torch.equal(decoder_bias, sd["cls.predictions.bias"]):
         raise BertCoreError(f"{name}: the MLM decoder's bias differs from the head's bias, which are one tensor")
-    model = BertForPreTraining(config, mlm=mlm, nsp=nsp, pooler=pooler)
+    model = BertForPreTraining(config, mlm=mlm, nsp=nsp, pooler=pooler, rtd=rtd)
     ours = {k: v for k, v in model.state_dict().items() if k != "cls.predictions.decoder.weight"}
     missing, extra = sorted(set(ours) - set(sd)), sorted(set(sd) - set(ours))
     if missing or extra:
@@ -157,7 +171,10 @@ def model_from_state_dict(config: BertConfig, state: dict, name: str = "") -> tu
         raise BertCoreError(f"{name}: the MLM decoder is not tied to the word embeddings, which {family} requires")
     model.eval()
     notes = []
-    if not mlm:
+    if rtd:
+        notes.append("An ELECTRA discriminator: for every token it says how likely it is that the token was replaced "
+                     "(bert_core.replaced_token_probs); it has no masked-language-model head to fill a [MASK].")
+    elif not mlm:
         notes.append("This checkpoint has no masked-language-model head (encoder only): predictions are unavailable.")
     elif not nsp and family == "bert":
         notes.append("This checkpoint has no next-sentence-prediction head: NSP probabilities are unavailable.")
@@ -177,6 +194,11 @@ def save_pretrained(model: BertForPreTraining, tokenizer: WordPieceTokenizer, ou
     family = model.config.model_type
     pretraining, mlm, bare = ARCHITECTURES[family]
     arch = pretraining if model.has_nsp else mlm if model.has_mlm else bare
+    if model.has_rtd:
+        if family != "electra" or model.has_mlm:
+            raise BertCoreError("a replaced-token head is saved as an ELECTRA discriminator: model_type electra, "
+                                "no MLM head")
+        arch = pretraining  # ElectraForPreTraining
     if model.config.is_decoder and family == "bert" and model.has_mlm and not model.has_nsp:
         arch = "BertLMHeadModel"  # a causal model (clm objective): transformers' left-to-right BERT
     cfg = {**model.config.to_hf_dict(), "model_type": family, "architectures": [arch], "tie_word_embeddings": True}

@@ -31,9 +31,9 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
     initializer_range: float = 0.02
-    model_type: str = "bert"  # the family: "bert", "roberta", "distilbert" or "albert"
+    model_type: str = "bert"  # the family: "bert", "roberta", "distilbert", "albert" or "electra"
     architectures: list[str] = field(default_factory=list)
-    embedding_size: int | None = None  # ALBERT's E (embeddings are E wide, then projected to H); None = H
+    embedding_size: int | None = None  # ALBERT's/ELECTRA's E (embeddings E wide, projected to H if E != H); None = H
     num_hidden_groups: int = 1  # ALBERT: how many distinct layers are shared out over the L layers
     inner_group_num: int = 1  # ALBERT: layers per group
     is_decoder: bool = False  # causal attention (HF's BertLMHeadModel): position i sees positions <= i only
@@ -75,6 +75,8 @@ class BertConfig:
             d.pop("is_decoder")  # transformers' default; configs BERT Explorer wrote before stay as they were
         if self.model_type == "albert":
             d.update(embedding_size=self.E, num_hidden_groups=1, inner_group_num=1)
+        if self.model_type == "electra":
+            d.update(embedding_size=self.E)
         if self.model_type == "distilbert":
             back = {ours: theirs for theirs, ours in DISTILBERT_CONFIG_NAMES.items()}
             d = {back.get(k, k): v for k, v in d.items() if k not in ("type_vocab_size", "layer_norm_eps")}
@@ -101,11 +103,11 @@ class BertConfig:
 
     @property
     def head_act(self) -> str:
-        """The MLM head's activation: RoBERTa's head always uses exact GELU, the others hidden_act."""
-        return "gelu" if self.model_type == "roberta" else self.hidden_act
+        """The MLM head's activation: exact GELU for RoBERTa and ELECTRA's generator, hidden_act for the others."""
+        return "gelu" if self.model_type in ("roberta", "electra") else self.hidden_act
 
 
-FAMILIES = ("bert", "roberta", "distilbert", "albert")
+FAMILIES = ("bert", "roberta", "distilbert", "albert", "electra")
 DISTILBERT_CONFIG_NAMES = {  # DistilBERT's config.json name -> BERT's
     "dim": "hidden_size",
     "n_layers": "num_hidden_layers",

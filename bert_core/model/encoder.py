@@ -42,8 +42,12 @@ class BertModel(nn.Module):
         self.encoder = encoder(config)
         self.pooler = BertPooler(config) if add_pooling_layer else None
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, rows=None):
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, rows=None,
+                causal: bool | None = None):
         """Return the last hidden state (B, T, H), or an `EncoderTrace` when `trace` is set.
+
+        `causal` overrides the config's mask kind (None: `config.is_decoder`): the same weights read
+        bidirectionally (BERT) or left to right (GPT), as the BERT vs GPT page shows.
 
         `rows`, a (B, T) bool mask, asks for the last hidden state at those positions only, (N, H),
         equal to `forward(...)[rows]`: the last layer's keys and values still read every token, but its
@@ -61,7 +65,7 @@ class BertModel(nn.Module):
             dtype = self.embeddings.word_embeddings.weight.dtype
             mask = torch.zeros(keep.shape, dtype=dtype, device=input_ids.device)
             mask = mask.masked_fill(~keep, torch.finfo(dtype).min)
-        if self.config.is_decoder:
+        if self.config.is_decoder if causal is None else causal:
             # GPT's mask, BERT's layers: query i may attend to keys j <= i only (the future gets no weight).
             t = input_ids.shape[1]
             dtype = self.embeddings.word_embeddings.weight.dtype

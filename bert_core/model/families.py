@@ -52,10 +52,25 @@ class AlbertEncoder(BertEncoder):
         return self.embedding_hidden_mapping_in(x), x  # (B, T, E) -> (B, T, H); and the E-wide input
 
 
+class ElectraEncoder(BertEncoder):
+    """ELECTRA: BERT's L layers, read through an E -> H projection when the embeddings are narrower (E != H)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config)
+        # HF's ElectraModel.embeddings_project; absent when E == H (ELECTRA-base/large discriminators).
+        self.embeddings_project = nn.Linear(config.E, config.hidden_size) if config.E != config.hidden_size else None
+
+    def project_in(self, x):
+        if self.embeddings_project is None:
+            return x, None
+        return self.embeddings_project(x), x  # (B, T, E) -> (B, T, H); and the E-wide input
+
+
 # Each family's (embeddings, encoder) classes; everything else is BERT's.
 FAMILY_MODULES: dict[str, tuple[type[BertEmbeddings], type[BertEncoder]]] = {
     "bert": (BertEmbeddings, BertEncoder),
     "roberta": (RobertaEmbeddings, BertEncoder),
     "distilbert": (BertEmbeddings, BertEncoder),
     "albert": (BertEmbeddings, AlbertEncoder),
+    "electra": (BertEmbeddings, ElectraEncoder),
 }

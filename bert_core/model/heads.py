@@ -1,4 +1,5 @@
-"""BERT's pre-training heads (MLM, NSP) and `BertForPreTraining`, the model every page explores."""
+"""BERT's pre-training heads (MLM, NSP, ELECTRA's replaced-token head) and `BertForPreTraining`, the model every
+page explores."""
 
 from __future__ import annotations
 
@@ -45,22 +46,38 @@ class BertPreTrainingHeads(nn.Module):
         self.seq_relationship = nn.Linear(config.hidden_size, 2) if nsp else None
 
 
+class ElectraDiscriminatorPredictions(nn.Module):
+    """ELECTRA's replaced-token head: logit_i = w . act(W h_i + b) + c, one number per token (> 0: "replaced")."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.act = ACTIVATIONS[config.hidden_act]
+        self.dense_prediction = nn.Linear(config.hidden_size, 1)
+
+    def forward(self, h):
+        return self.dense_prediction(self.act(self.dense(h))).squeeze(-1)  # (..., H) -> (...)
+
+
 class BertForPreTraining(nn.Module):
     """BERT with whichever heads a checkpoint has: MLM + NSP, MLM only, or none (encoder only).
 
     Example: BertForPreTraining(cfg, mlm=True, nsp=False) has the keys of HF's BertForMaskedLM.
     Every family (config.model_type) is this class: RoBERTa, DistilBERT and ALBERT differ only inside
     their embeddings and encoder (`families.py`) and the head's widths; `checkpoint.py` maps their key names onto ours.
-    Only BERT has an NSP head.
+    Only BERT has an NSP head. `rtd` adds ELECTRA's discriminator head (`discriminator_predictions`, HF's name):
+    BertForPreTraining(electra_cfg, mlm=False, nsp=False, rtd=True) has the keys of HF's ElectraForPreTraining.
     """
 
-    def __init__(self, config: BertConfig, mlm: bool = True, nsp: bool = True, pooler: bool | None = None):
+    def __init__(self, config: BertConfig, mlm: bool = True, nsp: bool = True, pooler: bool | None = None,
+                 rtd: bool = False):
         super().__init__()
         self.config = config
         nsp = nsp and mlm and config.model_type == "bert"
         pooler = nsp if pooler is None else (pooler or nsp)  # NSP reads the pooler
         self.bert = BertModel(config, add_pooling_layer=pooler)
         self.cls = BertPreTrainingHeads(config, nsp=nsp) if mlm else None
+        self.discriminator_predictions = ElectraDiscriminatorPredictions(config) if rtd else None
         self.apply(self._init_weights)
         if self.cls is not None:
             self.tie_weights()
@@ -76,6 +93,11 @@ class BertForPreTraining(nn.Module):
     @property
     def has_nsp(self) -> bool:
         return self.cls is not None and self.cls.seq_relationship is not None
+
+    @property
+    def has_rtd(self) -> bool:
+        """ELECTRA's discriminator head: is each token original or replaced?"""
+        return self.discriminator_predictions is not None
 
     def tie_weights(self):
         """The MLM decoder reads the word-embedding matrix: one tensor, two uses."""
@@ -108,6 +130,12 @@ class BertForPreTraining(nn.Module):
         if not self.has_nsp:
             raise ValueError("this checkpoint has no next-sentence-prediction head")
         return self.cls.seq_relationship(pooled)
+
+    def rtd_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """(..., H) hidden states -> (...) replaced-token logits (sigmoid: the probability a token was replaced)."""
+        if self.discriminator_predictions is None:
+            raise ValueError("this checkpoint has no replaced-token-detection (ELECTRA discriminator) head")
+        return self.discriminator_predictions(hidden)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, rows=None):
         """Run the encoder; see `BertModel.forward`. Heads are applied by the caller, where needed."""

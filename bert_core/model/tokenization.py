@@ -34,13 +34,14 @@ DEFAULT_SPECIALS = {
 FAMILY_SPECIALS = {
     "bert": DEFAULT_SPECIALS,
     "distilbert": DEFAULT_SPECIALS,
+    "electra": DEFAULT_SPECIALS,
     "roberta": {"pad_token": "<pad>", "unk_token": "<unk>", "cls_token": "<s>", "sep_token": "</s>",
                 "mask_token": "<mask>"},
     "albert": {"pad_token": "<pad>", "unk_token": "<unk>", "cls_token": "[CLS]", "sep_token": "[SEP]",
                "mask_token": "[MASK]"},
 }
 TOKENIZER_CLASSES = {"bert": "BertTokenizer", "distilbert": "DistilBertTokenizer", "roberta": "RobertaTokenizer",
-                     "albert": "AlbertTokenizer"}
+                     "albert": "AlbertTokenizer", "electra": "ElectraTokenizer"}
 USER_MASK = "[MASK]"  # what the user types, whatever the model's own mask token is
 SCHEMES = {
     "wordpiece": ("WordPiece", "##", "a piece that continues a word starts with ##: playing -> play ##ing"),
@@ -147,7 +148,7 @@ class WordPieceTokenizer:
     @property
     def segments(self) -> bool:
         """Does this family give sentence B its own segment id? (RoBERTa and DistilBERT do not.)"""
-        return self.family in ("bert", "albert")
+        return self.family in ("bert", "albert", "electra")
 
     @classmethod
     def from_dir(cls, path: str | Path, model_max_length: int = 512, family: str = "bert") -> WordPieceTokenizer:

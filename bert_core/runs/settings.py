@@ -5,17 +5,20 @@ from __future__ import annotations
 import functools
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
+import torch
 
 from ..errors import BertCoreError
 from ..model.config import BertConfig
 from ..model.counts import param_counts
+from ..model.heads import BertForPreTraining
 from ..model.loading import BUNDLED_DIR
 from ..model.tokenization import WordPieceTokenizer
+from ..objectives.rtd import new_generator
 from ..train.corpus import MAX_USER_CORPUS_BYTES, load_builtin_corpus, parse_user_corpus
-from ..train.trainer import DEFAULT_PROBES, PRESETS, TrainConfig
+from ..train.trainer import DEFAULT_PROBES, OBJECTIVES, PRESETS, TrainConfig
 
 MAX_STEPS = 2000  # per run
 MAX_TRAIN_SECONDS = 600.0  # per run: time spent inside training steps
@@ -36,11 +39,14 @@ class TrainSettings:
     batch_size: int = 32
     seq_len: int = 64
     probe_every: int = 25
+    objective: str = "mlm"  # "mlm" (BERT), "clm" (GPT) or "rtd" (ELECTRA): trainer.OBJECTIVES
 
     def validate(self) -> None:
         """Refuse settings outside the server's budgets (BertCoreError with the allowed range)."""
         if self.preset not in PRESETS:
             raise BertCoreError(f"unknown model size {self.preset!r}; pick one of: {', '.join(PRESETS)}")
+        if self.objective not in OBJECTIVES:
+            raise BertCoreError(f"unknown objective {self.objective!r}; pick one of: {', '.join(OBJECTIVES)}")
         checks = [
             ("max steps", self.max_steps, 1, MAX_STEPS),
             ("learning rate", self.lr, 1e-6, 0.1),
@@ -58,7 +64,8 @@ class TrainSettings:
         """The Trainer's config: warm up over the first tenth (at most 100 steps), then decay to 0."""
         return TrainConfig(batch_size=self.batch_size, seq_len=self.seq_len, lr=self.lr,
                            warmup_steps=max(1, min(100, self.max_steps // 10)), max_steps=self.max_steps,
-                           mlm_probability=self.mlm_probability, seed=self.seed, probe_every=self.probe_every)
+                           mlm_probability=self.mlm_probability, seed=self.seed, probe_every=self.probe_every,
+                           objective=self.objective)
 
 
 def run_bytes(weight_bytes: int, data_bytes: int, optimizer: bool = True) -> int:
@@ -80,10 +87,19 @@ def ids_bytes(rows: list[list[int]]) -> int:
     return 36 * sum(map(len, rows)) + 100 * len(rows)
 
 
-def preset_parameters(preset: str, vocab_size: int) -> int:
-    """Parameters of an MLM-only BERT of this preset and vocabulary (tied decoder counted once)."""
+def preset_parameters(preset: str, vocab_size: int, objective: str = "mlm") -> int:
+    """Parameters a run of this preset, vocabulary and objective trains (tied and shared weights counted once).
+
+    mlm and clm: an MLM-only BERT (clm reads the same head left to right). rtd: the discriminator and its
+    generator, which share the embeddings (built on torch's meta device: shapes only, no memory).
+    """
     cfg = BertConfig(vocab_size=vocab_size, max_position_embeddings=128, **PRESETS[preset])
-    return param_counts(cfg, mlm=True, nsp=False, pooler=False)["total"]
+    if objective != "rtd":
+        return param_counts(cfg, mlm=True, nsp=False, pooler=False)["total"]
+    with torch.device("meta"):
+        disc = BertForPreTraining(replace(cfg, model_type="electra"), mlm=False, nsp=False, rtd=True)
+        gen = new_generator(disc)
+    return sum(p.numel() for p in {id(p): p for p in (*disc.parameters(), *gen.parameters())}.values())
 
 
 @functools.lru_cache(maxsize=1)

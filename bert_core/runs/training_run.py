@@ -94,10 +94,12 @@ class TrainingSession:
         settings.validate()
         if sum(len(s.encode("utf-8")) for s in lines) > MAX_USER_CORPUS_BYTES:
             raise BertCoreError(f"the corpus is larger than {MAX_USER_CORPUS_BYTES:,} bytes: use a smaller text")
-        weights = 4 * preset_parameters(settings.preset, tokenizer.vocab_size)
+        # rtd: the generator's weights are charged too (preset_parameters counts both models).
+        weights = 4 * preset_parameters(settings.preset, tokenizer.vocab_size, settings.objective)
 
         def build() -> Trainer:
-            model = new_model(tokenizer, PRESETS[settings.preset], max_position_embeddings=128, seed=settings.seed)
+            model = new_model(tokenizer, PRESETS[settings.preset], max_position_embeddings=128, seed=settings.seed,
+                              causal=settings.objective == "clm", rtd=settings.objective == "rtd")
             return Trainer(model, tokenizer, lines, settings.train_config(), probes=probes)
 
         def install(trainer: Trainer) -> None:
@@ -174,7 +176,8 @@ class TrainingSession:
             return 0
         zipped = len(self._zip[1]) if self._zip else 0
         data = ids_bytes(t.data.lines) + ids_bytes(t.data.sents)
-        return run_bytes(tensor_bytes(t.model), data, optimizer=self.state != FINISHED) + zipped
+        models = [t.model] + ([t.generator] if t.generator is not None else [])  # rtd: the generator too
+        return run_bytes(tensor_bytes(*models), data, optimizer=self.state != FINISHED) + zipped
 
     def _evict(self) -> bool:
         """Drop this run to make room for another user's (called by the ledger when it sat idle); False if busy."""
@@ -362,9 +365,13 @@ class TrainingSession:
         # A step whose draw selected no token has loss 0 by convention: leave it out (NaN), not 0.
         loss = [m.loss if not math.isnan(m.accuracy) else math.nan for m in h]
         out = {"step": np.array([m.step for m in h], dtype=int), "loss": ema(loss, smoothing)}
-        for name in OUTCOMES:
-            out[name] = ema([m.loss_by_outcome[name] for m in h], smoothing)
+        if self.settings is None or self.settings.objective == "mlm":  # the 80/10/10 split is MLM's alone
+            for name in OUTCOMES:
+                out[name] = ema([m.loss_by_outcome.get(name, math.nan) for m in h], smoothing)
         out["accuracy"] = ema([m.accuracy for m in h], smoothing)
+        if h and h[0].rtd_loss is not None:  # rtd: the discriminator's own loss and accuracy
+            out["rtd"] = ema([m.rtd_loss for m in h], smoothing)
+            out["rtd_accuracy"] = ema([m.rtd_accuracy for m in h], smoothing)
         return out
 
     @property

@@ -138,3 +138,14 @@ class TextDataset:
             attn[r, : len(row)] = 1
         special[(ids != cls) & (ids != sep) & (attn == 1)] = 0
         return ids, types, attn, special, labels
+
+
+def pad_rows(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rows of ids of different lengths -> (B, T) ids padded with `pad_id` and the (B, T) 0/1 attention mask."""
+    T = max(map(len, rows))
+    ids = torch.full((len(rows), T), pad_id, dtype=torch.long)
+    attn = torch.zeros_like(ids)
+    for r, row in enumerate(rows):
+        ids[r, : len(row)] = torch.tensor(row)
+        attn[r, : len(row)] = 1
+    return ids, attn

@@ -41,9 +41,11 @@ from ..model.heads import BertForPreTraining
 from ..model.loading import load_model
 from ..model.tokenization import WordPieceTokenizer
 from .corpus import _heldout_score, load_pretraining_corpus, save_tokenizer, train_wordpiece
-from .trainer import TrainConfig, Trainer, new_model
+from .linear_probe import probe_accuracy
+from .trainer import PRESETS, TrainConfig, Trainer, new_model
 
 BUNDLED_PRESET = dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4, intermediate_size=1024)
+PRESET_NAMES = {name.split(" ")[0]: name for name in PRESETS}  # "tiny" / "small" / "medium" -> the page's preset
 CHECKPOINT = "trainer_state.pt"
 
 
@@ -76,8 +78,11 @@ def main(argv=None) -> int:
     ap.add_argument("--vocab-size", type=int, default=12000)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--no-nsp", action="store_true", help="train MLM only (no NSP head)")
-    ap.add_argument("--objective", choices=("mlm", "clm"), default="mlm",
-                    help="mlm: BERT's masked words (+ NSP); clm: GPT's next token under the causal mask (from scratch)")
+    ap.add_argument("--objective", choices=("mlm", "clm", "rtd"), default="mlm",
+                    help="mlm: BERT's masked words (+ NSP); clm: GPT's next token under the causal mask; rtd: "
+                         "ELECTRA's replaced tokens (generator + discriminator); clm and rtd from scratch only")
+    ap.add_argument("--probe-every", type=int, default=0,
+                    help="every N steps, log the linear probe's held-out accuracy (train/linear_probe.py); 0: never")
     ap.add_argument("--checkpoint-dir", default="runs/pretrain")
     ap.add_argument("--checkpoint-every", type=int, default=100)
     ap.add_argument("--resume", action="store_true", help="continue from --checkpoint-dir")
@@ -92,6 +97,8 @@ def main(argv=None) -> int:
     ap.add_argument("--wordnet-fraction", type=float, default=1.0,
                     help="train on this seeded share of the WordNet lines (Brown texts always whole)")
     ap.add_argument("--seq-len", type=int, default=128)
+    ap.add_argument("--preset", default=None, choices=sorted(PRESET_NAMES),
+                    help="a from-scratch model of one of the Training page's sizes (default: the bundled model's)")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
     ap.add_argument("--export-only", action="store_true",
                     help="write --checkpoint-dir's weights to --out as a model folder, without training")
@@ -130,12 +137,14 @@ def main(argv=None) -> int:
     print(f"tokenizer: {tok.vocab_size} pieces, {time.time() - t0:.1f}s", flush=True)
 
     nsp = not args.no_nsp and args.objective == "mlm"
-    if args.objective == "clm" and init_dir is not None:
-        print("--objective clm trains a causal model from scratch: drop --init-from / --continue-from", file=sys.stderr)
+    if args.objective != "mlm" and init_dir is not None:
+        print(f"--objective {args.objective} trains a model from scratch: drop --init-from / --continue-from / "
+              "--pairs-from", file=sys.stderr)
         return 2
+    preset = BUNDLED_PRESET if args.preset is None else PRESETS[PRESET_NAMES[args.preset]]
     if init_dir is None:
-        model = new_model(tok, BUNDLED_PRESET, max_position_embeddings=128, nsp=nsp, seed=args.seed, dropout=0.1,
-                          causal=args.objective == "clm")
+        model = new_model(tok, preset, max_position_embeddings=128, nsp=nsp, seed=args.seed, dropout=0.1,
+                          causal=args.objective == "clm", rtd=args.objective == "rtd")
     elif args.init_from is not None:
         model = encoder_with_new_heads(args.init_from, args.seed)
     else:
@@ -156,7 +165,7 @@ def main(argv=None) -> int:
                       warmup_steps=max(args.steps // 20, 1), max_steps=args.steps, seed=args.seed, nsp=nsp,
                       head_lr_scale=args.head_lr_scale, objective=args.objective)
     trainer = Trainer(model, tok, train_lines, cfg, documents=[list(d.sentences) for d in train_docs])
-    seen, log = 0, []
+    seen, log, probes = 0, [], []  # probes: the linear probe's accuracy by step (--probe-every)
     if args.resume:
         state = torch.load(ckpt, weights_only=True)
         trainer.load_state_dict(state)
@@ -175,7 +184,14 @@ def main(argv=None) -> int:
             row = dict(step=m.step, loss=round(m.loss, 4), mlm=round(m.mlm_loss, 4),
                        nsp=None if m.nsp_loss is None else round(m.nsp_loss, 4), acc=round(m.accuracy, 4),
                        lr=m.lr, tok_s=round(m.tokens_per_sec), minutes=round(trainer.elapsed / 60, 2))
+            if m.rtd_loss is not None:  # rtd: "mlm" is the generator's loss, these the discriminator's
+                row.update(rtd=round(m.rtd_loss, 4), rtd_acc=round(m.rtd_accuracy, 4),
+                           replaced=round(m.replaced_fraction, 4))
             log.append(row)
+            print(json.dumps(row), flush=True)
+        if args.probe_every and (m.step % args.probe_every == 0 or m.step == 1):
+            row = dict(step=m.step, tokens_seen=seen, probe_accuracy=round(probe_accuracy(model, tok), 4))
+            probes.append(row)
             print(json.dumps(row), flush=True)
         if m.step % args.checkpoint_every == 0:
             _save_state(trainer, log, seen, ckpt)
@@ -185,20 +201,21 @@ def main(argv=None) -> int:
             return 3
     _save_state(trainer, log, seen, ckpt)
     trainer.save(out)
-    if args.objective == "clm":  # the MLM evaluation means nothing for a left-to-right model
-        print(json.dumps({"objective": "clm", "steps": trainer.step_count, "tokens_seen": seen,
-                          "last_loss": log[-1]["loss"] if log else None}), flush=True)
+    if args.objective != "mlm":  # the MLM evaluation means nothing for a left-to-right model or a discriminator
+        print(json.dumps({"objective": args.objective, "steps": trainer.step_count, "tokens_seen": seen,
+                          "last_loss": log[-1]["loss"] if log else None, "probes": probes}), flush=True)
         return 0
     from .evaluate import bundled_report  # the evaluation reads the saved model, as users will
 
     report = {
-        "preset": BUNDLED_PRESET if init_dir is None else None, "pairs_from": args.pairs_from,
+        "preset": preset if init_dir is None else None, "pairs_from": args.pairs_from,
         "continue_from": args.continue_from, "init_from": args.init_from, "head_lr_scale": args.head_lr_scale,
         "wordnet_fraction": args.wordnet_fraction, "seq_len": args.seq_len, "bf16": args.bf16,
         "parameters": model.num_parameters(), "nsp": nsp, "steps": trainer.step_count,
         "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "vocab_size": tok.vocab_size,
         "tokens_seen": seen, "train_lines": len(train_lines), "train_document_sentences": len(trainer.data.sents),
         "training_minutes": round(trainer.elapsed / 60, 1), "evaluation": bundled_report(str(out)), "log": log,
+        "probes": probes,
     }
     (out / "training_report.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps({k: v for k, v in report.items() if k != "log"}, indent=2), flush=True)

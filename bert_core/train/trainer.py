@@ -1,4 +1,4 @@
-"""Masked-language-model pretraining in small steps: the loop knows nothing of the UI.
+"""Pretraining in small steps (MLM, next token or replaced tokens): the loop knows nothing of the UI.
 
 The Training page and `python -m bert_core.train.pretrain` both drive `Trainer.step()`; each call
 returns the step's metrics, and the caller decides when to call it and how to draw.
@@ -21,8 +21,10 @@ from ..model.config import BertConfig
 from ..model.heads import BertForPreTraining
 from ..model.loaded import LoadedModel
 from ..model.tokenization import WordPieceTokenizer
+from ..objectives.catalog import OBJECTIVES
 from ..objectives.masking import KEPT, MASKED, RANDOM, mask_tokens
-from .batches import TextDataset
+from ..objectives.rtd import RTD_LAMBDA, electra_mask, new_generator, rtd_forward
+from .batches import TextDataset, pad_rows
 
 # Model sizes a user may pick for live training: small enough to step several times a second.
 PRESETS = {
@@ -54,7 +56,10 @@ class TrainConfig:
     head_lr_scale: float = 1.0  # new heads (cls.*, the pooler) on a pretrained encoder learn this many times faster
     probe_every: int = 50
     top_k: int = 5
-    objective: str = "mlm"  # "mlm": BERT's masked words; "clm": GPT's next token, under the causal mask
+    objective: str = "mlm"  # "mlm": BERT's masked words; "clm": GPT's next token, under the causal mask;
+    # "rtd": ELECTRA's replaced-token detection (objectives/rtd.py)
+    rtd_lambda: float = RTD_LAMBDA  # rtd: the discriminator loss's weight
+
 
 
 @dataclass
@@ -71,6 +76,9 @@ class StepMetrics:
     tokens: int  # real (non-pad) tokens in the batch
     tokens_per_sec: float
     seconds: float
+    rtd_loss: float | None = None  # rtd: the discriminator's BCE (the step's loss = mlm_loss + lambda * this)
+    rtd_accuracy: float | None = None  # rtd: share of real tokens the discriminator labels right (logit > 0)
+    replaced_fraction: float | None = None  # rtd: share of real tokens the generator's samples changed
 
 
 @dataclass
@@ -125,14 +133,23 @@ def warmup_linear_lr(step: int, lr: float, warmup_steps: int, max_steps: int) ->
 
 
 def new_model(tokenizer: WordPieceTokenizer, preset: dict, max_position_embeddings: int = 128,
-              nsp: bool = False, seed: int = 0, dropout: float = 0.1, causal: bool = False) -> BertForPreTraining:
-    """A freshly initialised BERT sized by `preset`, for the tokenizer's vocabulary (`causal`: GPT's mask)."""
+              nsp: bool = False, seed: int = 0, dropout: float = 0.1, causal: bool = False,
+              rtd: bool = False) -> BertForPreTraining:
+    """A freshly initialised BERT sized by `preset`, for the tokenizer's vocabulary (`causal`: GPT's mask;
+    `rtd`: an ELECTRA discriminator, the same encoder under a replaced-token head instead of the MLM head)."""
+    if rtd and (causal or nsp):
+        raise BertCoreError("an ELECTRA discriminator is bidirectional and has no NSP head")
     cfg = BertConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=max_position_embeddings,
                      pad_token_id=tokenizer.pad_token_id, hidden_dropout_prob=dropout,
-                     attention_probs_dropout_prob=dropout, is_decoder=causal, **preset)
+                     attention_probs_dropout_prob=dropout, is_decoder=causal,
+                     model_type="electra" if rtd else "bert", **preset)
     with torch.random.fork_rng():  # initialise from our seed without moving anyone's global RNG
         torch.manual_seed(seed)
         model = BertForPreTraining(cfg, mlm=True, nsp=nsp)
+        if rtd:  # the discriminator starts from the very encoder an mlm (or clm) run of this seed starts from
+            encoder = model.bert.state_dict()
+            model = BertForPreTraining(cfg, mlm=False, nsp=False, rtd=True)
+            model.bert.load_state_dict(encoder)
     if model.num_parameters() > MAX_TRAIN_PARAMS:
         raise BertCoreError(
             f"that model has {model.num_parameters():,} parameters; live training allows {MAX_TRAIN_PARAMS:,}"
@@ -148,7 +165,11 @@ def next_token_labels(ids: torch.Tensor, attn: torch.Tensor) -> torch.Tensor:
 
 
 class Trainer:
-    """MLM (+ optional NSP) training of one model on one corpus, a step at a time."""
+    """Training of one model on one corpus, a step at a time: MLM (+ optional NSP), clm or rtd (`cfg.objective`).
+
+    For rtd, `model` is the discriminator (`new_model(..., rtd=True)`) and the Trainer adds the generator that
+    shares its embeddings (`self.generator`, objectives/rtd.py); one optimizer steps both.
+    """
 
     def __init__(self, model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines: list[str],
                  cfg: TrainConfig | None = None, probes: tuple[str, ...] = DEFAULT_PROBES,
@@ -156,12 +177,15 @@ class Trainer:
         self.cfg = cfg = cfg or TrainConfig()
         if cfg.nsp and not model.has_nsp:
             raise BertCoreError("NSP training needs a model with an NSP head")
-        if cfg.objective not in ("mlm", "clm"):
-            raise BertCoreError(f"objective must be 'mlm' or 'clm', not {cfg.objective!r}")
+        if cfg.objective not in OBJECTIVES:
+            raise BertCoreError(f"objective must be one of {', '.join(OBJECTIVES)}, not {cfg.objective!r}")
         if (cfg.objective == "clm") != bool(model.config.is_decoder):
             raise BertCoreError("the clm objective needs a causal model (is_decoder) and mlm a bidirectional one")
-        if cfg.objective == "clm" and cfg.nsp:
-            raise BertCoreError("next-sentence prediction belongs to BERT's objective, not to clm")
+        if cfg.objective != "mlm" and cfg.nsp:
+            raise BertCoreError(f"next-sentence prediction belongs to BERT's objective, not to {cfg.objective}")
+        if (cfg.objective == "rtd") != model.has_rtd:
+            raise BertCoreError("the rtd objective trains an ELECTRA discriminator (new_model(..., rtd=True)), "
+                                "and only it")
         usable = model.config.max_position_embeddings - model.config.position_offset  # RoBERTa: P - 2
         if cfg.seq_len > usable:
             raise BertCoreError(f"seq_len {cfg.seq_len} exceeds the model's {usable} positions")
@@ -169,8 +193,14 @@ class Trainer:
         self.tok = tokenizer
         self.data = TextDataset(lines, tokenizer, cfg.seq_len, documents)
         self.g = torch.Generator().manual_seed(cfg.seed)
+        # rtd: the generator, sharing the discriminator's embeddings; its own weights join the optimizer once.
+        self.generator = new_generator(model, cfg.seed) if cfg.objective == "rtd" else None
+        params = list(model.parameters())
+        if self.generator is not None:
+            ours = {id(p) for p in params}
+            params += [p for p in self.generator.parameters() if id(p) not in ours]
         head = [p for n, p in model.named_parameters() if n.startswith(("cls.", "bert.pooler."))]
-        self.opt = adamw(list(model.parameters()), cfg.lr, cfg.weight_decay, head, cfg.head_lr_scale)
+        self.opt = adamw(params, cfg.lr, cfg.weight_decay, head, cfg.head_lr_scale)
         self.step_count = 0
         self.history: list[StepMetrics] = []
         self.probes_text = probes
@@ -185,6 +215,8 @@ class Trainer:
         """One optimisation step on a fresh batch with a fresh masking draw."""
         if self.cfg.objective == "clm":
             return self._clm_step()
+        if self.cfg.objective == "rtd":
+            return self._rtd_step()
         c, t0 = self.cfg, time.perf_counter()
         model, tok = self.model, self.tok
         model.train()
@@ -279,16 +311,60 @@ class Trainer:
         self.history.append(metrics)
         return metrics
 
+    def _rtd_step(self) -> StepMetrics:
+        """One step of ELECTRA's objective (objectives/rtd.py): generator MLM + lambda * discriminator BCE."""
+        c, t0 = self.cfg, time.perf_counter()
+        model, gen, tok = self.model, self.generator, self.tok
+        model.train()
+        gen.train()
+        ids, types, attn, special, _ = self.data.batch(c.batch_size, self.g, False)
+        draw = electra_mask(ids, special, model.config.vocab_size, tok.mask_token_id, self.g, c.mlm_probability,
+                            tok.all_special_ids)
+        lr = self.lr_at(self.step_count)
+        for group in self.opt.param_groups:
+            group["lr"] = lr * group.get("lr_scale", 1.0)
+        with torch.random.fork_rng():
+            torch.manual_seed(int(torch.randint(2**62, (), generator=self.g)))
+            out = rtd_forward(gen, model, ids, types, attn, draw, self.g, c.rtd_lambda)
+            self.opt.zero_grad(set_to_none=True)
+            out.loss.backward()
+            if c.grad_clip:
+                torch.nn.utils.clip_grad_norm_([p for g in self.opt.param_groups for p in g["params"]], c.grad_clip)
+            self.opt.step()
+            self.opt.zero_grad(set_to_none=True)
+        with torch.no_grad():
+            n = out.target.numel()
+            acc = (out.gen_logits.argmax(-1) == out.target).float().mean().item() if n else float("nan")
+            right = ((out.disc_logits > 0) == out.replaced)[out.real]
+            rtd_acc = right.float().mean().item()
+            replaced = out.replaced[out.real].float().mean().item()
+        self.step_count += 1
+        dt = time.perf_counter() - t0
+        self.elapsed += dt
+        n_tok = int(attn.sum())
+        metrics = StepMetrics(step=self.step_count, loss=out.loss.item(), mlm_loss=out.gen_loss.item(), accuracy=acc,
+                              loss_by_outcome={}, nsp_loss=None, lr=lr, tokens=n_tok,
+                              tokens_per_sec=n_tok / dt if dt > 0 else float("inf"), seconds=dt,
+                              rtd_loss=out.disc_loss.item(), rtd_accuracy=rtd_acc, replaced_fraction=replaced)
+        self.history.append(metrics)
+        return metrics
+
     def state_dict(self) -> dict:
         """Everything a resumed run needs to continue exactly: weights, optimizer, RNG, data queue."""
-        return {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "g": self.g.get_state(),
-                "step": self.step_count, "elapsed": self.elapsed, "queue": self.data.queue}
+        state = {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "g": self.g.get_state(),
+                 "step": self.step_count, "elapsed": self.elapsed, "queue": self.data.queue}
+        if self.generator is not None:
+            state["generator"] = self.generator.state_dict()
+        return state
 
     def load_state_dict(self, state: dict) -> None:
         """Continue from `state_dict()`: the next step is the one an uninterrupted run would take."""
         self.model.load_state_dict(state["model"])
         if self.model.has_mlm:
             self.model.tie_weights()
+        if self.generator is not None:
+            self.generator.load_state_dict(state["generator"])
+            self.generator.tie_weights()
         self.opt.load_state_dict(state["opt"])
         self.g.set_state(state["g"])
         self.step_count = int(state["step"])
@@ -309,21 +385,32 @@ class Trainer:
         return LoadedModel(self.model, self.tok, name, "session")
 
     def probe(self) -> Probe:
-        """Top-k predictions for each probe sentence and the first one's attention, at this step."""
+        """Top-k predictions for each probe sentence and the first one's attention, at this step.
+
+        rtd: the guesses are the generator's (the discriminator has no MLM head), the attention the discriminator's.
+        clm: the guess for a [MASK] is the next-token prediction from the words left of it.
+        """
         m = self.as_loaded()
+        guesser = m if self.generator is None else LoadedModel(self.generator, self.tok, "generator", "session")
+        modules = [self.model] + ([self.generator] if self.generator is not None else [])
         was_training = self.model.training
-        self.model.eval()
+        for mod in modules:
+            mod.eval()
         try:
             # Only what a probe shows: predictions, and the first sentence's attention maps.
-            traces = [analyze(m, s, top_k=self.cfg.top_k, embeddings=False, hidden_states=False, attentions=i == 0)
-                      for i, s in enumerate(self.probes_text)]
+            traces = [analyze(guesser, s, top_k=self.cfg.top_k, embeddings=False, hidden_states=False,
+                              attentions=i == 0 and guesser is m) for i, s in enumerate(self.probes_text)]
+            first = traces[0] if guesser is m else analyze(m, self.probes_text[0], embeddings=False,
+                                                           hidden_states=False, attentions=True)
+            preds = {s: t.predictions for s, t in zip(self.probes_text, traces)}  # clm: from the left (analyze)
         finally:
-            self.model.train(was_training)
+            for mod in modules:
+                mod.train(was_training)
         return Probe(
             step=self.step_count,
-            predictions={s: t.predictions for s, t in zip(self.probes_text, traces)},
-            tokens=traces[0].tokens,
-            attentions=traces[0].attentions,
+            predictions=preds,
+            tokens=first.tokens,
+            attentions=first.attentions,
         )
 
     def save(self, out_dir) -> None:
@@ -344,13 +431,7 @@ def evaluate_mlm(model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines
     total_loss, n, top1, top5 = 0.0, 0, 0, 0
     cls, sep, pad = tokenizer.cls_token_id, tokenizer.sep_token_id, tokenizer.pad_token_id
     for start in range(0, len(data.lines), batch_size):
-        rows = [[cls, *x, sep] for x in data.lines[start:start + batch_size]]
-        T = max(map(len, rows))
-        ids = torch.full((len(rows), T), pad, dtype=torch.long)
-        attn = torch.zeros_like(ids)
-        for r, row in enumerate(rows):
-            ids[r, : len(row)] = torch.tensor(row)
-            attn[r, : len(row)] = 1
+        ids, attn = pad_rows([[cls, *x, sep] for x in data.lines[start:start + batch_size]], pad)  # (B, T)
         special = ((ids == cls) | (ids == sep) | (attn == 0)).long()
         draw = mask_tokens(ids, special, vocab_size=model.config.vocab_size, mask_token_id=tokenizer.mask_token_id,
                            generator=g, mlm_probability=mlm_probability, special_ids=tokenizer.all_special_ids)

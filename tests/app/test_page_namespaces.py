@@ -16,7 +16,8 @@ from apptest_util import ROOT, assert_ok, open_page
 
 VIEWS = ROOT / "views"
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "layers",
-         "inside_layer", "compare", "training", "finetuning", "similarity", "lesson", "tagging", "qa"]
+         "inside_layer", "compare", "training", "finetuning", "similarity", "lesson", "tagging", "qa",
+         "bert_vs_gpt"]
 
 
 def live_page_namespaces() -> dict[int, str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import VOCAB
+from conftest import VOCAB, save_perturbed
 
 import bert_core
 
@@ -14,20 +14,10 @@ def write_causal_checkpoint(path, seed=0):
     """A random BertLMHeadModel (is_decoder: true), biases and LayerNorms perturbed, with a tokenizer."""
     from transformers import BertConfig, BertLMHeadModel
 
-    from bert_core.model.tokenization import WordPieceTokenizer
-
     torch.manual_seed(seed)
     cfg = BertConfig(vocab_size=len(VOCAB) + 3, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
                      intermediate_size=37, max_position_embeddings=64, is_decoder=True, attn_implementation="eager")
-    model = BertLMHeadModel(cfg).eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "LayerNorm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(path)
-    (path / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    WordPieceTokenizer.from_dir(path).save(path)
-    return model
+    return save_perturbed(BertLMHeadModel(cfg).eval(), path)
 
 
 @pytest.fixture(scope="module")
@@ -105,3 +95,45 @@ def test_sampling_is_seeded_and_respects_top_k(causal):
     for bad in (dict(strategy="beam"), dict(temperature=0), dict(top_k=0), dict(max_new_tokens=0)):
         with pytest.raises(bert_core.BertCoreError):
             bert_core.generate(m, "the cat", **{"max_new_tokens": 3, **bad})
+
+
+def test_the_causal_switch_runs_a_bert_as_transformers_does_with_is_decoder(tiny_dirs):
+    """encoder(causal=True) on a bidirectional checkpoint = transformers' BertModel of the same weights with
+    is_decoder=True; mask_comparison (the BERT vs GPT page) draws exactly these maps."""
+    from transformers import BertModel
+
+    from bert_core.inspect.objectives_view import mask_comparison
+
+    path = tiny_dirs["mlm"][0]
+    m = bert_core.load_model(path)
+    hf = BertModel.from_pretrained(path, is_decoder=True, attn_implementation="eager").eval()
+    ids = torch.as_tensor(m.tokenizer.encode("the cat sat on the mat").input_ids)[None]
+    with torch.no_grad():
+        theirs = hf(input_ids=ids, output_hidden_states=True, output_attentions=True)
+        ours = m.model.bert(ids, trace=True, causal=True)
+    for a, b in zip(ours.hidden_states, theirs.hidden_states):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)
+    mc = mask_comparison(m, "the cat sat on the mat")
+    for k, a in enumerate(theirs.attentions):
+        np.testing.assert_allclose(mc.attn_causal[k], a[0].numpy(), atol=1e-5)
+    with torch.no_grad():
+        bi = m.model.bert(ids, trace=True)  # the config's own (bidirectional) mask is untouched
+    np.testing.assert_allclose(mc.attn_bidirectional, torch.stack([a[0] for a in bi.attentions]).numpy(), atol=1e-6)
+    assert not m.config.is_decoder
+
+
+def test_a_causal_model_guesses_a_mask_from_its_left(causal):
+    """analyze reads a causal model's [MASK] at p from position p - 1 (transformers' logits there)."""
+    path, hf = causal
+    m = bert_core.load_model(path)
+    text = "the cat [MASK] on the mat"
+    ids = torch.as_tensor(m.tokenizer.encode(text).input_ids)[None]
+    p = int((ids[0] == m.tokenizer.mask_token_id).nonzero()[0])
+    with torch.no_grad():
+        want = torch.softmax(hf(input_ids=ids).logits[0, p - 1].double(), -1)
+    top = want.topk(5)
+    expected = [(m.tokenizer.id_to_token(int(i)), float(v)) for v, i in zip(top.values, top.indices)]
+    got = bert_core.analyze(m, text).predictions[p]
+    assert [t for t, _ in got] == [t for t, _ in expected]
+    np.testing.assert_allclose([q for _, q in got], [q for _, q in expected], atol=1e-5)
+    assert any("left-to-right" in n for n in bert_core.analyze(m, text).notes)

@@ -13,6 +13,7 @@ PAGES.append("similarity")
 PAGES.append("lesson")  # its own sentences get the same list: tests/pages/test_page_lesson.py
 PAGES.append("tagging")
 PAGES.append("qa")
+PAGES.append("bert_vs_gpt")
 HOSTILE = {
     "empty": "",
     "whitespace": "   \n\t  ",

@@ -163,3 +163,35 @@ def test_a_first_visit_shows_a_finished_run_as_an_example():
     at.button(key="train_ten").click().run()
     assert_ok(at)
     assert not any("An example, not your run" in c.value for c in at.caption)  # the user's run replaces it
+
+
+@pytest.mark.parametrize("objective", ["clm", "rtd"])
+def test_other_objectives_train_probe_and_keep_their_model(objective):
+    """GPT's and ELECTRA's objectives on the same page: ten steps, the right chart and probes, a usable copy."""
+    import io
+    import zipfile
+
+    at = open_training()
+    at.radio(key="train_objective").set_value(objective).run()
+    assert_ok(at)
+    assert at.slider(key="train_mask_p").disabled == (objective == "clm")  # clm masks nothing
+    at.button(key="train_ten").click().run()
+    assert_ok(at)
+    s = session(at)
+    assert s.step == 10 and s.trainer.cfg.objective == objective
+    assert (s.trainer.generator is not None) == (objective == "rtd")
+    # The ledger charges what the run holds: for rtd the generator's own weights too.
+    from bert_core.runs.memory import tensor_bytes
+
+    held = s.memory.held(s.mem_key)
+    assert held >= 3 * tensor_bytes(s.trainer.model, *([s.trainer.generator] if objective == "rtd" else []))
+    fig = at.get("plotly_chart")[0].proto.spec
+    assert ("discriminator loss" in fig) == (objective == "rtd") and ("next-token loss" in fig) == (objective == "clm")
+    assert len(at.dataframe[0].value) == 3  # one guess per probe [MASK]
+    with zipfile.ZipFile(io.BytesIO(s.checkpoint_zip())) as z:
+        arch = z.read("config.json").decode()
+    assert ("ElectraForPreTraining" if objective == "rtd" else "BertLMHeadModel") in arch
+    at.button(key="train_use").click().run()
+    assert_ok(at)
+    kept = at.session_state["session_model"]
+    assert kept.model.has_rtd == (objective == "rtd") and kept.config.is_decoder == (objective == "clm")

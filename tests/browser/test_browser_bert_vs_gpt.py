@@ -1,0 +1,38 @@
+"""The BERT vs GPT page in a real browser, offline: the masks on the sidebar text, three live runs, what each does."""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+import test_browser
+import test_browser_compare as tbc
+from test_browser import OUT
+from test_browser_compare import SLOW, main_text, open_slow, wait_for_text
+
+# The plain offline server and chromium (module-scoped fixtures), and a watched page on them.
+server, browser, watch = test_browser.server, test_browser.browser, tbc.watch
+
+pytestmark = pytest.mark.browser
+TEXT = "the cat sat on the [MASK] ."
+
+
+def test_bert_vs_gpt_trains_three_models_and_shows_what_each_can_do(watch):
+    page = open_slow(watch, "/bert-vs-gpt?" + urllib.parse.urlencode({"text": TEXT}))
+    wait_for_text(page, "Two attention masks", SLOW)
+    watch.assert_clean()
+    body = main_text(page)
+    assert "GPT: token i sees tokens 0…i" in body and "Which positions each prediction can see" in body
+    page.screenshot(path=str(OUT / "page_bert_vs_gpt.png"), full_page=True)
+    steps = page.get_by_label("Steps per model")
+    steps.fill("20")
+    steps.press("Enter")
+    watch.settle(timeout=SLOW)
+    page.get_by_role("button", name="Train the three models").click()
+    watch.settle(timeout=SLOW)
+    wait_for_text(page, "What each model can do now", SLOW)
+    watch.assert_clean()
+    body = main_text(page)
+    assert "Sample efficiency" in body and "BERT fills each [MASK] reading the words on both sides" in body
+    page.get_by_text("Sample efficiency: what the encoder learnt").scroll_into_view_if_needed()
+    page.screenshot(path=str(OUT / "page_bert_vs_gpt_trained.png"))  # the runs' curves (the app scrolls inside)
