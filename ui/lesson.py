@@ -27,9 +27,9 @@ from bert_core.figures.training import loss_figure
 from bert_core.inspect import input_tables
 from bert_core.inspect.anatomy import anatomy_rows
 from bert_core.inspect.masking_view import masking_draw, md_literal
+from bert_core.inspect.objectives_view import mask_comparison
 from bert_core.inspect.residual import logit_lens, same_word
 from bert_core.lesson import questions
-from bert_core.lesson.masks import two_masks
 from bert_core.runs.settings import example_run
 from ui.state import model_cached
 from ui.widgets import chart
@@ -255,12 +255,13 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
 def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
     layer, head = questions.attention_layer_head(cur.model)
     try:
-        r = model_cached(cur, two_masks, text, layer, head)
+        r = model_cached(cur, mask_comparison, text)  # the BERT vs GPT page's computation
     except bert_core.BertCoreError as e:
         st.warning(str(e))
         return
     c1, c2 = st.columns(2)
-    for col, z, name in ((c1, r.bidirectional, "BERT: every token"), (c2, r.causal, "GPT: only j ≤ i")):
+    for col, z, name in ((c1, r.attn_bidirectional[layer, head], "BERT: every token"),
+                         (c2, r.attn_causal[layer, head], "GPT: only j ≤ i")):
         # zmax 0.3: the heavy [CLS] column saturates, so the empty triangle above the diagonal stands out.
         fig = head_heatmap(z, r.tokens, name, zmax=0.3)
         fig.update_traces(showscale=False, texttemplate=None)
@@ -358,7 +359,7 @@ STEPS: list[Step] = [
          "from the 15% of tokens it masks; GPT learns from every next token.",
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
-         "compare", "Compare", view_bert_vs_gpt,
+         "bert-vs-gpt", "BERT vs GPT", view_bert_vs_gpt,
          r"\text{GPT: } \mathcal{L} = -\sum_{t} \log p(x_{t+1} \mid x_{\le t})"),
 ]
 KEYS = [s.key for s in STEPS]

@@ -19,15 +19,16 @@ import torch
 from ..errors import BertCoreError
 from ..inspect.analysis import analyze
 from ..inspect.input_tables import split_words
-from ..inspect.masking_view import mask_input, masking_stats
+from ..inspect.masking_view import masking_stats
+from ..inspect.objectives_view import loss_targets
 from ..inspect.residual import logit_lens, same_word
 from ..model.classifier_io import new_classifier
+from ..model.classifiers import SEQUENCE_CLASSIFIERS
 from ..model.config import BertConfig
 from ..model.counts import param_counts
 from ..model.loaded import LoadedModel
 from ..model.token_heads import BertForTokenClassification
-from ..objectives.masking import mask_tokens
-from ..train.trainer import PRESETS, evaluate_mlm, new_model, next_token_labels
+from ..train.trainer import PRESETS, evaluate_mlm, new_model
 
 
 @dataclass(frozen=True)
@@ -307,6 +308,8 @@ NER_LABELS = ("O", "B-PER", "I-PER", "B-ORG", "I-ORG", "B-LOC", "I-LOC", "B-MISC
 
 def head_outputs(m: LoadedModel, text: str) -> tuple[int, int, int]:
     """(tokens, scores of a 2-label sentence classifier, scores of a 9-label tagger): both heads run on `m`."""
+    if m.family not in SEQUENCE_CLASSIFIERS:
+        raise BertCoreError(f"this app has no sentence-classifier head for the {m.family} family yet")
     enc = m.tokenizer.encode(text, None, max_length=m.max_length)
     ids = torch.from_numpy(enc.input_ids)[None]  # (1, T)
     types = torch.from_numpy(enc.token_type_ids)[None]
@@ -342,21 +345,10 @@ def head_sizes(m: LoadedModel, text: str) -> Question:
 
 
 # ------------------------------------------------------------------------------------- 11. BERT vs GPT
-def prediction_targets(m: LoadedModel, text: str, seed: int = 0) -> tuple[int, int, int]:
-    """(tokens, positions BERT's MLM loss grades in one seeded draw, positions GPT's next-token loss grades)."""
-    inp = mask_input(m, text)
-    ids = torch.from_numpy(inp.input_ids)[None]  # (1, T)
-    special = torch.from_numpy(inp.special)[None]
-    g = torch.Generator().manual_seed(seed)
-    d = mask_tokens(ids, special, vocab_size=m.config.vocab_size, mask_token_id=m.tokenizer.mask_token_id,
-                    special_ids=m.tokenizer.all_special_ids, generator=g)
-    clm = next_token_labels(ids, torch.ones_like(ids))
-    return ids.shape[1], int((d.labels != -100).sum()), int((clm != -100).sum())
-
-
 def learning_signal(m: LoadedModel, text: str, seed: int = 0) -> Question:
     """How many positions does each objective learn from in one pass over this sentence?"""
-    T, mlm, clm = prediction_targets(m, text, seed)
+    t = loss_targets(m, text, seed)  # the BERT vs GPT page's own numbers
+    T, mlm, clm, rtd = len(t.tokens), int(t.mlm.sum()), sum(x is not None for x in t.clm_target), int(t.rtd.sum())
     combos = []
     for c in ((mlm, clm), (clm, mlm), (mlm, mlm), (T, T)):
         if c not in combos:
@@ -368,7 +360,7 @@ def learning_signal(m: LoadedModel, text: str, seed: int = 0) -> Question:
                "masked-LM loss computed, and on how many GPT's next-token loss?",
         choices=choices, answer=order.index(0),
         reveal=f"BERT: the {mlm} position{'s' * (mlm != 1)} this draw selected (15% of the ordinary tokens); "
-               f"GPT: {clm}, every token that has a next one. ELECTRA grades all {T} as real or replaced.")
+               f"GPT: {clm}, every token that has a next one. ELECTRA grades all {rtd} as real or replaced.")
 
 
 # Each question: its function and which of the step's inputs it reads.

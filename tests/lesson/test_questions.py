@@ -10,8 +10,8 @@ import pytest
 import torch
 
 import bert_core
+from bert_core.inspect.objectives_view import loss_targets, mask_comparison
 from bert_core.lesson import questions as Q
-from bert_core.lesson.masks import two_masks
 
 TEXT = "She [MASK] the letter to her mother."
 
@@ -186,32 +186,35 @@ def test_head_sizes_are_transformers_head_shapes(m, hf_tok):
 
 def test_learning_signal_counts_each_objectives_labels(m, hf_tok):
     text = "The cat sat on the mat because it was warm."
-    T, mlm, clm = Q.prediction_targets(m, text, seed=0)
+    t = loss_targets(m, text, seed=0)
     enc = hf_tok(text)
-    assert T == len(enc["input_ids"])
+    T = len(enc["input_ids"])
+    assert len(t.tokens) == T
     # GPT (transformers' BertLMHeadModel shifts labels by one): every token but the first is a target.
+    clm = sum(x is not None for x in t.clm_target)
     assert clm == T - 1
+    mlm = int(t.mlm.sum())
     assert 0 < mlm < T - 2
     q = Q.learning_signal(m, text)
-    assert q.choices[q.answer] == f"BERT {mlm}, GPT {clm}"
+    assert q.choices[q.answer] == f"BERT {mlm}, GPT {clm}" and f"all {T} as real or replaced" in q.reveal
 
 
-def test_two_masks_are_transformers_encoder_and_decoder_attention(m, hf, hf_tok):
+def test_the_lesson_draws_the_bert_vs_gpt_pages_maps_which_are_transformers_attention(m, hf, hf_tok):
     from transformers import BertConfig, BertModel
 
     text = "The cat sat on the mat."
-    layer = 2
-    r = two_masks(m, text, layer, head=1)
+    r = mask_comparison(m, text)
     enc = hf_tok(text, return_tensors="pt")
     cfg = BertConfig.from_pretrained(bert_core.MINILM_DIR, is_decoder=True, attn_implementation="eager")
     dec = BertModel(cfg, add_pooling_layer=False).eval()
     dec.load_state_dict(hf.bert.state_dict(), strict=False)
+    layer, head = Q.attention_layer_head(m)
     with torch.no_grad():
-        causal = dec(**enc, output_attentions=True).attentions[layer][0, 1].numpy()
-        both = hf.bert(**enc, output_attentions=True).attentions[layer][0, 1].numpy()
-    np.testing.assert_allclose(r.causal, causal, atol=1e-5)
-    np.testing.assert_allclose(r.bidirectional, both, atol=1e-5)
-    assert np.all(np.triu(r.causal, 1) == 0) and not np.all(np.triu(r.bidirectional, 1) == 0)
+        causal = dec(**enc, output_attentions=True).attentions[layer][0, head].numpy()
+        both = hf.bert(**enc, output_attentions=True).attentions[layer][0, head].numpy()
+    np.testing.assert_allclose(r.attn_causal[layer, head], causal, atol=1e-5)
+    np.testing.assert_allclose(r.attn_bidirectional[layer, head], both, atol=1e-5)
+    assert np.all(np.triu(r.attn_causal[layer, head], 1) == 0)
 
 
 def test_a_question_that_cannot_be_asked_says_what_to_change(m):
