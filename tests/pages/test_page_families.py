@@ -100,6 +100,8 @@ def test_anatomy_counts_the_loaded_family(family_models, monkeypatch):
 
 def _broken_folders(family_models, root):
     """The issue's bad folders, each next to the good ones: {name: what the message must say}."""
+    edited_copy(family_models / "roberta", root / "deberta", model_type="deberta-v2")  # a family we do not read
+    # A RoBERTa folder that says it is ELECTRA (a family we read): its RoBERTa head is named, not guessed at.
     edited_copy(family_models / "roberta", root / "electra", model_type="electra")
     # A RoBERTa folder with its vocab.json but neither merges.txt nor tokenizer.json.
     d = edited_copy(family_models / "roberta", root / "no-merges", drop=("tokenizer.json",))
@@ -108,7 +110,8 @@ def _broken_folders(family_models, root):
     edited_copy(family_models / "albert", root / "small-vocab", vocab_size=20)
     edited_copy(family_models / "distilbert", root / "no-tokenizer", drop=("tokenizer.json", "vocab.txt"))
     return {
-        "electra": "electra model.*'bert', 'roberta', 'distilbert', 'albert'",
+        "deberta": "deberta-v2 model.*'bert', 'roberta', 'distilbert', 'albert', 'electra'",
+        "electra": "tensor 'lm_head.bias' that a electra model does not have",
         "no-merges": "vocab.json but no merges.txt",
         "small-vocab": "embedding matrix has only 20 rows",
         "no-tokenizer": "no tokenizer in no-tokenizer",
