@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from apptest_util import ROOT, assert_ok
-from family_util import write_family_checkpoint
 from pages.test_hostile_pages import HOSTILE
+from pages import test_page_families
 from streamlit.testing.v1 import AppTest
 
 import bert_core
@@ -15,6 +15,7 @@ from bert_core.lesson.questions import bert_large_config
 from ui import lesson
 
 N = len(lesson.STEPS)
+family_models = test_page_families.family_models  # the same fixture: one tiny folder per family
 
 
 def open_lesson(query: dict | None = None, timeout: float = 120) -> AppTest:
@@ -154,14 +155,6 @@ def test_a_bert_base_sized_checkpoint(tmp_path, monkeypatch):
     m = bert_core.load_model(str(d), local_roots=[str(tmp_path)])
     assert m.config.num_hidden_layers == 12 and m.config.hidden_size == 768
     walk(at, m, guess_right=False)
-
-
-@pytest.fixture(scope="module")
-def family_models(tmp_path_factory):
-    root = tmp_path_factory.mktemp("lesson-families")
-    for fam in ("roberta", "distilbert", "albert"):
-        write_family_checkpoint(root / fam, fam, "mlm")
-    return root
 
 
 @pytest.mark.parametrize("fam", ["roberta", "distilbert", "albert"])
