@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from apptest_util import ROOT, assert_ok
-from pages.test_hostile_pages import HOSTILE
 from pages import test_page_families
+from pages.test_hostile_pages import HOSTILE
 from streamlit.testing.v1 import AppTest
 
 import bert_core
