@@ -64,6 +64,13 @@ def ready_models(cur: Current, session, head_cls, session_label: str, what: str)
     return out
 
 
+def pick_ready(found: dict[str, object], label: str, key: str):
+    """A radio over the ready models (the first one until the user picks); returns the chosen LoadedModel."""
+    if st.session_state.get(key) not in found:
+        st.session_state[key] = next(iter(found))
+    return found[st.radio(label, list(found), key=key, horizontal=True)]
+
+
 def new_head_settings(cur: Current, prefix: str, locked: bool, cols, batch_index: int = 1, freeze_help: str = ""):
     """Base model, freeze, learning rate, epochs and batch in five columns; returns (base label, freeze, lr,
     epochs, batch). The learning rate follows the base and the freeze switch until the user picks one."""

@@ -8,6 +8,7 @@ Callbacks live here, not in the page (see ui/callbacks.py for why).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import urllib.parse
@@ -67,11 +68,7 @@ class Step:
 
 def _analysis(cur, text: str, pair: str | None, **keep):
     """`bert_core.analyze` of the step's sentence through the shared cache; None after a message."""
-    try:
-        return model_cached(cur, bert_core.analyze, text, pair, top_k=keep.pop("top_k", 5), **keep)
-    except bert_core.BertCoreError as e:
-        st.warning(str(e))
-        return None
+    return _cached(cur, bert_core.analyze, text, pair, top_k=keep.pop("top_k", 5), **keep)
 
 
 def _cached(cur, fn, *args, **kwargs):
@@ -230,6 +227,7 @@ def view_pretraining(cur, text, pair, revealed) -> None:
                f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown.")
 
 
+@functools.cache  # a file that ships with the app: read once per process, not on every rerun
 def example_vocab_size() -> int:
     """The vocabulary of the tiny bundled model, whose pre-training curve is the example."""
     return json.loads((bert_core.BUNDLED_DIR / "config.json").read_text())["vocab_size"]

@@ -15,7 +15,7 @@ from bert_core.runs.status import IDLE
 from bert_core.train.finetuning import FineTuneConfig
 from bert_core.train.qa import builtin_qa_task, first_examples, heuristic_baseline
 from bert_core.train.token_finetuning import MAX_ANSWER_TOKENS, QA_MAX_LEN
-from ui.finetune_ui import head_run_ui, new_head_bases, new_head_settings, ready_models, run_status
+from ui.finetune_ui import head_run_ui, new_head_bases, new_head_settings, pick_ready, ready_models, run_status
 from ui.state import require_current
 from ui.widgets import chart, run_buttons, run_controls, table
 
@@ -61,9 +61,7 @@ def read_ui() -> None:
                 "head and fine-tune it live below on the built-in WordNet task, or pick a SQuAD checkpoint in the "
                 "sidebar when the hub is reachable (e.g. distilbert-base-cased-distilled-squad).")
         return
-    if st.session_state.get("qa_reader") not in found:
-        st.session_state["qa_reader"] = next(iter(found))
-    choice = st.radio("Reader", list(found), key="qa_reader", horizontal=True)
+    chosen = pick_ready(found, "Reader", "qa_reader")
     c1, c2 = st.columns(2)
     top_k = c1.slider("Spans shown", 1, 10, 3, key="qa_top_k")
     max_tokens = c2.slider("Longest answer (tokens)", 1, 64, MAX_ANSWER_TOKENS, key="qa_max_tokens")
@@ -72,7 +70,7 @@ def read_ui() -> None:
         return
     try:
         with st.spinner("Reading…"):
-            r = answer(found[choice], question, passage, top_k=top_k, max_answer_tokens=max_tokens)
+            r = answer(chosen, question, passage, top_k=top_k, max_answer_tokens=max_tokens)
     except bert_core.BertCoreError as e:
         st.warning(f"Cannot answer: {e}")
         return

@@ -24,7 +24,7 @@ from bert_core.train.tagging import (
     task_from_conll,
 )
 from bert_core.train.token_finetuning import TAGGING_MAX_LEN
-from ui.finetune_ui import head_run_ui, new_head_bases, new_head_settings, ready_models, run_status
+from ui.finetune_ui import head_run_ui, new_head_bases, new_head_settings, pick_ready, ready_models, run_status
 from ui.state import require_current
 from ui.widgets import chart, run_buttons, run_controls, table
 
@@ -66,12 +66,10 @@ def tag_ui() -> None:
                 "and fine-tune it live below, on the built-in part-of-speech task or your own CoNLL file "
                 "(for named entities, say), or pick a tagger in the sidebar.")
         return
-    if st.session_state.get("tg_tagger") not in found:
-        st.session_state["tg_tagger"] = next(iter(found))
-    choice = st.radio("Tagger", list(found), key="tg_tagger", horizontal=True)
+    chosen = pick_ready(found, "Tagger", "tg_tagger")
     try:
         with st.spinner("Tagging…"):
-            r = tag_words(found[choice], text)
+            r = tag_words(chosen, text)
     except bert_core.BertCoreError as e:
         st.warning(f"Cannot tag this text: {e}")
         return

@@ -53,11 +53,16 @@ def _words(m: LoadedModel, text: str) -> list:
     return [w for w in split_words(m.tokenizer, text) if w.word not in specials and any(c.isalnum() for c in w.word)]
 
 
-def _first_mask(m: LoadedModel, text: str, text_pair: str | None = None, top_k: int = 5):
-    """A trace with predictions and its first [MASK] position; clear errors when either is missing."""
+def _need_mlm(m: LoadedModel) -> None:
+    """A clear error for a model without a masked-language-model head."""
     if not m.has_mlm:
         raise BertCoreError("this model has no masked-language-model head, so it cannot fill a [MASK]: "
                             "pick a model with one in the sidebar (both bundled models have one)")
+
+
+def _first_mask(m: LoadedModel, text: str, text_pair: str | None = None, top_k: int = 5):
+    """A trace with predictions and its first [MASK] position; clear errors when either is missing."""
+    _need_mlm(m)
     t = analyze(m, text, text_pair, top_k=top_k, embeddings=False, hidden_states=False, attentions=False)
     if not t.mask_positions:
         raise BertCoreError("this question needs a [MASK] in the sentence: type [MASK] where a word should be")
@@ -222,8 +227,7 @@ def next_sentence(m: LoadedModel, text: str, text_pair: str | None) -> Question:
 # ---------------------------------------------------------------------------------------- 7. layers
 def lens_layer(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
     """From which hidden state on is the final answer at the first [MASK] already the top guess?"""
-    if not m.has_mlm:
-        _first_mask(m, text, text_pair)  # says what is missing
+    _need_mlm(m)
     lens = logit_lens(m, text, text_pair, top_k=1)
     if not lens.mask_positions:
         raise BertCoreError("this question needs a [MASK] in the sentence: type [MASK] where a word should be")

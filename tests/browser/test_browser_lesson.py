@@ -3,12 +3,12 @@ with space, every reveal the model's answer (computed here by bert_core.lesson),
 
 from __future__ import annotations
 
-import os
 import time
 import urllib.parse
 
 import pytest
-from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT, app_server
+import test_browser
+from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT
 
 import bert_core
 from ui import lesson
@@ -19,13 +19,7 @@ OUT = ROOT / "tests" / "output"
 DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
 
 
-@pytest.fixture(scope="module")
-def server():
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "server_lesson.log", "w") as log, \
-            app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=300) as (url, _):
-        yield url
+server = test_browser.server  # the same real server fixture (offline, developmentMode off)
 
 
 @pytest.fixture
