@@ -149,3 +149,27 @@ def pad_rows(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Te
         ids[r, : len(row)] = torch.tensor(row)
         attn[r, : len(row)] = 1
     return ids, attn
+
+
+def continuation_table(tokenizer: WordPieceTokenizer) -> torch.Tensor:
+    """(V,) bool: True for the pieces that continue a word (WordPiece's "##" pieces)."""
+    table = torch.zeros(tokenizer.vocab_size, dtype=torch.bool)
+    for piece, i in tokenizer.vocab.items():
+        if piece.startswith("##") and i < len(table):
+            table[i] = True
+    return table
+
+
+def batch_word_ids(ids: torch.Tensor, special: torch.Tensor, continues: torch.Tensor) -> torch.Tensor:
+    """(B, T) ids -> (B, T) word numbers per row (pieces of one word share one), -1 at specials and padding.
+
+    A word starts at every ordinary piece that is not a "##" piece (or that follows a special token).
+    Example: [CLS] the un ##aff ##able cat [SEP] -> -1 0 1 1 1 2 -1.
+    """
+    special = special.bool()
+    after_special = torch.ones_like(special)
+    after_special[:, 1:] = special[:, :-1]
+    starts = ~special & (~continues[ids] | after_special)  # (B, T)
+    words = starts.long().cumsum(1) - 1
+    return words.masked_fill(special, -1)
+

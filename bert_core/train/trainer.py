@@ -24,7 +24,7 @@ from ..model.tokenization import WordPieceTokenizer
 from ..objectives.catalog import OBJECTIVES
 from ..objectives.masking import KEPT, MASKED, RANDOM, mask_tokens
 from ..objectives.rtd import RTD_LAMBDA, electra_mask, new_generator, rtd_forward
-from .batches import TextDataset, pad_rows
+from .batches import TextDataset, batch_word_ids, continuation_table, pad_rows
 
 # Model sizes a user may pick for live training: small enough to step several times a second.
 PRESETS = {
@@ -192,6 +192,7 @@ class Trainer:
         self.model = model
         self.tok = tokenizer
         self.data = TextDataset(lines, tokenizer, cfg.seq_len, documents)
+        self._continues = continuation_table(tokenizer) if cfg.whole_word else None  # (V,) "##" pieces
         self.g = torch.Generator().manual_seed(cfg.seed)
         # rtd: the generator, sharing the discriminator's embeddings; its own weights join the optimizer once.
         self.generator = new_generator(model, cfg.seed) if cfg.objective == "rtd" else None
@@ -221,8 +222,11 @@ class Trainer:
         model, tok = self.model, self.tok
         model.train()
         ids, types, attn, special, nsp_labels = self.data.batch(c.batch_size, self.g, c.nsp)
+        # Whole-word masking: the pieces of a word are selected together (Google's wwm release).
+        words = batch_word_ids(ids, special, self._continues) if c.whole_word else None
         draw = mask_tokens(ids, special, vocab_size=model.config.vocab_size, mask_token_id=tok.mask_token_id,
-                           generator=self.g, mlm_probability=c.mlm_probability, special_ids=tok.all_special_ids)
+                           generator=self.g, mlm_probability=c.mlm_probability, special_ids=tok.all_special_ids,
+                           word_ids=words, whole_word=c.whole_word)
         lr = self.lr_at(self.step_count)
         for group in self.opt.param_groups:
             group["lr"] = lr * group.get("lr_scale", 1.0)

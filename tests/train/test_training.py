@@ -464,3 +464,55 @@ def test_init_from_an_encoder_only_folder_gives_new_tied_heads_and_a_faster_head
     head = {id(p) for n, p in model.named_parameters() if n.startswith(("cls.", "bert.pooler."))}
     rates = {(any(id(p) in head for p in g["params"]), g["lr"]) for g in tr.opt.param_groups}
     assert rates == {(False, 1e-4), (True, 1e-4 * 10)}
+
+
+PIECES = ["unaffable hyperparameters don't misunderstand", "the cat sat on the mat", "a tokenizer's pieces"]
+
+
+def test_batch_word_ids_match_the_tokenizers_own_words(tok):
+    """Our vectorised word numbering == the tokenizer's word_ids (pieces of one word share one; A and B apart)."""
+    from bert_core.inspect.masking_view import unique_word_ids
+    from bert_core.train.batches import batch_word_ids, continuation_table
+
+    table = continuation_table(tok)
+    for a, b in [(PIECES[0], PIECES[1]), (PIECES[2], None), (PIECES[1], PIECES[0])]:
+        e = tok.encode(a, b)
+        ids = torch.as_tensor(np.asarray(e.input_ids))[None]  # (1, T)
+        special = torch.as_tensor(np.asarray(e.special_tokens_mask))[None]
+        ours = batch_word_ids(ids, special, table)[0]
+        theirs = unique_word_ids(e.word_ids, e.sequence_ids)
+        assert ours.tolist() == list(theirs), (e.tokens, ours.tolist(), list(theirs))
+    assert any(t.startswith("##") for t in tok.encode(PIECES[0]).tokens)  # the check above saw split words
+
+
+def test_whole_word_training_selects_every_piece_of_a_word_or_none(tok, monkeypatch):
+    """TrainConfig(whole_word=True): each step's draw takes all pieces of a word or none; off, words get split."""
+    import bert_core.train.trainer as trainer_module
+    from bert_core.train.batches import batch_word_ids, continuation_table
+
+    draws, original = [], trainer_module.mask_tokens
+
+    def recording(ids, special, **kw):
+        draw = original(ids, special, **kw)
+        draws.append((ids, special, draw.labels))
+        return draw
+
+    monkeypatch.setattr(trainer_module, "mask_tokens", recording)
+    lines = [PIECES[0], PIECES[2], "misunderstandings of unaffable tokenizers"] * 4
+    table = continuation_table(tok)
+
+    def split_words(whole: bool) -> int:
+        draws.clear()
+        make_trainer(tok, lines, whole_word=whole, mlm_probability=0.5).run(steps=6)
+        split = 0
+        for ids, special, labels in draws:
+            words = batch_word_ids(ids, special, table)
+            for r in range(ids.shape[0]):
+                for w in words[r].unique().tolist():
+                    if w >= 0:
+                        chosen = (labels[r][words[r] == w] != -100).tolist()
+                        split += len(set(chosen)) > 1
+        return split
+
+    assert split_words(True) == 0
+    assert split_words(False) > 0
