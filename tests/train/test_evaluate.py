@@ -6,7 +6,7 @@ import numpy as np
 
 import bert_core
 from bert_core.train.corpus import clean_gloss, load_pretraining_corpus
-from bert_core.train.evaluate import nsp_pairs, nsp_probabilities, previous_heldout_lines, read_cloze
+from bert_core.train.evaluate import CLOZE_FILE, nsp_pairs, nsp_probabilities, previous_heldout_lines, read_cloze
 
 
 def test_batched_nsp_matches_analyze_pair_by_pair(tiny_dirs):
@@ -32,9 +32,18 @@ def test_previous_heldout_set_has_nothing_the_new_corpus_trains_on():
     assert len(lines) > 2500 and not any(clean_gloss(g) in trained for g in lines)
 
 
-def test_cloze_list_is_everyday_and_not_from_the_corpus():
-    rows = read_cloze()
-    assert len(rows) >= 60 and all(t.count("[MASK]") == 1 for t, _ in rows)
+def test_cloze_lists_are_everyday_and_not_from_the_corpus():
+    """Both everyday lists: one [MASK] a sentence, and no filled-in sentence is a line of the pretraining corpus."""
+    rows = read_cloze() + read_cloze(CLOZE_FILE.with_name("everyday_cloze_dev.tsv"))
+    assert len(rows) >= 120 and all(t.count("[MASK]") == 1 for t, _ in rows)
     train, docs, _, _ = load_pretraining_corpus()
     seen = {x.lower() for x in train} | {s.lower() for d in docs for s in d.sentences}
     assert not [t for t, a in rows if t.replace("[MASK]", a).lower() in seen]
+
+
+
+def test_the_second_cloze_list_is_apart_from_the_first():
+    """tests/data/everyday_cloze_dev.tsv: 60 sentences, single-word answers, none of the 70 sentences again."""
+    dev = read_cloze(CLOZE_FILE.with_name("everyday_cloze_dev.tsv"))
+    assert len(dev) == 60 and all(a and " " not in a for _, a in dev)
+    assert not {t for t, _ in dev} & {t for t, _ in read_cloze()}
