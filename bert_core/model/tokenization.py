@@ -358,11 +358,15 @@ class WordPieceTokenizer:
         pre = self._tok.pre_tokenizer
         return pre.pre_tokenize_str(norm) if pre is not None else [(norm, (0, len(norm)))]
 
+    @property
+    def continuation_prefix(self) -> str:
+        """What starts a WordPiece piece that continues a word ("##")."""
+        return getattr(self._tok.model, "continuing_subword_prefix", "##")
+
     def split_words(self, text: str) -> list[WordSplit]:
         """Each word of `text` with the greedy search that split it (see `wordpiece_steps`)."""
-        model = self._tok.model
-        prefix = getattr(model, "continuing_subword_prefix", "##")
-        max_chars = getattr(model, "max_input_chars_per_word", 100)
+        prefix = self.continuation_prefix
+        max_chars = getattr(self._tok.model, "max_input_chars_per_word", 100)
         out = []
         # Special tokens typed in the text ([MASK], [SEP]...) are matched before WordPiece runs,
         # as the real tokenizer does: they stay whole, with no search.

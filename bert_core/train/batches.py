@@ -152,10 +152,14 @@ def pad_rows(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Te
 
 
 def continuation_table(tokenizer: WordPieceTokenizer) -> torch.Tensor:
-    """(V,) bool: True for the pieces that continue a word (WordPiece's "##" pieces)."""
+    """(V,) bool: True for the pieces that continue a word (WordPiece's "##" pieces, or its own prefix)."""
+    if tokenizer.scheme != "wordpiece":  # BPE marks where a word starts (Ġ), Unigram too (▁): not read here
+        raise BertCoreError(f"whole-word masking reads WordPiece's continuation pieces; this tokenizer is "
+                            f"{tokenizer.scheme}")
+    prefix = tokenizer.continuation_prefix
     table = torch.zeros(tokenizer.vocab_size, dtype=torch.bool)
     for piece, i in tokenizer.vocab.items():
-        if piece.startswith("##") and i < len(table):
+        if piece.startswith(prefix) and i < len(table):
             table[i] = True
     return table
 
@@ -172,4 +176,3 @@ def batch_word_ids(ids: torch.Tensor, special: torch.Tensor, continues: torch.Te
     starts = ~special & (~continues[ids] | after_special)  # (B, T)
     words = starts.long().cumsum(1) - 1
     return words.masked_fill(special, -1)
-

@@ -61,7 +61,6 @@ class TrainConfig:
     rtd_lambda: float = RTD_LAMBDA  # rtd: the discriminator loss's weight
 
 
-
 @dataclass
 class StepMetrics:
     """What one optimisation step reports."""
@@ -183,6 +182,8 @@ class Trainer:
             raise BertCoreError("the clm objective needs a causal model (is_decoder) and mlm a bidirectional one")
         if cfg.objective != "mlm" and cfg.nsp:
             raise BertCoreError(f"next-sentence prediction belongs to BERT's objective, not to {cfg.objective}")
+        if cfg.whole_word and cfg.objective != "mlm":
+            raise BertCoreError(f"whole-word masking belongs to BERT's masked words, not to {cfg.objective}")
         if (cfg.objective == "rtd") != model.has_rtd:
             raise BertCoreError("the rtd objective trains an ELECTRA discriminator (new_model(..., rtd=True)), "
                                 "and only it")

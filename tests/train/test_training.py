@@ -516,3 +516,19 @@ def test_whole_word_training_selects_every_piece_of_a_word_or_none(tok, monkeypa
 
     assert split_words(True) == 0
     assert split_words(False) > 0
+
+
+def test_whole_word_masking_is_refused_where_it_means_nothing(tok, tmp_path):
+    """Whole words come from WordPiece's "##" pieces and belong to mlm: a clm run or a BPE tokenizer is told so."""
+    from family_util import hf_tokenizer
+
+    from bert_core.model.tokenization import WordPieceTokenizer
+    from bert_core.train.batches import continuation_table
+
+    with pytest.raises(BertCoreError, match="belongs to BERT's masked words"):
+        Trainer(new_model(tok, TINY, causal=True), tok, LINES, TrainConfig(objective="clm", whole_word=True))
+    hf_tokenizer("roberta", tmp_path).save_pretrained(tmp_path)
+    bpe = WordPieceTokenizer.from_dir(tmp_path, family="roberta")
+    with pytest.raises(BertCoreError, match="this tokenizer is bpe"):
+        continuation_table(bpe)
+    assert int(continuation_table(tok).sum()) == sum(p.startswith("##") for p in tok.vocab)
