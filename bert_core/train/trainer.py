@@ -51,6 +51,7 @@ class TrainConfig:
     grad_clip: float = 1.0
     mlm_probability: float = 0.15
     whole_word: bool = False
+    freeze_below: int = 0  # keep the embeddings (so the tied decoder) and encoder layers < N as loaded
     nsp: bool = False  # also train next-sentence prediction on line pairs
     seed: int = 0
     head_lr_scale: float = 1.0  # new heads (cls.*, the pooler) on a pretrained encoder learn this many times faster
@@ -190,6 +191,13 @@ class Trainer:
         usable = model.config.max_position_embeddings - model.config.position_offset  # RoBERTa: P - 2
         if cfg.seq_len > usable:
             raise BertCoreError(f"seq_len {cfg.seq_len} exceeds the model's {usable} positions")
+        if not 0 <= cfg.freeze_below <= model.config.num_hidden_layers:
+            raise BertCoreError(f"freeze_below must be 0..{model.config.num_hidden_layers}, not {cfg.freeze_below}")
+        if cfg.freeze_below:  # no gradient, so no weight update and no backward work below layer N's weights
+            frozen = ("bert.embeddings.", *(f"bert.encoder.layer.{i}." for i in range(cfg.freeze_below)))
+            for name, p in model.named_parameters():
+                if name.startswith(frozen):
+                    p.requires_grad_(False)
         self.model = model
         self.tok = tokenizer
         self.data = TextDataset(lines, tokenizer, cfg.seq_len, documents)
@@ -197,10 +205,10 @@ class Trainer:
         self.g = torch.Generator().manual_seed(cfg.seed)
         # rtd: the generator, sharing the discriminator's embeddings; its own weights join the optimizer once.
         self.generator = new_generator(model, cfg.seed) if cfg.objective == "rtd" else None
-        params = list(model.parameters())
+        params = [p for p in model.parameters() if p.requires_grad]
         if self.generator is not None:
-            ours = {id(p) for p in params}
-            params += [p for p in self.generator.parameters() if id(p) not in ours]
+            ours = {id(p) for p in model.parameters()}
+            params += [p for p in self.generator.parameters() if id(p) not in ours and p.requires_grad]
         head = [p for n, p in model.named_parameters() if n.startswith(("cls.", "bert.pooler."))]
         self.opt = adamw(params, cfg.lr, cfg.weight_decay, head, cfg.head_lr_scale)
         self.step_count = 0

@@ -532,3 +532,20 @@ def test_whole_word_masking_is_refused_where_it_means_nothing(tok, tmp_path):
     with pytest.raises(BertCoreError, match="this tokenizer is bpe"):
         continuation_table(bpe)
     assert int(continuation_table(tok).sum()) == sum(p.startswith("##") for p in tok.vocab)
+
+
+def test_freeze_below_keeps_the_embeddings_and_lower_layers_and_trains_the_rest(tok):
+    """freeze_below=1: embeddings (so the tied decoder) and layer 0 stay bit-equal; layer 1 and the heads move."""
+    t = make_trainer(tok, freeze_below=1, nsp=False)
+    before = {n: p.detach().clone() for n, p in t.model.named_parameters()}
+    for _ in range(3):
+        t.step()
+    after = dict(t.model.named_parameters())
+    frozen = [n for n in before if n.startswith(("bert.embeddings.", "bert.encoder.layer.0."))]
+    moving = [n for n in before if n.startswith(("bert.encoder.layer.1.", "cls."))]
+    assert frozen and moving
+    assert all(torch.equal(before[n], after[n]) for n in frozen)
+    assert all(not torch.equal(before[n], after[n]) for n in moving if after[n].requires_grad)
+    assert t.model.cls.predictions.decoder.weight is t.model.bert.embeddings.word_embeddings.weight  # still tied
+    with pytest.raises(BertCoreError, match="freeze_below must be 0..2"):
+        make_trainer(tok, freeze_below=3)
