@@ -76,8 +76,14 @@ def _cached(cur, fn, *args, **kwargs):
     try:
         return model_cached(cur, fn, *args, **kwargs)
     except bert_core.BertCoreError as e:
-        st.warning(str(e))
+        _warn(e)
         return None
+
+
+def _warn(e: Exception) -> None:
+    """The view's message, unless the step's question has just said the same thing."""
+    if str(e) != st.session_state.get(QUESTION_ERROR):
+        st.warning(str(e))
 
 
 def plain(s: str) -> str:
@@ -93,7 +99,7 @@ def presenting() -> bool:
 
 def view_tokens(cur, text, pair, revealed) -> None:
     tok = cur.model.tokenizer
-    t = _analysis(cur, text, pair, embeddings=False, hidden_states=False, attentions=False)
+    t = _analysis(cur, text, pair, **questions.PREDICTIONS)
     if t is None:
         return
     if revealed:
@@ -122,7 +128,7 @@ def view_masking(cur, text, pair, revealed) -> None:
     try:
         v = masking_draw(cur.model, text, pair, seed=cur.seed, draw=draw)
     except bert_core.BertCoreError as e:
-        st.warning(str(e))
+        _warn(e)
         return
     st.markdown(chips_html(v.inp.tokens, v.corrupted_tokens, v.kinds), unsafe_allow_html=True)
     st.markdown(legend_html(), unsafe_allow_html=True)
@@ -132,7 +138,7 @@ def view_masking(cur, text, pair, revealed) -> None:
 
 
 def view_predictions(cur, text, pair, revealed) -> None:
-    t = _analysis(cur, text, pair, embeddings=False, hidden_states=False, attentions=False)
+    t = _analysis(cur, text, pair, **questions.PREDICTIONS)
     if t is None or not t.predictions:
         return
     if revealed:
@@ -147,12 +153,12 @@ def view_both_sides(cur, text, pair, revealed) -> None:
     if not revealed:
         st.caption("Both guesses appear with the answer.")
         return
-    t = _analysis(cur, text, pair, embeddings=False, hidden_states=False, attentions=False)
+    t = _analysis(cur, text, pair, **questions.PREDICTIONS)
     if t is None or not t.predictions:
         return
     pos = t.mask_positions[0]
     left = text[: t.offsets[pos][1]] if t.offsets[pos] else text
-    t2 = _analysis(cur, left, None, embeddings=False, hidden_states=False, attentions=False)
+    t2 = _analysis(cur, left, None, **questions.PREDICTIONS)
     c1, c2 = st.columns(2)
     with c1:
         chart(candidates_figure(t.predictions[pos], "Both sides"), "lesson both sides", key="lesson-both")
@@ -163,7 +169,7 @@ def view_both_sides(cur, text, pair, revealed) -> None:
 
 
 def view_attention(cur, text, pair, revealed) -> None:
-    t = _analysis(cur, text, pair, embeddings=False, hidden_states=False)
+    t = _analysis(cur, text, pair, **questions.ATTENTION)
     if t is None:
         return
     layer, head = questions.attention_layer_head(cur.model)
@@ -178,7 +184,7 @@ def view_attention(cur, text, pair, revealed) -> None:
 
 def view_nsp(cur, text, pair, revealed) -> None:
     tok = cur.model.tokenizer
-    t = _analysis(cur, text, pair, embeddings=False, hidden_states=False, attentions=False)
+    t = _analysis(cur, text, pair, **questions.PREDICTIONS)
     if t is None:
         return
     st.html(input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
@@ -240,7 +246,7 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
     try:
         T, n_clf, n_tag = model_cached(cur, questions.head_outputs, text)
     except bert_core.BertCoreError as e:
-        st.warning(str(e))
+        _warn(e)
         return
     st.dataframe(pd.DataFrame([
         {"head": "sentence classifier", "reads": "the pooled [CLS] vector", "outputs": f"({n_clf},)"},
@@ -255,7 +261,7 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
     try:
         r = model_cached(cur, mask_comparison, text)  # the BERT vs GPT page's computation
     except bert_core.BertCoreError as e:
-        st.warning(str(e))
+        _warn(e)
         return
     c1, c2 = st.columns(2)
     for col, z, name in ((c1, r.attn_bidirectional[layer, head], "BERT: every token"),
@@ -381,12 +387,21 @@ def question_call(step: Step, text: str, pair: str | None, seed: int) -> tuple[C
     return questions.QUESTIONS[step.question], args, ({"seed": seed} if "seed" in names else {})
 
 
+QUESTION_ERROR = "_lesson_question_error"  # this run's question message, so the view does not repeat it
+
+
 def ask(cur, step: Step, text: str, pair: str | None):
-    """The step's question for this text and model; None after a message saying what to change."""
+    """The step's question for this text and model; None after a message saying what to change.
+
+    Its model work goes through the shared cache, with the same arguments the step's view uses, so the
+    question and the view share one computation.
+    """
     fn, args, kwargs = question_call(step, text, pair, cur.seed)
+    st.session_state[QUESTION_ERROR] = None
     try:
-        return model_cached(cur, fn, *args, **kwargs)
+        return fn(cur.model, *args, run=functools.partial(model_cached, cur), **kwargs)
     except bert_core.BertCoreError as e:
+        st.session_state[QUESTION_ERROR] = str(e)
         st.info(f"This step's question needs another sentence: {e}.")
         return None
 

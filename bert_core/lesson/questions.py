@@ -4,14 +4,20 @@ Every function takes the loaded model and the step's text and returns a `Questio
 the index of the choice the model's numbers pick, and whose `reveal` says what was computed. Nothing
 here knows an answer in advance: a different sentence, model or seed gives a different answer.
 A question that cannot be asked of this input raises `BertCoreError` with what to change.
+
+A question's model work goes through `run(fn, *args, **kwargs)`, which computes `fn(model, *args, **kwargs)`:
+by default directly; the Lesson page passes its shared cache, and asks for the same analyses its views
+draw (`PREDICTIONS`, `ATTENTION`), so a step's question and view share one forward pass.
 """
 
 from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
 import torch
@@ -41,6 +47,18 @@ class Question:
     reveal: str  # what the model computed, with its numbers
 
 
+Run = Callable[..., Any]  # run(fn, *args, **kwargs) -> fn(model, *args, **kwargs), perhaps from a cache
+
+# The analyses a step's view draws; its question asks for the same, so a shared cache holds one of each.
+PREDICTIONS = dict(top_k=5, embeddings=False, hidden_states=False, attentions=False)
+ATTENTION = dict(top_k=5, embeddings=False, hidden_states=False)
+
+
+def direct(m: LoadedModel) -> Run:
+    """A `run` that computes fn(m, ...) itself, with no cache."""
+    return lambda fn, *args, **kwargs: fn(m, *args, **kwargs)
+
+
 def _nearest(values: list[float], x: float, log: bool = False) -> int:
     """Index of the value closest to x (on a log scale if `log`)."""
     f = (lambda v: math.log(max(v, 1e-12))) if log else (lambda v: v)
@@ -60,18 +78,19 @@ def _need_mlm(m: LoadedModel) -> None:
                             "pick a model with one in the sidebar (both bundled models have one)")
 
 
-def _first_mask(m: LoadedModel, text: str, text_pair: str | None = None, top_k: int = 5):
-    """A trace with predictions and its first [MASK] position; clear errors when either is missing."""
+def _first_mask(m: LoadedModel, text: str, text_pair: str | None, run: Run | None):
+    """A trace with the top 5 predictions and its first [MASK] position; clear errors when either is missing."""
     _need_mlm(m)
-    t = analyze(m, text, text_pair, top_k=top_k, embeddings=False, hidden_states=False, attentions=False)
+    t = (run or direct(m))(analyze, text, text_pair, **PREDICTIONS)
     if not t.mask_positions:
         raise BertCoreError("this question needs a [MASK] in the sentence: type [MASK] where a word should be")
     return t, t.mask_positions[0]
 
 
 # ----------------------------------------------------------------------------------------- 1. tokens
-def pieces(m: LoadedModel, text: str) -> Question:
+def pieces(m: LoadedModel, text: str, *, run: Run | None = None) -> Question:
     """Into how many pieces does the sentence's longest word split?"""
+    m.tokenizer.encode(text, max_length=m.max_length)  # an empty or all-special text: the tokenizer's own message
     words = _words(m, text)
     if not words:
         raise BertCoreError("this question needs a word in the sentence (letters or digits)")
@@ -97,9 +116,9 @@ def _band(c: float) -> int:
     return next(i for i, (_, lo) in enumerate(COSINE_BANDS) if i > 0 and c >= lo)
 
 
-def input_cosine(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
+def input_cosine(m: LoadedModel, text: str, text_pair: str | None = None, *, run: Run | None = None) -> Question:
     """A word that occurs twice: cosine of its two input vectors (state 0, LayerNorm of the three embeddings)."""
-    sw = same_word(m, text, text_pair)
+    sw = (run or direct(m))(same_word, text, text_pair)
     if not sw.words:
         raise BertCoreError("this question needs a word that occurs twice (e.g. “bank” in two contexts)")
     w = max(sw.words, key=lambda r: len(r.word))  # "bank", not "i" or "the"
@@ -119,9 +138,9 @@ KEPT_CHOICES = (("about 0%", 0.0), ("about 10%", 0.10), ("about 15%", 0.15), ("a
 
 
 def kept_share(m: LoadedModel, text: str, text_pair: str | None = None, seed: int = 0,
-               n_draws: int = 1000) -> Question:
+               n_draws: int = 1000, run: Run | None = None) -> Question:
     """Over `n_draws` seeded draws, what share of the selected tokens is left unchanged?"""
-    s = masking_stats(m, text, text_pair, seed=seed, n_draws=n_draws)
+    s = (run or direct(m))(masking_stats, text, text_pair, seed=seed, n_draws=n_draws)
     if s.counts["selected"] == 0:
         raise BertCoreError("no token was selected in any draw: the sentence needs ordinary words")
     sel = s.counts["selected"]
@@ -135,10 +154,10 @@ def kept_share(m: LoadedModel, text: str, text_pair: str | None = None, seed: in
 
 
 # ----------------------------------------------------------------------------------- 4. predictions
-def top_guess(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
+def top_guess(m: LoadedModel, text: str, text_pair: str | None = None, *, run: Run | None = None) -> Question:
     """Which of the model's four best candidates at the first [MASK] does it rank first?"""
-    t, pos = _first_mask(m, text, text_pair, top_k=4)
-    cands = t.predictions[pos]
+    t, pos = _first_mask(m, text, text_pair, run)
+    cands = t.predictions[pos][:4]  # the top 4 of the top 5, in the model's order
     shown = sorted(tok for tok, _ in cands)
     best = cands[0][0]
     return Question(
@@ -148,14 +167,14 @@ def top_guess(m: LoadedModel, text: str, text_pair: str | None = None) -> Questi
         reveal="The model's probabilities: " + ", ".join(f"{tok} {p:.1%}" for tok, p in cands) + ".")
 
 
-def right_context(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
+def right_context(m: LoadedModel, text: str, text_pair: str | None = None, *, run: Run | None = None) -> Question:
     """Does the top guess at the first [MASK] change when everything after it is cut off?"""
-    t, pos = _first_mask(m, text, text_pair, top_k=1)
+    t, pos = _first_mask(m, text, text_pair, run)
     if t.sequence_ids[pos] != 0 or t.offsets[pos] is None:
         raise BertCoreError("put the [MASK] in the first sentence")
     left = text[: t.offsets[pos][1]]
     full_tok, full_p = t.predictions[pos][0]
-    t2, pos2 = _first_mask(m, left, None, top_k=1)
+    t2, pos2 = _first_mask(m, left, None, run)
     left_tok, left_p = t2.predictions[pos2][0]
     same = left_tok == full_tok
     return Question(
@@ -172,9 +191,10 @@ def attention_layer_head(m: LoadedModel) -> tuple[int, int]:
     return m.config.num_hidden_layers // 2, 0
 
 
-def attention_target(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
+def attention_target(m: LoadedModel, text: str, text_pair: str | None = None, *,
+                     run: Run | None = None) -> Question:
     """From the last word of sentence A, which token does the middle layer's first head attend to most?"""
-    t = analyze(m, text, text_pair, top_k=1, embeddings=False, hidden_states=False)
+    t = (run or direct(m))(analyze, text, text_pair, **ATTENTION)
     words = [i for i, (s, w) in enumerate(zip(t.sequence_ids, t.word_ids))
              if s == 0 and w is not None and any(c.isalnum() for c in t.tokens[i])]
     if not words:
@@ -202,7 +222,7 @@ def attention_target(m: LoadedModel, text: str, text_pair: str | None = None) ->
 
 
 # --------------------------------------------------------------------------------------- 6. NSP / [CLS]
-def next_sentence(m: LoadedModel, text: str, text_pair: str | None) -> Question:
+def next_sentence(m: LoadedModel, text: str, text_pair: str | None, *, run: Run | None = None) -> Question:
     """IsNext or NotNext, from the NSP head on [CLS]; for a model without one, how many segments it has."""
     if not m.has_nsp:
         cfg = m.config
@@ -216,7 +236,7 @@ def next_sentence(m: LoadedModel, text: str, text_pair: str | None) -> Question:
                                                               else "."))
     if not text_pair:
         raise BertCoreError("next-sentence prediction needs a sentence B")
-    t = analyze(m, text, text_pair, top_k=1, embeddings=False, hidden_states=False, attentions=False)
+    t = (run or direct(m))(analyze, text, text_pair, **PREDICTIONS)
     p_next, p_not = t.nsp
     return Question(
         prompt="From the final [CLS] vector, the NSP head decides: does sentence B really follow sentence A?",
@@ -225,10 +245,10 @@ def next_sentence(m: LoadedModel, text: str, text_pair: str | None) -> Question:
 
 
 # ---------------------------------------------------------------------------------------- 7. layers
-def lens_layer(m: LoadedModel, text: str, text_pair: str | None = None) -> Question:
+def lens_layer(m: LoadedModel, text: str, text_pair: str | None = None, *, run: Run | None = None) -> Question:
     """From which hidden state on is the final answer at the first [MASK] already the top guess?"""
     _need_mlm(m)
-    lens = logit_lens(m, text, text_pair, top_k=1)
+    lens = (run or direct(m))(logit_lens, text, text_pair, top_k=1)
     if not lens.mask_positions:
         raise BertCoreError("this question needs a [MASK] in the sentence: type [MASK] where a word should be")
     pos = lens.mask_positions[0]
@@ -262,7 +282,7 @@ SIZE_CHOICES = (("about 11 million", 11e6), ("about 110 million", 110e6), ("abou
                 ("about 1.1 billion", 1.1e9))
 
 
-def bert_base_size(m: LoadedModel) -> Question:
+def bert_base_size(m: LoadedModel, *, run: Run | None = None) -> Question:
     """How many parameters has BERT-base's encoder (counted from its config)?"""
     n = param_counts(bert_base_config(), mlm=False, nsp=False)["total"]
     mine = param_counts(m.config, mlm=m.has_mlm, nsp=m.has_nsp, pooler=m.model.bert.pooler is not None)
@@ -292,10 +312,10 @@ def untrained_loss(m: LoadedModel, text: str, seed: int = 0, repeats: int = 20) 
     return r["loss"], r["masked_tokens"]
 
 
-def initial_loss(m: LoadedModel, text: str, seed: int = 0) -> Question:
+def initial_loss(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = None) -> Question:
     """What is the MLM loss of a model that has learned nothing? (measured: about ln V)"""
     V = m.tokenizer.vocab_size
-    loss, n = untrained_loss(m, text, seed)
+    loss, n = (run or direct(m))(untrained_loss, text, seed=seed)
     values = (math.log(2), 1.0, math.log(V), float(V))
     choices = (f"about {values[0]:.2f} (ln 2)", "about 1", f"about {values[2]:.1f} (ln V)", f"about {V:,} (V)")
     return Question(
@@ -329,11 +349,11 @@ def head_outputs(m: LoadedModel, text: str) -> tuple[int, int, int]:
     return len(enc), int(c.numel()), int(g.numel())
 
 
-def head_sizes(m: LoadedModel, text: str) -> Question:
+def head_sizes(m: LoadedModel, text: str, *, run: Run | None = None) -> Question:
     """How many scores do a sentence classifier on [CLS] and a token tagger give for this sentence?"""
     if not text.strip():
         raise BertCoreError("the text is empty: type a sentence")
-    T, n_clf, n_tag = head_outputs(m, text)
+    T, n_clf, n_tag = (run or direct(m))(head_outputs, text)
     combos = [(n_clf, n_tag), (n_clf, len(NER_LABELS)), (n_clf * T, n_tag), (1, T)]
     uniq = []
     for c in combos:
@@ -349,9 +369,9 @@ def head_sizes(m: LoadedModel, text: str) -> Question:
 
 
 # ------------------------------------------------------------------------------------- 11. BERT vs GPT
-def learning_signal(m: LoadedModel, text: str, seed: int = 0) -> Question:
+def learning_signal(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = None) -> Question:
     """How many positions does each objective learn from in one pass over this sentence?"""
-    t = loss_targets(m, text, seed)  # the BERT vs GPT page's own numbers
+    t = (run or direct(m))(loss_targets, text, seed)  # the BERT vs GPT page's own numbers
     T, mlm, clm, rtd = len(t.tokens), int(t.mlm.sum()), sum(x is not None for x in t.clm_target), int(t.rtd.sum())
     combos = []
     for c in ((mlm, clm), (clm, mlm), (mlm, mlm), (T, T)):

@@ -192,3 +192,34 @@ def test_the_anatomy_step_tries_bert_large():
     assert any("Parameters of BERT-large" in c.value for c in at.caption)
     total = at.dataframe[-1].value.set_index("component").loc["total", "parameters"]
     assert total == bert_core.param_counts(bert_large_config())["total"] and 330e6 < total < 340e6
+
+
+@pytest.mark.parametrize("i, passes", [(2, 2), (4, 1), (5, 2), (6, 1), (7, 1), (8, 1)])
+def test_a_steps_question_and_view_share_one_computation(i, passes, monkeypatch):
+    """On a cache miss, a step runs the encoder once per input it shows (step 5: the sentence and its left part;
+    step 2: the input vectors and the same-word cosines), not once for the question and again for the view."""
+    from bert_core.model.encoder import BertModel
+    from ui.cache import RESULTS
+
+    calls = []
+    forward = BertModel.forward
+    monkeypatch.setattr(BertModel, "forward", lambda self, *a, **k: calls.append(1) or forward(self, *a, **k))
+    RESULTS.clear()
+    at = open_lesson({"step": str(i), "present": "1"})  # presenter mode: reveal without a guess
+    at.button(key="lesson_reveal").click().run()
+    assert_ok(at)
+    assert not at.warning and not any("needs another" in x.value for x in at.info), [x.value for x in at.info]
+    assert len(calls) == passes, (lesson.STEPS[i - 1].key, len(calls))
+
+
+def test_a_bad_sentence_gets_one_message_not_two():
+    """The question and the view fail on the same input: each step says so once."""
+    bad = {k: HOSTILE[k] for k in ("empty", "whitespace", "only specials")}
+    for i in range(1, N + 1):
+        at = open_lesson({"step": str(i)})
+        for name, text in bad.items():
+            at.text_input(key=f"w_{lesson.text_key(i)}").set_value(text).run()
+            assert_ok(at)
+            messages = [x.value for x in (*at.info, *at.warning, *at.error)]
+            reads_text = "text" in lesson.QUESTION_INPUTS[lesson.STEPS[i - 1].question]
+            assert len(messages) == (1 if reads_text else 0), (i, name, messages)
