@@ -221,6 +221,33 @@ class Trainer:
         c = self.cfg
         return warmup_linear_lr(step, c.lr, c.warmup_steps, c.max_steps)
 
+    def _set_lr(self) -> float:
+        """Put this step's scheduled rate on every parameter group (times the group's lr_scale); return it."""
+        lr = self.lr_at(self.step_count)
+        for group in self.opt.param_groups:
+            group["lr"] = lr * group.get("lr_scale", 1.0)
+        return lr
+
+    def _update(self, loss: torch.Tensor) -> None:
+        """Backward, clip the gradient norm of everything the optimizer trains, one AdamW step."""
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.cfg.grad_clip:
+            torch.nn.utils.clip_grad_norm_([p for g in self.opt.param_groups for p in g["params"]], self.cfg.grad_clip)
+        self.opt.step()
+        self.opt.zero_grad(set_to_none=True)  # between steps the gradients (one model's worth) are freed
+
+    def _finish(self, t0: float, attn: torch.Tensor, **fields) -> StepMetrics:
+        """Count the step, time it and record its metrics (`fields`: the objective's losses and accuracy)."""
+        self.step_count += 1
+        dt = time.perf_counter() - t0
+        self.elapsed += dt
+        n_tok = int(attn.sum())
+        metrics = StepMetrics(step=self.step_count, tokens=n_tok, seconds=dt,
+                              tokens_per_sec=n_tok / dt if dt > 0 else float("inf"), **fields)
+        self.history.append(metrics)
+        return metrics
+
     def step(self) -> StepMetrics:
         """One optimisation step on a fresh batch with a fresh masking draw."""
         if self.cfg.objective == "clm":
@@ -236,9 +263,7 @@ class Trainer:
         draw = mask_tokens(ids, special, vocab_size=model.config.vocab_size, mask_token_id=tok.mask_token_id,
                            generator=self.g, mlm_probability=c.mlm_probability, special_ids=tok.all_special_ids,
                            word_ids=words, whole_word=c.whole_word)
-        lr = self.lr_at(self.step_count)
-        for group in self.opt.param_groups:
-            group["lr"] = lr * group.get("lr_scale", 1.0)
+        lr = self._set_lr()
         # Dropout draws from torch's global RNG; seed it from our generator so runs repeat.
         with torch.random.fork_rng():
             torch.manual_seed(int(torch.randint(2**62, (), generator=self.g)))
@@ -261,12 +286,7 @@ class Trainer:
                 pooled = model.bert.pooler(hidden[cls_rows[need]].unsqueeze(1))  # reads (B, 1, H)[:, 0]
                 nsp_loss = F.cross_entropy(model.nsp_logits(pooled), nsp_labels, ignore_index=-100)
                 loss = loss + nsp_loss
-            self.opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if c.grad_clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
-            self.opt.step()
-            self.opt.zero_grad(set_to_none=True)  # between steps the gradients (one model's worth) are freed
+            self._update(loss)
         with torch.no_grad():
             outcome = draw.outcome[sel]
             acc = (logits.argmax(-1) == target).float().mean().item() if target.numel() else float("nan")
@@ -274,17 +294,8 @@ class Trainer:
             for code, name in ((MASKED, "[MASK]"), (RANDOM, "random"), (KEPT, "kept")):
                 m = outcome == code
                 by[name] = per_token[m].mean().item() if m.any() else float("nan")
-        self.step_count += 1
-        dt = time.perf_counter() - t0
-        self.elapsed += dt
-        n_tok = int(attn.sum())
-        metrics = StepMetrics(
-            step=self.step_count, loss=loss.item(), mlm_loss=mlm_loss.item(), accuracy=acc,
-            loss_by_outcome=by, nsp_loss=None if nsp_loss is None else nsp_loss.item(), lr=lr,
-            tokens=n_tok, tokens_per_sec=n_tok / dt if dt > 0 else float("inf"), seconds=dt,
-        )
-        self.history.append(metrics)
-        return metrics
+        return self._finish(t0, attn, loss=loss.item(), mlm_loss=mlm_loss.item(), accuracy=acc,
+                            loss_by_outcome=by, nsp_loss=None if nsp_loss is None else nsp_loss.item(), lr=lr)
 
     def _clm_step(self) -> StepMetrics:
         """One step of GPT's objective: every real token after the first is predicted from those before it.
@@ -296,9 +307,7 @@ class Trainer:
         model = self.model
         model.train()
         ids, types, attn, _, _ = self.data.batch(c.batch_size, self.g, False)
-        lr = self.lr_at(self.step_count)
-        for group in self.opt.param_groups:
-            group["lr"] = lr * group.get("lr_scale", 1.0)
+        lr = self._set_lr()
         with torch.random.fork_rng():
             torch.manual_seed(int(torch.randint(2**62, (), generator=self.g)))
             target = next_token_labels(ids, attn)  # (B, T): x_{t+1}, or -100 where there is none
@@ -306,23 +315,11 @@ class Trainer:
             hidden = model(ids, types, attn)  # (B, T, H)
             logits = model.mlm_logits(hidden[sel])  # (N, V)
             loss = F.cross_entropy(logits, target[sel])
-            self.opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if c.grad_clip:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), c.grad_clip)
-            self.opt.step()
-            self.opt.zero_grad(set_to_none=True)
+            self._update(loss)
         with torch.no_grad():
             acc = (logits.argmax(-1) == target[sel]).float().mean().item()
-        self.step_count += 1
-        dt = time.perf_counter() - t0
-        self.elapsed += dt
-        n_tok = int(attn.sum())
-        metrics = StepMetrics(step=self.step_count, loss=loss.item(), mlm_loss=loss.item(), accuracy=acc,
-                              loss_by_outcome={}, nsp_loss=None, lr=lr, tokens=n_tok,
-                              tokens_per_sec=n_tok / dt if dt > 0 else float("inf"), seconds=dt)
-        self.history.append(metrics)
-        return metrics
+        return self._finish(t0, attn, loss=loss.item(), mlm_loss=loss.item(), accuracy=acc, loss_by_outcome={},
+                            nsp_loss=None, lr=lr)
 
     def _rtd_step(self) -> StepMetrics:
         """One step of ELECTRA's objective (objectives/rtd.py): generator MLM + lambda * discriminator BCE."""
@@ -333,34 +330,20 @@ class Trainer:
         ids, types, attn, special, _ = self.data.batch(c.batch_size, self.g, False)
         draw = electra_mask(ids, special, model.config.vocab_size, tok.mask_token_id, self.g, c.mlm_probability,
                             tok.all_special_ids)
-        lr = self.lr_at(self.step_count)
-        for group in self.opt.param_groups:
-            group["lr"] = lr * group.get("lr_scale", 1.0)
+        lr = self._set_lr()
         with torch.random.fork_rng():
             torch.manual_seed(int(torch.randint(2**62, (), generator=self.g)))
             out = rtd_forward(gen, model, ids, types, attn, draw, self.g, c.rtd_lambda)
-            self.opt.zero_grad(set_to_none=True)
-            out.loss.backward()
-            if c.grad_clip:
-                torch.nn.utils.clip_grad_norm_([p for g in self.opt.param_groups for p in g["params"]], c.grad_clip)
-            self.opt.step()
-            self.opt.zero_grad(set_to_none=True)
+            self._update(out.loss)
         with torch.no_grad():
             n = out.target.numel()
             acc = (out.gen_logits.argmax(-1) == out.target).float().mean().item() if n else float("nan")
             right = ((out.disc_logits > 0) == out.replaced)[out.real]
             rtd_acc = right.float().mean().item()
             replaced = out.replaced[out.real].float().mean().item()
-        self.step_count += 1
-        dt = time.perf_counter() - t0
-        self.elapsed += dt
-        n_tok = int(attn.sum())
-        metrics = StepMetrics(step=self.step_count, loss=out.loss.item(), mlm_loss=out.gen_loss.item(), accuracy=acc,
-                              loss_by_outcome={}, nsp_loss=None, lr=lr, tokens=n_tok,
-                              tokens_per_sec=n_tok / dt if dt > 0 else float("inf"), seconds=dt,
-                              rtd_loss=out.disc_loss.item(), rtd_accuracy=rtd_acc, replaced_fraction=replaced)
-        self.history.append(metrics)
-        return metrics
+        return self._finish(t0, attn, loss=out.loss.item(), mlm_loss=out.gen_loss.item(), accuracy=acc,
+                            loss_by_outcome={}, nsp_loss=None, lr=lr, rtd_loss=out.disc_loss.item(),
+                            rtd_accuracy=rtd_acc, replaced_fraction=replaced)
 
     def state_dict(self) -> dict:
         """Everything a resumed run needs to continue exactly: weights, optimizer, RNG, data queue."""
