@@ -21,7 +21,7 @@ class TextDataset:
     POOL_BATCHES = 16  # document mode: rows of this many batches are sorted by length together
 
     def __init__(self, lines: list[str], tokenizer: WordPieceTokenizer, seq_len: int,
-                 documents: list[list[str]] | None = None):
+                 documents: list[list[str]] | None = None, same_text_negatives: float = 0.0):
         ids = tokenizer.encode_batch_plain(list(lines))
         self.lines = [x[: seq_len - 3] for x in ids if x]  # room for [CLS] A [SEP] (B [SEP])
         self.tok = tokenizer
@@ -29,11 +29,16 @@ class TextDataset:
         # Document sentences, flattened; next_of[i] is the sentence after i in its document, or -1.
         self.sents: list[list[int]] = []
         next_of: list[int] = []
+        self.doc_span: list[tuple[int, int]] = []  # [start, end) of each sentence's document in self.sents
         for doc in documents or []:
             doc_ids = [x[: seq_len - 3] for x in tokenizer.encode_batch_plain(list(doc)) if x]
             base = len(self.sents)
             self.sents += doc_ids
             next_of += [base + k + 1 for k in range(len(doc_ids) - 1)] + ([-1] if doc_ids else [])
+            self.doc_span += [(base, base + len(doc_ids))] * len(doc_ids)
+        # Share of NotNext rows whose B is another sentence of A's own text (not A, not its successor):
+        # it shares A's topic, genre and style, so only coherence tells it from the real next sentence.
+        self.same_text_negatives = same_text_negatives
         self.anchors = [i for i, j in enumerate(next_of) if j >= 0]
         self.next_of = next_of
         if len(self.lines) + len(self.sents) < 2:
@@ -94,7 +99,16 @@ class TextDataset:
                 i = self.anchors[k - S]
                 rows.append((1, i, self.next_of[i]))
             else:
-                rows.append((2, self.anchors[k - S], int(torch.randint(N, (), generator=g))))
+                i = self.anchors[k - S]
+                lo, hi = self.doc_span[i]
+                if self.same_text_negatives and hi - lo > 2 and \
+                        bool(torch.rand((), generator=g) < self.same_text_negatives):
+                    j = lo + int(torch.randint(hi - lo - 2, (), generator=g))  # uniform over the text minus i, i + 1
+                    j += j >= i
+                    j += j >= i + 1
+                    rows.append((2, i, j))
+                else:
+                    rows.append((2, i, int(torch.randint(N, (), generator=g))))
         rows.sort(key=self._row_len)
         batches = [rows[b:b + batch_size] for b in range(0, len(rows), batch_size)]
         self.queue = [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]

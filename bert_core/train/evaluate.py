@@ -9,7 +9,9 @@ Four measurements, each seeded and in a fixed order, so the same model prints th
 - everyday cloze: `tests/data/everyday_cloze.tsv`, ordinary sentences with one [MASK] and the expected
   word (written for this project, not from the corpus): is it the top-1 / among the top-5?
 - next-sentence prediction on held-out Brown pairs: a held-out sentence with the sentence that really
-  follows it (IsNext), and the same sentence with a random sentence of another text (NotNext).
+  follows it (IsNext), and the same sentence with a random sentence of another text (NotNext);
+- next-sentence prediction on everyday pairs: `tests/data/everyday_pairs.tsv` (written for this project),
+  each A with its own B (IsNext) and with another pair's B (NotNext, a seeded shuffle without fixed points).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from .corpus import (
 from .trainer import evaluate_mlm
 
 CLOZE_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "everyday_cloze.tsv"
+PAIRS_FILE = CLOZE_FILE.with_name("everyday_pairs.tsv")
 HELDOUT_FRACTION = 0.02
 
 
@@ -122,6 +125,40 @@ def nsp_accuracy(m: LoadedModel, seed: int = 0) -> dict | None:
     return {"pairs": len(pairs), "accuracy": right / len(pairs)}
 
 
+def read_pairs(path: Path = PAIRS_FILE) -> list[tuple[str, str]]:
+    """(A, the sentence that follows A) rows; lines starting with # are comments."""
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and not line.startswith("#"):
+            a, b = line.split("\t")
+            rows.append((a.strip(), b.strip()))
+    return rows
+
+
+def everyday_nsp_pairs(seed: int = 0, path: Path = PAIRS_FILE) -> list[tuple[str, str, int]]:
+    """(A, B, label) from the everyday pairs: each A with its own B (0 = IsNext) and another row's B (1 = NotNext).
+
+    The other row is a seeded random derangement (a shuffle in which no row keeps its own B).
+    """
+    rows = read_pairs(path)
+    rng = random.Random(seed)
+    order = list(range(len(rows)))
+    while any(i == j for i, j in enumerate(order)):
+        rng.shuffle(order)
+    return [p for (a, b), j in zip(rows, order) for p in ((a, b, 0), (a, rows[j][1], 1))]
+
+
+def everyday_nsp(m: LoadedModel, seed: int = 0, path: Path = PAIRS_FILE) -> dict | None:
+    """Accuracy of argmax(P(IsNext), P(NotNext)) on `everyday_nsp_pairs`; None for a model without NSP head."""
+    if not m.model.has_nsp:
+        return None
+    pairs = everyday_nsp_pairs(seed, path)
+    p_next = nsp_probabilities(m, [(a, b) for a, b, _ in pairs])
+    right = [(float(p) < 0.5) == bool(label) for p, (_, _, label) in zip(p_next, pairs)]
+    return {"pairs": len(pairs), "accuracy": sum(right) / len(pairs),
+            "is_next": sum(right[0::2]) / len(right[0::2]), "not_next": sum(right[1::2]) / len(right[1::2])}
+
+
 def bundled_report(source: str | None = None, seed: int = 0) -> dict:
     """Every measurement the README reports, for the model `source` (the default offline model when None)."""
     m = load_model(source)
@@ -134,6 +171,7 @@ def bundled_report(source: str | None = None, seed: int = 0) -> dict:
         "heldout_previous": heldout_metrics(source, seed),
         "everyday_cloze": {k: v for k, v in cloze.items() if k != "rows"},
         "nsp": nsp_accuracy(m, seed),
+        "everyday_nsp": everyday_nsp(m, seed),
     }
 
 
@@ -151,6 +189,10 @@ def markdown(report: dict) -> str:
                 f"{100 * c['top1']:.2f}% | {100 * c['top5']:.2f}% |")
     nsp = report["nsp"]
     nsp_row = "no NSP head" if nsp is None else f"{100 * nsp['accuracy']:.2f}% of {nsp['pairs']:,} held-out pairs"
+    every = report.get("everyday_nsp")
+    if every is not None:
+        nsp_row += (f"; {100 * every['accuracy']:.2f}% of {every['pairs']} everyday pairs (IsNext "
+                    f"{100 * every['is_next']:.0f}% right, NotNext {100 * every['not_next']:.0f}%)")
     return "\n".join(rows) + f"\n\nNext-sentence prediction: {nsp_row}.\n"
 
 

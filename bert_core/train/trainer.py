@@ -53,6 +53,7 @@ class TrainConfig:
     whole_word: bool = False
     freeze_below: int = 0  # keep the embeddings (so the tied decoder) and encoder layers < N as loaded
     nsp: bool = False  # also train next-sentence prediction on line pairs
+    nsp_same_text: float = 0.0  # share of NotNext pairs whose B comes from A's own text (harder than another text)
     seed: int = 0
     head_lr_scale: float = 1.0  # new heads (cls.*, the pooler) on a pretrained encoder learn this many times faster
     probe_every: int = 50
@@ -200,7 +201,7 @@ class Trainer:
                     p.requires_grad_(False)
         self.model = model
         self.tok = tokenizer
-        self.data = TextDataset(lines, tokenizer, cfg.seq_len, documents)
+        self.data = TextDataset(lines, tokenizer, cfg.seq_len, documents, cfg.nsp_same_text)
         self._continues = continuation_table(tokenizer) if cfg.whole_word else None  # (V,) "##" pieces
         self.g = torch.Generator().manual_seed(cfg.seed)
         # rtd: the generator, sharing the discriminator's embeddings; its own weights join the optimizer once.

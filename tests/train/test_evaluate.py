@@ -6,7 +6,16 @@ import numpy as np
 
 import bert_core
 from bert_core.train.corpus import clean_gloss, load_pretraining_corpus
-from bert_core.train.evaluate import CLOZE_FILE, nsp_pairs, nsp_probabilities, previous_heldout_lines, read_cloze
+from bert_core.train.evaluate import (
+    CLOZE_FILE,
+    everyday_nsp,
+    everyday_nsp_pairs,
+    nsp_pairs,
+    nsp_probabilities,
+    previous_heldout_lines,
+    read_cloze,
+    read_pairs,
+)
 
 
 def test_batched_nsp_matches_analyze_pair_by_pair(tiny_dirs):
@@ -47,3 +56,31 @@ def test_the_second_cloze_list_is_apart_from_the_first():
     dev = read_cloze(CLOZE_FILE.with_name("everyday_cloze_dev.tsv"))
     assert len(dev) == 60 and all(a and " " not in a for _, a in dev)
     assert not {t for t, _ in dev} & {t for t, _ in read_cloze()}
+
+
+def test_everyday_pairs_are_a_derangement_and_not_from_the_corpus():
+    """60 written pairs -> 120: each A with its own B and with another row's B (no row keeps its own)."""
+    rows = read_pairs()
+    assert len(rows) == 60 and len({a for a, _ in rows}) == 60 and all(a and b for a, b in rows)
+    pairs = everyday_nsp_pairs()
+    assert len(pairs) == 120 and [label for *_, label in pairs] == [0, 1] * 60
+    own = dict(rows)
+    assert all((b == own[a]) == (label == 0) for a, b, label in pairs)
+    assert sorted(b for _, b, label in pairs if label) == sorted(own.values())  # every B used once as NotNext
+    assert everyday_nsp_pairs(seed=1) != pairs
+    train, docs, _, _ = load_pretraining_corpus()
+    seen = {x.lower() for x in train} | {s.lower() for d in docs for s in d.sentences}
+    assert not [x for r in rows for x in r if x.lower() in seen]
+
+
+def test_everyday_nsp_equals_a_plain_loop_of_analyze(tiny_dirs, tmp_path):
+    """The accuracy and its IsNext / NotNext halves, recounted pair by pair from the page's own analysis."""
+    m = bert_core.load_model(str(tiny_dirs["pretraining"][0]))
+    path = tmp_path / "pairs.tsv"
+    path.write_text("# a comment\nthe cat sat on the mat .\tit was warm .\na dog ran .\tthe sea is wide .\n"
+                    "one two three\tfour five\n")
+    got = everyday_nsp(m, path=path)
+    pairs = everyday_nsp_pairs(path=path)
+    right = [(bert_core.analyze(m, a, b).nsp[0] >= 0.5) == (label == 0) for a, b, label in pairs]
+    assert got == {"pairs": 6, "accuracy": sum(right) / 6, "is_next": sum(right[0::2]) / 3,
+                   "not_next": sum(right[1::2]) / 3}

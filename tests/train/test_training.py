@@ -549,3 +549,25 @@ def test_freeze_below_keeps_the_embeddings_and_lower_layers_and_trains_the_rest(
     assert t.model.cls.predictions.decoder.weight is t.model.bert.embeddings.word_embeddings.weight  # still tied
     with pytest.raises(BertCoreError, match="freeze_below must be 0..2"):
         make_trainer(tok, freeze_below=3)
+
+
+def test_same_text_negatives_come_from_as_own_text_and_are_never_a_or_its_successor(tok):
+    """nsp_same_text=1: every NotNext B is another sentence of A's text, never A or A's next; all others occur."""
+    docs = [[f"{w} sentence number {k} of this text ." for k in range(6)] for w in ("first", "second", "third")]
+    data = TextDataset([], tok, seq_len=32, documents=docs, same_text_negatives=1.0)
+    g = torch.Generator().manual_seed(0)
+    picked: dict[int, set[int]] = {}
+    for _ in range(20):
+        data._fill_queue(8, g, nsp=True)
+        for kind, i, j in (row for batch in data.queue for row in batch):
+            if kind == 2:
+                lo, hi = data.doc_span[i]
+                assert lo <= j < hi and j not in (i, i + 1), (i, j)
+                picked.setdefault(i, set()).add(j)
+    for i, js in picked.items():  # uniform over the text minus A and its successor: each of the 4 shows up
+        lo, hi = data.doc_span[i]
+        assert js == set(range(lo, hi)) - {i, i + 1}, (i, js)
+    plain = TextDataset([], tok, seq_len=32, documents=docs)  # BERT's: B from anywhere, other texts included
+    plain._fill_queue(8, g, nsp=True)
+    assert any(not (plain.doc_span[i][0] <= j < plain.doc_span[i][1])
+               for batch in plain.queue for kind, i, j in batch if kind == 2)
