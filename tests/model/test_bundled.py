@@ -115,13 +115,17 @@ def test_bundled_model_is_no_worse_than_before_phases_3_and_4(report):
     assert report["nsp"]["accuracy"] >= 0.7128
 
 
-def test_minilm_model_knows_more_everyday_english_than_the_tiny_one(minilm_report):
-    # Measured on the shipped weights (README, third stage): everyday cloze 17.14% / 42.86%, NSP 86.73%,
-    # held-out Brown 35.53% / 52.03%, WordNet 31.43% / 48.40%. Floors a little under those, and above the second
-    # stage's weights (14.29% / 38.57%, 85.00%, 34.94% / 51.35%, 30.02% / 46.85%); the tiny model has 18.57%
-    # everyday top-5 and 76.15% NSP, and the package's encoder with untrained heads 0% and 50%.
-    assert minilm_report["everyday_cloze"]["top5"] >= 0.41
-    assert minilm_report["everyday_cloze"]["top1"] >= 0.155
-    assert minilm_report["nsp"]["accuracy"] >= 0.86
-    assert minilm_report["heldout_brown"]["top5"] >= 0.515
-    assert minilm_report["heldout_wordnet"]["top5"] >= 0.48
+def test_minilm_model_knows_more_everyday_english_than_the_tiny_one(minilm_report, report):
+    # Measured on the shipped weights (README, fourth stage): everyday cloze 20.00% / 44.29%, NSP 84.12% on Brown
+    # pairs and 71.67% on everyday pairs, held-out Brown 36.31% / 52.89%, WordNet 31.95% / 49.21%. Floors a little
+    # under those, and above the third stage's weights (17.14% / 42.86%, everyday NSP 61.67%, Brown 52.03%, WordNet
+    # 48.40%) where this stage gained; Brown-pairs NSP was 86.73% then (harder negatives cost it, MODEL.md). The tiny
+    # model has 18.57% everyday top-5, 76.15% NSP and 58.33% on everyday pairs; the package's encoder with untrained
+    # heads 0% and 50%.
+    assert minilm_report["everyday_cloze"]["top5"] >= 0.43
+    assert minilm_report["everyday_cloze"]["top1"] >= 0.185
+    assert minilm_report["nsp"]["accuracy"] >= 0.835
+    assert minilm_report["everyday_nsp"]["accuracy"] >= 0.70
+    assert minilm_report["everyday_nsp"]["accuracy"] > report["everyday_nsp"]["accuracy"]
+    assert minilm_report["heldout_brown"]["top5"] >= 0.525
+    assert minilm_report["heldout_wordnet"]["top5"] >= 0.49
