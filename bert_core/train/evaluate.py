@@ -54,14 +54,19 @@ def heldout_metrics(source: str | None = None, seed: int = 0) -> dict[str, float
     return evaluate_mlm(m.model, m.tokenizer, previous_heldout_lines(), seed=seed)
 
 
-def read_cloze(path: Path = CLOZE_FILE) -> list[tuple[str, str]]:
-    """(sentence, expected word) pairs; lines starting with # are comments."""
+def _two_columns(path: Path) -> list[tuple[str, str]]:
+    """The rows of a two-column, tab-separated file, stripped; lines starting with # are comments."""
     rows = []
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip() and not line.startswith("#"):
-            text, answer = line.split("\t")
-            rows.append((text.strip(), answer.strip()))
+            left, right = line.split("\t")
+            rows.append((left.strip(), right.strip()))
     return rows
+
+
+def read_cloze(path: Path = CLOZE_FILE) -> list[tuple[str, str]]:
+    """(sentence, expected word) pairs."""
+    return _two_columns(path)
 
 
 def everyday_cloze(m: LoadedModel, path: Path = CLOZE_FILE) -> dict:
@@ -126,13 +131,8 @@ def nsp_accuracy(m: LoadedModel, seed: int = 0) -> dict | None:
 
 
 def read_pairs(path: Path = PAIRS_FILE) -> list[tuple[str, str]]:
-    """(A, the sentence that follows A) rows; lines starting with # are comments."""
-    rows = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip() and not line.startswith("#"):
-            a, b = line.split("\t")
-            rows.append((a.strip(), b.strip()))
-    return rows
+    """(A, the sentence that follows A) rows."""
+    return _two_columns(path)
 
 
 def everyday_nsp_pairs(seed: int = 0, path: Path = PAIRS_FILE) -> list[tuple[str, str, int]]:
