@@ -243,11 +243,10 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
     if not revealed:
         st.caption("The shapes of both heads' outputs appear with the answer.")
         return
-    try:
-        T, n_clf, n_tag = model_cached(cur, questions.head_outputs, text)
-    except bert_core.BertCoreError as e:
-        _warn(e)
+    shapes = _cached(cur, questions.head_outputs, text)
+    if shapes is None:
         return
+    T, n_clf, n_tag = shapes
     st.dataframe(pd.DataFrame([
         {"head": "sentence classifier", "reads": "the pooled [CLS] vector", "outputs": f"({n_clf},)"},
         {"head": "tagger (NER, part of speech)", "reads": "every token's final vector",
@@ -258,10 +257,8 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
 
 def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
     layer, head = questions.attention_layer_head(cur.model)
-    try:
-        r = model_cached(cur, mask_comparison, text)  # the BERT vs GPT page's computation
-    except bert_core.BertCoreError as e:
-        _warn(e)
+    r = _cached(cur, mask_comparison, text)  # the BERT vs GPT page's computation
+    if r is None:
         return
     c1, c2 = st.columns(2)
     for col, z, name in ((c1, r.attn_bidirectional[layer, head], "BERT: every token"),

@@ -120,14 +120,18 @@ def nsp_probabilities(m: LoadedModel, pairs: list[tuple[str, str]], batch_size: 
     return torch.cat(out)
 
 
+def nsp_right(m: LoadedModel, pairs: list[tuple[str, str, int]]) -> list[bool]:
+    """For each (A, B, label): does argmax(P(IsNext), P(NotNext)) give the label (0 = IsNext, 1 = NotNext)?"""
+    p_next = nsp_probabilities(m, [(a, b) for a, b, _ in pairs])
+    return [(float(p) < 0.5) == bool(label) for p, (_, _, label) in zip(p_next, pairs)]
+
+
 def nsp_accuracy(m: LoadedModel, seed: int = 0) -> dict | None:
     """Accuracy of argmax(P(IsNext), P(NotNext)) on `nsp_pairs`; None for a model without NSP head."""
     if not m.model.has_nsp:
         return None
     pairs = nsp_pairs(seed)
-    p_next = nsp_probabilities(m, [(a, b) for a, b, _ in pairs])
-    right = sum((float(p) < 0.5) == bool(label) for p, (_, _, label) in zip(p_next, pairs))
-    return {"pairs": len(pairs), "accuracy": right / len(pairs)}
+    return {"pairs": len(pairs), "accuracy": sum(nsp_right(m, pairs)) / len(pairs)}
 
 
 def read_pairs(path: Path = PAIRS_FILE) -> list[tuple[str, str]]:
@@ -153,10 +157,10 @@ def everyday_nsp(m: LoadedModel, seed: int = 0, path: Path = PAIRS_FILE) -> dict
     if not m.model.has_nsp:
         return None
     pairs = everyday_nsp_pairs(seed, path)
-    p_next = nsp_probabilities(m, [(a, b) for a, b, _ in pairs])
-    right = [(float(p) < 0.5) == bool(label) for p, (_, _, label) in zip(p_next, pairs)]
+    right = nsp_right(m, pairs)
+    by_label = [[r for r, (*_, label) in zip(right, pairs) if label == k] for k in (0, 1)]
     return {"pairs": len(pairs), "accuracy": sum(right) / len(pairs),
-            "is_next": sum(right[0::2]) / len(right[0::2]), "not_next": sum(right[1::2]) / len(right[1::2])}
+            "is_next": sum(by_label[0]) / len(by_label[0]), "not_next": sum(by_label[1]) / len(by_label[1])}
 
 
 def bundled_report(source: str | None = None, seed: int = 0) -> dict:
