@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import bisect
+
 import torch
 
 from ..errors import BertCoreError
@@ -21,7 +23,8 @@ class TextDataset:
     POOL_BATCHES = 16  # document mode: rows of this many batches are sorted by length together
 
     def __init__(self, lines: list[str], tokenizer: WordPieceTokenizer, seq_len: int,
-                 documents: list[list[str]] | None = None, same_text_negatives: float = 0.0):
+                 documents: list[list[str]] | None = None, same_text_negatives: float = 0.0,
+                 genres: list[str] | None = None, same_genre_negatives: float = 0.0):
         ids = tokenizer.encode_batch_plain(list(lines))
         self.lines = [x[: seq_len - 3] for x in ids if x]  # room for [CLS] A [SEP] (B [SEP])
         self.tok = tokenizer
@@ -30,15 +33,29 @@ class TextDataset:
         self.sents: list[list[int]] = []
         next_of: list[int] = []
         self.doc_span: list[tuple[int, int]] = []  # [start, end) of each sentence's document in self.sents
-        for doc in documents or []:
+        p_text, p_genre = same_text_negatives, same_genre_negatives
+        if not (min(p_text, p_genre) >= 0 and p_text + p_genre <= 1):
+            raise BertCoreError("the same-text and same-genre shares of NotNext pairs are >= 0 and add up to <= 1")
+        if p_genre and (genres is None or len(genres) != len(documents or [])):
+            raise BertCoreError("same-genre negatives need one genre per document")
+        # Sentences of each genre, in increasing order (a document's sentences are one block of its genre's list).
+        self.genre_pool: dict[str, list[int]] = {}
+        self.sent_genre: list[str] = []
+        for d, doc in enumerate(documents or []):
             doc_ids = [x[: seq_len - 3] for x in tokenizer.encode_batch_plain(list(doc)) if x]
             base = len(self.sents)
             self.sents += doc_ids
             next_of += [base + k + 1 for k in range(len(doc_ids) - 1)] + ([-1] if doc_ids else [])
             self.doc_span += [(base, base + len(doc_ids))] * len(doc_ids)
+            if genres is not None:
+                self.genre_pool.setdefault(genres[d], []).extend(range(base, base + len(doc_ids)))
+                self.sent_genre += [genres[d]] * len(doc_ids)
         # Share of NotNext rows whose B is another sentence of A's own text (not A, not its successor):
         # it shares A's topic, genre and style, so only coherence tells it from the real next sentence.
         self.same_text_negatives = same_text_negatives
+        # Share whose B comes from another text of A's genre (Brown's fiction with fiction, news with news):
+        # register and style match, so topic is what tells them apart, as in two everyday sentences.
+        self.same_genre_negatives = same_genre_negatives
         self.anchors = [i for i, j in enumerate(next_of) if j >= 0]
         self.next_of = next_of
         if len(self.lines) + len(self.sents) < 2:
@@ -88,7 +105,7 @@ class TextDataset:
         kind 2 = sentence i then random sentence j, not next. Sorting a pool by length keeps padding
         low without sorting the whole corpus (batches stay random samples).
         """
-        S, A, N = len(self.lines), len(self.anchors), len(self.sents)
+        S, A = len(self.lines), len(self.anchors)
         rows: list[tuple[int, int, int]] = []
         for k in torch.randint(S + A, (batch_size * self.POOL_BATCHES,), generator=g).tolist():
             if k < S:
@@ -100,18 +117,32 @@ class TextDataset:
                 rows.append((1, i, self.next_of[i]))
             else:
                 i = self.anchors[k - S]
-                lo, hi = self.doc_span[i]
-                if self.same_text_negatives and hi - lo > 2 and \
-                        bool(torch.rand((), generator=g) < self.same_text_negatives):
-                    j = lo + int(torch.randint(hi - lo - 2, (), generator=g))  # uniform over the text minus i, i + 1
-                    j += j >= i
-                    j += j >= i + 1
-                    rows.append((2, i, j))
-                else:
-                    rows.append((2, i, int(torch.randint(N, (), generator=g))))
+                rows.append((2, i, self._not_next(i, g)))
         rows.sort(key=self._row_len)
         batches = [rows[b:b + batch_size] for b in range(0, len(rows), batch_size)]
         self.queue = [batches[i] for i in torch.randperm(len(batches), generator=g).tolist()]
+
+    def _not_next(self, i: int, g: torch.Generator) -> int:
+        """A NotNext sentence for sentence i: from i's own text, from another text of its genre, or from anywhere.
+
+        Drawn in that order with the shares `same_text_negatives` and `same_genre_negatives` (the second as a
+        share of all NotNext rows, so it is drawn with probability P_genre / (1 - P_text) once the first missed).
+        """
+        lo, hi = self.doc_span[i]
+        p_text, p_genre = self.same_text_negatives, self.same_genre_negatives
+        if p_text and hi - lo > 2 and bool(torch.rand((), generator=g) < p_text):
+            j = lo + int(torch.randint(hi - lo - 2, (), generator=g))  # uniform over the text minus i, i + 1
+            j += j >= i
+            j += j >= i + 1
+            return j
+        if p_genre and bool(torch.rand((), generator=g) * (1 - p_text) < p_genre):
+            pool = self.genre_pool[self.sent_genre[i]]
+            n = len(pool) - (hi - lo)  # the genre's sentences minus A's own text
+            if n > 0:
+                k = int(torch.randint(n, (), generator=g))
+                own = bisect.bisect_left(pool, lo)  # A's text is pool[own:own + (hi - lo)]
+                return pool[k + (hi - lo) * (k >= own)]
+        return int(torch.randint(len(self.sents), (), generator=g))
 
     def _row_len(self, row: tuple[int, int, int]) -> int:
         kind, i, j = row

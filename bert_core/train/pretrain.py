@@ -111,6 +111,9 @@ def main(argv=None) -> int:
     ap.add_argument("--nsp-same-text", type=float, default=0.0,
                     help="share of NotNext pairs whose second sentence comes from the first's own text (default 0: "
                          "always another text, as BERT)")
+    ap.add_argument("--nsp-same-genre", type=float, default=0.0,
+                    help="share of NotNext pairs whose second sentence comes from another text of the first's genre "
+                         "(Brown's 15 genres; default 0)")
     ap.add_argument("--bf16", action="store_true",
                     help="train under CPU bf16 autocast (matmuls in bf16; weights, optimizer state, loss in fp32)")
     args = ap.parse_args(argv)
@@ -173,8 +176,10 @@ def main(argv=None) -> int:
                       warmup_steps=max(args.steps // 20, 1), max_steps=args.steps, seed=args.seed, nsp=nsp,
                       head_lr_scale=args.head_lr_scale, objective=args.objective,
                       mlm_probability=args.mlm_probability, whole_word=args.whole_word,
-                      freeze_below=args.freeze_below, nsp_same_text=args.nsp_same_text)
-    trainer = Trainer(model, tok, train_lines, cfg, documents=[list(d.sentences) for d in train_docs])
+                      freeze_below=args.freeze_below, nsp_same_text=args.nsp_same_text,
+                      nsp_same_genre=args.nsp_same_genre)
+    trainer = Trainer(model, tok, train_lines, cfg, documents=[list(d.sentences) for d in train_docs],
+                      genres=[d.genre for d in train_docs])
     seen, log, probes = 0, [], []  # probes: the linear probe's accuracy by step (--probe-every)
     if args.resume:
         state = torch.load(ckpt, weights_only=True)
@@ -223,6 +228,7 @@ def main(argv=None) -> int:
         "wordnet_fraction": args.wordnet_fraction, "seq_len": args.seq_len, "bf16": args.bf16,
         "mlm_probability": args.mlm_probability, "whole_word": args.whole_word,
         "freeze_below": args.freeze_below, "nsp_same_text": args.nsp_same_text,
+        "nsp_same_genre": args.nsp_same_genre,
         "parameters": model.num_parameters(), "nsp": nsp, "steps": trainer.step_count,
         "batch_size": args.batch_size, "lr": args.lr, "seed": args.seed, "vocab_size": tok.vocab_size,
         "tokens_seen": seen, "train_lines": len(train_lines), "train_document_sentences": len(trainer.data.sents),

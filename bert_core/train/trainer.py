@@ -54,6 +54,7 @@ class TrainConfig:
     freeze_below: int = 0  # keep the embeddings (so the tied decoder) and encoder layers < N as loaded
     nsp: bool = False  # also train next-sentence prediction on line pairs
     nsp_same_text: float = 0.0  # share of NotNext pairs whose B comes from A's own text (harder than another text)
+    nsp_same_genre: float = 0.0  # share whose B comes from another text of A's genre (needs the documents' genres)
     seed: int = 0
     head_lr_scale: float = 1.0  # new heads (cls.*, the pooler) on a pretrained encoder learn this many times faster
     probe_every: int = 50
@@ -174,7 +175,7 @@ class Trainer:
 
     def __init__(self, model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines: list[str],
                  cfg: TrainConfig | None = None, probes: tuple[str, ...] = DEFAULT_PROBES,
-                 documents: list[list[str]] | None = None):
+                 documents: list[list[str]] | None = None, genres: list[str] | None = None):
         self.cfg = cfg = cfg or TrainConfig()
         if cfg.nsp and not model.has_nsp:
             raise BertCoreError("NSP training needs a model with an NSP head")
@@ -201,7 +202,8 @@ class Trainer:
                     p.requires_grad_(False)
         self.model = model
         self.tok = tokenizer
-        self.data = TextDataset(lines, tokenizer, cfg.seq_len, documents, cfg.nsp_same_text)
+        self.data = TextDataset(lines, tokenizer, cfg.seq_len, documents, cfg.nsp_same_text, genres,
+                                cfg.nsp_same_genre)
         self._continues = continuation_table(tokenizer) if cfg.whole_word else None  # (V,) "##" pieces
         self.g = torch.Generator().manual_seed(cfg.seed)
         # rtd: the generator, sharing the discriminator's embeddings; its own weights join the optimizer once.

@@ -571,3 +571,34 @@ def test_same_text_negatives_come_from_as_own_text_and_are_never_a_or_its_succes
     plain._fill_queue(8, g, nsp=True)
     assert any(not (plain.doc_span[i][0] <= j < plain.doc_span[i][1])
                for batch in plain.queue for kind, i, j in batch if kind == 2)
+
+
+def test_same_genre_negatives_come_from_another_text_of_as_genre(tok):
+    """nsp_same_genre=1: every NotNext B is a sentence of another text of A's genre; every such sentence occurs."""
+    words = ("first", "second", "third", "fourth", "fifth")
+    docs = [[f"{w} sentence number {k} of this text ." for k in range(4)] for w in words]
+    genres = ["news", "fiction", "news", "fiction", "news"]
+    data = TextDataset([], tok, seq_len=32, documents=docs, genres=genres, same_genre_negatives=1.0)
+    doc_of = [d for d, doc in enumerate(docs) for _ in doc]
+    g = torch.Generator().manual_seed(0)
+    picked: dict[int, set[int]] = {}
+    for _ in range(40):
+        data._fill_queue(8, g, nsp=True)
+        for kind, i, j in (row for batch in data.queue for row in batch):
+            if kind == 2:
+                assert doc_of[j] != doc_of[i] and genres[doc_of[j]] == genres[doc_of[i]], (i, j)
+                picked.setdefault(doc_of[i], set()).add(j)
+    for d, js in picked.items():  # uniform over the genre's other texts: all their sentences show up
+        assert js == {j for j in range(len(doc_of)) if doc_of[j] != d and genres[doc_of[j]] == genres[d]}, (d, js)
+    # Half from the same text, half from the genre's other texts: both kinds occur, nothing from the other genre.
+    mixed = TextDataset([], tok, seq_len=32, documents=docs, genres=genres, same_text_negatives=0.5,
+                        same_genre_negatives=0.5)
+    mixed._fill_queue(8, g, nsp=True)
+    kinds = [doc_of[j] == doc_of[i] for batch in mixed.queue for kind, i, j in batch if kind == 2]
+    assert any(kinds) and not all(kinds)
+    assert all(genres[doc_of[j]] == genres[doc_of[i]] for batch in mixed.queue for kind, i, j in batch if kind == 2)
+    with pytest.raises(BertCoreError, match="one genre per document"):
+        TextDataset([], tok, seq_len=32, documents=docs, same_genre_negatives=0.5)
+    with pytest.raises(BertCoreError, match="add up to <= 1"):
+        TextDataset([], tok, seq_len=32, documents=docs, genres=genres, same_text_negatives=0.6,
+                    same_genre_negatives=0.6)
