@@ -7,11 +7,13 @@ Four measurements, each seeded and in a fixed order, so the same model prints th
   minus the glosses whose cleaned form is in today's training lines (cleaning changes a line's hash,
   so about 10% of that set moved to the training side; they are left out for every model);
 - everyday cloze: `tests/data/everyday_cloze.tsv`, ordinary sentences with one [MASK] and the expected
-  word (written for this project, not from the corpus): is it the top-1 / among the top-5?
+  word (written for this project, not from the corpus): is it the top-1 / among the top-5? The same on two
+  later lists (`everyday_cloze_dev.tsv`, `everyday_cloze_third.tsv`), and on all three together;
 - next-sentence prediction on held-out Brown pairs: a held-out sentence with the sentence that really
   follows it (IsNext), and the same sentence with a random sentence of another text (NotNext);
 - next-sentence prediction on everyday pairs: `tests/data/everyday_pairs.tsv` (written for this project),
-  each A with its own B (IsNext) and with another pair's B (NotNext, a seeded shuffle without fixed points).
+  each A with its own B (IsNext) and with another pair's B (NotNext, a seeded shuffle without fixed points);
+  the same on a second list (`everyday_pairs_second.tsv`).
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ from .trainer import evaluate_mlm
 
 CLOZE_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "everyday_cloze.tsv"
 PAIRS_FILE = CLOZE_FILE.with_name("everyday_pairs.tsv")
+# The later lists, each written before the model stage it first measured (bundled_minilm/MODEL.md says when).
+CLOZE_SECOND = CLOZE_FILE.with_name("everyday_cloze_dev.tsv")
+CLOZE_THIRD = CLOZE_FILE.with_name("everyday_cloze_third.tsv")
+PAIRS_SECOND = CLOZE_FILE.with_name("everyday_pairs_second.tsv")
 HELDOUT_FRACTION = 0.02
 
 
@@ -168,14 +174,20 @@ def bundled_report(source: str | None = None, seed: int = 0) -> dict:
     m = load_model(source)
     _, _, heldout_lines, heldout_docs = load_pretraining_corpus(seed=0, fraction=HELDOUT_FRACTION)
     brown = [s for d in heldout_docs for s in d.sentences]
-    cloze = everyday_cloze(m)
+    cloze = [everyday_cloze(m, path) for path in (CLOZE_FILE, CLOZE_SECOND, CLOZE_THIRD)]
+    n = sum(c["sentences"] for c in cloze)
+    every = {"sentences": n, **{k: sum(c[k] * c["sentences"] for c in cloze) / n for k in ("top1", "top5")}}
     return {
         "heldout_wordnet": evaluate_mlm(m.model, m.tokenizer, heldout_lines, seed=seed),
         "heldout_brown": evaluate_mlm(m.model, m.tokenizer, brown, seed=seed),
         "heldout_previous": heldout_metrics(source, seed),
-        "everyday_cloze": {k: v for k, v in cloze.items() if k != "rows"},
+        "everyday_cloze": {k: v for k, v in cloze[0].items() if k != "rows"},
+        "everyday_cloze_second": {k: v for k, v in cloze[1].items() if k != "rows"},
+        "everyday_cloze_third": {k: v for k, v in cloze[2].items() if k != "rows"},
+        "everyday_cloze_all": every,
         "nsp": nsp_accuracy(m, seed),
         "everyday_nsp": everyday_nsp(m, seed),
+        "everyday_nsp_second": everyday_nsp(m, seed, PAIRS_SECOND),
     }
 
 
@@ -188,15 +200,19 @@ def markdown(report: dict) -> str:
         r = report[key]
         rows.append(f"| {name} | {r['masked_tokens']:,} | {r['loss']:.4f} | {r['perplexity']:.2f} | "
                     f"{100 * r['top1']:.2f}% | {100 * r['top5']:.2f}% |")
-    c = report["everyday_cloze"]
-    rows.append(f"| everyday cloze ({c['sentences']} sentences) | {c['sentences']} | | | "
-                f"{100 * c['top1']:.2f}% | {100 * c['top5']:.2f}% |")
+    for key, name in (("everyday_cloze", "everyday cloze"), ("everyday_cloze_second", "everyday cloze, second list"),
+                      ("everyday_cloze_third", "everyday cloze, third list"),
+                      ("everyday_cloze_all", "everyday cloze, the three lists")):
+        c = report[key]
+        rows.append(f"| {name} ({c['sentences']} sentences) | {c['sentences']} | | | "
+                    f"{100 * c['top1']:.2f}% | {100 * c['top5']:.2f}% |")
     nsp = report["nsp"]
     nsp_row = "no NSP head" if nsp is None else f"{100 * nsp['accuracy']:.2f}% of {nsp['pairs']:,} held-out pairs"
-    every = report.get("everyday_nsp")
-    if every is not None:
-        nsp_row += (f"; {100 * every['accuracy']:.2f}% of {every['pairs']} everyday pairs (IsNext "
-                    f"{100 * every['is_next']:.0f}% right, NotNext {100 * every['not_next']:.0f}%)")
+    for key, name in (("everyday_nsp", "everyday pairs"), ("everyday_nsp_second", "everyday pairs of the second list")):
+        every = report.get(key)
+        if every is not None:
+            nsp_row += (f"; {100 * every['accuracy']:.2f}% of {every['pairs']} {name} (IsNext "
+                        f"{100 * every['is_next']:.0f}% right, NotNext {100 * every['not_next']:.0f}%)")
     return "\n".join(rows) + f"\n\nNext-sentence prediction: {nsp_row}.\n"
 
 
