@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import bert_core
+from bert_core.train import evaluate
 from bert_core.train.corpus import clean_gloss, load_pretraining_corpus
 from bert_core.train.evaluate import (
     CLOZE_FILE,
+    CLOZE_SECOND,
+    CLOZE_THIRD,
+    PAIRS_FILE,
+    PAIRS_SECOND,
     everyday_nsp,
     everyday_nsp_pairs,
     nsp_pairs,
@@ -42,35 +48,58 @@ def test_previous_heldout_set_has_nothing_the_new_corpus_trains_on():
 
 
 def test_cloze_lists_are_everyday_and_not_from_the_corpus():
-    """Both everyday lists: one [MASK] a sentence, and no filled-in sentence is a line of the pretraining corpus."""
-    rows = read_cloze() + read_cloze(CLOZE_FILE.with_name("everyday_cloze_dev.tsv"))
-    assert len(rows) >= 120 and all(t.count("[MASK]") == 1 for t, _ in rows)
+    """The three everyday lists: one [MASK] a sentence, no filled-in sentence is a line of the pretraining corpus."""
+    rows = read_cloze() + read_cloze(CLOZE_SECOND) + read_cloze(CLOZE_THIRD)
+    assert len(rows) == 190 and all(t.count("[MASK]") == 1 for t, _ in rows)
     train, docs, _, _ = load_pretraining_corpus()
     seen = {x.lower() for x in train} | {s.lower() for d in docs for s in d.sentences}
     assert not [t for t, a in rows if t.replace("[MASK]", a).lower() in seen]
 
 
+def test_the_later_cloze_lists_are_apart_from_the_earlier_ones():
+    """everyday_cloze_dev.tsv and everyday_cloze_third.tsv: 60 sentences each, single-word answers, no repeats."""
+    first, second, third = read_cloze(), read_cloze(CLOZE_SECOND), read_cloze(CLOZE_THIRD)
+    for later in (second, third):
+        assert len(later) == 60 and all(a and " " not in a for _, a in later)
+    texts = [t for rows in (first, second, third) for t, _ in rows]
+    assert len(set(texts)) == len(texts) == 190
 
-def test_the_second_cloze_list_is_apart_from_the_first():
-    """tests/data/everyday_cloze_dev.tsv: 60 sentences, single-word answers, none of the 70 sentences again."""
-    dev = read_cloze(CLOZE_FILE.with_name("everyday_cloze_dev.tsv"))
-    assert len(dev) == 60 and all(a and " " not in a for _, a in dev)
-    assert not {t for t, _ in dev} & {t for t, _ in read_cloze()}
 
-
-def test_everyday_pairs_are_a_derangement_and_not_from_the_corpus():
+@pytest.mark.parametrize("path", [PAIRS_FILE, PAIRS_SECOND], ids=["first", "second"])
+def test_everyday_pairs_are_a_derangement_and_not_from_the_corpus(path):
     """60 written pairs -> 120: each A with its own B and with another row's B (no row keeps its own)."""
-    rows = read_pairs()
+    rows = read_pairs(path)
     assert len(rows) == 60 and len({a for a, _ in rows}) == 60 and all(a and b for a, b in rows)
-    pairs = everyday_nsp_pairs()
+    pairs = everyday_nsp_pairs(path=path)
     assert len(pairs) == 120 and [label for *_, label in pairs] == [0, 1] * 60
     own = dict(rows)
     assert all((b == own[a]) == (label == 0) for a, b, label in pairs)
     assert sorted(b for _, b, label in pairs if label) == sorted(own.values())  # every B used once as NotNext
-    assert everyday_nsp_pairs(seed=1) != pairs
+    assert everyday_nsp_pairs(seed=1, path=path) != pairs
     train, docs, _, _ = load_pretraining_corpus()
     seen = {x.lower() for x in train} | {s.lower() for d in docs for s in d.sentences}
     assert not [x for r in rows for x in r if x.lower() in seen]
+
+
+def test_the_two_pairs_lists_share_no_sentence():
+    first, second = read_pairs(), read_pairs(PAIRS_SECOND)
+    assert not {x for r in first for x in r} & {x for r in second for x in r}
+
+
+def test_the_three_cloze_lists_together_are_their_counts_added(monkeypatch):
+    """The report's 'three lists' row: right answers of each list added, over 190 sentences."""
+    right = {CLOZE_FILE: (7, 30), CLOZE_SECOND: (5, 19), CLOZE_THIRD: (2, 17)}  # (top-1, top-5) per list
+
+    def fake_cloze(m, path=CLOZE_FILE):
+        n = len(read_cloze(path))
+        return {"sentences": n, "top1": right[path][0] / n, "top5": right[path][1] / n, "rows": []}
+
+    monkeypatch.setattr(evaluate, "everyday_cloze", fake_cloze)
+    r = evaluate.everyday_cloze_lists(None)
+    names = ("everyday_cloze", "everyday_cloze_second", "everyday_cloze_third")
+    assert [r[k]["sentences"] for k in names] == [70, 60, 60]
+    assert r["everyday_cloze_all"] == pytest.approx({"sentences": 190, "top1": 14 / 190, "top5": 66 / 190})
+    assert "rows" not in r["everyday_cloze"]
 
 
 def test_everyday_nsp_equals_a_plain_loop_of_analyze(tiny_dirs, tmp_path):
