@@ -116,16 +116,20 @@ def test_bundled_model_is_no_worse_than_before_phases_3_and_4(report):
 
 
 def test_minilm_model_knows_more_everyday_english_than_the_tiny_one(minilm_report, report):
-    # Measured on the shipped weights (README, fourth stage): everyday cloze 20.00% / 44.29%, NSP 84.12% on Brown
-    # pairs and 71.67% on everyday pairs, held-out Brown 36.31% / 52.89%, WordNet 31.95% / 49.21%. Floors a little
-    # under those, and above the third stage's weights (17.14% / 42.86%, everyday NSP 61.67%, Brown 52.03%, WordNet
-    # 48.40%) where this stage gained; Brown-pairs NSP was 86.73% then (harder negatives cost it, MODEL.md). The tiny
-    # model has 18.57% everyday top-5, 76.15% NSP and 58.33% on everyday pairs; the package's encoder with untrained
-    # heads 0% and 50%.
-    assert minilm_report["everyday_cloze"]["top5"] >= 0.43
-    assert minilm_report["everyday_cloze"]["top1"] >= 0.185
+    # Measured on the shipped weights (README, fifth stage): everyday cloze 21.43% / 42.86% on the 70 sentences,
+    # 38.42% top-5 on the three lists (190), NSP 84.38% on Brown pairs, 73.33% and 72.50% on the two everyday pairs
+    # lists, held-out Brown 36.85% / 53.73%, WordNet 33.36% / 50.73%. Floors a little under those, and above the
+    # fourth stage's weights where this stage gained (three lists 35.26%, everyday pairs 71.67% and 70.83%, Brown
+    # 52.89%, WordNet 49.21%); the 70 sentences alone were 44.29% then (MODEL.md: the lists disagree by that much).
+    # The tiny model: 18.57% on the 70, 12.11% on the three lists, 76.15% NSP, 58.33% / 57.50% on everyday pairs;
+    # the package's encoder with untrained heads 0% and 50%.
+    assert minilm_report["everyday_cloze"]["top5"] >= 0.42
+    assert minilm_report["everyday_cloze"]["top1"] >= 0.20
+    assert minilm_report["everyday_cloze_all"]["top5"] >= 0.375
     assert minilm_report["nsp"]["accuracy"] >= 0.835
-    assert minilm_report["everyday_nsp"]["accuracy"] >= 0.70
-    assert minilm_report["everyday_nsp"]["accuracy"] > report["everyday_nsp"]["accuracy"]
-    assert minilm_report["heldout_brown"]["top5"] >= 0.525
-    assert minilm_report["heldout_wordnet"]["top5"] >= 0.49
+    for key in ("everyday_nsp", "everyday_nsp_second"):
+        assert minilm_report[key]["accuracy"] >= 0.72
+        assert minilm_report[key]["accuracy"] > report[key]["accuracy"]
+    assert minilm_report["everyday_cloze_all"]["top5"] > 2 * report["everyday_cloze_all"]["top5"]
+    assert minilm_report["heldout_brown"]["top5"] >= 0.535
+    assert minilm_report["heldout_wordnet"]["top5"] >= 0.505
