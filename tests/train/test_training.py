@@ -551,26 +551,30 @@ def test_freeze_below_keeps_the_embeddings_and_lower_layers_and_trains_the_rest(
         make_trainer(tok, freeze_below=3)
 
 
+def _not_next_draws(data: TextDataset, g: torch.Generator, rounds: int = 1) -> list[tuple[int, int]]:
+    """(A, B) of every NotNext row in `rounds` queue fills of batches of 8."""
+    draws = []
+    for _ in range(rounds):
+        data._fill_queue(8, g, nsp=True)
+        draws += [(i, j) for batch in data.queue for kind, i, j in batch if kind == 2]
+    return draws
+
+
 def test_same_text_negatives_come_from_as_own_text_and_are_never_a_or_its_successor(tok):
     """nsp_same_text=1: every NotNext B is another sentence of A's text, never A or A's next; all others occur."""
     docs = [[f"{w} sentence number {k} of this text ." for k in range(6)] for w in ("first", "second", "third")]
     data = TextDataset([], tok, seq_len=32, documents=docs, same_text_negatives=1.0)
     g = torch.Generator().manual_seed(0)
     picked: dict[int, set[int]] = {}
-    for _ in range(20):
-        data._fill_queue(8, g, nsp=True)
-        for kind, i, j in (row for batch in data.queue for row in batch):
-            if kind == 2:
-                lo, hi = data.doc_span[i]
-                assert lo <= j < hi and j not in (i, i + 1), (i, j)
-                picked.setdefault(i, set()).add(j)
+    for i, j in _not_next_draws(data, g, rounds=20):
+        lo, hi = data.doc_span[i]
+        assert lo <= j < hi and j not in (i, i + 1), (i, j)
+        picked.setdefault(i, set()).add(j)
     for i, js in picked.items():  # uniform over the text minus A and its successor: each of the 4 shows up
         lo, hi = data.doc_span[i]
         assert js == set(range(lo, hi)) - {i, i + 1}, (i, js)
     plain = TextDataset([], tok, seq_len=32, documents=docs)  # BERT's: B from anywhere, other texts included
-    plain._fill_queue(8, g, nsp=True)
-    assert any(not (plain.doc_span[i][0] <= j < plain.doc_span[i][1])
-               for batch in plain.queue for kind, i, j in batch if kind == 2)
+    assert any(not (plain.doc_span[i][0] <= j < plain.doc_span[i][1]) for i, j in _not_next_draws(plain, g))
 
 
 def test_same_genre_negatives_come_from_another_text_of_as_genre(tok):
@@ -582,21 +586,18 @@ def test_same_genre_negatives_come_from_another_text_of_as_genre(tok):
     doc_of = [d for d, doc in enumerate(docs) for _ in doc]
     g = torch.Generator().manual_seed(0)
     picked: dict[int, set[int]] = {}
-    for _ in range(40):
-        data._fill_queue(8, g, nsp=True)
-        for kind, i, j in (row for batch in data.queue for row in batch):
-            if kind == 2:
-                assert doc_of[j] != doc_of[i] and genres[doc_of[j]] == genres[doc_of[i]], (i, j)
-                picked.setdefault(doc_of[i], set()).add(j)
+    for i, j in _not_next_draws(data, g, rounds=40):
+        assert doc_of[j] != doc_of[i] and genres[doc_of[j]] == genres[doc_of[i]], (i, j)
+        picked.setdefault(doc_of[i], set()).add(j)
     for d, js in picked.items():  # uniform over the genre's other texts: all their sentences show up
         assert js == {j for j in range(len(doc_of)) if doc_of[j] != d and genres[doc_of[j]] == genres[d]}, (d, js)
     # Half from the same text, half from the genre's other texts: both kinds occur, nothing from the other genre.
     mixed = TextDataset([], tok, seq_len=32, documents=docs, genres=genres, same_text_negatives=0.5,
                         same_genre_negatives=0.5)
-    mixed._fill_queue(8, g, nsp=True)
-    kinds = [doc_of[j] == doc_of[i] for batch in mixed.queue for kind, i, j in batch if kind == 2]
+    draws = _not_next_draws(mixed, g)
+    kinds = [doc_of[j] == doc_of[i] for i, j in draws]
     assert any(kinds) and not all(kinds)
-    assert all(genres[doc_of[j]] == genres[doc_of[i]] for batch in mixed.queue for kind, i, j in batch if kind == 2)
+    assert all(genres[doc_of[j]] == genres[doc_of[i]] for i, j in draws)
     with pytest.raises(BertCoreError, match="one genre per document"):
         TextDataset([], tok, seq_len=32, documents=docs, same_genre_negatives=0.5)
     with pytest.raises(BertCoreError, match="add up to <= 1"):
