@@ -520,6 +520,15 @@ def reveal(token: str, step_key: str, guess_key: str, answer: int) -> None:
         st.session_state.setdefault("lesson_answers", {})[step_key] = guess == answer
 
 
+def keep_guess(guess_key: str, token: str) -> None:
+    """A guess outlives its widget: back on the step (← then →), the class's guess is still there."""
+    st.session_state.setdefault("lesson_guesses", {})[token] = st.session_state.get(guess_key)
+
+
+def kept_guess(token: str) -> int | None:
+    return st.session_state.get("lesson_guesses", {}).get(token)
+
+
 def next_draw() -> None:
     st.session_state["lesson_draw"] = int(st.session_state.get("lesson_draw", 1)) + 1
 
@@ -530,6 +539,42 @@ def toggle_present() -> None:
         st.query_params["present"] = "1"
     else:
         st.query_params.pop("present", None)
+
+
+def more_keys(k: int, n: int, reveal_args: tuple | None) -> None:
+    """Presenter mode's second keys (Page Down / Page Up, as clickers send, and Enter), on buttons kept out of sight.
+
+    Each is a Streamlit button with its own shortcut: Streamlit listens on the whole document, so a key works
+    whatever was clicked last (a guess, a chart), except while typing in a text box.
+    """
+    with st.container(key="lesson_keys"):  # hidden by PRESENTER_CSS (.st-key-lesson_keys)
+        st.button("Next", key="lesson_next_pd", disabled=k == n, on_click=move, args=(1,), shortcut="PageDown")
+        st.button("Back", key="lesson_back_pu", disabled=k == 1, on_click=move, args=(-1,), shortcut="PageUp")
+        if reveal_args is not None:
+            st.button("Reveal", key="lesson_reveal_enter", on_click=reveal, args=reveal_args, shortcut="Enter")
+
+
+def model_summary(cur) -> str:
+    """"6 layers × 384 wide, 12 heads, 22.9M parameters": the model the slides are computed on."""
+    c = cur.model.config
+    n = sum(p.numel() for p in cur.model.model.parameters())
+    size = f"{n / 1e6:.1f}M" if n < 1e9 else f"{n / 1e9:.2f}B"
+    return f"{c.num_hidden_layers} layers × {c.hidden_size} wide, {c.num_attention_heads} heads, {size} parameters"
+
+
+def presenter_corner(cur) -> None:
+    """Presenter mode's bottom-right corner: the model on screen, and the way out."""
+    with st.container(key="lesson_corner"):  # placed by PRESENTER_CSS
+        st.markdown(f"Model: **{plain(cur.model_key.removeprefix('bundled-').replace('minilm', 'MiniLM'))}**, "
+                    f"{model_summary(cur)}")
+        st.button("Exit presenter mode", key="lesson_exit", on_click=exit_present, icon=":material/close:",
+                  type="tertiary", shortcut="Escape")
+
+
+def exit_present() -> None:
+    """The corner's button (or Esc): back to the normal page, the step kept."""
+    st.session_state["lesson_present"] = False
+    st.query_params.pop("present", None)
 
 
 # Presenter mode: no sidebar or header, large type, tight spacing, so one step fits 1280 x 720.
@@ -546,5 +591,12 @@ div[data-testid="stMainBlockContainer"], .block-container {padding: 0.6rem 1.5re
 [data-testid="stMain"] h2 {font-size: 34px !important; padding: 0 0 0.2rem 0 !important;}
 [data-testid="stMain"] .katex {font-size: 24px !important;}
 div[data-testid="stVerticalBlock"] {gap: 0.45rem !important;}
+.st-key-lesson_keys {display: none !important;}
+.st-key-lesson_corner {position: fixed; bottom: 0.2rem; right: 1rem; z-index: 100; width: auto !important;
+  flex-direction: row !important; align-items: center; gap: 0.8rem !important; background: #ffffff;
+  white-space: nowrap;}
+.st-key-lesson_corner p, .st-key-lesson_corner button p {font-size: 18px !important;}
+/* A clicked guess must not take the keys: the radio's input cannot hold focus (its label still picks it). */
+[data-testid="stMain"] [data-testid="stRadio"] input {display: none !important;}
 </style>
 """

@@ -4,7 +4,6 @@ before the model's own numbers are revealed. ?step=k opens step k; ?present=1 is
 import zlib
 
 import streamlit as st
-from streamlit_shortcuts import add_shortcuts
 
 from ui import callbacks, lesson
 from ui.state import DEFAULT_MODEL, require_current
@@ -29,11 +28,7 @@ lesson.texts_in_url()
 
 if present:
     st.html(lesson.PRESENTER_CSS)
-    # In the (hidden) sidebar, whose elements stay put from run to run: in the main area the first run's
-    # "Loading…" box shifts it, its iframe is made anew and the key listener of the old one dies with it.
-    with st.sidebar:
-        add_shortcuts(lesson_next=["arrowright", "pagedown"], lesson_back=["arrowleft", "pageup"],
-                      lesson_reveal=[" ", "enter"])
+    lesson.presenter_corner(cur)
 
 st.header(f"Step {k} of {N}: {step.title}")
 if present:
@@ -62,13 +57,14 @@ with left:
     if q is not None:
         st.markdown(f"**Your guess first.** {lesson.plain(q.prompt)}")
         guess_key = f"lesson_guess_{zlib.crc32(token.encode())}"
-        guess = st.radio("Your guess", range(len(q.choices)), index=None, key=guess_key, horizontal=True,
-                         format_func=callbacks.labels(lesson.plain(c) for c in q.choices), disabled=revealed,
-                         label_visibility="collapsed")
+        guess = st.radio("Your guess", range(len(q.choices)), index=lesson.kept_guess(token), key=guess_key,
+                         horizontal=True, format_func=callbacks.labels(lesson.plain(c) for c in q.choices),
+                         disabled=revealed, label_visibility="collapsed", on_change=lesson.keep_guess,
+                         args=(guess_key, token))
         if not revealed:
             st.button("Reveal the model's answer", key="lesson_reveal", type="primary",
                       disabled=guess is None and not present, on_click=lesson.reveal,
-                      args=(token, step.key, guess_key, q.answer),
+                      args=(token, step.key, guess_key, q.answer), shortcut="Space" if present else None,
                       help="Commit a guess first: the model's answer is computed now, from this sentence.")
         else:
             shown = lesson.plain(q.choices[q.answer])
@@ -84,10 +80,15 @@ with right, st.spinner("Drawing…"):
     step.view(cur, text, pair, revealed)
 
 nav = st.columns([1, 1, 4] if present else [1, 1, 3])
-nav[0].button("← Back", key="lesson_back", disabled=k == 1, on_click=lesson.move, args=(-1,), width="stretch")
-nav[1].button("Next →", key="lesson_next", disabled=k == N, on_click=lesson.move, args=(1,), width="stretch")
+# Presenter keys are Streamlit's own button shortcuts: they work whatever has focus, except a text box.
+nav[0].button("Back" if present else "← Back", key="lesson_back", disabled=k == 1, on_click=lesson.move,
+              args=(-1,), width="stretch", shortcut="Left" if present else None)
+nav[1].button("Next" if present else "Next →", key="lesson_next", disabled=k == N, on_click=lesson.move,
+              args=(1,), width="stretch", shortcut="Right" if present else None)
 if present:
-    nav[2].caption("Keys: → next, ← back, space reveals.")
+    nav[2].caption("Keys: → or Page Down next, ← or Page Up back, space or Enter reveals.")
+    lesson.more_keys(k, N, None if q is None or revealed else
+                     (token, step.key, guess_key, q.answer))
 else:
     model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \
         else cur.model_key

@@ -89,3 +89,52 @@ def test_presenter_mode_walks_every_step_with_the_keyboard(page):
                            timeout=120_000)
     assert page.locator('[data-testid="stException"]').count() == 0
     assert not page.errors, page.errors
+
+
+def heading(pg) -> str:
+    return pg.locator("h2").first.inner_text()
+
+
+def press(pg, key: str) -> None:
+    """A key, then the rerun it starts."""
+    pg.keyboard.press(key)
+    pg.wait_for_timeout(700)
+    settle(pg)
+
+
+def test_presenter_keys_survive_a_click_on_a_guess(page):
+    """A click on a guess keeps no focus: → then moves the slide (not the guess), space reveals, Esc exits."""
+    n = len(lesson.STEPS)
+    page.goto(page.base + "/lesson?present=1&step=4", wait_until="domcontentloaded")
+    settle(page)
+    options = page.locator('[data-testid="stMain"] [role="radiogroup"] label')
+    options.nth(1).click()
+    settle(page)
+    assert page.locator('[role="radiogroup"] input:checked').count() == 1
+    assert page.evaluate("document.activeElement.tagName") != "INPUT"  # the click left no focus on the guess
+    press(page, "ArrowRight")
+    assert heading(page).startswith(f"Step 5 of {n}"), heading(page)
+    options.nth(0).click()
+    settle(page)
+    picked = page.locator('[role="radiogroup"] input:checked').evaluate("e => e.value")
+    press(page, "ArrowRight")  # the slide moves; the guess of step 5 is not moved on to another option
+    assert heading(page).startswith(f"Step 6 of {n}"), heading(page)
+    press(page, "ArrowLeft")
+    assert heading(page).startswith(f"Step 5 of {n}"), heading(page)
+    assert page.locator('[role="radiogroup"] input:checked').evaluate("e => e.value") == picked
+    assert page.locator('[data-testid="stAlert"]').count() == 0
+    press(page, " ")  # space reveals, with the guess counted
+    alert = page.locator('[data-testid="stAlert"]').first.inner_text()
+    assert "the model's answer" in alert.lower() or alert.startswith("Right"), alert
+    press(page, "PageDown")
+    assert heading(page).startswith(f"Step 6 of {n}"), heading(page)
+    press(page, "Enter")
+    assert page.locator('[data-testid="stAlert"]').count() == 1
+    press(page, "PageUp")
+    assert heading(page).startswith(f"Step 5 of {n}"), heading(page)
+    corner = page.locator(".st-key-lesson_corner").inner_text()
+    m = bert_core.load_model()
+    assert f"{m.config.num_hidden_layers} layers × {m.config.hidden_size} wide" in corner, corner
+    press(page, "Escape")  # the way out
+    assert "present=1" not in page.url and page.locator('[data-testid="stSidebar"]').is_visible()
+    assert not page.errors, page.errors
