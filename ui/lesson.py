@@ -432,13 +432,24 @@ def texts_in_url() -> None:
                 st.query_params[k] = v[:2000]
 
 
-def full_page_link(step: Step, text: str, pair: str | None, model_param: str | None) -> str:
-    """A link that opens the step's full page on the same sentence (and model)."""
+def page_view(step: Step, m) -> dict[str, int]:
+    """What the step's full page should open on besides the sentence: the attention step's layer and head,
+    1-based as every page shows them (the Attention page reads ?layer=4&head=1 as its layer 4, head 1)."""
+    if step.question == "attention_target":
+        layer, head = questions.attention_layer_head(m)
+        return {"layer": layer + 1, "head": head + 1}
+    return {}
+
+
+def full_page_link(step: Step, text: str, pair: str | None, model_param: str | None,
+                   view: dict[str, int] | None = None) -> str:
+    """A link that opens the step's full page on the same sentence (and model, and layer and head)."""
     q = {"text": text[:2000]}
     if pair:
         q["pair"] = pair[:2000]
     if model_param:
         q["model"] = model_param
+    q.update(view or {})
     return f"/{step.page}?{urllib.parse.urlencode(q)}"
 
 

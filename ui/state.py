@@ -133,6 +133,11 @@ def url_int(key: str, default: int, lo: int, hi: int) -> int:
     return min(max(int(v), lo), hi)
 
 
+def url_index(key: str, n: int) -> int:
+    """A layer or head from the shared link, where users count 1..n, as the 0-based index Python uses."""
+    return url_int(key, 1, 1, n) - 1
+
+
 def set_url(**values) -> None:
     """Write view settings into the URL (values None are removed)."""
     for k, v in values.items():

@@ -17,6 +17,12 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "export"
 
 
+def numbering_note(n_layers: int, n_heads: int | None = None) -> None:
+    """The app's one numbering, said once on each page that shows layers or heads."""
+    heads = f"; heads 1–{n_heads}" if n_heads else ""
+    st.caption(f"Layers are numbered 1–{n_layers} (layer 0 = the embeddings' output){heads}.")
+
+
 def chart(fig, name: str, key: str | None = None) -> None:
     """A plotly figure; its toolbar's camera button downloads it as `<name>.png`."""
     config = {"displaylogo": False,

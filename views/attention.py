@@ -9,15 +9,16 @@ from bert_core.inspect.attribution import heads_by
 from bert_core.inspect.bertviz_html import head_view_height, head_view_html, model_view_height, model_view_html
 from bert_core.inspect.masking_view import md_literal
 from ui import callbacks
-from ui.state import analysis, model_cached, require_current, set_url, url_int
-from ui.widgets import chart, html_document, table
+from ui.state import analysis, model_cached, require_current, set_url, url_index
+from ui.widgets import chart, html_document, numbering_note, table
 
 
 def selector_ui(label: str, key: str, url_key: str, n: int, container, **kwargs) -> int:
-    """A 0-based index selector that starts at the shared link's value and stays in range for this model."""
+    """A 0-based index selector, shown 1..n, that starts at the shared link's value and stays in range."""
     kept = f"{key}_kept"  # a plain key: Streamlit forgets widget state while another page is shown
     if st.session_state.get(key) is None or st.session_state[key] >= n:  # first visit, or a smaller model
-        st.session_state[key] = min(st.session_state.get(kept, url_int(url_key, 0, 0, n - 1)), n - 1)
+        st.session_state[key] = min(st.session_state.get(kept, url_index(url_key, n)), n - 1)
+    kwargs.setdefault("format_func", lambda i: str(i + 1))  # users count from 1
     st.session_state[kept] = container.selectbox(label, list(range(n)), key=key, **kwargs)
     return st.session_state[kept]
 
@@ -27,13 +28,13 @@ def finder_ui(title: str, stats: list[dict], stat: str, what: str) -> None:
     st.markdown(f"**{title}**")
     found = heads_by(stats, stat, 0.5)
     if found:
-        lines = [f"- layer {s['layer']}, head {s['head']}: {s[stat]:.0%} {what}" for s in found[:6]]
+        lines = [f"- layer {s['layer'] + 1}, head {s['head'] + 1}: {s[stat]:.0%} {what}" for s in found[:6]]
         more = f"\n- … and {len(found) - 6} more" if len(found) > 6 else ""
         st.markdown("\n".join(lines) + more)
     else:
         best = max(stats, key=lambda s: s[stat])
-        st.markdown(f"No head puts half of its attention there. The strongest is layer {best['layer']}, "
-                    f"head {best['head']}: {best[stat]:.0%} {what}.")
+        st.markdown(f"No head puts half of its attention there. The strongest is layer {best['layer'] + 1}, "
+                    f"head {best['head'] + 1}: {best[stat]:.0%} {what}.")
 
 
 def attention_summaries(_model, text: str, text_pair: str | None) -> tuple:
@@ -66,6 +67,7 @@ if trace.truncation is not None:
     st.info(trace.truncation.message)
 
 n_layers, n_heads, n_tokens = trace.attentions.shape[:3]  # (L, nh, T, T)
+numbering_note(n_layers, n_heads)
 n = fa.capped(n_tokens, fa.ATTENTION_TOKEN_CAP)
 if n < n_tokens:
     st.warning(
@@ -75,11 +77,11 @@ if n < n_tokens:
 att, tokens = fa.crop(trace.attentions, trace.tokens, n)  # (L, nh, n, n)
 
 c1, c2, c3 = st.columns(3)
-layer = selector_ui("Layer", "attn_layer", "layer", n_layers, c1, help="0 is the first layer.")
+layer = selector_ui("Layer", "attn_layer", "layer", n_layers, c1, help="1 is the first layer.")
 average = c3.toggle("Average over heads", key="attn_average",
                     help="Show the mean of all heads of this layer instead of one head.")
 head = selector_ui("Head", "attn_head", "head", n_heads, c2, disabled=average)
-set_url(layer=layer, head=head)
+set_url(layer=layer + 1, head=head + 1)  # the link counts as the page does
 fixed = st.toggle("Fixed colour scale 0 to 1", key="attn_fixed",
                   help="On: the same scale in every map, so heads and layers compare. "
                        "Off: the scale runs to each map's largest weight, so faint patterns show.")
@@ -88,15 +90,16 @@ zmax = 1.0 if fixed else None
 st.subheader("One head" if not average else "All heads, averaged")
 if average:
     fig = fa.head_average_figure(att[layer], tokens, layer, zmax=zmax)
-    chart(fig, f"attention layer {layer} average", key="attn-main")
+    chart(fig, f"attention layer {layer + 1} average", key="attn-main")
 else:
-    fig = fa.head_heatmap(att[layer, head], tokens, f"Layer {layer}, head {head}", zmax=zmax)
-    chart(fig, f"attention layer {layer} head {head}", key="attn-main")
+    fig = fa.head_heatmap(att[layer, head], tokens, f"Layer {layer + 1}, head {head + 1}", zmax=zmax)
+    chart(fig, f"attention layer {layer + 1} head {head + 1}", key="attn-main")
 st.caption("Hover a cell for query → key and its weight. Labels start with the token's position, "
            "so repeated words (and two [MASK]s) stay apart.")
 
-st.subheader(f"Every head of layer {layer}")
-chart(fa.layer_grid(att[layer], tokens, layer, zmax=zmax), f"attention layer {layer} all heads", key="attn-grid")
+st.subheader(f"Every head of layer {layer + 1}")
+chart(fa.layer_grid(att[layer], tokens, layer, zmax=zmax), f"attention layer {layer + 1} all heads",
+      key="attn-grid")
 
 st.markdown(
     "**How to read the maps**\n"
@@ -136,14 +139,15 @@ ranked = sorted(stats, key=lambda s: -s[stat])
 o1, o2 = st.columns([3, 1], vertical_alignment="bottom")
 pick = o1.selectbox("Open a head in the heatmap and bertviz above (strongest first by the colour statistic)",
                     range(len(ranked)), key="attn_open_pick",
-                    format_func=callbacks.labels(f"layer {s['layer']}, head {s['head']}: {stat} = {s[stat]:.3f}"
+                    format_func=callbacks.labels(f"layer {s['layer'] + 1}, head {s['head'] + 1}: {stat} = {s[stat]:.3f}"
                                                  for s in ranked))
 pick = min(pick or 0, len(ranked) - 1)
 o2.button("Open this head", key="attn_open", on_click=callbacks.put_many,
           args=({"attn_layer": ranked[pick]["layer"], "attn_layer_kept": ranked[pick]["layer"],
                  "attn_head": ranked[pick]["head"], "attn_head_kept": ranked[pick]["head"], "attn_average": False},),
           width="stretch")
-table(pd.DataFrame(stats).round(4), "head statistics", key="attn-stats-csv", hide_index=True)
+table(pd.DataFrame(stats).round(4).assign(layer=lambda d: d["layer"] + 1, head=lambda d: d["head"] + 1),
+      "head statistics", key="attn-stats-csv", hide_index=True)  # 1-based, as on every chart
 st.caption("Click a column header to sort the table. These numbers describe where heads read, for this input; "
            "a head that looks at the previous token here usually does so for every input.")
 
@@ -163,11 +167,11 @@ r_layer = selector_ui("Rollout after layer", "attn_rollout_layer", "rollout_laye
 query = selector_ui("What does this token draw from?", "attn_rollout_query", "rollout_query", n, r2,
                     format_func=callbacks.labels(f"{i} {t}" for i, t in enumerate(tokens)))
 r_shown = rollout[:, :n, :n]  # (L, n, n)
-chart(fa.head_heatmap(r_shown[r_layer], tokens, f"Rollout after layer {r_layer}", zmax=None),
-      f"attention rollout layer {r_layer}", key="attn-rollout")
+chart(fa.head_heatmap(r_shown[r_layer], tokens, f"Rollout after layer {r_layer + 1}", zmax=None),
+      f"attention rollout layer {r_layer + 1}", key="attn-rollout")
 chart(fa.rollout_row_figure(r_shown, tokens, query), f"rollout of token {query}", key="attn-rollout-row")
 top = sorted(range(n), key=lambda j: -float(r_shown[r_layer, query, j]))[:3]
-st.caption(f"After layer {r_layer}, {md_literal(f'{query} {tokens[query]}')} draws most from "
+st.caption(f"After layer {r_layer + 1}, {md_literal(f'{query} {tokens[query]}')} draws most from "
            + ", ".join(f"{md_literal(f'{j} {tokens[j]}')} ({float(r_shown[r_layer, query, j]):.0%})" for j in top)
            + ". Rollout tends to even out in higher layers: every token has mixed with every other.")
 
@@ -183,7 +187,7 @@ if show:
     b_start = fa.sentence_b_start(trace.token_type_ids, nb)
     layers = fa.bertviz_layers(n_layers, n_heads, nb, layer)
     if len(layers) < n_layers:
-        st.caption(f"To keep the page light, bertviz shows layers {layers[0]}–{layers[-1]} of 0–{n_layers - 1} "
+        st.caption(f"To keep the page light, bertviz shows layers {layers[0] + 1}–{layers[-1] + 1} of 1–{n_layers} "
                    f"(those around the layer chosen above; {n_layers} layers × {n_heads} heads would be "
                    "too many lines for the browser).")
     if b_start is not None:
@@ -197,7 +201,8 @@ if show:
         st.warning(f"bertviz cannot draw this input: {e}")
     else:
         # html_document puts each one in a srcdoc iframe (st.iframe), as components.v1.html (now deprecated) did.
-        st.markdown("**Head view.** Left: query tokens, right: key tokens; line opacity is the weight. "
+        st.markdown("**Head view.** Left: query tokens, right: key tokens; line opacity is the weight "
+                    "(bertviz's own menus count layers and heads from 0: its layer 0 is this page's layer 1). "
                     "Colours are heads: double-click a colour to show only that head, hover a token to see "
                     "only its lines.")
         html_document(head_doc, head_view_height(nb))

@@ -7,8 +7,8 @@ from bert_core.figures import layers as fl
 from bert_core.inspect.inside_layers import follow_token
 from bert_core.inspect.masking_view import md_literal
 from ui import callbacks
-from ui.state import model_cached, require_current, set_url, url_int
-from ui.widgets import chart
+from ui.state import model_cached, require_current, set_url, url_index
+from ui.widgets import chart, numbering_note
 
 cur = require_current()
 cfg = cur.model.config
@@ -20,6 +20,7 @@ st.markdown(
     f"{nh} attention heads of size d_k = {H} / {nh} = {dk} and a feed-forward block of {F} neurons. Pick a "
     "layer, a head and a query token, then read from top to bottom."
 )
+numbering_note(L, nh)
 
 
 def index_ui(label: str, key: str, n: int, container, default: int = 0, **kwargs) -> int:
@@ -32,12 +33,13 @@ def index_ui(label: str, key: str, n: int, container, default: int = 0, **kwargs
 
 
 c1, c2, c3 = st.columns(3)
-layer = index_ui("Layer", "in_layer", L, c1, url_int("layer", 0, 0, L - 1), help="0 is the first layer.")
-head = index_ui("Head", "in_head", nh, c2, url_int("head", 0, 0, nh - 1))
-set_url(layer=layer, head=head)
+one_based = {"format_func": lambda i: str(i + 1)}  # users count layers and heads from 1
+layer = index_ui("Layer", "in_layer", L, c1, url_index("layer", L), help="1 is the first layer.", **one_based)
+head = index_ui("Head", "in_head", nh, c2, url_index("head", nh), **one_based)
+set_url(layer=layer + 1, head=head + 1)  # the link counts as the page does
 
 try:
-    with st.spinner(f"Running layer {layer} step by step…"):
+    with st.spinner(f"Running layer {layer + 1} step by step…"):
         s = model_cached(cur, bert_core.layer_steps, cur.text, layer, cur.text_pair)
 except bert_core.BertCoreError as e:
     st.warning(str(e))
@@ -58,17 +60,17 @@ if nk < T:
                f"to all {T}; every other number below is complete).")
 
 st.subheader("1. The input x")
-st.markdown(f"Token {token} (**{name}**) enters layer {layer} as a vector of H = {H} numbers: "
-            + ("the embedding output." if layer == 0 else f"the output of layer {layer - 1}."))
+st.markdown(f"Token {token} (**{name}**) enters layer {layer + 1} as a vector of H = {H} numbers: "
+            + ("the embeddings' output (layer 0)." if layer == 0 else f"the output of layer {layer}."))
 chart(fl.vector_strip({"x": p.x}, f"x  (‖x‖ = {float((p.x ** 2).sum()) ** 0.5:.3f})"), "input x", key="in-x")
 
 st.subheader("2. Query, key and value")
 st.latex(r"q = W_Q\,x + b_Q,\quad k = W_K\,x + b_K,\quad v = W_V\,x + b_V")
 st.markdown(f"Three learned H×H projections, applied to every token, cut into {nh} heads of {dk} numbers. "
-            f"Head {head} uses numbers {head * dk}–{(head + 1) * dk - 1} of each. The query asks *what am I "
+            f"Head {head + 1} uses numbers {head * dk}–{(head + 1) * dk - 1} of each. The query asks *what am I "
             "looking for*, each key says *what I offer*, each value is *what I pass on*.")
 chart(fl.vector_strip({"q (query)": p.q, "k (its own key)": p.keys[token], "v (its own value)": p.values[token]},
-                      f"Token {token}'s q, k, v in head {head}"), "q k v", key="in-qkv")
+                      f"Token {token}'s q, k, v in head {head + 1}"), "q k v", key="in-qkv")
 kcol, vcol = st.columns(2)
 with kcol:
     chart(fl.matrix_heatmap(p.keys[:nk], tokens[:nk], "Every token's key k_j", token), "keys", key="in-keys")
@@ -79,7 +81,7 @@ st.subheader("3. Scores and weights")
 st.latex(r"s_j = \frac{q \cdot k_j}{\sqrt{d_k}}, \qquad a_j = \frac{e^{s_j}}{\sum_{j'} e^{s_{j'}}}")
 st.markdown(f"The query's dot product with every key, divided by √{dk} = {dk ** 0.5:.3f} so the numbers stay small "
             "enough for a soft softmax, then turned into weights that are positive and sum to 1. These weights "
-            f"are row {token} of head {head}'s map on the **Attention** page (layer {layer}).")
+            f"are row {token} of head {head + 1}'s map on the **Attention** page (layer {layer + 1}).")
 chart(fl.attention_steps_figure(p.dots[:nk], p.scores[:nk], p.weights[:nk], tokens[:nk], dk), "scores and weights",
       key="in-scores")
 top = sorted(range(T), key=lambda j: -float(p.weights[j]))[:3]
@@ -89,9 +91,9 @@ st.caption("Largest weights: " + ", ".join(f"{md_literal(labels[j])} {float(p.we
 st.subheader("4. Weighted sum of the values, heads side by side")
 st.latex(r"c^{(h)} = \sum_j a_j\, v_j \quad(\text{size } d_k), \qquad c = [\,c^{(0)}; c^{(1)}; \dots\,] "
          r"\quad(\text{size } H)")
-st.markdown(f"Head {head} returns the mix of values its weights chose; the {nh} heads' results are laid side by "
+st.markdown(f"Head {head + 1} returns the mix of values its weights chose; the {nh} heads' results are laid side by "
             "side (black lines: where each head's slice begins).")
-chart(fl.vector_strip({f"c (head {head})": p.head_context}, f"Head {head}'s weighted sum of values"),
+chart(fl.vector_strip({f"c (head {head + 1})": p.head_context}, f"Head {head + 1}'s weighted sum of values"),
       "head context", key="in-headctx")
 chart(fl.vector_strip({"c (all heads)": p.context}, "All heads, concatenated", boundaries=dk), "context",
       key="in-ctx")
@@ -126,6 +128,7 @@ st.latex(r"x' = \mathrm{LayerNorm}(h_1 + \mathrm{ffn\_out})")
 ratio2 = float((p.ffn_out ** 2).sum() / max((p.h1 ** 2).sum(), 1e-30)) ** 0.5
 chart(fl.vector_strip({"h1": p.h1, "ffn_out": p.ffn_out, "h1 + ffn_out": p.resid2, "x' = LayerNorm(…)": p.out},
                       f"|ffn_out| / |h1| = {ratio2:.3f}"), "output residual", key="in-resid2")
-st.caption(f"x' (‖x'‖ = {float((p.out ** 2).sum()) ** 0.5:.3f}) is what layer {layer + 1 if layer + 1 < L else '—'} "
-           f"reads, the same vector the **Layers** page shows for token {token} at state L{layer}"
+st.caption(f"x' (‖x'‖ = {float((p.out ** 2).sum()) ** 0.5:.3f}) is layer {layer + 1}'s output"
+           + (f", what layer {layer + 2} reads" if layer + 1 < L else "")
+           + f", the same vector the **Layers** page shows for token {token} at state L{layer + 1}"
            + (" and the one the MLM head reads." if layer == L - 1 else "."))

@@ -7,7 +7,7 @@ from bert_core.figures import layers as fl
 from bert_core.inspect.masking_view import md_literal
 from ui import callbacks
 from ui.state import model_cached, require_current
-from ui.widgets import chart
+from ui.widgets import chart, numbering_note
 
 TWO_CONTEXTS = ("He sat on the river bank.", "She opened an account at the bank.")
 LENS_K = 10  # the lens is read once with the slider's largest k; the slider only slices it
@@ -23,8 +23,9 @@ st.markdown(
 )
 st.latex(r"h_1 = \mathrm{LayerNorm}\big(x + \mathrm{Attention}(x)\big), \qquad "
          r"x' = \mathrm{LayerNorm}\big(h_1 + \mathrm{FFN}(h_1)\big)")
-st.caption("State 'emb' is the embedding output (what layer 0 reads); state 'L3' is what layer 3 hands on. "
-           "The *Inside a layer* page follows one token through one of these steps with all its numbers.")
+numbering_note(L, cfg.num_attention_heads)
+st.caption("State 'emb' is the embeddings' output (layer 0, what layer 1 reads); state 'L3' is what layer 3 hands "
+           "on. The *Inside a layer* page follows one token through one of these steps with all its numbers.")
 
 
 def run(fn, *args, **kwargs):
@@ -61,7 +62,7 @@ if view == VIEWS[0]:
 elif view == VIEWS[1]:
     st.caption("cos(h after layer l, h before it) for each token: 1 means the layer left the direction of the "
                "vector unchanged; lower values show where a layer rewrote a token most.")
-    chart(fl.layer_token_heatmap(stream.self_similarity[:, :n], tokens[:n], [f"L{i}" for i in range(L)],
+    chart(fl.layer_token_heatmap(stream.self_similarity[:, :n], tokens[:n], fl.layer_labels(L),
                                  "Similarity of each token to itself one layer earlier", "cos", "RdBu", -1, 1),
           "self similarity per layer", key="lay-selfsim")
 else:
@@ -69,7 +70,7 @@ else:
              r"\frac{\lVert \mathrm{ffn\_out} \rVert}{\lVert h_1 \rVert}")
     st.caption("How big each sublayer's addition is next to the vector it is added to: well below 1, the "
                "residual (the token's old vector) dominates and the layer only nudges it.")
-    rows = [f"L{i}" for i in range(L)]
+    rows = fl.layer_labels(L)
     chart(fl.layer_token_heatmap(stream.attn_update[:, :n], tokens[:n], rows, "Attention update |attn_out| / |x|",
                                  "ratio"), "attention update size", key="lay-attn-upd")
     chart(fl.layer_token_heatmap(stream.ffn_update[:, :n], tokens[:n], rows, "Feed-forward update |ffn_out| / |h1|",

@@ -92,8 +92,10 @@ if present:
 else:
     model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \
         else cur.model_key
-    nav[2].markdown(f"[Open the full {step.page_title} page with this sentence ↗]"
-                    f"({lesson.full_page_link(step, text, pair, model_param)})")
+    view = lesson.page_view(step, cur.model)
+    where = f" at layer {view['layer']}, head {view['head']}" if view else ""
+    nav[2].markdown(f"[Open the full {step.page_title} page{where} with this sentence ↗]"
+                    f"({lesson.full_page_link(step, text, pair, model_param, view)})")
 
 if not present:
     with side:

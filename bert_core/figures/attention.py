@@ -114,7 +114,7 @@ def head_heatmap(matrix: np.ndarray, tokens: list[str], title: str = "", zmax: f
 def head_average_figure(layer_attention: np.ndarray, tokens: list[str], layer: int,
                         zmax: float | None = 1.0) -> go.Figure:
     """The mean over all heads of one layer (nh, T, T), drawn like a single head."""
-    return head_heatmap(head_average(layer_attention), tokens, f"Layer {layer}, average of all heads", zmax)
+    return head_heatmap(head_average(layer_attention), tokens, f"Layer {layer + 1}, average of all heads", zmax)
 
 
 def grid_domains(n: int, spacing: float) -> list[tuple[float, float]]:
@@ -176,7 +176,7 @@ def layer_grid(layer_attention: np.ndarray, tokens: list[str], layer: int, cols:
     for h in range(nh):
         r, c, k = h // cols, h % cols, ("" if h == 0 else str(h + 1))
         data.append({"type": "heatmap", "z": np.asarray(att[h], dtype=np.float32), "x": labels, "y": labels,
-                     "coloraxis": "coloraxis", "name": f"head {h}", "hovertemplate": f"head {h}<br>" + HOVER,
+                     "coloraxis": "coloraxis", "name": f"head {h + 1}", "hovertemplate": f"head {h + 1}<br>" + HOVER,
                      "xaxis": "x" + k, "yaxis": "y" + k})
         xa = {"anchor": "y" + k, "domain": list(xdom[c]), "type": "category", "showticklabels": False}
         ya = {"anchor": "x" + k, "domain": list(ydom[r]), "type": "category", "showticklabels": False,
@@ -186,10 +186,10 @@ def layer_grid(layer_attention: np.ndarray, tokens: list[str], layer: int, cols:
         if h + cols >= nh:  # the lowest plot of its column: which token is looked at (columns)
             xa.update({**small, "tickangle": -60})
         layout["xaxis" + k], layout["yaxis" + k] = xa, ya
-        annotations.append({"font": {"size": 16}, "showarrow": False, "text": f"head {h}",
+        annotations.append({"font": {"size": 16}, "showarrow": False, "text": f"head {h + 1}",
                             "x": (xdom[c][0] + xdom[c][1]) / 2, "xanchor": "center", "xref": "paper",
                             "y": ydom[r][1], "yanchor": "bottom", "yref": "paper"})
-    layout.update(annotations=annotations, template=_template(), title={"text": f"Layer {layer}: all {nh} heads"},
+    layout.update(annotations=annotations, template=_template(), title={"text": f"Layer {layer + 1}: all {nh} heads"},
                   height=int(250 * rows + 130), margin={"l": 10, "r": 10, "t": 70, "b": 10},
                   coloraxis={"colorscale": _colorscale(COLORSCALE), "cmin": 0.0, "cmax": _top(att, zmax),
                              "colorbar": {"title": {"text": "weight"}}})
@@ -205,7 +205,8 @@ def special_share_figure(share: np.ndarray) -> go.Figure:
     """(L, nh) shares of attention on [CLS]/[SEP] as a layers x heads heatmap."""
     s = np.asarray(share)
     return heatmap_figure(
-        {"z": s.astype(np.float32), "x": list(range(s.shape[1])), "y": list(range(s.shape[0])), "zmin": 0.0,
+        {"z": s.astype(np.float32), "x": list(range(1, s.shape[1] + 1)), "y": list(range(1, s.shape[0] + 1)),
+         "zmin": 0.0,
          "zmax": 1.0, "colorscale": "Oranges", "texttemplate": "%{z:.2f}", "colorbar": {"title": {"text": "share"}},
          "hovertemplate": "layer %{y}, head %{x}: %{z:.2f} on [CLS]/[SEP]<extra></extra>"},
         "Share of attention on [CLS] and [SEP]", int(min(max(28 * s.shape[0] + 140, 260), 800)),
@@ -243,11 +244,14 @@ def stat_grid(stats: list[dict], stat: str) -> np.ndarray:
 
 
 def head_stats_figure(stats: list[dict], stat: str) -> go.Figure:
-    """Layers x heads grid coloured by one head statistic (weights 0..1; entropy and distance 0..largest)."""
+    """Layers x heads grid coloured by one head statistic (weights 0..1; entropy and distance 0..largest).
+
+    Axes count as users do: layers 1..L, heads 1..nh (the stats' "layer" and "head" are 0-based indices).
+    """
     z = stat_grid(stats, stat)
     share = stat in ("prev", "next", "self", "sep", "cls")
     return heatmap_figure(
-        {"z": z, "x": list(range(z.shape[1])), "y": list(range(z.shape[0])), "zmin": 0.0,
+        {"z": z, "x": list(range(1, z.shape[1] + 1)), "y": list(range(1, z.shape[0] + 1)), "zmin": 0.0,
          "zmax": 1.0 if share else max(float(z.max()), 1e-6), "colorscale": "Viridis",
          "texttemplate": "%{z:.2f}" if z.size <= 400 else None, "colorbar": {"title": {"text": stat}},
          "hovertemplate": f"layer %{{y}}, head %{{x}}: {STAT_LABELS[stat]} = %{{z:.3f}}<extra></extra>"},
@@ -261,7 +265,7 @@ def rollout_row_figure(rollout: np.ndarray, tokens: list[str], query: int) -> go
     z = np.asarray(rollout)[:, query, :]  # (L, T)
     labels = token_labels(tokens)
     return heatmap_figure(
-        {"z": z.astype(np.float32), "x": labels, "y": list(range(z.shape[0])), "zmin": 0.0,
+        {"z": z.astype(np.float32), "x": labels, "y": list(range(1, z.shape[0] + 1)), "zmin": 0.0,
          "zmax": max(float(z.max()), 1e-6), "colorscale": "Purples", "colorbar": {"title": {"text": "share"}},
          "hovertemplate": f"after layer %{{y}}, {labels[query]} draws %{{z:.3f}} from %{{x}}<extra></extra>"},
         f"What {labels[query]} draws from, layer by layer (rollout)", int(min(max(26 * z.shape[0] + 200, 280), 800)),

@@ -28,11 +28,20 @@ def esc(s: str) -> str:
 
 
 def state_labels(n_states: int) -> list[str]:
-    """Names of hidden states 0..L: state 0 is the embedding output, state l the output of layer l-1.
+    """Names of hidden states 0..L as users read them: state 0 is the embeddings' output, state l the output of
+    layer l (layers count from 1; Python indexes from 0).
 
-    Example: 3 -> ["emb", "L0", "L1"]
+    Example: 3 -> ["emb", "L1", "L2"]
     """
-    return ["emb"] + [f"L{i}" for i in range(n_states - 1)]
+    return ["emb"] + [f"L{i}" for i in range(1, n_states)]
+
+
+def layer_labels(n_layers: int) -> list[str]:
+    """Names of the layers themselves (their updates, not the states between them): L1..LL.
+
+    Example: 2 -> ["L1", "L2"]
+    """
+    return [f"L{i}" for i in range(1, n_layers + 1)]
 
 
 def _height(n_rows: int, per_row: int = 22, lo: int = 220, hi: int = 900) -> int:

@@ -109,7 +109,7 @@ def test_head_average_figure():
     att = random_attention()
     fig = fa.head_average_figure(att[2], TOKENS, 2)
     np.testing.assert_allclose(np.asarray(fig.data[0].z), att[2].mean(0), atol=5e-5)
-    assert "average" in fig.layout.title.text
+    assert fig.layout.title.text.startswith("Layer 3, average")  # index 2 is the third layer
 
 
 @pytest.mark.parametrize("heads, rows", [(4, 1), (12, 3), (16, 4), (3, 1)])
@@ -121,8 +121,8 @@ def test_layer_grid(heads, rows):
         assert np.asarray(tr.z).shape == (T, T)
         np.testing.assert_allclose(np.asarray(tr.z), att[0, h], atol=5e-5)
         assert tr.coloraxis == "coloraxis"
-        assert f"head {h}" in tr.hovertemplate
-    assert [a.text for a in fig.layout.annotations] == [f"head {h}" for h in range(heads)]
+        assert f"head {h + 1}" in tr.hovertemplate  # users count heads from 1
+    assert [a.text for a in fig.layout.annotations] == [f"head {h + 1}" for h in range(heads)]
     assert len({tr.yaxis for tr in fig.data}) == heads  # one subplot each
     assert fig.layout.height == 250 * rows + 130
     # Token labels: rows on the first column, columns on the lowest plot of each column; none elsewhere.
@@ -146,13 +146,13 @@ def reference_layer_grid(att, tokens, layer, cols=4, zmax=1.0):
     cols = min(cols, nh)
     rows = -(-nh // cols)
     labels = fa.token_labels(tokens)
-    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h}" for h in range(nh)],
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=[f"head {h + 1}" for h in range(nh)],
                         horizontal_spacing=0.03, vertical_spacing=0.06 if rows > 1 else 0.1)
     for h in range(nh):
         fig.add_trace(go.Heatmap(z=att[h].astype(np.float32), x=labels, y=labels, coloraxis="coloraxis",
-                                 name=f"head {h}", hovertemplate=f"head {h}<br>" + fa.HOVER),
+                                 name=f"head {h + 1}", hovertemplate=f"head {h + 1}<br>" + fa.HOVER),
                       row=h // cols + 1, col=h % cols + 1)
-    fig.update_layout(title={"text": f"Layer {layer}: all {nh} heads"}, height=int(250 * rows + 130),
+    fig.update_layout(title={"text": f"Layer {layer + 1}: all {nh} heads"}, height=int(250 * rows + 130),
                       coloraxis={"colorscale": fa.COLORSCALE, "cmin": 0.0, "cmax": fa._top(att, zmax),
                                  "colorbar": {"title": {"text": "weight"}}},
                       margin={"l": 10, "r": 10, "t": 70, "b": 10})

@@ -64,7 +64,7 @@ def test_default_input():
     at = open_page("attention")
     assert_ok(at)
     assert at.selectbox(key="attn_layer").value == 0 and at.selectbox(key="attn_head").value == 0
-    assert at.query_params["layer"] == "0" and at.query_params["head"] == "0"
+    assert at.query_params["layer"] == "1" and at.query_params["head"] == "1"  # links count from 1, as users do
     assert any("softmax" in e.value for e in at.latex)
     main, grid, share = figures(at)[:3]
     tr = main["data"][0]
@@ -72,7 +72,8 @@ def test_default_input():
     assert arr(tr["z"]).shape == (t, t) and tr["y"] == tr["x"]
     assert tr["x"][0] == "0 [CLS]" and tr["x"][-1] == f"{t - 1} [SEP]"
     np.testing.assert_allclose(arr(tr["z"]).sum(-1), 1.0, atol=1e-3)  # rows sum to 1 (4 decimals)
-    assert main["layout"]["title"]["text"] == "Layer 0, head 0"
+    assert main["layout"]["title"]["text"] == "Layer 1, head 1"
+    assert any("Layers are numbered 1–" in c.value for c in at.caption)  # the convention, said once
     assert len(grid["data"]) == BUNDLED_HEADS
     assert arr(share["data"][0]["z"]).shape == (BUNDLED_LAYERS, BUNDLED_HEADS)
     assert not at.warning and not at.info  # no cap, no truncation
@@ -97,10 +98,10 @@ def test_switch_layer_head_and_average():
     assert_ok(at)
     at.selectbox(key="attn_head").select(3).run()
     assert_ok(at)
-    assert figures(at)[0]["layout"]["title"]["text"] == "Layer 2, head 3"
+    assert figures(at)[0]["layout"]["title"]["text"] == "Layer 3, head 4"  # indices 2 and 3, shown from 1
     assert not np.array_equal(arr(main_map(at)["z"]), arr(z0))
-    assert figures(at)[1]["layout"]["title"]["text"].startswith("Layer 2")
-    assert at.query_params["layer"] == "2" and at.query_params["head"] == "3"
+    assert figures(at)[1]["layout"]["title"]["text"].startswith("Layer 3")
+    assert at.query_params["layer"] == "3" and at.query_params["head"] == "4"
     assert bertviz_params(bertviz_doc(at))["layer"] == 2 and bertviz_doc(at) != doc0
 
     at.switch_page("views/anatomy.py").run()  # away and back: the chosen layer and head are kept
@@ -126,9 +127,9 @@ def test_switch_layer_head_and_average():
 def test_url_opens_with_layer_and_head():
     at = open_page("attention", query={"layer": "1", "head": "2"})
     assert_ok(at)
-    assert at.selectbox(key="attn_layer").value == 1 and at.selectbox(key="attn_head").value == 2
+    assert at.selectbox(key="attn_layer").value == 0 and at.selectbox(key="attn_head").value == 1  # 0-based inside
     assert figures(at)[0]["layout"]["title"]["text"] == "Layer 1, head 2"
-    assert bertviz_params(bertviz_doc(at))["layer"] == 1
+    assert bertviz_params(bertviz_doc(at))["layer"] == 0
 
 
 def test_url_values_are_clamped_to_the_model():
@@ -237,9 +238,11 @@ def test_head_statistics_grid_finders_table_and_open_head():
     at.selectbox(key="attn_open_pick").select(0).run()
     at.button(key="attn_open").click().run()
     assert_ok(at)
-    assert at.selectbox(key="attn_layer").value == best["layer"] and at.selectbox(key="attn_head").value == best["head"]
+    # The table counts from 1, as the titles do; the selectors hold 0-based indices.
+    assert at.selectbox(key="attn_layer").value == best["layer"] - 1
+    assert at.selectbox(key="attn_head").value == best["head"] - 1
     assert figures(at)[0]["layout"]["title"]["text"] == f"Layer {int(best['layer'])}, head {int(best['head'])}"
-    assert bertviz_params(bertviz_doc(at))["layer"] == best["layer"]
+    assert bertviz_params(bertviz_doc(at))["layer"] == best["layer"] - 1
 
 
 def test_rollout_views():
@@ -247,7 +250,7 @@ def test_rollout_views():
     assert_ok(at)
     assert any("R_l" in e.value for e in at.latex)
     rollout_map, row = figures(at)[4:6]
-    assert rollout_map["layout"]["title"]["text"] == f"Rollout after layer {BUNDLED_LAYERS - 1}"  # starts at the last
+    assert rollout_map["layout"]["title"]["text"] == f"Rollout after layer {BUNDLED_LAYERS}"  # starts at the last
     z = arr(rollout_map["data"][0]["z"])
     t = len(rollout_map["data"][0]["x"])
     np.testing.assert_allclose(z.sum(-1), 1.0, atol=1e-4)  # nothing cropped: rollout rows sum to 1
@@ -258,9 +261,9 @@ def test_rollout_views():
     at.selectbox(key="attn_rollout_query").select(3).run()
     assert_ok(at)
     rollout_map, row = figures(at)[4:6]
-    assert rollout_map["layout"]["title"]["text"] == "Rollout after layer 0"
+    assert rollout_map["layout"]["title"]["text"] == "Rollout after layer 1"
     assert "3 sat" in row["layout"]["title"]["text"]
-    assert any("After layer 0, 3 sat draws most from" in c.value for c in at.caption)
+    assert any("After layer 1, 3 sat draws most from" in c.value for c in at.caption)
 
 
 def test_head_statistics_and_rollout_cached_across_reruns(monkeypatch):

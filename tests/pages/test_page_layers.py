@@ -161,7 +161,7 @@ def test_inside_layer_follows_the_numbers_of_layer_steps():
     at.selectbox(key="in_layer").select(2).run()
     at.selectbox(key="in_head").select(1).run()
     assert_ok(at)
-    assert at.query_params["layer"] == "2" and at.query_params["head"] == "1"
+    assert at.query_params["layer"] == "3" and at.query_params["head"] == "2"  # index 2 is layer 3 for users
     c = charts(at)
     s = bert_core.layer_steps(m, TEXT, 2, PAIR)
     p = follow_token(s, 1, pos)
@@ -171,7 +171,7 @@ def test_inside_layer_follows_the_numbers_of_layer_steps():
     np.testing.assert_allclose(weights, t.attentions[2, 1, pos], atol=1e-5)  # the Attention page's row
     np.testing.assert_allclose(arr(c["in-scores"]["data"][1]["y"]), s.scores[1, pos], atol=1e-5)
     out = strip(c, "in-resid2")["x' = LayerNorm(…)"]
-    np.testing.assert_allclose(out, t.hidden_states[3][pos], atol=1e-5)  # = the Layers page's state L2
+    np.testing.assert_allclose(out, t.hidden_states[3][pos], atol=1e-5)  # = the Layers page's state L3
     assert len(strip(c, "in-ffn-out")["ffn_out"]) == m.config.hidden_size
     assert sum(arr(c["in-ffn-hist"]["data"][0]["x"]).shape) == m.config.intermediate_size
     assert len([e for e in at.latex]) >= 6
