@@ -96,6 +96,7 @@ class Client:
         self.pages: dict[str, str] = {}  # url path -> page script hash
         self.page = ""
         self.fragments: dict[str, float] = {}  # fragment id -> seconds: what the page asked to rerun on a timer
+        self.page_query = ""  # the URL query string the page set last
         self._run: Run | None = None
         self._done: asyncio.Future | None = None
 
@@ -140,6 +141,8 @@ class Client:
             elif kind == "stop_auto_rerun":
                 for fid in m.stop_auto_rerun.fragment_ids:
                     self.fragments.pop(fid, None)
+            elif kind == "page_info_changed":
+                self.page_query = m.page_info_changed.query_string
             if self._run is None:
                 continue
             if kind == "delta" and m.delta.WhichOneof("type") == "new_element":
@@ -157,8 +160,10 @@ class Client:
                 self._done.set_result(m.script_finished)
 
     async def rerun(self, page: str | None = None, query: str = "", widgets: dict | None = None,
-                    fragment: str | None = None, timeout: float = 300) -> Run:
-        """Send one rerun (a page switch, widget values by key, or a fragment tick); wait for it to finish."""
+                    fragment: str | None = None, timeout: float = 300, auto: bool = True) -> Run:
+        """Send one rerun (a page switch, widget values by key, or a fragment tick); wait for it to finish.
+
+        With `fragment` and auto=False: a widget inside that fragment changed (only the fragment reruns)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         msg = BackMsg()
@@ -182,7 +187,7 @@ class Client:
             else:
                 w.int_value = int(value)
         if fragment:
-            cs.fragment_id, cs.is_auto_rerun = fragment, True
+            cs.fragment_id, cs.is_auto_rerun = fragment, auto
         self._run = Run(0.0, -1)
         self._done = asyncio.get_running_loop().create_future()
         t0 = time.perf_counter()
