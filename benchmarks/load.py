@@ -76,6 +76,7 @@ class Run:
     seconds: float
     status: int  # ForwardMsg.ScriptFinishedStatus
     elements: list = field(default_factory=list)  # (element type, proto of that type)
+    arrived: list = field(default_factory=list)  # time.perf_counter() when each element arrived
     query: str | None = None  # the URL query string the page set, if it changed
 
     def of(self, kind: str) -> list:
@@ -153,6 +154,7 @@ class Client:
                 if wid.startswith("$$ID-") and wid.count("-") >= 2:
                     self.widgets[wid.split("-", 2)[2]] = wid
                 self._run.elements.append((etype, sub))
+                self._run.arrived.append(time.perf_counter())
             elif kind == "page_info_changed":
                 self._run.query = m.page_info_changed.query_string
             elif kind == "script_finished" and m.script_finished != 2 and not self._done.done():
