@@ -127,3 +127,40 @@ def proxied_app_servers(n: int, envs: list[dict[str, str]] | None = None, logs: 
     finally:
         for p in ([proxy] if proxy else []) + procs:
             _stop(p)
+
+
+REDIS_SERVER = "/usr/bin/redis-server"  # Debian's redis-server (scripts/test installs it)
+
+
+@contextmanager
+def redis_server(workdir: Path, port: int | None = None, maxmemory_mb: int = 64,
+                 timeout: float = 20) -> Iterator[tuple[str, subprocess.Popen]]:
+    """A real redis-server on a loopback port, its files in `workdir`: yield (redis:// url, process); stop it after.
+
+    No persistence (a class lives for a lesson), `maxmemory` bounds it, as deploy/serve.sh starts it.
+    """
+    if not Path(REDIS_SERVER).exists():
+        raise RuntimeError("Debian's redis-server is required (scripts/test installs it)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir),
+                             "--save", "", "--appendonly", "no", "--maxmemory", f"{maxmemory_mb}mb",
+                             "--maxmemory-policy", "volatile-lru", "--logfile", str(workdir / "redis.log")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        deadline = time.time() + timeout
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
+                    s.sendall(b"PING\r\n")
+                    if s.recv(16).startswith(b"+PONG"):
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                raise RuntimeError(f"redis-server did not answer on port {port}")
+            time.sleep(0.05)
+        yield url, proc
+    finally:
+        _stop(proc)

@@ -76,6 +76,7 @@ class Run:
     seconds: float
     status: int  # ForwardMsg.ScriptFinishedStatus
     elements: list = field(default_factory=list)  # (element type, proto of that type)
+    arrived: list = field(default_factory=list)  # time.perf_counter() when each element arrived
     query: str | None = None  # the URL query string the page set, if it changed
 
     def of(self, kind: str) -> list:
@@ -96,6 +97,7 @@ class Client:
         self.pages: dict[str, str] = {}  # url path -> page script hash
         self.page = ""
         self.fragments: dict[str, float] = {}  # fragment id -> seconds: what the page asked to rerun on a timer
+        self.page_query = ""  # the URL query string the page set last
         self._run: Run | None = None
         self._done: asyncio.Future | None = None
 
@@ -140,6 +142,8 @@ class Client:
             elif kind == "stop_auto_rerun":
                 for fid in m.stop_auto_rerun.fragment_ids:
                     self.fragments.pop(fid, None)
+            elif kind == "page_info_changed":
+                self.page_query = m.page_info_changed.query_string
             if self._run is None:
                 continue
             if kind == "delta" and m.delta.WhichOneof("type") == "new_element":
@@ -150,6 +154,7 @@ class Client:
                 if wid.startswith("$$ID-") and wid.count("-") >= 2:
                     self.widgets[wid.split("-", 2)[2]] = wid
                 self._run.elements.append((etype, sub))
+                self._run.arrived.append(time.perf_counter())
             elif kind == "page_info_changed":
                 self._run.query = m.page_info_changed.query_string
             elif kind == "script_finished" and m.script_finished != 2 and not self._done.done():
@@ -157,8 +162,10 @@ class Client:
                 self._done.set_result(m.script_finished)
 
     async def rerun(self, page: str | None = None, query: str = "", widgets: dict | None = None,
-                    fragment: str | None = None, timeout: float = 300) -> Run:
-        """Send one rerun (a page switch, widget values by key, or a fragment tick); wait for it to finish."""
+                    fragment: str | None = None, timeout: float = 300, auto: bool = True) -> Run:
+        """Send one rerun (a page switch, widget values by key, or a fragment tick); wait for it to finish.
+
+        With `fragment` and auto=False: a widget inside that fragment changed (only the fragment reruns)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         msg = BackMsg()
@@ -182,7 +189,7 @@ class Client:
             else:
                 w.int_value = int(value)
         if fragment:
-            cs.fragment_id, cs.is_auto_rerun = fragment, True
+            cs.fragment_id, cs.is_auto_rerun = fragment, auto
         self._run = Run(0.0, -1)
         self._done = asyncio.get_running_loop().create_future()
         t0 = time.perf_counter()

@@ -9,12 +9,20 @@
 # stops HAProxy and every process.
 # One process per core is the measured setting (README, "A school server"). Each process has its
 # own model copy, cache and training slots: BERT_EXPLORER_MAX_TRAINING applies per process.
+# A live class (the Lesson's "Start a class") must be seen by every process: serve.sh also starts
+# Debian's redis-server on loopback port PORT+N+1 (no persistence, --maxmemory BX_REDIS_MB, default 64)
+# and points each process at it (BERT_EXPLORER_CLASS_STORE=redis://127.0.0.1:PORT+N+1/0). An
+# already-set BERT_EXPLORER_CLASS_STORE (your own Redis) is used instead, and no redis-server started.
 set -euo pipefail
 N=${1:?usage: deploy/serve.sh N PORT [BIND_ADDRESS]}
 PORT=${2:?usage: deploy/serve.sh N PORT [BIND_ADDRESS]}
 BIND=${3:-0.0.0.0}
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 command -v haproxy >/dev/null || { echo "serve.sh: haproxy is not installed (apt-get install haproxy)" >&2; exit 2; }
+if [ -z "${BERT_EXPLORER_CLASS_STORE:-}" ]; then
+  command -v redis-server >/dev/null \
+    || { echo "serve.sh: redis-server is not installed (apt-get install redis-server)" >&2; exit 2; }
+fi
 
 work="$(mktemp -d)"
 pids=()
@@ -26,6 +34,20 @@ stop() {
 }
 trap stop EXIT INT TERM
 
+if [ -z "${BERT_EXPLORER_CLASS_STORE:-}" ]; then
+  rport=$((PORT + N + 1))
+  redis-server --port "$rport" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no \
+    --maxmemory "${BX_REDIS_MB:-64}mb" --maxmemory-policy volatile-lru --logfile "$work/redis.log" &
+  pids+=($!)
+  export BERT_EXPLORER_CLASS_STORE="redis://127.0.0.1:$rport/0"
+  for _ in $(seq 1 100); do
+    python -c "import redis; redis.Redis(port=$rport, socket_timeout=1).ping()" 2>/dev/null && break
+    kill -0 "${pids[0]}" 2>/dev/null || { echo "serve.sh: redis-server died:"; cat "$work/redis.log"; exit 1; } >&2
+    sleep 0.2
+  done
+  echo "serve.sh: redis-server (pid ${pids[0]}) on 127.0.0.1:$rport for live classes, log $work/redis.log"
+fi
+
 servers=""
 for i in $(seq 1 "$N"); do
   p=$((PORT + i))
@@ -34,15 +56,16 @@ for i in $(seq 1 "$N"); do
   pids+=($!)
   servers+="    server s$i 127.0.0.1:$p cookie s$i check"$'\n'
 done
+off=$(( ${#pids[@]} - N ))  # the Streamlit processes come after redis-server in pids
 for i in $(seq 1 "$N"); do
   p=$((PORT + i))
   for _ in $(seq 1 300); do
     python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$p/_stcore/health', timeout=2)" \
       2>/dev/null && break
-    kill -0 "${pids[$((i - 1))]}" 2>/dev/null || { echo "serve.sh: process $i died:"; cat "$work/streamlit-$i.log"; exit 1; } >&2
+    kill -0 "${pids[$((off + i - 1))]}" 2>/dev/null || { echo "serve.sh: process $i died:"; cat "$work/streamlit-$i.log"; exit 1; } >&2
     sleep 0.5
   done
-  echo "serve.sh: process $i (pid ${pids[$((i - 1))]}) healthy on 127.0.0.1:$p, log $work/streamlit-$i.log"
+  echo "serve.sh: process $i (pid ${pids[$((off + i - 1))]}) healthy on 127.0.0.1:$p, log $work/streamlit-$i.log"
 done
 
 # Warm-up (deploy/warm_up.sh): each process runs app.py once, all at once, before HAProxy lets the

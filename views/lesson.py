@@ -5,7 +5,7 @@ import zlib
 
 import streamlit as st
 
-from ui import callbacks, lesson
+from ui import callbacks, classroom_ui, lesson
 from ui.state import DEFAULT_MODEL, require_current
 
 cur = require_current()
@@ -14,6 +14,7 @@ lesson.init_texts()
 if "lesson_step" not in st.session_state:
     st.session_state["lesson_step"] = lesson.step_from_url(st.query_params.get("step"))
 st.session_state.setdefault("lesson_present", st.query_params.get("present") == "1")
+live = classroom_ui.follow()  # a live class (issue 35): join links; a following student takes the teacher's step
 k = int(st.session_state["lesson_step"])
 step = lesson.STEPS[k - 1]
 present = bool(st.session_state["lesson_present"])
@@ -52,9 +53,10 @@ with st.spinner("The model is computing this step's question…"):
     q = lesson.ask(cur, step, text, pair)
 token = f"{cur.model_key}|{k}|{q.prompt}|{'|'.join(q.choices)}" if q is not None else ""
 revealed = token in st.session_state.get("lesson_revealed", set())
+revealed = classroom_ui.question_ui(live, left, q, token, k, text, pair, revealed)  # the class's question, if any
 
 with left:
-    if q is not None:
+    if q is not None and (live is None or not live.following):
         st.markdown(f"**Your guess first.** {lesson.plain(q.prompt)}")
         guess_key = f"lesson_guess_{zlib.crc32(token.encode())}"
         guess = st.radio("Your guess", range(len(q.choices)), index=lesson.kept_guess(token), key=guess_key,
@@ -108,3 +110,5 @@ if not present:
         st.markdown("**What you have seen**")
         st.markdown("\n".join(f"- {lesson.TICK if all(s in visited for s in steps) else lesson.UNTICKED} {item}"
                               for item, steps in lesson.CHECKLIST.items()))
+
+classroom_ui.panel(live, present, None if present else side)  # start / join a class; its code, QR and results

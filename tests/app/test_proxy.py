@@ -59,6 +59,7 @@ def test_two_processes_serve_the_app_each_browser_stays_on_one_and_sigterm_stops
     proc = _start(port)
     try:
         _check_served(url, port)
+        _check_class(url)  # issue 35: one live class across both processes (serve.sh's redis-server)
     finally:
         proc.send_signal(signal.SIGTERM)  # serve.sh's trap stops HAProxy and both Streamlit processes
         proc.wait(timeout=60)
@@ -101,3 +102,35 @@ def _check_served(url: str, port: int) -> None:
         assert _get(url + "/", cookie)[1] == first
     # The processes listen on loopback ports PORT+1 and PORT+2 only; the proxy is the way in.
     assert _get(f"http://127.0.0.1:{port + 1}/_stcore/health")[0] == 200
+
+
+def _check_class(url: str) -> None:
+    """A teacher and four students spread over both processes are one class: every vote reaches the projector."""
+
+    async def go() -> tuple[list, str]:
+        t = load.Client(url)
+        await t.connect()
+        await t.rerun("lesson")
+        await t.rerun(widgets={"class_start": True})
+        code = urllib.parse.parse_qs(t.page_query)["class"][0]
+        students = []
+        for _ in range(4):
+            c = load.Client(url)
+            await c.connect()
+            await c.rerun("lesson", query=f"class={code}")
+            run = await c.rerun(widgets={"class_join": True})
+            assert load.problems_of(run) == []
+            radio = next(e for e in run.of("radio") if "class_vote_" in e.id)
+            await c.rerun(widgets={radio.id.split("-", 2)[2]: radio.options[0]}, fragment=next(iter(c.fragments)),
+                          auto=False)
+            students.append(c)
+        shown = []
+        for fid in list(t.fragments):  # the projector's timers, ticked once
+            shown += [e.body for e in (await t.rerun(fragment=fid)).of("markdown")]
+        for c in [t, *students]:
+            await c.close()
+        return [c.backend_ws for c in students], "\n".join(shown)
+
+    backends, shown = asyncio.run(go())
+    assert set(backends) == {"s1", "s2"}, backends
+    assert "**4 of 4** students have answered." in shown, shown

@@ -1,0 +1,271 @@
+"""A live class over real websockets: a teacher and N students on the Lesson, latency of votes and step changes, RSS.
+
+    python benchmarks/class_load.py                      # 30 students + a teacher, one process (in-process store)
+    python benchmarks/class_load.py --processes 2        # 2 processes behind HAProxy, a redis-server shared
+    python benchmarks/class_load.py --students 6 --questions 2    # a quick look
+
+Starts `streamlit run app.py` (or N of them behind HAProxy with deploy/haproxy.cfg, and Debian's
+redis-server as BERT_EXPLORER_CLASS_STORE, as deploy/serve.sh does) and drives it with
+benchmarks/load.py's websocket Client, the way browsers do, fragment timers included:
+
+1. Without a class: N students open the Lesson and sit on it (their page open, nothing ticking);
+   the servers' RSS is read ("no class").
+2. A teacher opens the Lesson and presses "Start a class"; the same N students open the join link
+   (?class=CODE) and join with a nickname. From then on every client ticks the fragments its page
+   asked for at the interval asked (the projector's count and split; each student's vote box), as a
+   browser's timer does.
+3. For each of --questions steps: every student votes once (spread over a few seconds, some change
+   their vote), the teacher shows the split and then reveals; the teacher presses Next.
+   Measured: vote -> projector (the seconds from a vote's send until the teacher's projector shows a
+   count that includes it: the r-th vote sent is on screen once the count reads >= r), and step
+   change -> student (from the teacher's click on Next until a student's page shows the new step).
+   Checked: the projector's final count equals the votes sent, each student's reveal is the model's
+   answer, and no student's bytes contain another class's code (a second, idle class runs beside).
+4. RSS again ("with a class"): the difference to step 1 is what the class costs.
+
+Timings depend on the machine's load: compare with a run of the same script on the same machine.
+Exit status 1 when a check fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import re
+import shutil
+import sys
+import tempfile
+import time
+import urllib.parse
+from contextlib import ExitStack
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from appserver import app_server, proxied_app_servers, redis_server  # noqa: E402
+from load import Client, pct, problems_of  # noqa: E402
+from memory import rss_mb  # noqa: E402
+
+COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
+
+
+class Ticker:
+    """Runs one client's fragment timers (as its browser would) and its clicks, one rerun at a time."""
+
+    def __init__(self, client: Client, name: str, problems: list):
+        self.c, self.name, self.problems = client, name, problems
+        self.lock = asyncio.Lock()
+        self.stop = False
+        self.on_run = None  # callback(run, finished_at) after every rerun
+        self.radios: dict[str, list[str]] = {}  # radio key -> its option labels (a radio's value is its label)
+
+    async def rerun(self, **kw):
+        async with self.lock:
+            if kw.get("fragment") and kw["fragment"] not in self.c.fragments:
+                return None  # a full run since replaced that fragment (a browser drops its timer too)
+            run = await self.c.rerun(**kw)
+        self.problems += [f"{self.name}: {p}" for p in problems_of(run)]
+        for e in run.of("radio"):
+            self.radios[e.id.split("-", 2)[-1]] = list(e.options)
+        if self.on_run:
+            self.on_run(run, time.perf_counter())
+        return run
+
+    async def tick_forever(self):
+        while not self.stop:
+            if not self.c.fragments:
+                await asyncio.sleep(0.2)
+                continue
+            interval = min(self.c.fragments.values())
+            await asyncio.sleep(interval)
+            for fid in list(self.c.fragments):
+                if self.stop:
+                    return
+                try:
+                    await self.rerun(fragment=fid, timeout=120)
+                except TimeoutError:
+                    self.problems.append(f"{self.name}: a tick got no answer in 120 s")
+
+
+def texts(run) -> list[str]:
+    return [e.body for e in run.of("markdown")]
+
+
+def header(run) -> tuple[str | None, float]:
+    """The page's step header and when it arrived (what the student sees first of a new step)."""
+    for (kind, e), at in zip(run.elements, run.arrived):
+        if kind == "heading":
+            return e.body, at
+    return None, 0.0
+
+
+async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) -> dict:
+    rnd = random.Random(seed)
+    problems: list[str] = []
+    # 1. N students on the Lesson without a class.
+    students = [Client(base) for _ in range(n)]
+    for c in students:
+        await c.connect()
+    await asyncio.gather(*(c.rerun("lesson") for c in students))
+    await asyncio.sleep(3)
+    rss_before = [rss_mb(p) for p in pids]
+
+    # 2. The teacher starts a class; an idle second class runs beside it (nothing of it may reach the first).
+    teacher, other = Client(base), Client(base)
+    for c in (teacher, other):
+        await c.connect()
+        await c.rerun("lesson")
+        await c.rerun(widgets={"class_start": True})
+    code = urllib.parse.parse_qs(teacher.page_query)["class"][0]
+    other_code = urllib.parse.parse_qs(other.page_query)["class"][0]
+    t = Ticker(teacher, "teacher", problems)
+    shown = []  # (time, count) the projector showed
+    t.on_run = lambda run, at: shown.extend((at, int(m.group(1))) for s in texts(run) for m in [COUNT.search(s)] if m)
+    tickers = [t, Ticker(other, "other", problems)]
+    seen_step: dict[int, dict[int, float]] = {}  # step -> student -> when its page first showed its header
+    drawn_step: dict[int, dict[int, float]] = {}  # step -> student -> when that page had finished drawing
+    seen_reveal: dict[int, set[int]] = {}  # step -> students whose page showed the model's answer
+    for i, c in enumerate(students):
+        await c.rerun("lesson", query=f"class={code}")
+        await c.rerun(widgets={"class_nick": f"student {i}", "class_join": True})
+        tk = Ticker(c, f"s{i}", problems)
+
+        def on_run(run, at, i=i):
+            h, h_at = header(run)
+            m = re.match(r"Step (\d+) of", h or "")
+            if m:
+                seen_step.setdefault(int(m.group(1)), {}).setdefault(i, h_at)
+                drawn_step.setdefault(int(m.group(1)), {}).setdefault(i, at)
+                if any(x in a.body for a in run.of("alert") for x in ("model's answer", "Right: ")):
+                    seen_reveal.setdefault(int(m.group(1)), set()).add(i)
+        tk.on_run = on_run
+        tickers.append(tk)
+    tasks = [asyncio.create_task(tk.tick_forever()) for tk in tickers]
+
+    votes_sent, vote_lat, step_lat, drawn_lat, reveals_right = [], [], [], [], 0
+    try:
+        for qn in range(questions):
+            step = qn + 1
+            await asyncio.sleep(1.5)  # every student's vote box is drawn
+            shown.clear()
+            sends = []
+
+            async def vote(i: int, c: Client, tk: Ticker, step: int = step, sends: list = sends):
+                await asyncio.sleep(rnd.uniform(0, 4))
+                key = next((k for k in reversed(tk.radios) if k.startswith("class_vote_")), None)
+                if key is None:
+                    problems.append(f"s{i}: no vote box on step {step}")
+                    return
+                fid = next(iter(c.fragments), None)
+                labels = tk.radios[key]
+                choice = rnd.randrange(len(labels))
+                t0 = time.perf_counter()
+                sends.append(t0)
+                await tk.rerun(widgets={key: labels[choice]}, fragment=fid, auto=False)
+                if rnd.random() < 0.2:  # some change their mind
+                    await tk.rerun(widgets={key: labels[(choice + 1) % len(labels)]}, fragment=fid, auto=False)
+
+            await asyncio.gather(*(vote(i, c, tk) for i, (c, tk) in enumerate(zip(students, tickers[2:]))))
+            deadline = time.perf_counter() + 30
+            while (not shown or shown[-1][1] < len(sends)) and time.perf_counter() < deadline:
+                await asyncio.sleep(0.2)
+            sends.sort()
+            for r, s in enumerate(sends, 1):
+                at = next((a for a, cnt in shown if a >= s and cnt >= r), None)
+                vote_lat.append(at - s if at else float("inf"))
+            votes_sent.append((len(sends), shown[-1][1] if shown else 0))
+            await t.rerun(widgets={"class_split": True})
+            await asyncio.sleep(1.0)
+            await t.rerun(widgets={"lesson_reveal": True})
+            await asyncio.sleep(3.0)  # the reveal reaches every student
+            reveals_right += len(seen_reveal.get(step, ()))
+            t0 = time.perf_counter()
+            await t.rerun(widgets={"lesson_next": True})
+            deadline = time.perf_counter() + 30
+            while len(drawn_step.get(step + 1, {})) < n and time.perf_counter() < deadline:
+                await asyncio.sleep(0.1)
+            step_lat += [seen_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
+            drawn_lat += [drawn_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
+        await asyncio.sleep(2)
+        rss_after = [rss_mb(p) for p in pids]
+    finally:
+        for tk in tickers:
+            tk.stop = True
+        for task in tasks:
+            task.cancel()
+        for c in [*students, teacher, other]:
+            await c.close()
+    leaks = [i for i, c in enumerate(students) if other_code.encode() in c.received]
+    own = [i for i, c in enumerate(students) if code.encode() not in c.received]
+    return {"code": code, "rss_before": rss_before, "rss_after": rss_after, "vote_lat": vote_lat,
+            "step_lat": step_lat, "drawn_lat": drawn_lat, "votes": votes_sent, "problems": problems, "leaks": leaks,
+            "own_missing": own,
+            "reveals_seen": reveals_right, "backends": sorted({c.backend_ws for c in students if c.backend_ws})}
+
+
+def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0) -> dict:
+    """Start the server(s) (and Redis for several), run the class, stop them; the report as a dict."""
+    with ExitStack() as stack:
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        if processes > 1:
+            d = Path(tempfile.mkdtemp(prefix="class_load_"))
+            stack.callback(shutil.rmtree, d, ignore_errors=True)
+            url, _ = stack.enter_context(redis_server(d))
+            env["BERT_EXPLORER_CLASS_STORE"] = url
+            base, procs = stack.enter_context(proxied_app_servers(processes, [env] * processes, timeout=300))
+        else:
+            env.pop("BERT_EXPLORER_CLASS_STORE", None)
+            base, proc = stack.enter_context(app_server(env, timeout=300))
+            procs = [proc]
+        t0 = time.monotonic()
+        r = asyncio.run(_class(base, n, questions, [p.pid for p in procs], seed))
+        r["wall"] = time.monotonic() - t0
+    r["processes"] = processes
+    return r
+
+
+def failures(r: dict) -> list[str]:
+    out = []
+    if r["problems"]:
+        out.append(f"problems: {r['problems'][:10]}")
+    if any(sent != shown for sent, shown in r["votes"]):
+        out.append(f"votes sent vs counted on the projector: {r['votes']}")
+    if r["leaks"] or r["own_missing"]:
+        out.append(f"the other class's code reached students {r['leaks']}; own code missing {r['own_missing']}")
+    if any(x == float("inf") for x in r["vote_lat"] + r["step_lat"]):
+        out.append("a vote never reached the projector or a student never followed a step")
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--students", type=int, default=30)
+    ap.add_argument("--questions", type=int, default=3, help="steps voted on, revealed and left with Next")
+    ap.add_argument("--processes", type=int, default=1, help="more than 1: behind HAProxy, with a redis-server")
+    a = ap.parse_args()
+    r = run(min(a.students, 60), a.questions, a.processes)
+    where = f"{r['processes']} process(es)" + (f" behind HAProxy + Redis, students on {r['backends']}"
+                                              if r["processes"] > 1 else ", in-process class store")
+    print(f"{a.students} students + a teacher, {a.questions} questions, {where}; {r['wall']:.0f} s")
+    print(f"vote -> projector, s: p50 {pct(r['vote_lat'], 50):.2f} p95 {pct(r['vote_lat'], 95):.2f} "
+          f"max {max(r['vote_lat']):.2f} (n={len(r['vote_lat'])}; target p95 <= 1.5)")
+    print(f"step change -> student, s: p50 {pct(r['step_lat'], 50):.2f} p95 {pct(r['step_lat'], 95):.2f} "
+          f"max {max(r['step_lat']):.2f} (n={len(r['step_lat'])}; target p95 <= 2): the new step's header on screen")
+    print(f"  ... until the student's page has finished drawing the new step, s: p50 {pct(r['drawn_lat'], 50):.2f} "
+          f"p95 {pct(r['drawn_lat'], 95):.2f} max {max(r['drawn_lat']):.2f}")
+    print(f"votes sent / counted on the projector per question: {r['votes']}")
+    for i, (b, af) in enumerate(zip(r["rss_before"], r["rss_after"])):
+        print(f"process {i + 1} RSS: {b:.0f} MB with {a.students} students and no class -> {af:.0f} MB with the "
+              f"class: +{af - b:.0f} MB (target <= 100)")
+    print(f"reveals seen by students: {r['reveals_seen']} of {a.students * a.questions}; leaks: {r['leaks'] or 'none'}")
+    bad = failures(r)
+    for f in bad:
+        print("FAILED:", f)
+    sys.exit(1 if bad else 0)
+
+
+if __name__ == "__main__":
+    main()

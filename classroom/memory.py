@@ -1,0 +1,237 @@
+"""The in-process class store: one Streamlit process (Community Cloud, a laptop), bounded in bytes, idle classes expire.
+
+Each class is a dict of string fields (the layout in classroom/store.py), guarded by one lock; the
+operations below are the same steps, in the same order, as the Lua scripts of the Redis store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from classroom import codes
+from classroom.store import (
+    IDLE_HOURS,
+    ClassError,
+    ClassStore,
+    NoSuchClass,
+    NotTeacher,
+    Question,
+    View,
+    check_publish,
+    view_from,
+)
+
+FIELD_OVERHEAD = 120  # bytes per field beyond its characters: the dict entry and two str objects (CPython)
+DEFAULT_MB = float(os.environ.get("BERT_EXPLORER_CLASS_MB", "32"))
+
+
+class _Class:
+    """One class's fields and their size in bytes (kept up to date on every write)."""
+
+    __slots__ = ("fields", "bytes", "touched")
+
+    def __init__(self, now: float):
+        self.fields: dict[str, str] = {}
+        self.bytes = 0
+        self.touched = now
+
+    def get(self, k: str, default: str | None = None) -> str | None:
+        return self.fields.get(k, default)
+
+    def set(self, k: str, v) -> None:
+        v = str(v)
+        old = self.fields.get(k)
+        self.bytes += len(v.encode()) - (len(old.encode()) if old is not None else -len(k.encode()) - FIELD_OVERHEAD)
+        self.fields[k] = v
+
+    def incr(self, k: str, by: int = 1) -> int:
+        n = int(self.fields.get(k, "0")) + by
+        self.set(k, n)
+        return n
+
+
+class MemoryStore(ClassStore):
+    """Classes in this process's memory: at most `max_bytes` in all; a class idle `idle_seconds` is dropped."""
+
+    def __init__(self, max_bytes: float = DEFAULT_MB * 2**20, idle_seconds: float = IDLE_HOURS * 3600,
+                 clock: Callable[[], float] = time.monotonic):
+        self.max_bytes, self.idle_seconds, self.clock = int(max_bytes), idle_seconds, clock
+        self._classes: dict[str, _Class] = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ housekeeping
+    @property
+    def bytes_used(self) -> int:
+        with self._lock:
+            return sum(c.bytes for c in self._classes.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._expire()
+            return len(self._classes)
+
+    def _expire(self) -> None:
+        now = self.clock()
+        for code in [k for k, c in self._classes.items() if now - c.touched > self.idle_seconds]:
+            del self._classes[code]
+
+    def _get(self, code: str) -> _Class:
+        code = codes.clean_code(code)
+        c = self._classes.get(code) if code else None
+        if c is None or self.clock() - c.touched > self.idle_seconds:
+            if code:
+                self._classes.pop(code, None)
+            raise NoSuchClass()
+        return c
+
+    def _room(self, more: int = 2048) -> None:
+        """Refuse a write that would take every class past the byte budget."""
+        if sum(c.bytes for c in self._classes.values()) + more > self.max_bytes:
+            self._expire()
+            if sum(c.bytes for c in self._classes.values()) + more > self.max_bytes:
+                raise ClassError("This server holds as many classes as its memory allows; try again later.")
+
+    def _teacher(self, code: str, secret: str | None) -> _Class:
+        c = self._get(code)
+        if not codes.secret_matches(secret, c.get("secret")):
+            raise NotTeacher()
+        c.touched = self.clock()
+        return c
+
+    # ------------------------------------------------------------------ the interface
+    def create(self) -> tuple[str, str]:
+        with self._lock:
+            self._room()
+            code = codes.new_code()
+            while code in self._classes:
+                code = codes.new_code()
+            secret = codes.new_id()
+            c = _Class(self.clock())
+            for k, v in {"secret": codes.hash_secret(secret), "step": 1, "text": "", "pair": "", "has_pair": 0,
+                         "qid": "", "q": "", "nc": 0, "split": 0, "revealed": 0, "answer": "", "n_students": 0,
+                         "n_actions": 0, "n_questions": 0, "n_revealed": 0, "seq": 0}.items():
+                c.set(k, v)
+            self._classes[code] = c
+            return code, secret
+
+    def is_teacher(self, code: str, secret: str | None) -> bool:
+        with self._lock:
+            try:
+                self._teacher(code, secret)
+                return True
+            except ClassError:
+                return False
+
+    def publish(self, code, secret, step, text, pair, question: Question | None) -> None:
+        step, text, pair_s = check_publish(step, text, pair)
+        with self._lock:
+            c = self._teacher(code, secret)
+            before = (c.get("step"), c.get("text"), c.get("pair"), c.get("has_pair"), c.get("qid"))
+            qid = question.qid if question else ""
+            new_q = qid != c.get("qid")
+            if new_q and qid and f"p:{qid}" not in c.fields:
+                if int(c.get("n_questions")) >= self.max_questions:
+                    raise ClassError(f"This class has shown its {self.max_questions} questions; start a new class.")
+                self._room()
+                c.set(f"p:{qid}", 1)
+                c.incr("n_questions")
+            c.set("step", step)
+            c.set("text", text)
+            c.set("pair", pair_s)
+            c.set("has_pair", int(pair is not None))
+            if new_q:
+                c.set("q", question.payload() if question else "")
+                c.set("nc", len(question.choices) if question else 0)
+                c.set("qid", qid)
+                done = c.get(f"r:{qid}") if qid else None  # back to a question already revealed: it stays so
+                c.set("split", int(done is not None))
+                c.set("revealed", int(done is not None))
+                c.set("answer", json.loads(done)["answer"] if done else "")
+            if (c.get("step"), c.get("text"), c.get("pair"), c.get("has_pair"), c.get("qid")) != before:
+                c.incr("seq")
+
+    def show_split(self, code, secret, on=True) -> None:
+        with self._lock:
+            self._teacher(code, secret).set("split", int(bool(on)))
+
+    def reveal(self, code, secret, qid, answer) -> None:
+        with self._lock:
+            c = self._teacher(code, secret)
+            if not qid or qid != c.get("qid"):
+                raise ClassError("That question is no longer on the class's screen.")
+            if not isinstance(answer, int) or not 0 <= answer < int(c.get("nc")):
+                raise ClassError("No such choice.")
+            if c.get("revealed") == "1":
+                return
+            c.set("revealed", 1)
+            c.set("split", 1)
+            c.set("answer", answer)
+            d = json.loads(c.get("q"))
+            c.set(f"r:{qid}", json.dumps({"n": c.incr("n_revealed"), "step": int(c.get("step")),
+                                          "prompt": d["prompt"], "choices": d["choices"], "answer": answer}))
+            c.incr("seq")
+
+    def join(self, code, nickname="") -> str:
+        nick = codes.clean_nickname(nickname)
+        with self._lock:
+            c = self._get(code)
+            if int(c.get("n_students")) >= self.max_students:
+                raise ClassError(f"This class is full ({self.max_students} students).")
+            self._room(256)
+            sid = codes.new_id()
+            c.set(f"s:{sid}", nick)
+            c.incr("n_students")
+            c.touched = self.clock()
+            return sid
+
+    def vote(self, code, sid, qid, choice) -> None:
+        with self._lock:
+            c = self._get(code)
+            if codes.clean_id(sid) is None or f"s:{sid}" not in c.fields:
+                raise ClassError("You are not in this class: join it first.")
+            if not qid or qid != c.get("qid"):
+                raise ClassError("This question is no longer on the teacher's screen.")
+            if c.get("revealed") == "1":
+                raise ClassError("The answer has been revealed: votes on this question are closed.")
+            if not isinstance(choice, int) or not 0 <= choice < int(c.get("nc")):
+                raise ClassError("No such choice.")
+            c.touched = self.clock()
+            old = c.get(f"v:{qid}:{sid}")
+            if old == str(choice):
+                return
+            if int(c.get("n_actions")) >= self.max_actions:
+                raise ClassError("This class has reached its cap of votes.")
+            self._room(256)
+            c.set(f"v:{qid}:{sid}", choice)
+            c.incr(f"t:{qid}:{choice}")
+            if old is None:
+                c.incr(f"a:{qid}")
+            else:
+                c.incr(f"t:{qid}:{old}", -1)
+            c.incr("n_actions")
+
+    def view(self, code, sid=None, secret=None) -> View:
+        with self._lock:
+            c = self._teacher(code, secret) if secret is not None else self._get(code)
+            meta = {k: c.get(k) for k in ("step", "text", "pair", "has_pair", "qid", "q", "split", "revealed",
+                                          "answer", "n_students", "seq")}
+            qid = meta["qid"]
+            tally = [c.get(f"t:{qid}:{i}", "0") for i in range(int(c.get("nc")))]
+            sid_ok = codes.clean_id(sid) is not None
+            joined = sid_ok and f"s:{sid}" in c.fields
+            mine = c.get(f"v:{qid}:{sid}") if joined and qid else None
+            return view_from(codes.clean_code(code), meta, tally, int(c.get(f"a:{qid}", "0")), mine, joined,
+                             teacher=secret is not None)
+
+    def fields(self, code, secret) -> dict:
+        with self._lock:
+            return dict(self._teacher(code, secret).fields)
+
+    def end(self, code, secret) -> None:
+        with self._lock:
+            self._teacher(code, secret)
+            del self._classes[codes.clean_code(code)]

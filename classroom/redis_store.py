@@ -1,0 +1,267 @@
+"""The Redis class store: several Streamlit processes (deploy/serve.sh behind HAProxy) share each class.
+
+One Redis hash per class, `bx:class:<CODE>`, with the fields of classroom/store.py. Every write is a
+Lua script, so it runs atomically inside Redis (two processes' votes never lose an increment, a
+vote never lands after the reveal); every write renews the key's expiry (idle classes vanish on
+their own). Redis's own memory is bounded by the deploy script (`--maxmemory`), a class by its caps.
+"""
+
+from __future__ import annotations
+
+import redis
+
+from classroom import codes
+from classroom.store import (
+    IDLE_HOURS,
+    META,
+    ClassError,
+    ClassStore,
+    NoSuchClass,
+    NotTeacher,
+    Question,
+    StoreUnavailable,
+    View,
+    check_publish,
+    view_from,
+)
+
+PREFIX = "bx:class:"
+
+# Each script returns {"err", message} to refuse, with the same messages as the in-process store.
+# KEYS[1] = the class; ARGV[1] = idle ms.
+_TEACHER = """
+local h = redis.call('HGET', KEYS[1], 'secret')
+if not h then return {'err', 'nosuch'} end
+if h ~= ARGV[2] then return {'err', 'teacher'} end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+"""
+
+PUBLISH = _TEACHER + """
+local k = KEYS[1]
+local step, text, pair, has_pair, qid, q, nc = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
+local before = table.concat(redis.call('HMGET', k, 'step', 'text', 'pair', 'has_pair', 'qid'), '\\0')
+local new_q = qid ~= redis.call('HGET', k, 'qid')
+if new_q and qid ~= '' and redis.call('HEXISTS', k, 'p:' .. qid) == 0 then
+  if tonumber(redis.call('HGET', k, 'n_questions')) >= tonumber(ARGV[10]) then return {'err', 'questions'} end
+  redis.call('HSET', k, 'p:' .. qid, '1')
+  redis.call('HINCRBY', k, 'n_questions', 1)
+end
+redis.call('HSET', k, 'step', step, 'text', text, 'pair', pair, 'has_pair', has_pair)
+if new_q then
+  local done = false
+  if qid ~= '' then done = redis.call('HGET', k, 'r:' .. qid) end
+  redis.call('HSET', k, 'qid', qid, 'q', q, 'nc', nc)
+  if done then
+    redis.call('HSET', k, 'split', '1', 'revealed', '1', 'answer', tostring(cjson.decode(done)['answer']))
+  else
+    redis.call('HSET', k, 'split', '0', 'revealed', '0', 'answer', '')
+  end
+end
+local after = table.concat(redis.call('HMGET', k, 'step', 'text', 'pair', 'has_pair', 'qid'), '\\0')
+if after ~= before then redis.call('HINCRBY', k, 'seq', 1) end
+return {'ok'}
+"""
+
+SPLIT = _TEACHER + """
+redis.call('HSET', KEYS[1], 'split', ARGV[3])
+return {'ok'}
+"""
+
+REVEAL = _TEACHER + """
+local k, qid, answer = KEYS[1], ARGV[3], tonumber(ARGV[4])
+if qid == '' or qid ~= redis.call('HGET', k, 'qid') then return {'err', 'gone'} end
+if answer >= tonumber(redis.call('HGET', k, 'nc')) then return {'err', 'choice'} end
+if redis.call('HGET', k, 'revealed') == '1' then return {'ok'} end
+redis.call('HSET', k, 'revealed', '1', 'split', '1', 'answer', ARGV[4])
+local d = cjson.decode(redis.call('HGET', k, 'q'))
+local n = redis.call('HINCRBY', k, 'n_revealed', 1)
+redis.call('HSET', k, 'r:' .. qid, cjson.encode({n = n, step = tonumber(redis.call('HGET', k, 'step')),
+  prompt = d['prompt'], choices = d['choices'], answer = answer}))
+redis.call('HINCRBY', k, 'seq', 1)
+return {'ok'}
+"""
+
+JOIN = """
+local k = KEYS[1]
+if redis.call('EXISTS', k) == 0 then return {'err', 'nosuch'} end
+if tonumber(redis.call('HGET', k, 'n_students')) >= tonumber(ARGV[4]) then return {'err', 'full'} end
+redis.call('HSET', k, 's:' .. ARGV[2], ARGV[3])
+redis.call('HINCRBY', k, 'n_students', 1)
+redis.call('PEXPIRE', k, ARGV[1])
+return {'ok'}
+"""
+
+VOTE = """
+local k, sid, qid, choice = KEYS[1], ARGV[2], ARGV[3], ARGV[4]
+if redis.call('EXISTS', k) == 0 then return {'err', 'nosuch'} end
+if redis.call('HEXISTS', k, 's:' .. sid) == 0 then return {'err', 'member'} end
+if qid == '' or qid ~= redis.call('HGET', k, 'qid') then return {'err', 'gone'} end
+if redis.call('HGET', k, 'revealed') == '1' then return {'err', 'closed'} end
+if tonumber(choice) >= tonumber(redis.call('HGET', k, 'nc')) then return {'err', 'choice'} end
+local vk = 'v:' .. qid .. ':' .. sid
+local old = redis.call('HGET', k, vk)
+redis.call('PEXPIRE', k, ARGV[1])
+if old == choice then return {'ok'} end
+if tonumber(redis.call('HGET', k, 'n_actions')) >= tonumber(ARGV[5]) then return {'err', 'votes'} end
+redis.call('HSET', k, vk, choice)
+redis.call('HINCRBY', k, 't:' .. qid .. ':' .. choice, 1)
+if old then redis.call('HINCRBY', k, 't:' .. qid .. ':' .. old, -1)
+else redis.call('HINCRBY', k, 'a:' .. qid, 1) end
+redis.call('HINCRBY', k, 'n_actions', 1)
+return {'ok'}
+"""
+
+# Returns {meta..., tally, answered, my vote, joined}; ARGV[2] = the student id ('' for none).
+VIEW = """
+local k = KEYS[1]
+local meta = redis.call('HMGET', k, @META@)
+if not meta[1] then return false end
+local qid = meta[5]
+local nc = tonumber(redis.call('HGET', k, 'nc') or '0')
+local tally = {}
+for i = 0, nc - 1 do tally[#tally + 1] = redis.call('HGET', k, 't:' .. qid .. ':' .. i) or '0' end
+local joined, mine = 0, ''
+if ARGV[2] ~= '' then
+  joined = redis.call('HEXISTS', k, 's:' .. ARGV[2])
+  if joined == 1 and qid ~= '' then mine = redis.call('HGET', k, 'v:' .. qid .. ':' .. ARGV[2]) or '' end
+end
+if ARGV[3] == '1' then redis.call('PEXPIRE', k, ARGV[1]) end
+local out = {}
+for i = 1, #meta do out[i] = meta[i] or '' end
+out[#out + 1] = tally
+out[#out + 1] = redis.call('HGET', k, 'a:' .. qid) or '0'
+out[#out + 1] = mine
+out[#out + 1] = joined
+out[#out + 1] = redis.call('HGET', k, 'secret')
+return out
+""".replace("@META@", ", ".join(f"'{f}'" for f in META))
+
+ERRORS = {
+    "teacher": NotTeacher, "nosuch": NoSuchClass,
+    "gone": "This question is no longer on the teacher's screen.",
+    "choice": "No such choice.",
+    "member": "You are not in this class: join it first.",
+    "closed": "The answer has been revealed: votes on this question are closed.",
+    "votes": "This class has reached its cap of votes.",
+    "full": "This class is full ({max_students} students).",
+    "questions": "This class has shown its {max_questions} questions; start a new class.",
+}
+
+
+class RedisStore(ClassStore):
+    """Classes in Redis, shared by every process that opens the same URL."""
+
+    def __init__(self, url: str, idle_seconds: float = IDLE_HOURS * 3600):
+        self.url, self.idle_seconds = url, idle_seconds
+        self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=5,
+                                      health_check_interval=30)
+        self._scripts = {name: self.r.register_script(src) for name, src in
+                         (("publish", PUBLISH), ("split", SPLIT), ("reveal", REVEAL), ("join", JOIN),
+                          ("vote", VOTE), ("view", VIEW))}
+
+    @property
+    def _ms(self) -> int:
+        return max(1, int(self.idle_seconds * 1000))
+
+    def _key(self, code: str) -> str:
+        c = codes.clean_code(code)
+        if c is None:
+            raise NoSuchClass()
+        return PREFIX + c
+
+    def _call(self, name: str, code: str, *args):
+        key = self._key(code)
+        try:
+            out = self._scripts[name](keys=[key], args=[self._ms, *args])
+        except redis.RedisError as e:
+            raise StoreUnavailable(type(e).__name__) from None
+        if isinstance(out, list) and out and out[0] == "err":
+            err = ERRORS[out[1]]
+            raise err() if isinstance(err, type) else ClassError(err.format(max_students=self.max_students,
+                                                                             max_questions=self.max_questions))
+        return out
+
+    def create(self) -> tuple[str, str]:
+        secret = codes.new_id()
+        fields = {"secret": codes.hash_secret(secret), "step": 1, "text": "", "pair": "", "has_pair": 0, "qid": "",
+                  "q": "", "nc": 0, "split": 0, "revealed": 0, "answer": "", "n_students": 0, "n_actions": 0,
+                  "n_questions": 0, "n_revealed": 0, "seq": 0}
+        try:
+            for _ in range(20):
+                code = codes.new_code()
+                key = PREFIX + code
+                # HSETNX on 'secret' claims the code atomically: two processes never hand out the same one.
+                if self.r.hsetnx(key, "secret", fields["secret"]):
+                    with self.r.pipeline() as p:
+                        p.hset(key, mapping=fields)
+                        p.pexpire(key, self._ms)
+                        p.execute()
+                    return code, secret
+        except redis.RedisError as e:
+            raise StoreUnavailable(type(e).__name__) from None
+        raise ClassError("No free class code found; try again.")
+
+    def is_teacher(self, code, secret) -> bool:
+        try:
+            key = self._key(code)
+            return codes.secret_matches(secret, self.r.hget(key, "secret"))
+        except (ClassError, redis.RedisError):
+            return False
+
+    def _secret(self, secret) -> str:
+        return codes.hash_secret(secret) if codes.clean_id(secret) else "-"
+
+    def publish(self, code, secret, step, text, pair, question: Question | None) -> None:
+        step, text, pair_s = check_publish(step, text, pair)
+        q = question.payload() if question else ""
+        self._call("publish", code, self._secret(secret), step, text, pair_s, int(pair is not None),
+                   question.qid if question else "", q, len(question.choices) if question else 0, self.max_questions)
+
+    def show_split(self, code, secret, on=True) -> None:
+        self._call("split", code, self._secret(secret), int(bool(on)))
+
+    def reveal(self, code, secret, qid, answer) -> None:
+        if not isinstance(answer, int) or answer < 0:
+            raise ClassError("No such choice.")
+        self._call("reveal", code, self._secret(secret), str(qid or ""), answer)
+
+    def join(self, code, nickname="") -> str:
+        sid = codes.new_id()
+        self._call("join", code, sid, codes.clean_nickname(nickname), self.max_students)
+        return sid
+
+    def vote(self, code, sid, qid, choice) -> None:
+        if codes.clean_id(sid) is None:
+            self._key(code)  # a wrong code says so first
+            raise ClassError("You are not in this class: join it first.")
+        if not isinstance(choice, int) or choice < 0:
+            raise ClassError("No such choice.")
+        self._call("vote", code, sid, str(qid or ""), str(choice), self.max_actions)
+
+    def view(self, code, sid=None, secret=None) -> View:
+        sid = sid if codes.clean_id(sid) else ""
+        out = self._call("view", code, sid, int(secret is not None))
+        if not out:
+            raise NoSuchClass()
+        meta = dict(zip(META, out[: len(META)]))
+        tally, answered, mine, joined, stored = out[len(META):]
+        if secret is not None and not codes.secret_matches(secret, stored):
+            raise NotTeacher()
+        return view_from(codes.clean_code(code), meta, tally, int(answered), mine or None, joined == 1,
+                         teacher=secret is not None)
+
+    def fields(self, code, secret) -> dict:
+        key = self._key(code)
+        try:
+            f = self.r.hgetall(key)
+        except redis.RedisError as e:
+            raise StoreUnavailable(type(e).__name__) from None
+        if not f:
+            raise NoSuchClass()
+        if not codes.secret_matches(secret, f.get("secret")):
+            raise NotTeacher()
+        return f
+
+    def end(self, code, secret) -> None:
+        self.fields(code, secret)
+        self.r.delete(self._key(code))

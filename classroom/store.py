@@ -1,0 +1,230 @@
+"""A class's shared state and the interface both stores implement (in-process and Redis).
+
+A class is one hash of string fields, the same in both stores (in Redis it is literally one hash):
+
+    secret            sha256 of the teacher's secret
+    step, text, pair  what the teacher shows (pair "" = none; has_pair "1" when there is one)
+    qid, q, nc        the question on screen: its id, {"prompt", "choices"} as JSON, the number of choices
+    split, revealed   "1" once the teacher shows the split / reveals the answer of `qid`
+    answer            the model's answer (a choice index) of `qid`, once revealed
+    seq               bumped on every change a student's screen must follow
+    n_students        students joined (an atomic increment, capped)
+    n_actions         votes cast or changed (capped)
+    n_questions       distinct questions published (capped)
+    s:<sid>           a student, and its nickname ("" if none)
+    v:<qid>:<sid>     that student's vote on that question
+    t:<qid>:<i>       votes for choice i of that question (atomic increments)
+    a:<qid>           students who voted on that question
+    p:<qid>           "1": that question was published (counted against the cap)
+    r:<qid>           the revealed question for the end-of-lesson table: {"n", "step", "prompt", "choices", "answer"}
+
+Caps bound a class (students, questions, votes, text lengths), so a class is at most a few hundred KB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+MAX_STUDENTS = int(os.environ.get("BERT_EXPLORER_CLASS_MAX_STUDENTS", "200"))
+MAX_QUESTIONS = 64  # distinct questions one class may publish (a lesson has 12)
+MAX_ACTIONS = 20 * MAX_STUDENTS * 12  # votes cast or changed in one class
+MAX_TEXT = 2000  # characters of a sentence the class follows (the Lesson's links keep as many)
+MAX_PROMPT = 500
+MAX_CHOICES = 8
+MAX_CHOICE = 200
+IDLE_HOURS = float(os.environ.get("BERT_EXPLORER_CLASS_IDLE_HOURS", "4"))
+
+META = ("step", "text", "pair", "has_pair", "qid", "q", "nc", "split", "revealed", "answer", "n_students", "seq")
+
+
+class ClassError(Exception):
+    """A class operation refused, with a message a person can act on."""
+
+
+class NoSuchClass(ClassError):
+    def __init__(self):
+        super().__init__("No class with this code: check the code, or the class has ended or expired.")
+
+
+class NotTeacher(ClassError):
+    def __init__(self):
+        super().__init__("Only the session that started the class (or its teacher link) can do this.")
+
+
+class StoreUnavailable(ClassError):
+    def __init__(self, detail: str):
+        super().__init__(f"The class store cannot be reached ({detail}); the Lesson works on without a class.")
+
+
+@dataclass(frozen=True)
+class Question:
+    """What the class votes on: the question of the teacher's step, computed by the teacher's model."""
+
+    qid: str
+    prompt: str
+    choices: tuple[str, ...]
+
+    def __post_init__(self):
+        if not (1 <= len(self.choices) <= MAX_CHOICES) or len(self.qid) > 32:
+            raise ValueError("a question has 1..8 choices and a short id")
+
+    def payload(self) -> str:
+        return json.dumps({"prompt": self.prompt[:MAX_PROMPT], "choices": [c[:MAX_CHOICE] for c in self.choices]})
+
+
+@dataclass(frozen=True)
+class View:
+    """One screen's read of a class. `tally` is None unless this reader may see the split."""
+
+    code: str
+    step: int
+    text: str
+    pair: str | None
+    question: Question | None
+    split_shown: bool
+    revealed: bool
+    answer: int | None  # None until revealed
+    students: int
+    answered: int
+    tally: tuple[int, ...] | None
+    my_vote: int | None  # the reading student's vote on the current question
+    joined: bool  # the reading student is a member of this class
+    seq: int
+
+    @property
+    def following(self) -> tuple:
+        """What a student's page is drawn from: when it changes, the page reruns."""
+        return (self.step, self.text, self.pair, self.question.qid if self.question else "", self.revealed)
+
+
+@dataclass(frozen=True)
+class Result:
+    """One revealed question: how the class voted and how many matched the model's answer."""
+
+    n: int  # order of reveal
+    step: int
+    prompt: str
+    choices: tuple[str, ...]
+    answer: int
+    tally: tuple[int, ...]
+
+    @property
+    def answered(self) -> int:
+        return sum(self.tally)
+
+    @property
+    def right(self) -> int:
+        return self.tally[self.answer]
+
+
+def view_from(code: str, meta: dict, tally: list, answered: int, my_vote, joined: bool, teacher: bool) -> View:
+    """Build a View from the stored fields (shared by both stores, so both read the same way)."""
+    q = None
+    if meta.get("qid"):
+        d = json.loads(meta["q"])
+        q = Question(meta["qid"], d["prompt"], tuple(d["choices"]))
+    revealed = meta.get("revealed") == "1"
+    split = meta.get("split") == "1"
+    return View(code=code, step=int(meta.get("step") or 1), text=meta.get("text") or "",
+                pair=meta.get("pair") if meta.get("has_pair") == "1" else None, question=q,
+                split_shown=split, revealed=revealed,
+                answer=int(meta["answer"]) if revealed and meta.get("answer") not in (None, "") else None,
+                students=int(meta.get("n_students") or 0), answered=answered,
+                tally=tuple(int(x) for x in tally) if q is not None and (revealed or teacher) else None,
+                my_vote=int(my_vote) if my_vote not in (None, "") else None, joined=joined,
+                seq=int(meta.get("seq") or 0))
+
+
+def results_from(fields: dict) -> list[Result]:
+    """The end-of-lesson rows from a class's fields, in the order the questions were revealed."""
+    out = []
+    for k, v in fields.items():
+        if k.startswith("r:"):
+            qid, d = k[2:], json.loads(v)
+            tally = tuple(int(fields.get(f"t:{qid}:{i}", 0)) for i in range(len(d["choices"])))
+            out.append(Result(d["n"], d["step"], d["prompt"], tuple(d["choices"]), d["answer"], tally))
+    return sorted(out, key=lambda r: r.n)
+
+
+def students_from(fields: dict, results: list[Result]) -> list[dict]:
+    """Per student who gave a nickname: questions answered and right (students without one are not listed)."""
+    rows = []
+    qids = {f"{k[2:]}" for k in fields if k.startswith("r:")}
+    answers = {k[2:]: json.loads(v)["answer"] for k, v in fields.items() if k.startswith("r:")}
+    for k, nick in fields.items():
+        if k.startswith("s:") and nick:
+            sid = k[2:]
+            votes = {q: int(fields[f"v:{q}:{sid}"]) for q in qids if f"v:{q}:{sid}" in fields}
+            rows.append({"nickname": nick, "answered": len(votes),
+                         "right": sum(v == answers[q] for q, v in votes.items())})
+    return sorted(rows, key=lambda r: r["nickname"].lower())
+
+
+class ClassStore(ABC):
+    """Where classes live. Every method validates its inputs; a refusal raises ClassError with a message."""
+
+    idle_seconds: float
+    # Caps, per class; instance attributes so a test (or a deploy) can set them.
+    max_students: int = MAX_STUDENTS
+    max_questions: int = MAX_QUESTIONS
+    max_actions: int = MAX_ACTIONS
+
+    @abstractmethod
+    def create(self) -> tuple[str, str]:
+        """A new class: (join code, teacher secret). The secret is shown once, to the teacher's session."""
+
+    @abstractmethod
+    def is_teacher(self, code: str, secret: str | None) -> bool:
+        """Does this secret open this class's teacher controls?"""
+
+    @abstractmethod
+    def publish(self, code: str, secret: str, step: int, text: str, pair: str | None,
+                question: Question | None) -> None:
+        """The teacher's screen: step, sentence(s) and question. A new question starts unrevealed, split hidden."""
+
+    @abstractmethod
+    def show_split(self, code: str, secret: str, on: bool = True) -> None:
+        """Show (or hide) the split of guesses of the current question on the projector."""
+
+    @abstractmethod
+    def reveal(self, code: str, secret: str, qid: str, answer: int) -> None:
+        """Reveal the model's answer of question `qid` (the current one) to every device."""
+
+    @abstractmethod
+    def join(self, code: str, nickname: str = "") -> str:
+        """A student joins: their id (keep it: it is their vote's key)."""
+
+    @abstractmethod
+    def vote(self, code: str, sid: str, qid: str, choice: int) -> None:
+        """A student's vote on the current question; a second vote before the reveal replaces the first."""
+
+    @abstractmethod
+    def view(self, code: str, sid: str | None = None, secret: str | None = None) -> View:
+        """The class as a student (sid) or the teacher (secret) may see it now."""
+
+    @abstractmethod
+    def fields(self, code: str, secret: str) -> dict:
+        """All of a class's fields (the teacher's, for the end-of-lesson table)."""
+
+    @abstractmethod
+    def end(self, code: str, secret: str) -> None:
+        """End the class: every field goes."""
+
+    def results(self, code: str, secret: str) -> list[Result]:
+        """The end-of-lesson table: each revealed question, how the class voted."""
+        return results_from(self.fields(code, secret))
+
+    def students(self, code: str, secret: str) -> list[dict]:
+        """Per named student: answered and right (only students who gave a nickname)."""
+        f = self.fields(code, secret)
+        return students_from(f, results_from(f))
+
+
+def check_publish(step: int, text: str, pair: str | None) -> tuple[int, str, str]:
+    """Bounds on what a teacher publishes: step 1..99, texts cut to MAX_TEXT."""
+    if not isinstance(step, int) or not 1 <= step <= 99:
+        raise ClassError("A step is a number from 1 to 99.")
+    return step, str(text)[:MAX_TEXT], ("" if pair is None else str(pair)[:MAX_TEXT])

@@ -1,0 +1,186 @@
+"""A live class on the Lesson page under AppTest: a teacher and students as separate sessions on one store.
+
+Each flow runs on both stores (in this process, and a real redis-server through BERT_EXPLORER_CLASS_STORE).
+"""
+
+from __future__ import annotations
+
+import pytest
+from apptest_util import ROOT, assert_ok
+from pages.test_hostile_pages import HOSTILE
+from streamlit.testing.v1 import AppTest
+
+import bert_core
+import classroom
+from ui import classroom_ui, lesson
+
+
+@pytest.fixture(params=["memory", "redis"])
+def backend(request, monkeypatch):
+    """The store the app opens: BERT_EXPLORER_CLASS_STORE unset, or the test session's redis-server."""
+    if request.param == "redis":
+        monkeypatch.setenv(classroom.ENV, request.getfixturevalue("redis_url"))
+    else:
+        monkeypatch.delenv(classroom.ENV, raising=False)
+    return classroom.open_store()
+
+
+def session(query: dict | None = None) -> AppTest:
+    """A browser opening the Lesson (the landing page) with this query."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    assert_ok(at)
+    return at
+
+
+def teacher() -> tuple[AppTest, str, str]:
+    at = session()
+    at.button(key="class_start").click().run()
+    assert_ok(at)
+    code, secret = at.session_state["class_code"], at.session_state["class_secret"]
+    assert at.query_params["class"] == code and at.query_params["teacher"] == secret
+    return at, code, secret
+
+
+def student(code: str, nick: str = "", by_link: bool = True) -> AppTest:
+    at = session({"class": code} if by_link else None)
+    if by_link:
+        assert at.text_input(key="class_join_code").value == code  # the link fills in the code
+    else:
+        at.text_input(key="class_join_code").set_value(code)
+    at.text_input(key="class_nick").set_value(nick)
+    at.button(key="class_join").click().run()
+    assert_ok(at)
+    assert not at.warning, [w.value for w in at.warning]
+    assert at.query_params["class"] == classroom.clean_code(code) and "teacher" not in at.query_params
+    return at
+
+
+def vote_radio(at: AppTest):
+    return next(r for r in at.radio if (r.key or "").startswith("class_vote_"))
+
+
+def computed(i: int):
+    """Step i's question on its own sentence with the bundled model, straight from bert_core.lesson."""
+    s = lesson.STEPS[i - 1]
+    fn, args, kwargs = lesson.question_call(s, s.text, s.pair, 0)
+    return fn(bert_core.load_model(), *args, **kwargs)
+
+
+def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend):
+    t, code, secret = teacher()
+    assert any(m.label == "Students joined" and m.value == "0" for m in t.metric)
+    s1 = student(code, "Ada")
+    s2 = student(f" {code[:3].lower()}-{code[3:]} ", "=HYPERLINK(\"x\")", by_link=False)  # typed, sloppily
+    s3 = student(code)
+    q = computed(1)
+    for at, guess in ((s1, q.answer), (s2, (q.answer + 1) % len(q.choices)), (s3, q.answer)):
+        assert [lesson.plain(c) for c in vote_radio(at).options] == [lesson.plain(c) for c in q.choices]
+        vote_radio(at).set_value(guess).run()
+        assert_ok(at)
+    vote_radio(s3).set_value((q.answer + 2) % len(q.choices)).run()  # changed before the reveal: replaces
+    t.run()
+    assert any(m.value == "**3 of 3** students have answered." for m in t.markdown)
+    assert any(m.label == "Students joined" and m.value == "3" for m in t.metric)
+    assert not t.get("plotly_chart")  # the split waits for the teacher
+    t.button(key="class_split").click().run()
+    assert len(t.get("plotly_chart")) == 1
+    for at in (s1, s2, s3):
+        at.run()
+        assert not at.get("plotly_chart") and not at.success and not at.error  # nothing shown before the reveal
+    t.button(key="lesson_reveal").click().run()
+    assert_ok(t)
+    assert any(lesson.plain(q.choices[q.answer]) in i.value for i in t.info)
+    v = backend.view(code, secret=secret)
+    assert v.revealed and v.answer == q.answer and sum(v.tally) == 3 and v.tally[q.answer] == 1
+    for at, right in ((s1, True), (s2, False), (s3, False)):
+        at.run()
+        assert_ok(at)
+        assert len(at.success) == int(right) and len(at.error) == int(not right)
+        assert lesson.plain(q.choices[q.answer]) in (at.success or at.error)[0].value
+        assert len(at.get("plotly_chart")) == 1  # the split beside the answer
+    # The teacher moves on and types a hostile sentence: every student follows, and it stays plain text.
+    t.button(key="lesson_next").click().run()
+    text = HOSTILE["html"]
+    t.text_input(key=f"w_{lesson.text_key(2)}").set_value(text).run()
+    assert_ok(t)
+    for at in (s1, s2, s3):
+        at.run()
+        assert_ok(at)
+        assert at.header[0].value.startswith("Step 2 of")
+        assert at.session_state[lesson.text_key(2)] == text
+        assert all("<script>" not in md.value and "<img" not in md.value for md in at.markdown)
+    # The end-of-lesson table: one revealed question, one of three right; the CSV names only who gave a name.
+    rows = classroom_ui.results_rows(backend.results(code, secret))
+    assert [(r["step"], r["answered"], r["right"], r["share right"]) for r in rows] == [(1, 3, 1, "33%")]
+    csv_text = classroom_ui.results_csv(rows, backend.students(code, secret))
+    assert "Ada,1,1" in csv_text and "'=HYPERLINK" in csv_text and csv_text.count("\n") == 6
+    assert any(e.label.startswith("Results: 1 question") for e in t.expander)
+
+
+def test_hostile_and_wrong_codes_get_a_message(backend):
+    for bad in ("*", "<script>alert(1)</script>", "ABC", "ZZZZZZ", "bx:class:*", "A" * 5000, "ÅBCDEF"):
+        at = session({"class": bad})
+        assert any("No class with this code" in w.value for w in at.warning), bad
+        assert "class" not in at.query_params
+        at.text_input(key="class_join_code").set_value(bad[:12])
+        at.button(key="class_join").click().run()
+        assert_ok(at)
+        assert any("No class with this code" in w.value for w in at.warning), bad
+        assert "class_code" not in at.session_state
+
+
+def test_an_ended_class_tells_its_students(backend):
+    t, code, _ = teacher()
+    s = student(code, "Bo")
+    t.button(key="class_end").click().run()
+    assert_ok(t)
+    assert "class" not in t.query_params and "class_code" not in t.session_state
+    s.run()
+    assert_ok(s)
+    assert any("No class with this code" in w.value for w in s.warning)
+    assert "class" not in s.query_params and "me" not in s.query_params
+
+
+def test_the_teacher_link_survives_a_reload_and_nobody_else_drives_the_class(backend):
+    t, code, secret = teacher()
+    s = student(code)
+    again = session({"class": code, "teacher": secret})  # the teacher's tab, reloaded
+    assert again.session_state["class_secret"] == secret
+    assert again.button(key="class_split") is not None and again.button(key="lesson_reveal") is not None
+    for forged in ("x" * 22, s.session_state["class_sid"], secret[:-2]):
+        at = session({"class": code, "teacher": forged})
+        assert "class_secret" not in at.session_state and "teacher" not in at.query_params
+        assert not [b for b in at.button if b.key in ("class_split", "class_end")]
+    assert not [b for b in s.button if b.key in ("class_split", "class_end", "lesson_reveal")]
+    # A student's own link (a closed laptop, reopened) is the same student, with the same vote.
+    vote_radio(s).set_value(1).run()
+    sid = s.session_state["class_sid"]
+    back = session({"class": code, "me": sid})
+    assert back.session_state["class_sid"] == sid and vote_radio(back).value == 1
+    assert backend.view(code, secret=secret).students == 1
+
+
+def test_a_student_can_explore_and_come_back(backend):
+    t, code, _ = teacher()
+    s = student(code)
+    s.toggle(key="class_follow").set_value(False).run()
+    s.button(key="lesson_next").click().run()
+    s.button(key="lesson_next").click().run()
+    assert s.header[0].value.startswith("Step 3 of")
+    assert any("exploring" in i.value for i in s.info)
+    t.button(key="lesson_next").click().run()
+    s.toggle(key="class_follow").set_value(True).run()
+    assert s.header[0].value.startswith("Step 2 of") and vote_radio(s) is not None
+
+
+def test_a_full_class_says_so(backend, monkeypatch):
+    monkeypatch.setattr(backend, "max_students", 2)
+    _, code, _ = teacher()
+    student(code)
+    student(code)
+    at = session({"class": code})
+    at.button(key="class_join").click().run()
+    assert any("full (2 students)" in w.value for w in at.warning)

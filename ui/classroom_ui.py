@@ -1,0 +1,446 @@
+"""A live class on the Lesson page: the teacher starts it, students join from their own devices and vote.
+
+The Lesson page (views/lesson.py) calls three functions, in this order:
+
+    live = classroom_ui.follow()                       # after the step is read: join links, follow the teacher
+    revealed = classroom_ui.question_ui(live, ...)     # the class's question instead of the lone guess
+    classroom_ui.panel(live, present, side)            # start / join / the join code, QR, results
+
+Roles live in the session: the teacher's session holds the class's secret (and its URL, ?class=CODE&teacher=...,
+so a reload keeps the class); a student's holds their id (?class=CODE&me=..., so a closed laptop reopened keeps
+its vote). What changes while nobody clicks (students joining, votes, the teacher's next step) is read by
+fragments on a one-second timer (`st.fragment(run_every=...)`): only they rerun, and a student's whole page
+reruns only when the teacher's step, sentence, question or reveal has changed. The store is classroom's
+(`BERT_EXPLORER_CLASS_STORE`: in this process, or Redis for several processes).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import zlib
+from dataclasses import dataclass
+
+import plotly.graph_objects as go
+import segno
+import streamlit as st
+
+import classroom
+from classroom import ClassError, Question, View
+from ui import lesson
+from ui.widgets import chart
+
+TICK = 1.0  # seconds between a fragment's reads of the class: a vote reaches the projector within about this
+CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_follow"
+SEEN, MSG = "class_seen", "class_msg"
+
+
+@dataclass
+class Live:
+    """This session's place in a class: the teacher (secret) or a student (sid), and the class as last read."""
+
+    code: str
+    secret: str | None
+    sid: str | None
+    view: View | None
+
+    @property
+    def teacher(self) -> bool:
+        return self.secret is not None
+
+    @property
+    def following(self) -> bool:
+        return self.teacher or bool(st.session_state.get(FOLLOW, True))
+
+
+def store() -> classroom.ClassStore:
+    return classroom.open_store()
+
+
+def _say(e: Exception) -> None:
+    st.session_state[MSG] = str(e)
+
+
+def _leave() -> None:
+    """Forget the class in this session and in the URL."""
+    for k in (CODE, SECRET, SID, SEEN):
+        st.session_state.pop(k, None)
+    for k in ("class", "teacher", "me"):
+        st.query_params.pop(k, None)
+
+
+# ------------------------------------------------------------------------------------------ hook 1
+def follow() -> Live | None:
+    """Join or resume from the URL; a following student's step and sentence become the teacher's. None: no class."""
+    q = st.query_params
+    url_code = classroom.clean_code(q.get("class"))
+    if url_code and st.session_state.get(CODE) != url_code:
+        secret, sid = classroom.clean_id(q.get("teacher")), classroom.clean_id(q.get("me"))
+        try:
+            if secret and store().is_teacher(url_code, secret):  # the teacher's link, after a reload
+                st.session_state.update({CODE: url_code, SECRET: secret})
+                st.session_state.pop(SID, None)
+            elif sid and store().view(url_code, sid=sid).joined:  # a student's own link: the same student again
+                st.session_state.update({CODE: url_code, SID: sid, FOLLOW: True})
+                st.session_state.pop(SECRET, None)
+            else:
+                store().view(url_code)  # a plain join link: the class must exist; the panel asks for a nickname
+                st.session_state["class_join_code"] = url_code
+                q.pop("teacher", None)
+                q.pop("me", None)
+        except ClassError as e:
+            _say(e)
+            q.pop("class", None)
+    elif q.get("class") is not None and not url_code:
+        _say(classroom.NoSuchClass())
+        q.pop("class", None)
+    code = st.session_state.get(CODE)
+    if not code:
+        return None
+    live = Live(code, st.session_state.get(SECRET), st.session_state.get(SID), None)
+    try:
+        live.view = store().view(code, sid=live.sid) if not live.teacher else store().view(code, secret=live.secret)
+    except ClassError as e:
+        _say(e)
+        _leave()
+        return None
+    q["class"] = code
+    st.session_state.setdefault(FOLLOW, True)
+    if live.teacher:
+        q["teacher"] = live.secret
+    else:
+        q["me"] = live.sid
+        if not live.view.joined:
+            _say(ClassError("This class no longer knows you; join it again."))
+            _leave()
+            return None
+        if live.following:
+            _take_step(live.view)
+    return live
+
+
+def _take_step(v: View) -> None:
+    """A following student's Lesson shows the teacher's step and sentence(s)."""
+    k = min(max(v.step, 1), len(lesson.STEPS))
+    st.session_state["lesson_step"] = k
+    st.session_state[lesson.text_key(k)] = v.text or lesson.STEPS[k - 1].text
+    if lesson.STEPS[k - 1].pair is not None:
+        st.session_state[lesson.pair_key(k)] = v.pair if v.pair is not None else lesson.STEPS[k - 1].pair
+    st.session_state[SEEN] = v.following
+
+
+# ------------------------------------------------------------------------------------------ hook 2
+def question_id(token: str) -> str:
+    """A short id of the Lesson's question token (model, step, prompt, choices)."""
+    return f"{zlib.crc32(token.encode()):08x}"
+
+
+def question_ui(live: Live | None, col, q, token: str, k: int, text: str, pair: str | None, revealed: bool) -> bool:
+    """The class's question in `col` (the teacher's controls, or a student's vote); returns whether it is revealed."""
+    if live is None:
+        return revealed
+    if live.teacher:
+        return _teacher_question(live, col, q, token, k, text, pair)
+    return _student_question(live, col, q, revealed)
+
+
+def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
+    question = Question(question_id(token), q.prompt, tuple(q.choices)) if q is not None else None
+    try:
+        store().publish(live.code, live.secret, k, text, pair, question)
+        live.view = v = store().view(live.code, secret=live.secret)
+    except ClassError as e:
+        col.warning(str(e))
+        return False
+    if q is None:
+        return False
+    with col:
+        st.markdown(f"**The class's question.** {lesson.plain(q.prompt)}")
+        st.markdown("\n".join(f"{i}. {lesson.plain(c)}" for i, c in enumerate(q.choices, 1)))
+        if not v.revealed:
+            c1, c2 = st.columns(2)
+            c1.button("Hide the split" if v.split_shown else "Show the class's split", key="class_split",
+                      on_click=show_split, args=(not v.split_shown,), width="stretch",
+                      help="The projector shows how the class's guesses split, before the answer.")
+            c2.button("Reveal the model's answer", key="lesson_reveal", type="primary", on_click=reveal,
+                      args=(question.qid, q.answer, token, lesson.STEPS[k - 1].key), width="stretch",
+                      help="The answer, computed by the model from this sentence, goes to every device.")
+        else:
+            st.info(f"The model's answer: **{lesson.plain(q.choices[q.answer])}**")
+            st.markdown(lesson.plain(q.reveal))
+        _teacher_live(live.code, live.secret, question.qid)
+    return v.revealed
+
+
+def _teacher_live(code: str, secret: str, qid: str) -> None:
+    @st.fragment(run_every=TICK)
+    def live_count() -> None:
+        try:
+            v = store().view(code, secret=secret)
+        except ClassError as e:
+            st.warning(str(e))
+            return
+        if v.question is None or v.question.qid != qid:
+            return
+        st.markdown(f"**{v.answered} of {v.students}** students have answered.")
+        if (v.split_shown or v.revealed) and v.tally is not None:
+            chart(split_figure(v.question.choices, v.tally, v.answer), "class split", key="class-split-chart")
+
+    live_count()
+
+
+def _student_question(live: Live, col, q, revealed: bool) -> bool:
+    v = live.view
+    with col:
+        if not live.following:
+            st.info(f"You are exploring on your own; the teacher is on step {v.step}. Switch “Follow the teacher” "
+                    "back on to return to the class and vote.")
+            return revealed
+        if v.question is None:
+            st.caption("The teacher's step has no question to vote on.")
+            _student_live(live.code, live.sid, v.following, None)
+            return False
+        if v.revealed:
+            shown = lesson.plain(v.question.choices[v.answer])
+            if v.my_vote is None:
+                st.info(f"The model's answer: **{shown}**")
+            elif v.my_vote == v.answer:
+                st.success(f"Right: **{shown}**")
+            else:
+                st.error(f"Not this time: the model's answer is **{shown}**")
+            if q is not None and tuple(q.choices) == v.question.choices:
+                st.markdown(lesson.plain(q.reveal))
+            if v.tally is not None:
+                chart(split_figure(v.question.choices, v.tally, v.answer), "class split", key="class-split-student")
+        _student_live(live.code, live.sid, v.following, v.question)
+    return v.revealed
+
+
+def _student_live(code: str, sid: str, drawn: tuple, question: Question | None) -> None:
+    @st.fragment(run_every=TICK)
+    def live_vote() -> None:
+        try:
+            v = store().view(code, sid=sid)
+        except ClassError as e:
+            st.warning(str(e))
+            return
+        if v.following != drawn or not st.session_state.get(FOLLOW, True):
+            st.rerun()  # the teacher moved on, changed the sentence or revealed: the whole page follows
+        if question is None or v.revealed:
+            st.caption(f"{v.students} in the class.")
+            return
+        st.markdown(f"**Your guess.** {lesson.plain(question.prompt)}")
+        key = f"class_vote_{question.qid}"
+        if v.my_vote is not None and st.session_state.get(key) is None:
+            st.session_state[key] = v.my_vote  # the vote this student already sent (a reload, a reopened laptop)
+        st.radio("Your guess", range(len(question.choices)), key=key, horizontal=True, index=None,
+                 format_func=lesson_labels(question.choices), on_change=vote, args=(code, sid, question.qid, key),
+                 label_visibility="collapsed")
+        mine = "" if v.my_vote is None else f" Your vote: **{lesson.plain(question.choices[v.my_vote])}**."
+        st.caption(f"{v.answered} of {v.students} have answered.{mine} You can change it until the teacher "
+                   "reveals the model's answer.")
+
+    live_vote()
+
+
+def lesson_labels(choices):
+    return [lesson.plain(c) for c in choices].__getitem__
+
+
+# ------------------------------------------------------------------------------------------ hook 3
+def panel(live: Live | None, present: bool, side) -> None:
+    """Start or join a class (side column), or the class's code, link, QR, count and results."""
+    msg = st.session_state.pop(MSG, None)
+    if present:
+        if msg:
+            st.warning(msg)
+        if live is not None and live.teacher:
+            _join_card(live, big=True)
+        return
+    with side:
+        st.markdown("**A live class**")
+        if msg:
+            st.warning(msg)
+        if live is None:
+            st.button("Start a class", key="class_start", on_click=start, width="stretch",
+                      help="Students join from their own devices with a code; they follow your step and sentence, "
+                           "vote on each question, and see the model's answer when you reveal it.")
+            st.text_input("Class code", key="class_join_code", max_chars=12, placeholder="e.g. K7QM2X")
+            st.text_input("Nickname (optional)", key="class_nick", max_chars=classroom.codes.MAX_NICKNAME,
+                          help="Shown only to the teacher, in the end-of-lesson table. Leave it empty to stay "
+                               "anonymous.")
+            st.button("Join the class", key="class_join", on_click=join, width="stretch")
+        elif live.teacher:
+            _join_card(live, big=False)
+            _results(live)
+            st.button("End the class", key="class_end", on_click=end, width="stretch",
+                      help="Deletes the class and its votes (download the results first).")
+        else:
+            st.caption(f"In class **{live.code}**.")
+            st.toggle("Follow the teacher", key=FOLLOW,
+                      help="Off: explore the Lesson on your own; on again: back to the teacher's step.")
+            st.button("Leave the class", key="class_leave", on_click=_leave, width="stretch")
+
+
+def join_url(code: str) -> str:
+    """The link students open: this server's /lesson?class=CODE."""
+    base = (st.context.url or "").split("?", 1)[0].rstrip("/")
+    for tail in ("/lesson", "/start"):
+        if base.endswith(tail):
+            base = base[: -len(tail)]
+    return f"{base}/lesson?class={code}"
+
+
+def qr_png(url: str, scale: int) -> bytes:
+    buf = io.BytesIO()
+    segno.make(url, error="m").save(buf, kind="png", scale=scale, border=2)
+    return buf.getvalue()
+
+
+def _join_card(live: Live, big: bool) -> None:
+    url = join_url(live.code)
+    if big:
+        c1, c2 = st.columns([1, 3])
+        c1.image(qr_png(url, 8), width=220)
+        with c2:
+            st.markdown(f"### Join: code **{live.code}**")
+            st.markdown(f"`{url}`")
+            _count(live)
+    else:
+        st.markdown(f"Code: **{live.code}**")
+        st.image(qr_png(url, 5), caption=url, width=200)
+        _count(live)
+        with st.expander("Your teacher link"):
+            st.caption("This tab's address holds the class's teacher key, so a reload keeps your class. Do not "
+                       "share it, and present full-screen (F11) so the class does not see the address bar.")
+
+
+def _count(live: Live) -> None:
+    code, secret = live.code, live.secret
+
+    @st.fragment(run_every=TICK)
+    def count() -> None:
+        try:
+            n = store().view(code, secret=secret).students
+        except ClassError as e:
+            st.warning(str(e))
+            return
+        st.metric("Students joined", n)
+
+    count()
+
+
+def _results(live: Live) -> None:
+    try:
+        rows = store().results(live.code, live.secret)
+        named = store().students(live.code, live.secret)
+    except ClassError as e:
+        st.warning(str(e))
+        return
+    if not rows:
+        st.caption("The end-of-lesson table fills in as you reveal answers.")
+        return
+    table = results_rows(rows)
+    with st.expander(f"Results: {len(rows)} question(s)", expanded=False):
+        st.dataframe(table, hide_index=True)
+        st.download_button("Download the results (CSV)", results_csv(table, named), file_name="class_results.csv",
+                           mime="text/csv", key="class_csv")
+
+
+def results_rows(rows: list[classroom.Result]) -> list[dict]:
+    """The end-of-lesson table: each revealed question, the share of the class that guessed the model's answer."""
+    return [{"step": r.step, "question": r.prompt, "model's answer": r.choices[r.answer], "answered": r.answered,
+             "right": r.right, "share right": f"{r.right / r.answered:.0%}" if r.answered else "–"} for r in rows]
+
+
+def results_csv(table: list[dict], named: list[dict]) -> str:
+    """The table as CSV; then, if any student gave a nickname, one row per named student (no names otherwise)."""
+    out = io.StringIO()
+    w = csv.DictWriter(out, fieldnames=list(table[0]))
+    w.writeheader()
+    w.writerows([{k: _cell(v) for k, v in r.items()} for r in table])
+    if named:
+        out.write("\n")
+        w = csv.DictWriter(out, fieldnames=["nickname", "answered", "right"])
+        w.writeheader()
+        w.writerows([{k: _cell(v) for k, v in r.items()} for r in named])
+    return out.getvalue()
+
+
+def _cell(v):
+    """A CSV cell a spreadsheet will not run as a formula (a nickname or sentence starting with = + - @)."""
+    return "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
+
+
+def split_figure(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None) -> go.Figure:
+    """The class's guesses as bars, the model's answer (once revealed) in green."""
+    colors = ["#2e7d32" if i == answer else "#90a4ae" for i in range(len(choices))]
+    fig = go.Figure(go.Bar(x=list(tally), y=[f"{i}. {c}" for i, c in enumerate(choices, 1)], orientation="h",
+                           marker_color=colors, text=list(tally), textposition="auto"))
+    fig.update_layout(height=60 + 40 * len(choices), margin=dict(l=10, r=10, t=30, b=10),
+                      title=f"The class's guesses ({sum(tally)})", yaxis=dict(autorange="reversed"))
+    return fig
+
+
+# ------------------------------------------------------------------------------------------ callbacks
+def start() -> None:
+    """Start a class: this session becomes its teacher."""
+    try:
+        code, secret = store().create()
+    except ClassError as e:
+        _say(e)
+        return
+    st.session_state.update({CODE: code, SECRET: secret})
+    st.session_state.pop(SID, None)
+    st.query_params.update({"class": code, "teacher": secret})
+    st.query_params.pop("me", None)
+
+
+def join() -> None:
+    """Join the class whose code was typed (or came in the link)."""
+    code = classroom.clean_code(st.session_state.get("class_join_code", ""))
+    try:
+        if code is None:
+            raise classroom.NoSuchClass()
+        sid = store().join(code, st.session_state.get("class_nick", ""))
+    except ClassError as e:
+        _say(e)
+        return
+    st.session_state.update({CODE: code, SID: sid, FOLLOW: True})
+    st.session_state.pop(SECRET, None)
+    st.query_params.update({"class": code, "me": sid})
+    st.query_params.pop("teacher", None)
+
+
+def vote(code: str, sid: str, qid: str, key: str) -> None:
+    choice = st.session_state.get(key)
+    if choice is None:
+        return
+    try:
+        store().vote(code, sid, qid, int(choice))
+    except ClassError as e:
+        _say(e)
+
+
+def show_split(on: bool) -> None:
+    try:
+        store().show_split(st.session_state[CODE], st.session_state.get(SECRET), on)
+    except ClassError as e:
+        _say(e)
+
+
+def reveal(qid: str, answer: int, token: str, step_key: str) -> None:
+    try:
+        store().reveal(st.session_state[CODE], st.session_state.get(SECRET), qid, int(answer))
+    except ClassError as e:
+        _say(e)
+        return
+    st.session_state.setdefault("lesson_revealed", set()).add(token)
+
+
+def end() -> None:
+    try:
+        store().end(st.session_state[CODE], st.session_state.get(SECRET))
+    except ClassError as e:
+        _say(e)
+    _leave()
