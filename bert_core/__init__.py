@@ -15,7 +15,15 @@ from .inspect.attribution import attention_rollout, head_stats, salience
 from .inspect.classify import classify
 from .inspect.generation import Generation, generate
 from .inspect.inside_layers import LayerSteps, layer_steps
-from .inspect.interventions import PatchResult, PruningCurve, head_importance, patch_activations, pruning_curve
+from .inspect.interventions import (
+    KnockOut,
+    PatchResult,
+    PruningCurve,
+    head_importance,
+    knock_out,
+    patch_activations,
+    pruning_curve,
+)
 from .inspect.mask_filling import FillResult, PseudoLogLikelihood, fill_masks, pseudo_log_likelihood
 from .inspect.replaced import ReplacedTokens, replaced_token_probs
 from .inspect.residual import (
@@ -124,6 +132,8 @@ __all__ = [
     "logit_lens",
     "residual_stream",
     "same_word",
+    "KnockOut",
+    "knock_out",
     "Patch",
     "PatchResult",
     "PruningCurve",

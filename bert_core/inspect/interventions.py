@@ -25,6 +25,7 @@ from ..errors import BertCoreError
 from ..model.encoder import Patch
 from ..model.loaded import LoadedModel
 from ..model.tokenization import Encoding
+from .analysis import check_heads
 
 BATCH_TOKENS = 4096  # tokens per batched pass (rows x T): bounds memory (bert-base: ~50 MB of activations)
 
@@ -112,6 +113,44 @@ def head_importance(m: LoadedModel, text: str, text_pair: str | None = None, *,
         lp = _mask_logprobs(m, ids, types, positions, one_head_masks(L, nh), progress)  # (L*nh, P, V)
         ablated = lp.gather(-1, top.expand(L * nh, -1)[..., None])[..., 0]  # (L*nh, P)
         return (full[None] - ablated).mean(-1).view(L, nh).numpy()
+
+
+@dataclass
+class KnockOut:
+    """The [MASK] guesses of the full model and of the model with some heads knocked out, side by side."""
+
+    heads: tuple[tuple[int, int], ...]  # (layer, head), 0-based
+    tokens: list[str]  # the input's tokens
+    # [MASK] position -> the union of both models' top-k tokens (full model's first), p_full, p_without
+    guesses: dict[int, tuple[list[str], list[float], list[float]]]
+    top_full: dict[int, str]
+    top_without: dict[int, str]
+
+
+def knock_out(m: LoadedModel, text: str, text_pair: str | None = None, heads=(), top_k: int = 5) -> KnockOut:
+    """Both models' probabilities of both models' top-k tokens at every [MASK] (one batched pass of two rows).
+
+    Example: knock_out(m, "She [MASK] the letter.", heads=[(5, 10)]).guesses[2] ->
+    (["sent", "gave", ...], [0.11, 0.09, ...], [0.02, 0.15, ...]).
+    """
+    _need_mlm(m)
+    heads = check_heads(m, heads)
+    enc, ids, types = _encode(m, text, text_pair)
+    positions = _masks(m, enc, "The sentence")
+    hm = torch.ones(2, m.config.num_hidden_layers, m.config.num_attention_heads)  # (2, L, nh): row 1 knocks out
+    if heads:
+        hm[1][tuple(zip(*heads))] = 0.0
+    with torch.inference_mode():
+        p = _mask_logprobs(m, ids, types, positions, hm).exp()  # (2, P, V)
+        k = min(int(top_k), p.shape[-1])
+        top = p.topk(k, dim=-1).indices  # (2, P, k)
+    guesses, top_full, top_without = {}, {}, {}
+    for i, pos in enumerate(positions):
+        ids_ = list(dict.fromkeys(top[0, i].tolist() + top[1, i].tolist()))
+        guesses[pos] = (m.tokenizer.convert_ids_to_tokens(ids_), p[0, i, ids_].tolist(), p[1, i, ids_].tolist())
+        top_full[pos] = m.tokenizer.id_to_token(int(top[0, i, 0]))
+        top_without[pos] = m.tokenizer.id_to_token(int(top[1, i, 0]))
+    return KnockOut(heads=heads, tokens=enc.tokens, guesses=guesses, top_full=top_full, top_without=top_without)
 
 
 @dataclass
