@@ -60,31 +60,46 @@ def _encode(m: LoadedModel, text: str, text_pair: str | None) -> tuple[Encoding,
     return enc, ids, types
 
 
-def _mask_logprobs(m: LoadedModel, ids, types, positions: list[int], head_masks: torch.Tensor,
-                   progress: Progress | None = None) -> torch.Tensor:
-    """log p(. | [MASK]) at `positions` for each head mask: (n, P, V), one batched pass per chunk of masks.
+def _states(m: LoadedModel, ids, types) -> list[torch.Tensor]:
+    """The unchanged run's hidden states 0..L, each (1, T, H): where variants resume (`forward(start=...)`)."""
+    return m.model(ids, types, trace=True).hidden_states
 
-    head_masks (n, L, nh). The last layer runs on the [MASK] rows only (`rows`), which the MLM head reads.
+
+def _at_masks(m: LoadedModel, ids, types, positions: list[int], head_masks: torch.Tensor, states, reduce,
+              progress: Progress | None = None) -> torch.Tensor:
+    """reduce(log p(. | [MASK])) at `positions` for each head mask, stacked: (n, ...), in batched passes.
+
+    head_masks (n, L, nh); `reduce` maps (b, P, V) log-probabilities to a small (b, ...) tensor, so a
+    hundred variants never hold a hundred (P, V) distributions. A variant resumes at the hidden state
+    before its first knocked-out head (`states`, the unchanged run's): the layers before are the same for
+    it. The last layer runs on the [MASK] rows only (`rows`), which the MLM head reads.
     """
     model, T = m.model, ids.shape[1]
-    out = []
-    chunks = _chunks(head_masks.shape[0], T)
-    for k, rows in enumerate(chunks):
-        b = len(rows)
+    n, L = head_masks.shape[:2]
+    off = (head_masks == 0).any(-1)  # (n, L): layers with a knocked-out head
+    starts = torch.where(off.any(-1), off.float().argmax(-1), L - 1)  # (n,) the first such layer
+    work = []
+    for layer in starts.unique().tolist():
+        idx = (starts == layer).nonzero().flatten()
+        work += [(layer, idx[c.start:c.stop]) for c in _chunks(len(idx), T)]
+    out = None
+    for k, (layer, idx) in enumerate(work):
+        b = len(idx)
         sel = torch.zeros(b, T, dtype=torch.bool)
         sel[:, positions] = True  # (b, T)
-        h = model(ids.expand(b, -1), types.expand(b, -1), head_mask=head_masks[rows.start:rows.stop],
-                  rows=sel)  # (b * P, H), row-major: variant, then position
-        out.append(model.mlm_logits(h).log_softmax(-1).view(b, len(positions), -1))  # (b, P, V)
+        h = model(ids.expand(b, -1), types.expand(b, -1), head_mask=head_masks[idx], rows=sel,
+                  start=(layer, states[layer]))  # (b * P, H), row-major: variant, then position
+        r = reduce(model.mlm_logits(h).log_softmax(-1).view(b, len(positions), -1))  # (b, ...)
+        out = r.new_empty((n, *r.shape[1:])) if out is None else out
+        out[idx] = r
         if progress is not None:
-            progress((k + 1) / len(chunks))
-    return torch.cat(out)  # (n, P, V)
+            progress((k + 1) / len(work))
+    return out
 
 
-def _full_top1(m: LoadedModel, ids, types, positions: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+def _full_top1(m: LoadedModel, states, positions: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
     """The unablated model's best token at each [MASK] and its log probability: (P,), (P,)."""
-    ones = torch.ones(1, m.config.num_hidden_layers, m.config.num_attention_heads)
-    lp = _mask_logprobs(m, ids, types, positions, ones)[0]  # (P, V)
+    lp = m.model.mlm_logits(states[-1][0, positions]).log_softmax(-1)  # (P, V)
     top = lp.argmax(-1)  # (P,)
     return top, lp.gather(-1, top[:, None])[:, 0]
 
@@ -109,9 +124,10 @@ def head_importance(m: LoadedModel, text: str, text_pair: str | None = None, *,
     positions = _masks(m, enc, "The sentence")
     L, nh = m.config.num_hidden_layers, m.config.num_attention_heads
     with torch.inference_mode():
-        top, full = _full_top1(m, ids, types, positions)  # (P,), (P,)
-        lp = _mask_logprobs(m, ids, types, positions, one_head_masks(L, nh), progress)  # (L*nh, P, V)
-        ablated = lp.gather(-1, top.expand(L * nh, -1)[..., None])[..., 0]  # (L*nh, P)
+        states = _states(m, ids, types)
+        top, full = _full_top1(m, states, positions)  # (P,), (P,)
+        ablated = _at_masks(m, ids, types, positions, one_head_masks(L, nh), states,
+                            lambda lp: lp[:, torch.arange(len(positions)), top], progress)  # (L*nh, P)
         return (full[None] - ablated).mean(-1).view(L, nh).numpy()
 
 
@@ -141,7 +157,7 @@ def knock_out(m: LoadedModel, text: str, text_pair: str | None = None, heads=(),
     if heads:
         hm[1][tuple(zip(*heads))] = 0.0
     with torch.inference_mode():
-        p = _mask_logprobs(m, ids, types, positions, hm).exp()  # (2, P, V)
+        p = _at_masks(m, ids, types, positions, hm, _states(m, ids, types), lambda lp: lp.exp())  # (2, P, V)
         k = min(int(top_k), p.shape[-1])
         top = p.topk(k, dim=-1).indices  # (2, P, k)
     guesses, top_full, top_without = {}, {}, {}
@@ -186,10 +202,12 @@ def pruning_curve(m: LoadedModel, text: str, text_pair: str | None = None, *,
     hm[torch.arange(n + 1)[:, None] > torch.arange(n)[None, :]] = 0.0  # row k: the first k of the order removed
     hm = hm[:, np.argsort(flat)].view(n + 1, L, nh)  # column j of row k: is head j among the first k removed?
     with torch.inference_mode():
-        top, _ = _full_top1(m, ids, types, positions)  # (P,)
-        lp = _mask_logprobs(m, ids, types, positions, hm, part(0.5, 1.0))  # (n+1, P, V)
-        p = lp.gather(-1, top.expand(n + 1, -1)[..., None])[..., 0].exp()  # (n+1, P)
-        still = (lp.argmax(-1) == top[None]).float()  # (n+1, P)
+        states = _states(m, ids, types)
+        top, _ = _full_top1(m, states, positions)  # (P,)
+        both = _at_masks(m, ids, types, positions, hm, states,  # (n+1, 2, P): log p(top-1), is it still top-1?
+                         lambda lp: torch.stack([lp[:, torch.arange(len(positions)), top],
+                                                 (lp.argmax(-1) == top).float()], 1), part(0.5, 1.0))
+        p, still = both[:, 0].exp(), both[:, 1]  # (n+1, P) each
     return PruningCurve(
         order=[(int(i) // nh, int(i) % nh) for i in flat],
         removed=np.arange(n + 1),
@@ -281,26 +299,23 @@ def patch_activations(m: LoadedModel, clean: str, corrupt: str, target: str, *,
             notes.append(f"The {which} sentence: {e.truncation.message}")
     model = m.model
     L, T = m.config.num_hidden_layers, len(xe)
-    n = (L + 1) * T
     with torch.inference_mode():
         ct = model(c_ids, c_types, trace=True)
         clean_h = torch.cat(ct.hidden_states)  # (L+1, T, H)
         clean_prob = float(model.mlm_logits(clean_h[L, c_mask]).softmax(-1)[tid])
-        corrupt_last = model(x_ids, x_types)[0, x_mask]  # (H,)
-        corrupt_prob = float(model.mlm_logits(corrupt_last).softmax(-1)[tid])
-        layer = torch.arange(n) // T  # (n,) variant i patches hidden state i // T ...
-        position = torch.arange(n) % T  # (n,) ... at position i % T
-        value = clean_h[layer, position]  # (n, H)
-        probs = []
-        chunks = _chunks(n, T)
-        for k, rows in enumerate(chunks):
-            b, r = len(rows), slice(rows.start, rows.stop)
-            patch = Patch(layer[r], position[r], value[r])
-            h = model(x_ids.expand(b, -1), x_types.expand(b, -1), patch=patch)[:, x_mask]  # (b, H)
-            probs.append(model.mlm_logits(h).softmax(-1)[:, tid])  # (b,)
+        x_states = _states(m, x_ids, x_types)  # the corrupt run's: a variant patched at state l resumes there
+        corrupt_prob = float(model.mlm_logits(x_states[L][0, x_mask]).softmax(-1)[tid])
+        work = [(layer, c) for layer in range(L + 1) for c in _chunks(T, T)]
+        grid = torch.empty(L + 1, T)
+        for k, (layer, c) in enumerate(work):
+            b, pos = len(c), torch.arange(c.start, c.stop)  # variants: position t patched at state `layer`
+            patch = Patch(torch.full((b,), layer), pos, clean_h[layer, pos])
+            h = model(x_ids.expand(b, -1), x_types.expand(b, -1), patch=patch,
+                      start=(layer, x_states[layer]))[:, x_mask]  # (b, H)
+            grid[layer, pos] = model.mlm_logits(h).softmax(-1)[:, tid]
             if progress is not None:
-                progress((k + 1) / len(chunks))
-        grid = torch.cat(probs).view(L + 1, T).numpy()
+                progress((k + 1) / len(work))
+        grid = grid.numpy()
     return PatchResult(grid=grid, clean_prob=clean_prob, corrupt_prob=corrupt_prob, tokens=xe.tokens,
                        clean_tokens=ce.tokens, target=tok.id_to_token(tid), target_id=tid, mask_position=x_mask,
                        notes=notes)

@@ -67,7 +67,7 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(config) if add_pooling_layer else None
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, rows=None,
-                causal: bool | None = None, head_mask=None, patch: Patch | None = None):
+                causal: bool | None = None, head_mask=None, patch: Patch | None = None, start=None):
         """Return the last hidden state (B, T, H), or an `EncoderTrace` when `trace` is set.
 
         Two interventions, options of this same pass (so every trace field is the changed model's):
@@ -75,6 +75,9 @@ class BertModel(nn.Module):
         multiplied by head_mask[..., l, h] before `attention.output.dense` (transformers v4's `head_mask`);
         `patch` (a `Patch`) replaces chosen hidden states, one position per batch row. A batch of variants
         (one knocked-out head per row, one patched place per row) runs as one pass.
+        `start` (l, h) resumes the pass at hidden state l = h, (1 or B, T, H), a state an earlier pass of the
+        same input computed (0: the embeddings' output): layers 1..l are not run again, since variants that
+        change nothing before layer l+1 share them (no trace; `input_ids` still gives the shape and mask).
 
         `causal` overrides the config's mask kind (None: `config.is_decoder`): the same weights read
         bidirectionally (BERT) or left to right (GPT), as the BERT vs GPT page shows.
@@ -85,6 +88,8 @@ class BertModel(nn.Module):
         """
         if rows is not None and trace:
             raise ValueError("rows and trace cannot be combined: a trace holds every position")
+        if start is not None and trace:
+            raise ValueError("start and trace cannot be combined: a trace holds every layer")
         if rows is not None and patch is not None:
             raise ValueError("rows and patch cannot be combined: a patch may replace any position of the last layer")
         if token_type_ids is None:
@@ -104,16 +109,23 @@ class BertModel(nn.Module):
             future = torch.ones(t, t, dtype=torch.bool, device=input_ids.device).triu(1)[None, None]  # (1,1,T,T)
             mask = (torch.zeros(future.shape, dtype=dtype, device=input_ids.device) if mask is None else mask)
             mask = mask.masked_fill(future, torch.finfo(dtype).min)
-        x, parts = self.embeddings(input_ids, token_type_ids, parts=trace)
-        x, normed = self.encoder.project_in(x)  # ALBERT: (B, T, E) -> (B, T, H); normed = its input
+        if start is None:
+            first = 0
+            x, parts = self.embeddings(input_ids, token_type_ids, parts=trace)
+            x, normed = self.encoder.project_in(x)  # ALBERT: (B, T, E) -> (B, T, H); normed = its input
+        else:
+            first, x = start
+            x = x.expand(input_ids.shape[0], -1, -1)  # (B, T, H)
         if head_mask is not None:
             head_mask = head_mask.to(x.dtype)
             head_mask = head_mask[None] if head_mask.dim() == 2 else head_mask  # (B or 1, L, nh)
         if patch is not None:
-            x = patch.apply(0, x)
+            x = patch.apply(first, x)
         hidden, attn = [x], []
         last = len(self.encoder.layer) - 1
         for i, block in enumerate(self.encoder.layer):
+            if i < first:  # resumed at hidden state `first`: these layers' outputs were given
+                continue
             x, probs = block(x, mask, need_probs=trace, rows=rows if i == last else None,
                              head_mask=None if head_mask is None else head_mask[:, i])  # (B or 1, nh)
             if patch is not None:
