@@ -9,12 +9,11 @@ bundled MiniLM.
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import numpy as np
 import pytest
 import torch
 from conftest import write_tiny_checkpoint
+from hook_util import hf_logits, knocked_out, patched
 
 import bert_core
 from bert_core.inspect import interventions
@@ -41,42 +40,6 @@ def minilm():
     return m, hf
 
 
-@contextmanager
-def knocked_out(hf, heads):
-    """HF with each (layer, head)'s context slice zeroed before `attention.output.dense`."""
-    hs = hf.config.hidden_size // hf.config.num_attention_heads
-    handles = []
-    for layer, head in heads:
-        def pre(module, args, head=head):
-            ctx = args[0].clone()
-            ctx[..., head * hs:(head + 1) * hs] = 0.0
-            return (ctx, *args[1:])
-        dense = hf.bert.encoder.layer[layer].attention.output.dense
-        handles.append(dense.register_forward_pre_hook(pre))
-    try:
-        yield
-    finally:
-        for h in handles:
-            h.remove()
-
-
-@contextmanager
-def patched(hf, layer, position, value):
-    """HF with hidden state `layer` (0 = the embeddings' output) at `position` replaced by `value`."""
-    module = hf.bert.embeddings if layer == 0 else hf.bert.encoder.layer[layer - 1]
-
-    def hook(mod, args, out):
-        out = out.clone()
-        out[:, position] = value
-        return out
-
-    h = module.register_forward_hook(hook)
-    try:
-        yield
-    finally:
-        h.remove()
-
-
 def hf_run(m, hf, text, pair=None, everything=True):
     """HF's pass over our tokenization of the text: (encoding, output); `everything`: hidden states and maps too."""
     enc = m.tokenizer.encode(text, pair)
@@ -85,15 +48,6 @@ def hf_run(m, hf, text, pair=None, everything=True):
     with torch.inference_mode():
         out = hf(input_ids=ids, token_type_ids=types, output_hidden_states=everything, output_attentions=everything)
     return enc, out
-
-
-def hf_logits(m, hf, text, positions, pair=None):
-    """HF's MLM logits at `positions` only, (P, V): `hf.bert`, then `hf.cls` on those rows (the loops' pass)."""
-    enc = m.tokenizer.encode(text, pair)
-    with torch.inference_mode():
-        h = hf.bert(input_ids=torch.from_numpy(enc.input_ids)[None],
-                    token_type_ids=torch.from_numpy(enc.token_type_ids)[None]).last_hidden_state  # (1, T, H)
-        return hf.cls.predictions(h[0, positions])  # (P, V)
 
 
 @pytest.fixture(autouse=True, scope="module")
