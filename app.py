@@ -21,6 +21,7 @@ PAGES = [
     st.Page("views/predictions.py", title="Predictions", url_path="predictions"),
     st.Page("views/layers.py", title="Layers", url_path="layers"),
     st.Page("views/inside_layer.py", title="Inside a layer", url_path="inside-layer"),
+    st.Page("views/heads.py", title="Heads & patching", url_path="heads"),
     st.Page("views/anatomy.py", title="Model anatomy", url_path="anatomy"),
     st.Page("views/training.py", title="Training", url_path="training"),
     st.Page("views/compare.py", title="Compare", url_path="compare"),

@@ -15,6 +15,15 @@ from .inspect.attribution import attention_rollout, head_stats, salience
 from .inspect.classify import classify
 from .inspect.generation import Generation, generate
 from .inspect.inside_layers import LayerSteps, layer_steps
+from .inspect.interventions import (
+    KnockOut,
+    PatchResult,
+    PruningCurve,
+    head_importance,
+    knock_out,
+    patch_activations,
+    pruning_curve,
+)
 from .inspect.mask_filling import FillResult, PseudoLogLikelihood, fill_masks, pseudo_log_likelihood
 from .inspect.replaced import ReplacedTokens, replaced_token_probs
 from .inspect.residual import (
@@ -31,7 +40,7 @@ from .inspect.token_tasks import AnswerResult, Tagging, answer, tag
 from .model.checkpoint import model_from_state_dict, save_pretrained
 from .model.config import BertConfig
 from .model.counts import param_counts
-from .model.encoder import BertModel, EncoderTrace
+from .model.encoder import BertModel, EncoderTrace, Patch
 from .model.heads import BertForPreTraining
 from .model.loaded import LoadedModel
 from .model.loading import (
@@ -123,6 +132,14 @@ __all__ = [
     "logit_lens",
     "residual_stream",
     "same_word",
+    "KnockOut",
+    "knock_out",
+    "Patch",
+    "PatchResult",
+    "PruningCurve",
+    "head_importance",
+    "patch_activations",
+    "pruning_curve",
     "ClassificationTask",
     "FineTuneConfig",
     "FineTuner",

@@ -45,6 +45,7 @@ class Trace:
     nsp: tuple[float, float] | None  # (p_is_next, p_not_next)
     truncation: Truncation | None = None
     notes: list[str] = field(default_factory=list)
+    ablated: tuple[tuple[int, int], ...] = ()  # (layer, head), 0-based: the heads knocked out in this pass
 
     @property
     def mask_positions(self) -> list[int]:
@@ -61,6 +62,7 @@ def analyze(
     embeddings: bool = True,
     hidden_states: bool = True,
     attentions: bool = True,
+    ablate_heads=(),
 ) -> Trace:
     """Tokenize, run the encoder once in eval mode without gradients, and collect everything.
 
@@ -70,12 +72,17 @@ def analyze(
     A page that needs less can say so: `attentions=False` drops the (L, nh, T, T) maps, 85% of a
     trace (bert-base at 512 tokens: 151 of 178 MB), and those fields are then None. The numbers
     kept are the same fp32 numbers either way (the same forward pass).
+
+    `ablate_heads` [(layer, head), ...] (0-based) knocks those heads out: their context vectors are zeroed
+    before the attention output projection (transformers v4's `head_mask=0`), in the same single pass, so
+    every field of the trace (hidden states, attentions, predictions, NSP) is the ablated model's.
+    Example: analyze(m, "The cat [MASK] on the mat.", ablate_heads=[(0, 3), (5, 11)]).
     """
     if not 1 <= int(top_k) <= 100:
         raise BertCoreError(f"top_k must be between 1 and 100, got {top_k}")
     enc = m.tokenizer.encode(text, text_pair, max_length=m.max_length)
     return analyze_encoding(m, enc, text, text_pair, top_k, predict_positions, embeddings=embeddings,
-                            hidden_states=hidden_states, attentions=attentions)
+                            hidden_states=hidden_states, attentions=attentions, ablate_heads=ablate_heads)
 
 
 def analyze_encoding(
@@ -89,13 +96,19 @@ def analyze_encoding(
     embeddings: bool = True,
     hidden_states: bool = True,
     attentions: bool = True,
+    ablate_heads=(),
 ) -> Trace:
     """`analyze` for an input that is already tokenized (e.g. a masking draw's corrupted ids)."""
     model = m.model
     ids = torch.from_numpy(enc.input_ids).unsqueeze(0)  # (1, T)
     types = torch.from_numpy(enc.token_type_ids).unsqueeze(0)  # (1, T)
+    ablated = check_heads(m, ablate_heads)
+    head_mask = None
+    if ablated:
+        head_mask = torch.ones(m.config.num_hidden_layers, m.config.num_attention_heads)  # (L, nh)
+        head_mask[tuple(zip(*ablated))] = 0.0
     with torch.inference_mode():
-        tr = model(ids, types, trace=True)
+        tr = model(ids, types, trace=True, head_mask=head_mask)
         positions = sorted(set(np.flatnonzero(enc.input_ids == m.tokenizer.mask_token_id).tolist())
                            | set(predict_positions or []))
         predictions: dict[int, list[tuple[str, float]]] = {}
@@ -155,7 +168,27 @@ def analyze_encoding(
         nsp=nsp,
         truncation=enc.truncation,
         notes=notes,
+        ablated=ablated,
     )
+
+
+def check_heads(m: LoadedModel, heads) -> tuple[tuple[int, int], ...]:
+    """(layer, head) pairs, 0-based, checked against the model and sorted, duplicates dropped.
+
+    Example (6 layers x 12 heads): [(5, 0), (0, 3), (0, 3)] -> ((0, 3), (5, 0)); (6, 0) is refused.
+    """
+    L, nh = m.config.num_hidden_layers, m.config.num_attention_heads
+    out = set()
+    for pair in heads or ():
+        try:
+            layer, head = (int(v) for v in pair)
+        except (TypeError, ValueError):
+            raise BertCoreError(f"a head to knock out is a (layer, head) pair of integers, got {pair!r}") from None
+        if not (0 <= layer < L and 0 <= head < nh):
+            raise BertCoreError(f"no head ({layer}, {head}) in this model: layers are 0..{L - 1} and heads "
+                                f"0..{nh - 1} (0-based; the pages show them as 1..{L} and 1..{nh})")
+        out.add((layer, head))
+    return tuple(sorted(out))
 
 
 def _np(x: torch.Tensor) -> np.ndarray:

@@ -4,6 +4,9 @@ Top layer of bert_core: may import every package below it (runs, train, inspect,
 nothing in bert_core imports it. The Lesson page (views/lesson.py, ui/lesson.py) draws what it returns.
 """
 
+from . import heads
 from .questions import QUESTIONS, Question, bert_base_config
+
+QUESTIONS.update(heads.QUESTIONS)  # the knock-out step's question (heads.py reads questions.py, not the reverse)
 
 __all__ = ["QUESTIONS", "Question", "bert_base_config"]

@@ -92,7 +92,13 @@ class BertSelfAttention(nn.Module):
             self.__dict__["_qkv_cache"] = cache
         return cache[1], cache[2]
 
-    def forward(self, x, mask, need_probs: bool = True):
+    def forward(self, x, mask, need_probs: bool = True, head_mask=None):
+        """(B, T, H) -> the heads' context vectors side by side, (B, T, H), and the probabilities (or None).
+
+        `head_mask` (B or 1, nh): each head's context is multiplied by it before the heads are concatenated,
+        so 0 knocks a head out (what transformers v4's `head_mask` did to the probabilities: the same numbers,
+        since the context is probs @ V) and 1 leaves it bit for bit as it was.
+        """
         B, T, H = x.shape
         nh, hs = self.num_attention_heads, self.attention_head_size
         # One matmul for Q, K and V: the same numbers as three Linear calls, fewer passes over x.
@@ -104,6 +110,8 @@ class BertSelfAttention(nn.Module):
             # without materialising the (B, nh, T, T) probabilities. (With dropout it falls back to
             # a math path that makes extra passes over the scores; the lines below make fewer.)
             ctx = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, nh, T, hs)
+            if head_mask is not None:
+                ctx = ctx * head_mask[:, :, None, None]  # (B, nh, T, hs): a knocked-out head's context is 0
             return ctx.transpose(1, 2).reshape(B, T, H), None
         # (Q / sqrt(d_k)) K^T equals Q K^T / sqrt(d_k); scaling Q touches T*d_k numbers, not T*T.
         scores = torch.matmul(q * (hs**-0.5), k.transpose(-1, -2))  # (B, nh, T, T)
@@ -111,6 +119,8 @@ class BertSelfAttention(nn.Module):
             scores = scores + mask  # (B, 1, 1, T): 0 for real tokens, a huge negative for padding
         probs = scores.softmax(dim=-1)  # (B, nh, T, T), each row sums to 1
         ctx = torch.matmul(self.dropout(probs), v)  # (B, nh, T, hs)
+        if head_mask is not None:
+            ctx = ctx * head_mask[:, :, None, None]  # (B, nh, T, hs): a knocked-out head's context is 0
         ctx = ctx.transpose(1, 2).reshape(B, T, H)  # (B, T, H): heads side by side again
         return ctx, (probs if need_probs else None)
 
@@ -158,8 +168,8 @@ class BertAttention(nn.Module):
         self.self = BertSelfAttention(config)
         self.output = BertSelfOutput(config)
 
-    def forward(self, x, mask, need_probs: bool = True, rows=None):
-        ctx, probs = self.self(x, mask, need_probs)
+    def forward(self, x, mask, need_probs: bool = True, rows=None, head_mask=None):
+        ctx, probs = self.self(x, mask, need_probs, head_mask)
         if rows is not None:  # keep only the positions asked for: (N, H)
             ctx, x = ctx[rows], x[rows]
         return self.output(ctx, x), probs
@@ -202,9 +212,12 @@ class BertLayer(nn.Module):
         self.intermediate = BertIntermediate(config)
         self.output = BertOutput(config)
 
-    def forward(self, x, mask, need_probs: bool = True, rows=None):
-        """(B, T, H) -> (B, T, H), or (N, H) at the positions of the (B, T) bool mask `rows`."""
-        a, probs = self.attention(x, mask, need_probs, rows)
+    def forward(self, x, mask, need_probs: bool = True, rows=None, head_mask=None):
+        """(B, T, H) -> (B, T, H), or (N, H) at the positions of the (B, T) bool mask `rows`.
+
+        `head_mask` (B or 1, nh): 0 zeroes that head's context before `attention.output.dense`.
+        """
+        a, probs = self.attention(x, mask, need_probs, rows, head_mask)
         return self.output(self.intermediate(a), a), probs
 
 

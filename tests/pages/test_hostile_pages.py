@@ -14,6 +14,7 @@ PAGES.append("lesson")  # its own sentences get the same list: tests/pages/test_
 PAGES.append("tagging")
 PAGES.append("qa")
 PAGES.append("bert_vs_gpt")
+PAGES.append("heads")
 HOSTILE = {
     "empty": "",
     "whitespace": "   \n\t  ",

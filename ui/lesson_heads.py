@@ -1,0 +1,36 @@
+"""The Lesson's knock-out step view: the head importance of the step's sentence, then the guess without its top head.
+
+Same signature as the views in ui/lesson.py, (cur, text, pair, revealed); it reads the numbers the step's
+question computed (`bert_core.lesson.heads`), from the same shared cache.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import bert_core
+from bert_core.figures.heads import importance_figure, without_head_figure
+from bert_core.lesson import heads as lesson_heads
+from ui.state import model_cached
+from ui.widgets import chart
+
+
+def view_knockout(cur, text, pair, revealed) -> None:
+    """Before the answer: which head matters most (the map); after: the guesses with and without it."""
+    try:
+        imp = model_cached(cur, bert_core.head_importance, text, pair)  # (L, nh), the question's own
+        layer, head = lesson_heads.top_head(imp)
+        ko = model_cached(cur, bert_core.knock_out, text, pair, ((layer, head),))
+    except bert_core.BertCoreError:
+        return  # the step's question has said what to change
+    pos = min(ko.guesses)
+    if not revealed:
+        fig = importance_figure(imp, (layer, head), ko.top_full[pos])
+        chart(fig.update_layout(height=min(fig.layout.height, 380)), "lesson head importance", key="lesson-heads-imp")
+        st.caption(f"Each cell: how much log p(guess) falls when that head alone is knocked out (red: it helps). "
+                   f"The framed cell is layer {layer + 1}, head {head + 1}. The guesses without it appear with the "
+                   "answer.")
+        return
+    tokens, p_full, p_without = ko.guesses[pos]
+    chart(without_head_figure(tokens, p_full, p_without, f"without layer {layer + 1}, head {head + 1}"),
+          "lesson knock out", key="lesson-knockout")
