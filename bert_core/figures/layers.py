@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .attention import token_labels
+from .style import integer_ticks
 
 # Heatmaps with one column per token draw at most this many tokens; token x token maps fewer.
 STREAM_TOKEN_CAP = 256
@@ -105,7 +106,9 @@ def answer_trajectory(rank: np.ndarray, prob: np.ndarray, answer: str, title: st
     fig.add_trace(go.Scatter(x=x, y=np.asarray(rank), mode="lines+markers", name="rank", line=dict(dash="dot"),
                              hovertemplate="%{x}: rank %{y}<extra></extra>"), secondary_y=True)
     fig.update_yaxes(title_text=f"p({esc(answer)})", rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title_text="rank (1 = top)", type="log", autorange="reversed", secondary_y=True)
+    ticks = integer_ticks(int(np.max(rank)) if len(rank) else 1)  # whole ranks, never 3, 8, 3
+    fig.update_yaxes(title_text="rank (1 = top)", type="log", autorange="reversed", tickvals=ticks,
+                     ticktext=[f"{t:,}" for t in ticks], secondary_y=True)
     fig.update_layout(title=title, height=320, margin=MARGIN, legend=dict(orientation="h", y=-0.25))
     return fig
 
