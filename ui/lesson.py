@@ -234,20 +234,29 @@ def view_anatomy(cur, text, pair, revealed) -> None:
         name = "this model"
     df = pd.DataFrame([r for r in rows if r["parameters"]])
     st.caption(f"Parameters of {name}, counted from its config:")
-    df = df.assign(share=df["share"].map("{:.1%}".format), parameters=df["parameters"].map("{:,}".format))
-    _table(df.drop(columns=["formula"]) if presenting() else df)  # a projector has room for the numbers
+    df = df.assign(share=df["share"].map("{:.1%}".format))
+    if presenting():  # a projector has room for the numbers, not the formulas
+        df = df.drop(columns=["formula"]).assign(parameters=df["parameters"].map("{:,}".format))
+    _table(df)
 
 
 def view_pretraining(cur, text, pair, revealed) -> None:
+    if not revealed:  # the curve starts at the answer
+        st.caption("A real pre-training curve appears with the answer.")
+        return
     ex = example_run()
     if ex is None:
         return
     fig = loss_figure(ex.curves, height=300)
-    V = example_vocab_size()
-    fig.add_hline(y=math.log(V), line_dash="dash", annotation_text=f"ln {V:,} = {math.log(V):.2f}")
+    V, mine = example_vocab_size(), cur.model.tokenizer.vocab_size
+    fig.add_hline(y=math.log(V), line_dash="dash", annotation_text=f"ln {V:,} = {math.log(V):.2f}: its start")
+    if mine != V:  # the question's V is the model on screen's
+        fig.add_hline(y=math.log(mine), line_dash="dot", annotation_position="top left",
+                      annotation_text=f"ln {mine:,} = {math.log(mine):.2f}: this model's V")
     _chart(fig, "lesson pretraining", key="lesson-pretrain")
-    st.caption(f"An example: the tiny bundled model ({ex.parameters:,} parameters, its own vocabulary of {V:,} "
-               f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown.")
+    st.caption(f"An example: the tiny bundled model ({ex.parameters:,} parameters, its own vocabulary of V = {V:,} "
+               f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown: it starts at "
+               "ln V, as the question's model would with its own V.")
 
 
 @functools.cache  # a file that ships with the app: read once per process, not on every rerun
@@ -309,10 +318,11 @@ STEPS: list[Step] = [
          "Put “bank” in the same sense twice", "I went to the bank to get money.",
          "Then I went back to the bank to pay.", "embeddings", "Embeddings", view_embeddings,
          r"x_t = \mathrm{LayerNorm}(E_{tok}[id_t] + E_{seg}[s_t] + E_{pos}[t])"),
-    Step("masking", "Masked language modelling: 15%, then 80 / 10 / 10",
-         "To pre-train, each ordinary token is **selected** with p = 15%. A selected token becomes `[MASK]` 80% "
-         "of the time, a **random** token 10%, and stays **unchanged** 10%; the model must recover every "
-         "selected token. The random and kept cases make it check every word, not only the blanks.",
+    Step("masking", "Masked language modelling: choose 15%, then corrupt them",
+         "To pre-train, each ordinary token is **selected** with p = 15%, and the model must recover every "
+         "selected token from what it reads. A selected token is not always replaced by `[MASK]`: some become a "
+         "**random** token and some stay **unchanged**. Below, one draw; the question asks how often each case "
+         "happens.",
          "She wrote the letter to her mother on a rainy Sunday afternoon.", None, "kept_share",
          "A longer sentence", "On a rainy Sunday afternoon she finally wrote the long letter to her old mother "
          "and posted it before the shop closed.", None, "masking", "Masking", view_masking,
@@ -341,9 +351,11 @@ STEPS: list[Step] = [
     Step("nsp", "Next-sentence prediction and [CLS]",
          "BERT was also pre-trained on sentence pairs: half the time B really follows A, half the time it is "
          "a random sentence. The final vector of `[CLS]` (through the pooler) feeds a two-way classifier: "
-         "IsNext or NotNext. That is why `[CLS]` becomes the sentence's summary that fine-tuning reads.",
+         "IsNext or NotNext. Fine-tuning later trains `[CLS]` into the input of a task's classifier; before "
+         "that, a pre-trained `[CLS]` vector is not a good summary of the sentence on its own (for sentence "
+         "similarity, averaged token vectors or a model trained for it do better).",
          "She opened the door of the house.", "The room inside was dark and cold.", "next_sentence",
-         "Swap in a sentence B that does not follow", "She opened the door of the house.",
+         "A B that does not follow", "She opened the door of the house.",
          "Penguins cannot fly but they swim very well.", "predictions", "Predictions", view_nsp),
     Step("layers", "Layer by layer",
          "Each layer adds an attention update and a feed-forward update to every token's vector (the residual "
@@ -365,17 +377,19 @@ STEPS: list[Step] = [
          "Another sentence", "Children like to play in the park after school.", None,
          "training", "Training", view_pretraining, r"\mathcal{L}_{uniform} = -\log \tfrac{1}{V} = \ln V"),
     Step("fine-tuning", "Fine-tuning: classification, tagging, question answering",
-         "Fine-tuning puts a small new head on the pre-trained encoder and trains on labelled examples. A "
-         "**classifier** reads the pooled `[CLS]` vector (one answer per text); a **tagger** for named entities or "
-         "parts of speech reads every token (one label per token, on a word's first piece); **question "
-         "answering** scores every token as the answer's start and its end.",
+         "Fine-tuning puts a small new head on the pre-trained encoder and trains on labelled examples, updating "
+         "**every weight**, the encoder's too (a small learning rate, a few epochs). A **classifier** reads the "
+         "pooled `[CLS]` vector (one answer per text); a **tagger** for named entities or parts of speech reads "
+         "every token (one label per token, on a word's first piece); **question answering** reads the question "
+         "and the passage together as one pair and scores every passage token as the answer's start and its end.",
          "Ada Lovelace worked with Charles Babbage in London.", None, "head_sizes",
          "A longer sentence", "In 1843 Ada Lovelace published the first computer program, written for "
          "Charles Babbage's engine in London.", None, "finetuning", "Fine-tuning", view_fine_tuning),
     Step("bert-vs-gpt", "BERT versus GPT: one mask and one loss",
-         "GPT is the same kind of transformer with one change in attention: token i may only look at tokens "
-         "before it (the causal mask), so it can generate text left to right. BERT sees everything and learns "
-         "from the 15% of tokens it masks; GPT learns from every next token.",
+         "BERT is an **encoder**: every token attends to every other. GPT is a **decoder**: its attention has a "
+         "**causal mask** (token i may only look at tokens up to i), it is trained to predict the next token, and "
+         "so it generates text left to right. BERT learns from the 15% of tokens it masks; GPT from every next "
+         "token.",
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
          "bert-vs-gpt", "BERT vs GPT", view_bert_vs_gpt,
@@ -457,6 +471,18 @@ def page_view(step: Step, m) -> dict[str, int]:
         layer, head = questions.attention_layer_head(m)
         return {"layer": layer + 1, "head": head + 1}
     return {}
+
+
+def built_truth(step: Step, text: str, pair: str | None) -> str | None:
+    """For the NSP step, what the pair on screen really is when the lesson built it: its own pair (B follows A)
+    or its "Try this" pair (B from elsewhere). None for a pair a teacher typed: nobody knows its truth here."""
+    if step.question != "next_sentence" or pair is None:
+        return None
+    if (text, pair) == (step.text, step.pair):
+        return "IsNext (B is the sentence that follows A)."
+    if (text, pair) == (step.try_text, step.try_pair):
+        return "NotNext (B was taken from somewhere else)."
+    return None
 
 
 def full_page_link(step: Step, text: str, pair: str | None, model_param: str | None,

@@ -70,11 +70,15 @@ with left:
             shown = lesson.plain(q.choices[q.answer])
             if guess is None:
                 st.info(f"The model's answer: **{shown}**")
-            elif guess == q.answer:
-                st.success(f"Right: **{shown}**")
+            elif guess == q.answer:  # "right" means: the same as the model, which is not always the truth
+                st.success(f"Right, the same as the model's answer: **{shown}**")
             else:
                 st.error(f"Not this time: the model's answer is **{shown}**")
             st.markdown(lesson.plain(q.reveal))
+            truth = lesson.built_truth(step, text, pair)
+            if truth is not None:
+                st.markdown(f"**The truth, as this pair was built:** {truth}"
+                            + ("" if truth.startswith(q.choices[q.answer]) else " The model got it wrong here."))
 
 with right, st.spinner("Drawing…"):
     step.view(cur, text, pair, revealed)
