@@ -39,7 +39,7 @@ from ui.widgets import chart
 TICK, UNTICKED = ":material/check_box:", ":material/check_box_outline_blank:"  # Streamlit's own icon font
 # The course's checklist; each item is ticked once every step behind it has been visited.
 CHECKLIST = {
-    "the MLM masking strategy (15%, 80 / 10 / 10)": ("masking", "predictions", "both-sides"),
+    "the MLM masking strategy (15%: [MASK], random, kept)": ("masking", "predictions", "both-sides"),
     "next-sentence prediction (NSP)": ("nsp",),
     "token, segment and position embeddings": ("embeddings",),
     "the role of [CLS]": ("nsp", "fine-tuning"),
@@ -355,7 +355,7 @@ STEPS: list[Step] = [
          "that, a pre-trained `[CLS]` vector is not a good summary of the sentence on its own (for sentence "
          "similarity, averaged token vectors or a model trained for it do better).",
          "She opened the door of the house.", "The room inside was dark and cold.", "next_sentence",
-         "A B that does not follow", "She opened the door of the house.",
+         "An unrelated sentence B", "She opened the door of the house.",
          "Penguins cannot fly but they swim very well.", "predictions", "Predictions", view_nsp),
     Step("layers", "Layer by layer",
          "Each layer adds an attention update and a feed-forward update to every token's vector (the residual "

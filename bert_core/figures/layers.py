@@ -58,7 +58,7 @@ def layer_token_heatmap(values: np.ndarray, tokens: list[str], rows: list[str], 
         z=z, x=token_labels(tokens), y=rows, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid,
         colorbar=dict(title=value_name),
         hovertemplate="%{y}, token %{x}<br>" + value_name + " %{z:.3f}<extra></extra>"))
-    fig.update_xaxes(type="category", tickangle=-60)
+    fig.update_xaxes(type="category", tickangle=-60, tickmode="linear", dtick=1)  # every token labelled
     fig.update_yaxes(type="category", autorange="reversed", title_text="layer")
     fig.update_layout(title=title, height=_height(len(rows), 28, 260, 800), margin=MARGIN)
     return fig
@@ -70,8 +70,8 @@ def similarity_heatmap(sim: np.ndarray, tokens: list[str], title: str) -> go.Fig
     fig = go.Figure(go.Heatmap(z=np.asarray(sim), x=labels, y=labels, colorscale="RdBu", zmin=-1, zmax=1,
                                reversescale=True, colorbar=dict(title="cos"),
                                hovertemplate="%{y} · %{x}<br>cos %{z:.3f}<extra></extra>"))
-    fig.update_xaxes(type="category", tickangle=-60)
-    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_xaxes(type="category", tickangle=-60, tickmode="linear", dtick=1)  # every token labelled
+    fig.update_yaxes(type="category", autorange="reversed", tickmode="linear", dtick=1)
     size = _height(len(tokens), 16, 360, 900)
     fig.update_layout(title=title, height=size, margin=MARGIN)
     return fig
