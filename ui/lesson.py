@@ -377,11 +377,10 @@ STEPS: list[Step] = [
          "Another sentence", "Children like to play in the park after school.", None,
          "training", "Training", view_pretraining, r"\mathcal{L}_{uniform} = -\log \tfrac{1}{V} = \ln V"),
     Step("fine-tuning", "Fine-tuning: classification, tagging, question answering",
-         "Fine-tuning puts a small new head on the pre-trained encoder and trains on labelled examples, updating "
-         "**every weight**, the encoder's too (a small learning rate, a few epochs). A **classifier** reads the "
-         "pooled `[CLS]` vector (one answer per text); a **tagger** for named entities or parts of speech reads "
-         "every token (one label per token, on a word's first piece); **question answering** reads the question "
-         "and the passage together as one pair and scores every passage token as the answer's start and its end.",
+         "Fine-tuning puts a small new head on the pre-trained encoder and trains **every weight**, the "
+         "encoder's too, on labelled examples. A **classifier** reads the pooled `[CLS]` vector (one answer per "
+         "text); a **tagger** reads every token (one label per word); **question answering** reads question and "
+         "passage as one pair and scores each passage token as the answer's start and end.",
          "Ada Lovelace worked with Charles Babbage in London.", None, "head_sizes",
          "A longer sentence", "In 1843 Ada Lovelace published the first computer program, written for "
          "Charles Babbage's engine in London.", None, "finetuning", "Fine-tuning", view_fine_tuning),

@@ -28,7 +28,6 @@ lesson.texts_in_url()
 
 if present:
     st.html(lesson.PRESENTER_CSS)
-    lesson.presenter_corner(cur)
 
 st.header(f"Step {k} of {N}: {step.title}")
 if present:
@@ -93,6 +92,7 @@ if present:
     nav[2].caption("Keys: → or Page Down next, ← or Page Up back, space or Enter reveals.")
     lesson.more_keys(k, N, None if q is None or revealed else
                      (token, step.key, guess_key, q.answer))
+    lesson.presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
 else:
     model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \
         else cur.model_key

@@ -376,8 +376,8 @@ def head_sizes(m: LoadedModel, text: str, *, run: Run | None = None) -> Question
         choices=tuple(f"classifier {a}, tagger {b}" for a, b in uniq), answer=0,
         reveal=f"Both heads run on this model: the classifier's logits are ({n_clf},), one score per label for "
                f"the whole sentence; the tagger's are ({T}, {len(NER_LABELS)}) = {n_tag}, one row per token. "
-               "A question-answering head is a tagger with two labels, start and end, run on the question and the "
-               "passage read together as one pair ([CLS] question [SEP] passage [SEP]).")
+               "A question-answering head is a tagger with two labels, start and end, on the pair "
+               "[CLS] question [SEP] passage [SEP].")
 
 
 # ------------------------------------------------------------------------------------- 11. BERT vs GPT
