@@ -2,11 +2,12 @@
 
 import streamlit as st
 
-from ui import housekeeping
+from ui import housekeeping, theme
 from ui.state import sidebar_ui
 from ui.threads import fit_torch_threads
 
 st.set_page_config(page_title="BERT Explorer", page_icon="🔎", layout="wide")
+theme.apply()  # AA contrast where config.toml's theme cannot reach (ui/theme.py)
 fit_torch_threads()  # this run's torch threads: every core when the machine is free, one when busy
 housekeeping.start()  # once per process: gives memory back when the class has left (ui/housekeeping.py)
 housekeeping.note_run()

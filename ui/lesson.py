@@ -24,6 +24,7 @@ from bert_core.figures.embeddings import norms_figure
 from bert_core.figures.layers import answer_trajectory, same_word_figure
 from bert_core.figures.masking import chips_html, legend_html
 from bert_core.figures.predictions import candidates_figure, nsp_figure
+from bert_core.figures.style import projector
 from bert_core.figures.training import loss_figure
 from bert_core.inspect import input_tables
 from bert_core.inspect.anatomy import anatomy_rows
@@ -38,7 +39,7 @@ from ui.widgets import chart
 TICK, UNTICKED = ":material/check_box:", ":material/check_box_outline_blank:"  # Streamlit's own icon font
 # The course's checklist; each item is ticked once every step behind it has been visited.
 CHECKLIST = {
-    "the MLM masking strategy (15%, 80 / 10 / 10)": ("masking", "predictions", "both-sides"),
+    "the MLM masking strategy (15%: [MASK], random, kept)": ("masking", "predictions", "both-sides"),
     "next-sentence prediction (NSP)": ("nsp",),
     "token, segment and position embeddings": ("embeddings",),
     "the role of [CLS]": ("nsp", "fine-tuning"),
@@ -97,6 +98,19 @@ def presenting() -> bool:
     return bool(st.session_state.get("lesson_present"))
 
 
+def _chart(fig, name: str, key: str) -> None:
+    """A step's chart; on a projector every text in it at least 18 px, in dark ink."""
+    chart(projector(fig) if presenting() else fig, name, key=key)
+
+
+def _table(df: pd.DataFrame) -> None:
+    """A step's table, whole: no scrolling inside it (an HTML table on a projector, so its type is large)."""
+    if presenting():
+        st.table(df, hide_index=True)  # hide_index: Streamlit 1.67's st.table
+    else:
+        st.dataframe(df, hide_index=True, height=35 * (len(df) + 1) + 3)  # every row shown, no inner scroll
+
+
 def view_tokens(cur, text, pair, revealed) -> None:
     tok = cur.model.tokenizer
     t = _analysis(cur, text, pair, **questions.PREDICTIONS)
@@ -105,7 +119,7 @@ def view_tokens(cur, text, pair, revealed) -> None:
     if revealed:
         st.html(input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
     else:
-        st.caption(f"{len(t.tokens)} tokens in all, with the special ones. The pieces appear with the answer.")
+        st.caption("The pieces, with the special tokens, appear with the answer.")
 
 
 def view_embeddings(cur, text, pair, revealed) -> None:
@@ -115,11 +129,11 @@ def view_embeddings(cur, text, pair, revealed) -> None:
     if not (revealed and presenting()):  # a projector has room for one chart
         fig = norms_figure(input_tables.token_norms(t.embeddings), input_tables.token_labels(t.tokens),
                            input_tables.EMBEDDING_TITLES, t.token_type_ids)
-        chart(fig.update_layout(height=380), "lesson embeddings", key="lesson-emb")
+        _chart(fig.update_layout(height=380), "lesson embeddings", key="lesson-emb")
     if revealed:
         sw = _cached(cur, same_word, text, pair)
         if sw is not None and sw.words:
-            chart(same_word_figure(sw.words, "The same word twice: cosine of its two vectors, layer by layer"),
+            _chart(same_word_figure(sw.words, "The same word twice: cosine, layer by layer"),
                   "lesson same word", key="lesson-same-word")
 
 
@@ -143,7 +157,7 @@ def view_predictions(cur, text, pair, revealed) -> None:
         return
     if revealed:
         pos = t.mask_positions[0]
-        chart(candidates_figure(t.predictions[pos], f"Top 5 at position {pos}"), "lesson predictions",
+        _chart(candidates_figure(t.predictions[pos], f"Top 5 at position {pos}"), "lesson predictions",
               key="lesson-pred")
     else:
         st.caption("The model's bars appear with the answer.")
@@ -161,11 +175,11 @@ def view_both_sides(cur, text, pair, revealed) -> None:
     t2 = _analysis(cur, left, None, **questions.PREDICTIONS)
     c1, c2 = st.columns(2)
     with c1:
-        chart(candidates_figure(t.predictions[pos], "Both sides"), "lesson both sides", key="lesson-both")
+        _chart(candidates_figure(t.predictions[pos], "Both sides"), "lesson both sides", key="lesson-both")
     if t2 is not None and t2.predictions:
         with c2:
-            chart(candidates_figure(t2.predictions[t2.mask_positions[0]], "Left side only"), "lesson left only",
-                  key="lesson-left")
+            _chart(candidates_figure(t2.predictions[t2.mask_positions[0]], "Left side only"), "lesson left only",
+                   key="lesson-left")
 
 
 def view_attention(cur, text, pair, revealed) -> None:
@@ -176,7 +190,9 @@ def view_attention(cur, text, pair, revealed) -> None:
     if revealed:
         fig = head_heatmap(t.attentions[layer, head], t.tokens, f"Layer {layer + 1}, head {head + 1}")
         fig.update_layout(height=min(fig.layout.height or 420, 420))
-        chart(fig, "lesson attention", key="lesson-attn")
+        if presenting() and len(t.tokens) > 8:  # 18 px numbers do not fit in the cells: hovering shows them
+            fig.update_traces(texttemplate=None)
+        _chart(fig, "lesson attention", key="lesson-attn")
     else:
         st.caption(f"The map of layer {layer + 1}, head {head + 1} appears with the answer (row = the token that "
                    "looks, column = the token looked at).")
@@ -189,7 +205,7 @@ def view_nsp(cur, text, pair, revealed) -> None:
         return
     st.html(input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
     if revealed and t.nsp is not None:
-        chart(nsp_figure(*t.nsp), "lesson nsp", key="lesson-nsp")
+        _chart(nsp_figure(*t.nsp), "lesson nsp", key="lesson-nsp")
 
 
 def view_layers(cur, text, pair, revealed) -> None:
@@ -202,8 +218,8 @@ def view_layers(cur, text, pair, revealed) -> None:
     if lens is None or not lens.mask_positions:
         return
     pos = lens.mask_positions[0]
-    chart(answer_trajectory(lens.final_rank[pos], lens.final_prob[pos], lens.final_token[pos],
-                            f"“{lens.final_token[pos]}” after each layer"), "lesson lens", key="lesson-lens")
+    _chart(answer_trajectory(lens.final_rank[pos], lens.final_prob[pos], lens.final_token[pos],
+                             f"“{lens.final_token[pos]}” after each layer"), "lesson lens", key="lesson-lens")
 
 
 def view_anatomy(cur, text, pair, revealed) -> None:
@@ -218,19 +234,29 @@ def view_anatomy(cur, text, pair, revealed) -> None:
         name = "this model"
     df = pd.DataFrame([r for r in rows if r["parameters"]])
     st.caption(f"Parameters of {name}, counted from its config:")
-    st.dataframe(df.assign(share=df["share"].map("{:.1%}".format)), hide_index=True, height=300)
+    df = df.assign(share=df["share"].map("{:.1%}".format))
+    if presenting():  # a projector has room for the numbers, not the formulas
+        df = df.drop(columns=["formula"]).assign(parameters=df["parameters"].map("{:,}".format))
+    _table(df)
 
 
 def view_pretraining(cur, text, pair, revealed) -> None:
+    if not revealed:  # the curve starts at the answer
+        st.caption("A real pre-training curve appears with the answer.")
+        return
     ex = example_run()
     if ex is None:
         return
     fig = loss_figure(ex.curves, height=300)
-    V = example_vocab_size()
-    fig.add_hline(y=math.log(V), line_dash="dash", annotation_text=f"ln {V:,} = {math.log(V):.2f}")
-    chart(fig, "lesson pretraining", key="lesson-pretrain")
-    st.caption(f"An example: the tiny bundled model ({ex.parameters:,} parameters, its own vocabulary of {V:,} "
-               f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown.")
+    V, mine = example_vocab_size(), cur.model.tokenizer.vocab_size
+    fig.add_hline(y=math.log(V), line_dash="dash", annotation_text=f"ln {V:,} = {math.log(V):.2f}: its start")
+    if mine != V:  # the question's V is the model on screen's
+        fig.add_hline(y=math.log(mine), line_dash="dot", annotation_position="top left",
+                      annotation_text=f"ln {mine:,} = {math.log(mine):.2f}: this model's V")
+    _chart(fig, "lesson pretraining", key="lesson-pretrain")
+    st.caption(f"An example: the tiny bundled model ({ex.parameters:,} parameters, its own vocabulary of V = {V:,} "
+               f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown: it starts at "
+               "ln V, as the question's model would with its own V.")
 
 
 @functools.cache  # a file that ships with the app: read once per process, not on every rerun
@@ -247,12 +273,13 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
     if shapes is None:
         return
     T, n_clf, n_tag = shapes
-    st.dataframe(pd.DataFrame([
+    _table(pd.DataFrame([
         {"head": "sentence classifier", "reads": "the pooled [CLS] vector", "outputs": f"({n_clf},)"},
         {"head": "tagger (NER, part of speech)", "reads": "every token's final vector",
          "outputs": f"({T}, {n_tag // max(T, 1)})"},
-        {"head": "question answering", "reads": "every token's final vector", "outputs": f"({T}, 2): start, end"},
-    ]), hide_index=True)
+        {"head": "question answering", "reads": "question and passage as one pair: [CLS] Q [SEP] P [SEP], "
+                                                "every token's final vector", "outputs": f"({T}, 2): start, end"},
+    ]))
 
 
 def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
@@ -268,7 +295,7 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
         fig.update_traces(showscale=False, texttemplate=None)
         fig.update_layout(height=360, margin=dict(l=10, r=10, t=60, b=10), xaxis_title=None, yaxis_title=None)
         with col:
-            chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
+            _chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
     st.caption(f"Layer {layer + 1}, head {head + 1} of this model on your sentence, once with each mask (the same "
                "weights): under GPT's causal mask every weight above the diagonal is exactly 0, so token i can use "
                "only the tokens before it.")
@@ -291,10 +318,11 @@ STEPS: list[Step] = [
          "Put “bank” in the same sense twice", "I went to the bank to get money.",
          "Then I went back to the bank to pay.", "embeddings", "Embeddings", view_embeddings,
          r"x_t = \mathrm{LayerNorm}(E_{tok}[id_t] + E_{seg}[s_t] + E_{pos}[t])"),
-    Step("masking", "Masked language modelling: 15%, then 80 / 10 / 10",
-         "To pre-train, each ordinary token is **selected** with p = 15%. A selected token becomes `[MASK]` 80% "
-         "of the time, a **random** token 10%, and stays **unchanged** 10%; the model must recover every "
-         "selected token. The random and kept cases make it check every word, not only the blanks.",
+    Step("masking", "Masked language modelling: choose 15%, then corrupt them",
+         "To pre-train, each ordinary token is **selected** with p = 15%, and the model must recover every "
+         "selected token from what it reads. A selected token is not always replaced by `[MASK]`: some become a "
+         "**random** token and some stay **unchanged**. Below, one draw; the question asks how often each case "
+         "happens.",
          "She wrote the letter to her mother on a rainy Sunday afternoon.", None, "kept_share",
          "A longer sentence", "On a rainy Sunday afternoon she finally wrote the long letter to her old mother "
          "and posted it before the shop closed.", None, "masking", "Masking", view_masking,
@@ -323,9 +351,11 @@ STEPS: list[Step] = [
     Step("nsp", "Next-sentence prediction and [CLS]",
          "BERT was also pre-trained on sentence pairs: half the time B really follows A, half the time it is "
          "a random sentence. The final vector of `[CLS]` (through the pooler) feeds a two-way classifier: "
-         "IsNext or NotNext. That is why `[CLS]` becomes the sentence's summary that fine-tuning reads.",
+         "IsNext or NotNext. Fine-tuning later trains `[CLS]` into the input of a task's classifier; before "
+         "that, a pre-trained `[CLS]` vector is not a good summary of the sentence on its own (for sentence "
+         "similarity, averaged token vectors or a model trained for it do better).",
          "She opened the door of the house.", "The room inside was dark and cold.", "next_sentence",
-         "Swap in a sentence B that does not follow", "She opened the door of the house.",
+         "An unrelated sentence B", "She opened the door of the house.",
          "Penguins cannot fly but they swim very well.", "predictions", "Predictions", view_nsp),
     Step("layers", "Layer by layer",
          "Each layer adds an attention update and a feed-forward update to every token's vector (the residual "
@@ -347,17 +377,18 @@ STEPS: list[Step] = [
          "Another sentence", "Children like to play in the park after school.", None,
          "training", "Training", view_pretraining, r"\mathcal{L}_{uniform} = -\log \tfrac{1}{V} = \ln V"),
     Step("fine-tuning", "Fine-tuning: classification, tagging, question answering",
-         "Fine-tuning puts a small new head on the pre-trained encoder and trains on labelled examples. A "
-         "**classifier** reads the pooled `[CLS]` vector (one answer per text); a **tagger** for named entities or "
-         "parts of speech reads every token (one label per token, on a word's first piece); **question "
-         "answering** scores every token as the answer's start and its end.",
+         "Fine-tuning puts a small new head on the pre-trained encoder and trains **every weight**, the "
+         "encoder's too, on labelled examples. A **classifier** reads the pooled `[CLS]` vector (one answer per "
+         "text); a **tagger** reads every token (one label per word); **question answering** reads question and "
+         "passage as one pair and scores each passage token as the answer's start and end.",
          "Ada Lovelace worked with Charles Babbage in London.", None, "head_sizes",
          "A longer sentence", "In 1843 Ada Lovelace published the first computer program, written for "
          "Charles Babbage's engine in London.", None, "finetuning", "Fine-tuning", view_fine_tuning),
     Step("bert-vs-gpt", "BERT versus GPT: one mask and one loss",
-         "GPT is the same kind of transformer with one change in attention: token i may only look at tokens "
-         "before it (the causal mask), so it can generate text left to right. BERT sees everything and learns "
-         "from the 15% of tokens it masks; GPT learns from every next token.",
+         "BERT is an **encoder**: every token attends to every other. GPT is a **decoder**: its attention has a "
+         "**causal mask** (token i may only look at tokens up to i), it is trained to predict the next token, and "
+         "so it generates text left to right. BERT learns from the 15% of tokens it masks; GPT from every next "
+         "token.",
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
          "bert-vs-gpt", "BERT vs GPT", view_bert_vs_gpt,
@@ -439,6 +470,18 @@ def page_view(step: Step, m) -> dict[str, int]:
         layer, head = questions.attention_layer_head(m)
         return {"layer": layer + 1, "head": head + 1}
     return {}
+
+
+def built_truth(step: Step, text: str, pair: str | None) -> str | None:
+    """For the NSP step, what the pair on screen really is when the lesson built it: its own pair (B follows A)
+    or its "Try this" pair (B from elsewhere). None for a pair a teacher typed: nobody knows its truth here."""
+    if step.question != "next_sentence" or pair is None:
+        return None
+    if (text, pair) == (step.text, step.pair):
+        return "IsNext (B is the sentence that follows A)."
+    if (text, pair) == (step.try_text, step.try_pair):
+        return "NotNext (B was taken from somewhere else)."
+    return None
 
 
 def full_page_link(step: Step, text: str, pair: str | None, model_param: str | None,
@@ -603,7 +646,10 @@ div[data-testid="stMainBlockContainer"], .block-container {padding: 0.6rem 1.5re
 [data-testid="stMain"] .katex {font-size: 24px !important;}
 div[data-testid="stVerticalBlock"] {gap: 0.45rem !important;}
 .st-key-lesson_keys {display: none !important;}
-.st-key-lesson_corner {position: fixed; bottom: 0.2rem; right: 1rem; z-index: 100; width: auto !important;
+[data-testid="stMain"] button kbd {color: inherit !important; opacity: 1 !important;}  /* AA on a red button */
+[data-testid="stMain"] [data-testid="stTable"] td, [data-testid="stMain"] [data-testid="stTable"] th
+  {font-size: 18px !important; padding: 0.2rem 0.5rem !important;}
+.st-key-lesson_corner {position: fixed; bottom: 0.2rem; right: 2.5rem; z-index: 100; width: max-content !important;
   flex-direction: row !important; align-items: center; gap: 0.8rem !important; background: #ffffff;
   white-space: nowrap;}
 .st-key-lesson_corner p, .st-key-lesson_corner button p {font-size: 18px !important;}

@@ -174,9 +174,10 @@ def _load_with_progress(name: str) -> bert_core.LoadedModel:
     """Load a shared model, showing progress only the first time (a hub download can take minutes)."""
     if name in _READY:
         return shared_model(name)
-    with st.status(f"Loading {name}…", expanded=False) as status:
+    box = st.empty()  # the box goes once the model is there: it would sit over slide 1 of the Lesson
+    with box.status(f"Loading {name}…", expanded=False):
         m = shared_model(name)
-        status.update(label=f"Loaded {name}", state="complete")
+    box.empty()
     _READY.add(name)
     return m
 
@@ -243,6 +244,19 @@ def _resolve_model(name: str) -> tuple[bert_core.LoadedModel | None, str]:
         except bert_core.BertCoreError as e2:
             st.error(f"No model could be loaded: {e2}")
             return None, ""
+
+
+def page_text(cur: Current, own: str) -> str:
+    """The text a page works on: the sidebar's when the user typed one, else the page's own example.
+
+    The sidebar's default sentence has a [MASK], which suits Predictions but not every page: Masking would
+    draw it as a special token, Tagging cut it into "[ MASK ]" and tag it. A page whose task needs another
+    sentence opens on its own (and says so); any text the user typed wins.
+    """
+    if cur.text != DEFAULT_TEXT:
+        return cur.text
+    st.caption(f"This page opens on its own example, “{own}”: type your own text in the sidebar to use it here.")
+    return own
 
 
 def require_current() -> Current:

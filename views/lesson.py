@@ -29,7 +29,6 @@ lesson.texts_in_url()
 
 if present:
     st.html(lesson.PRESENTER_CSS)
-    lesson.presenter_corner(cur)
 
 st.header(f"Step {k} of {N}: {step.title}")
 if present:
@@ -72,11 +71,15 @@ with left:
             shown = lesson.plain(q.choices[q.answer])
             if guess is None:
                 st.info(f"The model's answer: **{shown}**")
-            elif guess == q.answer:
-                st.success(f"Right: **{shown}**")
+            elif guess == q.answer:  # "right" means: the same as the model, which is not always the truth
+                st.success(f"Right, the same as the model's answer: **{shown}**")
             else:
                 st.error(f"Not this time: the model's answer is **{shown}**")
             st.markdown(lesson.plain(q.reveal))
+            truth = lesson.built_truth(step, text, pair)
+            if truth is not None:
+                st.markdown(f"**The truth, as this pair was built:** {truth}"
+                            + ("" if truth.startswith(q.choices[q.answer]) else " The model got it wrong here."))
 
 with right, st.spinner("Drawing…"):
     step.view(cur, text, pair, revealed)
@@ -91,6 +94,7 @@ if present:
     nav[2].caption("Keys: → or Page Down next, ← or Page Up back, space or Enter reveals.")
     lesson.more_keys(k, N, None if q is None or revealed else
                      (token, step.key, guess_key, q.answer))
+    lesson.presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
 else:
     model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \
         else cur.model_key

@@ -7,7 +7,7 @@ import bert_core
 from bert_core.figures.masking import chips_html, legend_html, position_figure, rates_figure
 from bert_core.inspect.masking_view import draw_loss, draw_rows, masking_draw, masking_stats, stats_rows
 from ui import callbacks
-from ui.state import require_current
+from ui.state import page_text, require_current
 from ui.widgets import chart, table
 
 cur = require_current()
@@ -41,6 +41,8 @@ st.caption(
 if "mask_draw" not in st.session_state:
     st.session_state["mask_draw"] = st.session_state.get("mask_draw_n", 1)
 
+# The sidebar's default sentence has a typed [MASK], which masking would only show as a special token.
+text = page_text(cur, "She wrote the letter to her mother on a rainy Sunday afternoon.")
 c1, c2, c3, c4 = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
 p = c1.slider("Mask probability p", 0.0, 1.0, 0.15, 0.01, key="mask_p",
               help="Chance that each ordinary token is selected (BERT uses 0.15).")
@@ -52,7 +54,7 @@ st.session_state["mask_draw_n"] = int(draw)
 c4.button("Draw again", key="mask_draw_again", on_click=callbacks.next_draw, width="stretch")
 
 try:
-    view = masking_draw(cur.model, cur.text, cur.text_pair, seed=cur.seed, draw=int(draw),
+    view = masking_draw(cur.model, text, cur.text_pair, seed=cur.seed, draw=int(draw),
                         mlm_probability=p, whole_word=whole_word)
 except bert_core.BertCoreError as e:
     st.warning(str(e))
@@ -100,7 +102,7 @@ st.markdown(
 )
 n = st.number_input("Number of draws N", min_value=100, max_value=20000, value=1000, step=100, key="mask_n")
 with st.spinner(f"Drawing {int(n):,} maskings…"):
-    stats = masking_stats(cur.model, cur.text, cur.text_pair, seed=cur.seed, n_draws=int(n),
+    stats = masking_stats(cur.model, text, cur.text_pair, seed=cur.seed, n_draws=int(n),
                           mlm_probability=p, whole_word=whole_word)
 if stats.counts["eligible"] == 0:
     st.info("This input has no ordinary tokens to select.")

@@ -102,7 +102,7 @@ def settings_ui(locked: bool) -> tuple[int, str, FineTuneConfig]:
     else:
         st.caption(f"{task.description} {len(task.train):,} training and {len(task.valid):,} validation questions. "
                    f"Example: *{html.escape(example.question)}* → **{html.escape(example.answer_text)}**.")
-    cols = st.columns([3, 2, 2, 2, 1, 1])
+    cols = st.columns([3, 2, 2, 2, 1.3, 1.3])  # 1.3: "16" in the batch box, not "1("
     n = cols[1].select_slider("Training questions", SIZES, value=SIZES[0], key="qa_n", disabled=locked,
                               format_func="{:,}".format)
     base, freeze, lr, epochs, batch = new_head_settings(

@@ -25,7 +25,7 @@ from bert_core.train.tagging import (
 )
 from bert_core.train.token_finetuning import TAGGING_MAX_LEN
 from ui.finetune_ui import head_run_ui, new_head_bases, new_head_settings, pick_ready, ready_models, run_status
-from ui.state import require_current
+from ui.state import page_text, require_current
 from ui.widgets import chart, run_buttons, run_controls, table
 
 BUILTIN, UPLOAD, PASTE = "Built-in: Brown part of speech", "Upload a CoNLL file", "Paste CoNLL"
@@ -34,6 +34,7 @@ EXAMPLE_CONLL = "EU\tB-ORG\nrejects\tO\nGerman\tB-MISC\ncall\tO\n\nPeter\tB-PER\
 SESSION_TAGGER = "your fine-tuned tagger (this session)"
 
 cur = require_current()
+TAG_EXAMPLE = "Ada Lovelace wrote the first program for Charles Babbage's engine in London."
 ts: FineTuneSession = st.session_state.setdefault("tg_session", FineTuneSession())
 
 st.header("Tagging")
@@ -55,7 +56,7 @@ if ts.notice:  # the server dropped this idle run to make room: say so once
 def tag_ui() -> None:
     """The sidebar's text, each word coloured by its label, and the probability table per token."""
     st.subheader("Tag the sidebar's text")
-    text = cur.text
+    text = page_text(cur, TAG_EXAMPLE)  # the sidebar's default [MASK] would be cut into "[ MASK ]" and tagged
     if not text.strip():
         st.warning("The sidebar's text is empty: type a sentence there to tag it.")
         return

@@ -106,8 +106,11 @@ def head_heatmap(matrix: np.ndarray, tokens: list[str], title: str = "", zmax: f
          "zmax": _top(z, zmax), "colorscale": COLORSCALE, "colorbar": {"title": {"text": "weight"}},
          "texttemplate": "%{z:.2f}" if small else None},
         title, side,
-        xaxis={"type": "category", "title": {"text": "key (attended to)"}, "side": "top", "tickangle": -60},
+        # dtick 1: every token labelled (plotly's own ticks skip every other one past ~25 tokens).
+        xaxis={"type": "category", "title": {"text": "key (attended to)"}, "side": "top", "tickangle": -60,
+               "tickmode": "linear", "dtick": 1},
         yaxis={"type": "category", "title": {"text": "query (attending)"}, "autorange": "reversed",
+               "tickmode": "linear", "dtick": 1,
                "scaleanchor": "x", "constrain": "domain"})
 
 

@@ -8,6 +8,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .style import log_ticks
+
 SEGMENT_COLORS = ("#4c78a8", "#f58518")  # sentence A, sentence B
 PART_COLORS = {"word": "#4c78a8", "segment": "#f58518", "position": "#54a24b", "sum": "#b279a2",
                "normed": "#e45756"}
@@ -61,8 +63,13 @@ def norms_figure(norms: dict[str, np.ndarray], labels: list[str], titles: dict[s
         if len(b):
             fig.add_vrect(x0=b[0] - 0.5, x1=b[-1] + 0.5, fillcolor=SEGMENT_COLORS[1], opacity=0.12, line_width=0,
                           annotation_text="sentence B", annotation_position="bottom left")
-    # Log scale: LayerNorm's output is ~sqrt(H) long, the looked-up rows often far shorter.
-    fig.update_layout(title="L2 norm per token (log scale)", yaxis_title="L2 norm", yaxis_type="log", yaxis_dtick="D2",
+    # Log scale: LayerNorm's output is ~sqrt(H) long, the looked-up rows often far shorter. Each tick says its own
+    # value (0.5, 1, 2, 5): plotly's "D2" ticks print 5 for 0.5, so a 0.53 segment row read as larger than a 2.
+    vals = np.concatenate([np.asarray(v, dtype=np.float64).ravel() for v in norms.values()]) if norms else np.ones(1)
+    vals = vals[vals > 0]
+    ticks, labels_ = log_ticks(float(vals.min()) if len(vals) else 1.0, float(vals.max()) if len(vals) else 1.0)
+    fig.update_yaxes(tickvals=ticks, ticktext=labels_)
+    fig.update_layout(title="L2 norm per token (log scale)", yaxis_title="L2 norm", yaxis_type="log",
                       height=420, xaxis_type="category", legend=dict(orientation="h", yanchor="top", y=-0.3),
                       margin=dict(l=40, r=20, t=50, b=40))
     return fig

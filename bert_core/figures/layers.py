@@ -13,6 +13,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from .attention import token_labels
+from .style import integer_ticks
 
 # Heatmaps with one column per token draw at most this many tokens; token x token maps fewer.
 STREAM_TOKEN_CAP = 256
@@ -57,7 +58,7 @@ def layer_token_heatmap(values: np.ndarray, tokens: list[str], rows: list[str], 
         z=z, x=token_labels(tokens), y=rows, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid,
         colorbar=dict(title=value_name),
         hovertemplate="%{y}, token %{x}<br>" + value_name + " %{z:.3f}<extra></extra>"))
-    fig.update_xaxes(type="category", tickangle=-60)
+    fig.update_xaxes(type="category", tickangle=-60, tickmode="linear", dtick=1)  # every token labelled
     fig.update_yaxes(type="category", autorange="reversed", title_text="layer")
     fig.update_layout(title=title, height=_height(len(rows), 28, 260, 800), margin=MARGIN)
     return fig
@@ -69,8 +70,8 @@ def similarity_heatmap(sim: np.ndarray, tokens: list[str], title: str) -> go.Fig
     fig = go.Figure(go.Heatmap(z=np.asarray(sim), x=labels, y=labels, colorscale="RdBu", zmin=-1, zmax=1,
                                reversescale=True, colorbar=dict(title="cos"),
                                hovertemplate="%{y} · %{x}<br>cos %{z:.3f}<extra></extra>"))
-    fig.update_xaxes(type="category", tickangle=-60)
-    fig.update_yaxes(type="category", autorange="reversed")
+    fig.update_xaxes(type="category", tickangle=-60, tickmode="linear", dtick=1)  # every token labelled
+    fig.update_yaxes(type="category", autorange="reversed", tickmode="linear", dtick=1)
     size = _height(len(tokens), 16, 360, 900)
     fig.update_layout(title=title, height=size, margin=MARGIN)
     return fig
@@ -105,7 +106,9 @@ def answer_trajectory(rank: np.ndarray, prob: np.ndarray, answer: str, title: st
     fig.add_trace(go.Scatter(x=x, y=np.asarray(rank), mode="lines+markers", name="rank", line=dict(dash="dot"),
                              hovertemplate="%{x}: rank %{y}<extra></extra>"), secondary_y=True)
     fig.update_yaxes(title_text=f"p({esc(answer)})", rangemode="tozero", secondary_y=False)
-    fig.update_yaxes(title_text="rank (1 = top)", type="log", autorange="reversed", secondary_y=True)
+    ticks = integer_ticks(int(np.max(rank)) if len(rank) else 1)  # whole ranks, never 3, 8, 3
+    fig.update_yaxes(title_text="rank (1 = top)", type="log", autorange="reversed", tickvals=ticks,
+                     ticktext=[f"{t:,}" for t in ticks], secondary_y=True)
     fig.update_layout(title=title, height=320, margin=MARGIN, legend=dict(orientation="h", y=-0.25))
     return fig
 

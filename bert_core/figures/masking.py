@@ -32,7 +32,7 @@ def _chip(top: str, bottom: str, kind: str, title: str) -> str:
     return (f'<span title="{html.escape(title)}" style="display:inline-block;margin:2px;padding:2px 6px;'
             f'border-radius:6px;background:{KIND_COLORS[kind]};color:#111;font-family:monospace;'
             f'text-align:center;line-height:1.2">{html.escape(top)}'
-            f'<br><span style="font-size:0.75em;color:#444">{html.escape(bottom) or "&nbsp;"}</span></span>')
+            f'<br><span style="font-size:0.75em;color:#222">{html.escape(bottom) or "&nbsp;"}</span></span>')
 
 
 def chips_html(tokens: list[str], read: list[str], kinds: list[str]) -> str:

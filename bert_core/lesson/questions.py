@@ -150,7 +150,11 @@ def kept_share(m: LoadedModel, text: str, text_pair: str | None = None, seed: in
                "what share of the selected tokens does the model read unchanged?",
         choices=tuple(name for name, _ in KEPT_CHOICES), answer=_nearest([v for _, v in KEPT_CHOICES], kept),
         reveal=f"{sel:,} tokens were selected in {n_draws:,} draws: {masked:.1%} became [MASK], {rnd:.1%} a "
-               f"random token and {kept:.1%} stayed unchanged (the rule is 80 / 10 / 10).")
+               f"random token and {kept:.1%} stayed unchanged (the rule is 80 / 10 / 10). The paper's reason: "
+               "[MASK] never occurs when the model is fine-tuned or used, so a model that only ever predicted at "
+               "[MASK] would learn nothing useful about the words it actually reads. With some selected tokens "
+               "random and some left as they are, it cannot tell which words are corrupted and must build a good "
+               "vector for every one.")
 
 
 # ----------------------------------------------------------------------------------- 4. predictions
@@ -202,6 +206,7 @@ def attention_target(m: LoadedModel, text: str, text_pair: str | None = None, *,
     # The last word's first piece: the query row the question reads.
     q = min(i for i in words if t.word_ids[i] == t.word_ids[words[-1]])
     layer, head = attention_layer_head(m)
+    special = [s is None for s in t.word_ids]  # [CLS], [SEP] (and padding): no word of the text
     row = t.attentions[layer, head, q]  # (T,)
     best = int(row.argmax())
     order = [int(i) for i in np.argsort(-row)]
@@ -218,7 +223,10 @@ def attention_target(m: LoadedModel, text: str, text_pair: str | None = None, *,
         prompt=f"In layer {layer + 1}, head {head + 1}, which token does “{t.tokens[q]}” (position {q}) "
                "give the most attention to?",
         choices=labels, answer=picks.index(best),
-        reveal="Its largest weights: " + ", ".join(f"{t.tokens[i]} ({i}) {row[i]:.1%}" for i in order[:3]) + ".")
+        reveal="Its largest weights: " + ", ".join(f"{t.tokens[i]} ({i}) {row[i]:.1%}" for i in order[:3]) + "."
+               + (f" Many heads park most of their attention on {t.tokens[best]} when they have nothing useful to "
+                  "read (a sink): a large weight there means the head is idle for this token, not that "
+                  f"{t.tokens[best]} matters to it." if special[best] else ""))
 
 
 # --------------------------------------------------------------------------------------- 6. NSP / [CLS]
@@ -239,9 +247,11 @@ def next_sentence(m: LoadedModel, text: str, text_pair: str | None, *, run: Run 
     t = (run or direct(m))(analyze, text, text_pair, **PREDICTIONS)
     p_next, p_not = t.nsp
     return Question(
-        prompt="From the final [CLS] vector, the NSP head decides: does sentence B really follow sentence A?",
+        prompt="From the final [CLS] vector, the NSP head decides: does the model take sentence B to follow "
+               "sentence A? Guess what the model says.",
         choices=("IsNext", "NotNext"), answer=0 if p_next >= p_not else 1,
-        reveal=f"p(IsNext) = {p_next:.1%}, p(NotNext) = {p_not:.1%}.")
+        reveal=f"The NSP head: p(IsNext) = {p_next:.1%}, p(NotNext) = {p_not:.1%}. That is the model's verdict, "
+               "not the truth: a pre-trained head is often wrong.")
 
 
 # ---------------------------------------------------------------------------------------- 7. layers
@@ -314,16 +324,17 @@ def untrained_loss(m: LoadedModel, text: str, seed: int = 0, repeats: int = 20) 
 
 def initial_loss(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = None) -> Question:
     """What is the MLM loss of a model that has learned nothing? (measured: about ln V)"""
-    V = m.tokenizer.vocab_size
-    loss, n = (run or direct(m))(untrained_loss, text, seed=seed)
+    V, repeats = m.tokenizer.vocab_size, 20
+    loss, n = (run or direct(m))(untrained_loss, text, seed=seed, repeats=repeats)
     values = (math.log(2), 1.0, math.log(V), float(V))
-    choices = (f"about {values[0]:.2f} (ln 2)", "about 1", f"about {values[2]:.1f} (ln V)", f"about {V:,} (V)")
+    choices = (f"about {values[0]:.2f}", "about 1", f"about {values[2]:.1f}", f"about {V:,}")
     return Question(
-        prompt=f"Before any training a model spreads its guess over all V = {V:,} pieces. What is its "
-               "masked-LM loss (cross-entropy in nats) at a masked token?",
+        prompt=f"Before any training a model spreads its guess over all V = {V:,} pieces of this model's "
+               "vocabulary. What is its masked-LM loss (cross-entropy in nats) at a masked token?",
         choices=choices, answer=_nearest(list(values), loss, log=True),
-        reveal=f"A freshly initialised model with this tokenizer, on {n} masked tokens of your sentence: "
-               f"loss {loss:.2f}; ln V = {math.log(V):.2f}. Training pushes it down from there.")
+        reveal=f"A freshly initialised model with this tokenizer, on {repeats} masked copies of your sentence "
+               f"({n} masked tokens in all): loss {loss:.2f}, close to ln V = ln {V:,} = {math.log(V):.2f}: a "
+               "uniform guess gives each piece 1/V, and −ln(1/V) = ln V. Training pushes it down from there.")
 
 
 # ------------------------------------------------------------------------------------- 10. fine-tuning
@@ -365,26 +376,33 @@ def head_sizes(m: LoadedModel, text: str, *, run: Run | None = None) -> Question
         choices=tuple(f"classifier {a}, tagger {b}" for a, b in uniq), answer=0,
         reveal=f"Both heads run on this model: the classifier's logits are ({n_clf},), one score per label for "
                f"the whole sentence; the tagger's are ({T}, {len(NER_LABELS)}) = {n_tag}, one row per token. "
-               "A question-answering head is a tagger with two labels: start and end.")
+               "A question-answering head is a tagger with two labels, start and end, on the pair "
+               "[CLS] question [SEP] passage [SEP].")
 
 
 # ------------------------------------------------------------------------------------- 11. BERT vs GPT
 def learning_signal(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = None) -> Question:
     """How many positions does each objective learn from in one pass over this sentence?"""
     t = (run or direct(m))(loss_targets, text, seed)  # the BERT vs GPT page's own numbers
-    T, mlm, clm, rtd = len(t.tokens), int(t.mlm.sum()), sum(x is not None for x in t.clm_target), int(t.rtd.sum())
+    T, mlm, rtd = len(t.tokens), int(t.mlm.sum()), int(t.rtd.sum())
+    # GPT reads the text without BERT's [CLS] and [SEP]: every piece but the last has a next one to predict.
+    n = sum(tok not in m.tokenizer.specials.values() for tok in t.tokens)
+    clm = max(n - 1, 0)
     combos = []
-    for c in ((mlm, clm), (clm, mlm), (mlm, mlm), (T, T)):
+    for c in ((mlm, clm), (clm, mlm), (mlm, mlm), (n, n)):
         if c not in combos:
             combos.append(c)
     order = sorted(range(len(combos)), key=lambda i: combos[i])
     choices = tuple(f"BERT {combos[i][0]}, GPT {combos[i][1]}" for i in order)
     return Question(
-        prompt=f"Your sentence is {T} tokens. In one pass (seed {seed}), on how many positions is BERT's "
-               "masked-LM loss computed, and on how many GPT's next-token loss?",
+        prompt=f"Your sentence is {n} pieces ({T} tokens with BERT's [CLS] and [SEP]; GPT has neither). In one "
+               f"pass (seed {seed}), on how many positions is BERT's masked-LM loss computed, and on how many "
+               "GPT's next-token loss?",
         choices=choices, answer=order.index(0),
         reveal=f"BERT: the {mlm} position{'s' * (mlm != 1)} this draw selected (15% of the ordinary tokens); "
-               f"GPT: {clm}, every token that has a next one. ELECTRA grades all {rtd} as real or replaced.")
+               f"GPT: {clm}, every piece that has a next one. A third objective, ELECTRA's replaced-token "
+               "detection (on the BERT vs GPT page), learns from every position: a small generator fills the "
+               f"masks and the model judges each of its {rtd} input tokens, original or replaced.")
 
 
 # Each question: its function and which of the step's inputs it reads.

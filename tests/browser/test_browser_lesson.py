@@ -57,6 +57,16 @@ def main_scrolls(pg) -> tuple[int, int]:
                                         return [e.scrollHeight, e.clientHeight]; }"""))
 
 
+def chart_text_below(pg, px: float) -> list[tuple[float, str]]:
+    """Every drawn text of the main area's charts (ticks, titles, legends, annotations, cell numbers) smaller
+    than `px`, with its size."""
+    return pg.evaluate("""(px) => Array.from(
+        document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot svg text'))
+        .filter(t => t.textContent.trim() && t.getBBox().width > 0)
+        .map(t => [parseFloat(getComputedStyle(t).fontSize), t.textContent.slice(0, 30)])
+        .filter(([size]) => size < px)""", px)
+
+
 def test_presenter_mode_walks_every_step_with_the_keyboard(page):
     m = bert_core.load_model()
     page.goto(page.base + "/lesson?present=1", wait_until="domcontentloaded")
@@ -78,6 +88,8 @@ def test_presenter_mode_walks_every_step_with_the_keyboard(page):
         alert = page.locator('[data-testid="stAlert"]').first.inner_text()
         assert "The model's answer" in alert and q.choices[q.answer] in alert, (i, alert, q.choices[q.answer])
         page.wait_for_timeout(1500)  # charts draw after the script has finished
+        small = chart_text_below(page, 18)
+        assert not small, f"step {i}: chart text under 18 px on a projector: {small[:5]}"
         scroll, height = main_scrolls(page)
         assert scroll <= height + 1, f"step {i}: the main area scrolls ({scroll} px of content in {height} px)"
         assert f"step={i}" in page.url

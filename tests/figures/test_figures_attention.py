@@ -227,8 +227,10 @@ def test_head_heatmap_equals_the_step_by_step_build():
                                texttemplate="%{z:.2f}"))
     ref.update_layout(title={"text": "t"}, height=int(min(max(18 * T + 160, 420), 900)),
                       margin={"l": 10, "r": 10, "t": 50, "b": 10})
-    ref.update_xaxes(type="category", title={"text": "key (attended to)"}, side="top", tickangle=-60)
-    ref.update_yaxes(type="category", title={"text": "query (attending)"}, autorange="reversed",
+    ref.update_xaxes(type="category", title={"text": "key (attended to)"}, side="top", tickangle=-60,
+                     tickmode="linear", dtick=1)  # every token labelled
+    ref.update_yaxes(type="category", title={"text": "query (attending)"}, autorange="reversed", tickmode="linear",
+                     dtick=1,
                      scaleanchor="x", constrain="domain")
     assert _plain(fa.head_heatmap(z, TOKENS, "t").to_dict()) == _plain(ref.to_dict())
 

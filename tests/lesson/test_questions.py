@@ -166,7 +166,9 @@ def test_initial_loss_is_a_plain_cross_entropy_of_the_fresh_model(m):
     assert n == int(sel.sum()) and loss == pytest.approx(plain, abs=1e-5)
     assert abs(loss - math.log(m.tokenizer.vocab_size)) < 0.5  # a model that knows nothing: about ln V
     q = Q.initial_loss(m, text)
-    assert "ln V" in q.choices[q.answer]
+    assert q.choices[q.answer] == f"about {math.log(m.tokenizer.vocab_size):.1f}"
+    assert "ln V" not in " ".join(q.choices)  # no choice names itself the right one
+    assert f"{n} masked tokens in all" in q.reveal
 
 
 def test_head_sizes_are_transformers_head_shapes(m, hf_tok):
@@ -190,13 +192,15 @@ def test_learning_signal_counts_each_objectives_labels(m, hf_tok):
     enc = hf_tok(text)
     T = len(enc["input_ids"])
     assert len(t.tokens) == T
-    # GPT (transformers' BertLMHeadModel shifts labels by one): every token but the first is a target.
-    clm = sum(x is not None for x in t.clm_target)
-    assert clm == T - 1
+    # GPT reads the pieces alone (no [CLS] / [SEP]); shifted by one, as transformers' causal LMs shift their
+    # labels, every piece but the first is a target.
+    n = len(hf_tok(text, add_special_tokens=False)["input_ids"])
+    clm = n - 1
     mlm = int(t.mlm.sum())
     assert 0 < mlm < T - 2
     q = Q.learning_signal(m, text)
-    assert q.choices[q.answer] == f"BERT {mlm}, GPT {clm}" and f"all {T} as real or replaced" in q.reveal
+    assert q.choices[q.answer] == f"BERT {mlm}, GPT {clm}", (q.choices, q.answer)
+    assert f"each of its {T} input tokens" in q.reveal and "ELECTRA" in q.reveal
 
 
 def test_the_lesson_draws_the_bert_vs_gpt_pages_maps_which_are_transformers_attention(m, hf, hf_tok):

@@ -223,3 +223,63 @@ def test_a_bad_sentence_gets_one_message_not_two():
             messages = [x.value for x in (*at.info, *at.warning, *at.error)]
             reads_text = "text" in lesson.QUESTION_INPUTS[lesson.STEPS[i - 1].question]
             assert len(messages) == (1 if reads_text else 0), (i, name, messages)
+
+
+def texts(at: AppTest) -> str:
+    """Every text the page shows (markdown, captions, alerts), the guess's options aside."""
+    return " ".join(e.value for group in (at.markdown, at.caption, at.info, at.success, at.error) for e in group)
+
+
+def test_no_answer_shows_before_the_reveal():
+    step = {s.key: i for i, s in enumerate(lesson.STEPS, start=1)}
+    at = open_lesson({"step": str(step["tokens"])})
+    assert "tokens in all" not in texts(at)  # the count would give step 1's answer away
+    at = open_lesson({"step": str(step["masking"])})
+    assert "10%" not in texts(at) and "80 / 10 / 10" not in texts(at) + at.header[0].value
+    at = open_lesson({"step": str(step["pretraining"])})
+    assert not at.get("plotly_chart") and "ln V" not in texts(at)  # the curve starts at the answer
+    at.radio[0].set_value(2).run()
+    at.button(key="lesson_reveal").click().run()
+    assert at.get("plotly_chart") and "paper" not in texts(at)
+    at = open_lesson({"step": str(step["masking"])})
+    at.radio[0].set_value(1).run()
+    at.button(key="lesson_reveal").click().run()
+    assert lesson.plain("The paper's reason") in texts(at) and lesson.plain("fine-tuned") in texts(at)
+
+
+def test_nsp_says_right_means_the_model_and_shows_the_truth_of_a_built_pair():
+    m = bert_core.load_model()
+    k = next(i for i, s in enumerate(lesson.STEPS, start=1) if s.question == "next_sentence")
+    s = lesson.STEPS[k - 1]
+    at = open_lesson({"step": str(k)})
+    at.button(key="lesson_try").click().run()  # the lesson's own NotNext pair
+    q = QUESTIONS["next_sentence"](m, s.try_text, s.try_pair)
+    at.radio[0].set_value(q.answer).run()
+    at.button(key="lesson_reveal").click().run()
+    assert_ok(at)
+    assert at.success and at.success[0].value.startswith("Right, the same as the model's answer")
+    truth = next(md.value for md in at.markdown if "The truth, as this pair was built" in md.value)
+    assert "NotNext" in truth
+    assert ("The model got it wrong here" in truth) == (q.choices[q.answer] == "IsNext")
+    # A pair the teacher typed: its truth is unknown here, so none is claimed.
+    at = open_lesson({"step": str(k), f"b{k}": "Something else entirely."})
+    at.radio[0].set_value(0).run()
+    at.button(key="lesson_reveal").click().run()
+    assert not any("The truth" in md.value for md in at.markdown)
+
+
+def test_presenter_mode_names_the_model_and_has_a_way_out():
+    at = open_lesson({"present": "1", "step": "3"})
+    m = bert_core.load_model()
+    c = m.config
+    corner = " ".join(md.value for md in at.markdown)
+    assert f"{c.num_hidden_layers} layers × {c.hidden_size} wide" in corner
+    n = sum(p.numel() for p in m.model.parameters())
+    assert f"{n / 1e6:.1f}M parameters" in corner
+    assert at.button(key="lesson_next").proto.shortcut == "right"  # Streamlit's own key, not an iframe's
+    assert at.button(key="lesson_reveal").proto.shortcut == "space"
+    at.button(key="lesson_exit").click().run()
+    assert_ok(at)
+    assert "present" not in at.query_params and at.query_params["step"] == "3"
+    assert at.toggle(key="lesson_present").value is False and at.text_input  # the normal page, boxes and all
+    assert not at.button(key="lesson_next").proto.shortcut  # no keys outside presenter mode

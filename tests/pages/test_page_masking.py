@@ -18,7 +18,12 @@ def test_default_input():
     assert at.subheader[0].value == "Seed 0, draw 1"
     df = draw_table(at)
     assert df["token"].tolist()[0] == "[CLS]" and df["outcome"].iloc[0] == "special"
-    assert (df.loc[df["token"] == "[MASK]", "outcome"] == "special").all()  # a typed [MASK] is never picked
+    # The sidebar's default [MASK] sentence would show only a special token here: the page opens on its own.
+    assert "[MASK]" not in df["token"].tolist() and any("opens on its own example" in c.value for c in at.caption)
+    at.sidebar.text_area(key="text").set_value("The [MASK] sat.").run()  # a text the user typed wins
+    df = draw_table(at)
+    assert (df.loc[df["token"] == "[MASK]", "outcome"] == "special").all() and "[MASK]" in df["token"].tolist()
+    assert not any("opens on its own example" in c.value for c in at.caption)
     assert "word id" not in df.columns
     assert len(at.get("plotly_chart")) == 2  # rates and per-position frequency
     assert any("background:" in md.value for md in at.markdown)  # the chips

@@ -1,0 +1,83 @@
+"""WCAG AA colour contrast on every page, in normal mode and (the Lesson) presenter mode, checked by axe-core's
+`color-contrast` rule in a real chromium; and the Lesson's attention step opens the Attention page on the layer and
+head it names."""
+
+from __future__ import annotations
+
+import re
+import urllib.parse
+
+import pytest
+import test_browser
+from appserver import ROOT
+from test_browser_lesson import page, press, settle  # noqa: F401  (page: the same fixture)
+
+import bert_core
+from bert_core.lesson.questions import attention_layer_head
+from ui import lesson
+
+pytestmark = pytest.mark.browser
+
+AXE = (ROOT / "tests" / "browser" / "vendor" / "axe.min.js").read_text()
+server = test_browser.server
+
+# Every page of the app, by url_path; the Lesson in both modes, at a step with a chart and a caption.
+PAGES = ["lesson?step=2", "lesson?present=1&step=6", "tokenization", "embeddings", "masking", "attention",
+         "predictions", "layers", "inside-layer", "anatomy", "training", "compare", "bert-vs-gpt", "finetuning",
+         "tagging", "question-answering", "similarity"]
+
+
+def contrast_failures(pg) -> list[str]:
+    """axe-core's colour-contrast violations on the page as it is now: one line per element."""
+    if not pg.evaluate("() => typeof window.axe !== 'undefined'"):
+        pg.add_script_tag(content=AXE)
+    return pg.evaluate("""async () => {
+        const r = await axe.run(document, {runOnly: {type: 'rule', values: ['color-contrast']}});
+        return r.violations.flatMap(v => v.nodes.map(n =>
+            n.target.join(' ') + ' :: ' + n.any.map(a => a.message).join('; ')));
+    }""")
+
+
+def test_axe_core_is_the_pinned_release():
+    assert AXE.startswith("/*! axe v4.14.1")
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_no_colour_contrast_failure(page, path):  # noqa: F811
+    page.goto(f"{page.base}/{path}", wait_until="domcontentloaded")
+    settle(page, timeout=240)
+    page.wait_for_timeout(1500)  # charts and iframes draw after the script
+    bad = contrast_failures(page)
+    if "present=1" in path:  # and once more with the answer shown (alerts, tables, charts)
+        press(page, " ")
+        page.wait_for_timeout(1500)
+        bad += contrast_failures(page)
+    assert not bad, "\n".join(bad)
+
+
+def test_lesson_attention_link_opens_the_same_layer_and_head(page):  # noqa: F811
+    """Step 6 names layer l, head h; its link opens the Attention page on layer l, head h (titles, selectors)."""
+    k = next(i for i, s in enumerate(lesson.STEPS, 1) if s.question == "attention_target")
+    layer, head = (i + 1 for i in attention_layer_head(bert_core.load_model()))
+    page.goto(f"{page.base}/lesson?step={k}", wait_until="domcontentloaded")
+    settle(page)
+    main = page.locator('[data-testid="stMain"]')
+    assert f"layer {layer}, head {head}" in main.inner_text()  # the step's own words
+    link = main.locator("a", has_text="Open the full Attention page")
+    assert f"at layer {layer}, head {head}" in link.inner_text()
+    href = link.get_attribute("href")
+    q = urllib.parse.parse_qs(urllib.parse.urlparse(href).query)
+    assert q["layer"] == [str(layer)] and q["head"] == [str(head)], href
+    page.goto(urllib.parse.urljoin(page.base + "/", href), wait_until="domcontentloaded")  # as the link opens it
+    settle(page, timeout=240)
+    page.wait_for_timeout(1500)
+    assert page.locator("h2").first.inner_text().startswith("Attention")
+    picked = [page.locator(f".st-key-{key} input").input_value() for key in ("attn_layer", "attn_head")]
+    assert picked == [str(layer), str(head)], picked
+    titles = page.locator(".js-plotly-plot .gtitle").evaluate_all("ts => ts.map(t => t.textContent)")
+    assert f"Layer {layer}, head {head}" in titles, titles
+    assert any(t.startswith(f"Layer {layer}: all") for t in titles), titles
+    assert re.search(r"Layers are numbered 1–\d+ \(layer 0 = the embeddings' output\); heads 1–\d+",
+                     page.locator('[data-testid="stMain"]').inner_text())
+    assert f"layer={layer}" in page.url and f"head={head}" in page.url
+    assert not page.errors, page.errors

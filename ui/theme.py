@@ -1,0 +1,18 @@
+"""What .streamlit/config.toml's [theme] cannot say: style rules every page gets (WCAG AA contrast, legibility).
+
+Streamlit draws a caption at 60% opacity of the text colour and a code span in its own green: a code span
+inside a caption ends up green at 60%, 3:1 on white, whatever the theme's colours. Inside a caption, code
+takes the caption's colour (4.8:1 with the theme's text colour), set apart by its monospace and background.
+A text box's character counter sits inside its bottom edge: the text stops short of it.
+"""
+
+import streamlit as st
+
+CSS = """<style>
+[data-testid="stCaptionContainer"] code {color: inherit !important;}
+[data-testid="stTextArea"] textarea {padding-bottom: 1.5rem !important;}  /* clear of the character counter */
+</style>"""
+
+
+def apply() -> None:
+    st.html(CSS)
