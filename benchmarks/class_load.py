@@ -8,6 +8,7 @@ Starts `streamlit run app.py` (or N of them behind HAProxy with deploy/haproxy.c
 redis-server as BERT_EXPLORER_CLASS_STORE, as deploy/serve.sh does) and drives it with
 benchmarks/load.py's websocket Client, the way browsers do, fragment timers included:
 
+0. Warm-up: each step the class will see is shown once per process (a teacher rehearsing).
 1. Without a class: N students open the Lesson and sit on it (their page open, nothing ticking);
    the servers' RSS is read ("no class").
 2. A teacher opens the Lesson and presses "Start a class"; the same N students open the join link
@@ -112,6 +113,14 @@ def header(run) -> tuple[str | None, float]:
 async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) -> dict:
     rnd = random.Random(seed)
     problems: list[str] = []
+    # 0. Each process shows each step once (a teacher rehearsing the lesson): the measured step changes are
+    # then what a class sees, not the first computation of a step on a cold process.
+    for k in range(1, questions + 2):
+        for _ in pids:  # new browsers go round-robin: one visit per process
+            c = Client(base, ping_timeout=None)
+            await c.connect()
+            problems += [f"warm-up step {k}: {p}" for p in problems_of(await c.rerun("lesson", query=f"step={k}"))]
+            await c.close()
     # 1. N students on the Lesson without a class.
     students = [Client(base, ping_timeout=None) for _ in range(n)]
     for c in students:
