@@ -8,6 +8,7 @@ Starts `streamlit run app.py` (or N of them behind HAProxy with deploy/haproxy.c
 redis-server as BERT_EXPLORER_CLASS_STORE, as deploy/serve.sh does) and drives it with
 benchmarks/load.py's websocket Client, the way browsers do, fragment timers included:
 
+0. Warm-up: each step the class will see is shown once per process (a teacher rehearsing).
 1. Without a class: N students open the Lesson and sit on it (their page open, nothing ticking);
    the servers' RSS is read ("no class").
 2. A teacher opens the Lesson and presses "Start a class"; the same N students open the join link
@@ -46,7 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from appserver import app_server, proxied_app_servers, redis_server  # noqa: E402
-from load import Client, pct, problems_of  # noqa: E402
+from load import Client, cpu_seconds, pct, problems_of  # noqa: E402
 from memory import rss_mb  # noqa: E402
 
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
@@ -61,6 +62,7 @@ class Ticker:
         self.stop = False
         self.on_run = None  # callback(run, finished_at) after every rerun
         self.radios: dict[str, list[str]] = {}  # radio key -> its option labels (a radio's value is its label)
+        self.ticks: list[float] = []  # seconds per timer tick (a fragment rerun), sent to finished
 
     async def rerun(self, **kw):
         async with self.lock:
@@ -85,9 +87,15 @@ class Ticker:
                 if self.stop:
                     return
                 try:
-                    await self.rerun(fragment=fid, timeout=120)
+                    run = await self.rerun(fragment=fid, timeout=120)
+                    if run is not None:
+                        self.ticks.append(run.seconds)
                 except TimeoutError:
                     self.problems.append(f"{self.name}: a tick got no answer in 120 s")
+
+
+def say(msg: str) -> None:
+    print(time.strftime("%H:%M:%S"), msg, flush=True)
 
 
 def texts(run) -> list[str]:
@@ -105,16 +113,25 @@ def header(run) -> tuple[str | None, float]:
 async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) -> dict:
     rnd = random.Random(seed)
     problems: list[str] = []
+    # 0. Each process shows each step once (a teacher rehearsing the lesson): the measured step changes are
+    # then what a class sees, not the first computation of a step on a cold process.
+    for k in range(1, questions + 2):
+        for _ in pids:  # new browsers go round-robin: one visit per process
+            c = Client(base, ping_timeout=None)
+            await c.connect()
+            problems += [f"warm-up step {k}: {p}" for p in problems_of(await c.rerun("lesson", query=f"step={k}"))]
+            await c.close()
     # 1. N students on the Lesson without a class.
-    students = [Client(base) for _ in range(n)]
+    students = [Client(base, ping_timeout=None) for _ in range(n)]
     for c in students:
         await c.connect()
     await asyncio.gather(*(c.rerun("lesson") for c in students))
     await asyncio.sleep(3)
     rss_before = [rss_mb(p) for p in pids]
+    say(f"{n} students on the Lesson, no class: RSS {rss_before} MB")
 
     # 2. The teacher starts a class; an idle second class runs beside it (nothing of it may reach the first).
-    teacher, other = Client(base), Client(base)
+    teacher, other = Client(base, ping_timeout=None), Client(base, ping_timeout=None)
     for c in (teacher, other):
         await c.connect()
         await c.rerun("lesson")
@@ -144,8 +161,10 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
         tk.on_run = on_run
         tickers.append(tk)
     tasks = [asyncio.create_task(tk.tick_forever()) for tk in tickers]
+    cpu0, wall0 = sum(map(cpu_seconds, pids)), time.monotonic()
+    say(f"class {code}: {n} students joined")
 
-    votes_sent, vote_lat, step_lat, drawn_lat, reveals_right = [], [], [], [], 0
+    votes_sent, vote_lat, step_lat, drawn_lat, reveals_right, per_step = [], [], [], [], 0, []
     try:
         for qn in range(questions):
             step = qn + 1
@@ -177,6 +196,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
                 at = next((a for a, cnt in shown if a >= s and cnt >= r), None)
                 vote_lat.append(at - s if at else float("inf"))
             votes_sent.append((len(sends), shown[-1][1] if shown else 0))
+            say(f"step {step}: {votes_sent[-1][0]} votes sent, {votes_sent[-1][1]} on the projector")
             await t.rerun(widgets={"class_split": True})
             await asyncio.sleep(1.0)
             await t.rerun(widgets={"lesson_reveal": True})
@@ -189,8 +209,11 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
                 await asyncio.sleep(0.1)
             step_lat += [seen_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
             drawn_lat += [drawn_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
+            per_step.append((step + 1, pct(step_lat[-n:], 50), pct(step_lat[-n:], 95)))
+            say(f"step {step + 1} on the students' screens: p50 {per_step[-1][1]:.2f} s, p95 {per_step[-1][2]:.2f} s")
         await asyncio.sleep(2)
         rss_after = [rss_mb(p) for p in pids]
+        cores = (sum(map(cpu_seconds, pids)) - cpu0) / (time.monotonic() - wall0)
     finally:
         for tk in tickers:
             tk.stop = True
@@ -201,7 +224,8 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
     leaks = [i for i, c in enumerate(students) if other_code.encode() in c.received]
     own = [i for i, c in enumerate(students) if code.encode() not in c.received]
     return {"code": code, "rss_before": rss_before, "rss_after": rss_after, "vote_lat": vote_lat,
-            "step_lat": step_lat, "drawn_lat": drawn_lat, "votes": votes_sent, "problems": problems, "leaks": leaks,
+            "step_lat": step_lat, "drawn_lat": drawn_lat, "cores": cores, "per_step": per_step,
+            "ticks": [x for tk in tickers for x in tk.ticks], "votes": votes_sent, "problems": problems, "leaks": leaks,
             "own_missing": own,
             "reveals_seen": reveals_right, "backends": sorted({c.backend_ws for c in students if c.backend_ws})}
 
@@ -257,6 +281,8 @@ def main() -> None:
     print(f"  ... until the student's page has finished drawing the new step, s: p50 {pct(r['drawn_lat'], 50):.2f} "
           f"p95 {pct(r['drawn_lat'], 95):.2f} max {max(r['drawn_lat']):.2f}")
     print(f"votes sent / counted on the projector per question: {r['votes']}")
+    print(f"timer ticks (fragment reruns, all clients), s: p50 {pct(r['ticks'], 50):.3f} p95 {pct(r['ticks'], 95):.3f} "
+          f"(n={len(r['ticks'])}); server CPU during the class: {r['cores']:.2f} cores busy (of {os.cpu_count()})")
     for i, (b, af) in enumerate(zip(r["rss_before"], r["rss_after"])):
         print(f"process {i + 1} RSS: {b:.0f} MB with {a.students} students and no class -> {af:.0f} MB with the "
               f"class: +{af - b:.0f} MB (target <= 100)")

@@ -86,8 +86,9 @@ class Run:
 class Client:
     """One browser session over Streamlit's websocket."""
 
-    def __init__(self, base: str):
+    def __init__(self, base: str, ping_timeout: float | None = 20):
         self.base = base
+        self.ping_timeout = ping_timeout  # websockets' default; None: never drop a slow server (a busy machine)
         self.url = base.replace("http", "ws", 1) + "/_stcore/stream"
         self.backend_http: str | None = None  # the process behind a proxy that served the page (X-Served-By)
         self.backend_ws: str | None = None  # ... and the one that took the websocket: must be the same
@@ -112,6 +113,7 @@ class Client:
 
         self.backend_http, cookie = await asyncio.to_thread(load_page)
         self.ws = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None,
+                                          ping_timeout=self.ping_timeout,
                                           additional_headers={"Cookie": cookie} if cookie else None)
         self.backend_ws = self.ws.response.headers.get("X-Served-By")
         self._reader = asyncio.create_task(self._read())

@@ -85,7 +85,7 @@ def follow() -> Live | None:
                 st.session_state.pop(SECRET, None)
             else:
                 store().view(url_code)  # a plain join link: the class must exist; the panel asks for a nickname
-                st.session_state["class_join_code"] = url_code
+                st.session_state["class_link_code"] = url_code  # the join box shows it
                 q.pop("teacher", None)
                 q.pop("me", None)
         except ClassError as e:
@@ -265,7 +265,8 @@ def panel(live: Live | None, present: bool, side) -> None:
             st.button("Start a class", key="class_start", on_click=start, width="stretch",
                       help="Students join from their own devices with a code; they follow your step and sentence, "
                            "vote on each question, and see the model's answer when you reveal it.")
-            st.text_input("Class code", key="class_join_code", max_chars=12, placeholder="e.g. K7QM2X")
+            st.text_input("Class code", value=st.session_state.get("class_link_code", ""), key="class_join_code",
+                          max_chars=12, placeholder="e.g. K7QM2X")
             st.text_input("Nickname (optional)", key="class_nick", max_chars=classroom.codes.MAX_NICKNAME,
                           help="Shown only to the teacher, in the end-of-lesson table. Leave it empty to stay "
                                "anonymous.")

@@ -47,12 +47,19 @@ def tab(browser, base: str, size=(1280, 900)):
     return pg
 
 
+def split_chart(pg):
+    """The class's split (a plotly chart titled "The class's guesses"), beside the step's own charts."""
+    return pg.locator('[data-testid="stPlotlyChart"]').filter(has=pg.locator(".gtitle", has_text="The class's guesses"))
+
+
 def header_is(pg, step: int, timeout: float = 30_000) -> None:
     pg.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {step} of')",
                          timeout=timeout)
 
 
 def test_a_teacher_and_three_students(server, browser):
+    from playwright.sync_api import expect
+
     m = bert_core.load_model()
     teacher = tab(browser, server)
     teacher.goto(server + "/lesson", wait_until="domcontentloaded")
@@ -70,14 +77,14 @@ def test_a_teacher_and_three_students(server, browser):
         if i == 0:  # by the link
             pg.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
             settle(pg)
-            assert pg.get_by_label("Class code").input_value() == code
+            expect(pg.get_by_role("textbox", name="Class code")).to_have_value(code, timeout=30_000)
         else:  # by the code, typed the way people type it
             pg.goto(server + "/lesson", wait_until="domcontentloaded")
             settle(pg)
-            pg.get_by_label("Class code").fill(f"{code[:3].lower()} {code[3:]}")
-            pg.get_by_label("Class code").press("Enter")
-        pg.get_by_label("Nickname (optional)").fill(f"<b>student {i}</b>")
-        pg.get_by_label("Nickname (optional)").press("Enter")
+            pg.get_by_role("textbox", name="Class code").fill(f"{code[:3].lower()} {code[3:]}")
+            pg.get_by_role("textbox", name="Class code").press("Enter")
+        pg.get_by_role("textbox", name="Nickname (optional)").fill(f"<b>student {i}</b>")
+        pg.get_by_role("textbox", name="Nickname (optional)").press("Enter")
         settle(pg)
         pg.get_by_role("button", name="Join the class").click()
         pg.wait_for_url(re.compile(rf"class={code}.*me=|me=.*class={code}"))
@@ -102,21 +109,19 @@ def test_a_teacher_and_three_students(server, browser):
     q = fn(m, *args, **kwargs)
     for pg, choice in zip(students, (q.answer, q.answer, (q.answer + 1) % len(q.choices))):
         pg.bring_to_front()
-        pg.locator('[data-testid="stRadio"] label').nth(choice).click()
+        pg.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(choice).click()
         pg.wait_for_selector("text=Your vote:", timeout=30_000)
     teacher.bring_to_front()
     teacher.wait_for_selector("text=3 of 3 students have answered.", timeout=30_000)
-    assert teacher.locator('[data-testid="stPlotlyChart"]').count() == 0
+    assert split_chart(teacher).count() == 0  # the step's own chart only, until the teacher asks
     teacher.get_by_role("button", name="Show the class's split").click()
-    teacher.wait_for_selector('[data-testid="stPlotlyChart"]', timeout=30_000)
+    split_chart(teacher).wait_for(timeout=30_000)
     teacher.wait_for_timeout(1500)
-    bars = teacher.evaluate("() => [...document.querySelectorAll('[data-testid=\"stPlotlyChart\"] .bars text')]"
-                            ".map(e => e.textContent)")
+    bars = split_chart(teacher).locator(".bars text").all_text_contents()
     assert sorted(int(b) for b in bars if b.strip()) == [1, 2], bars
     teacher.screenshot(path=str(OUT / "class_projector_split.png"))
     for pg in students:  # no split and no answer on the students' devices before the reveal
-        assert pg.locator('[data-testid="stPlotlyChart"]').count() == 0 and "model's answer is" not in pg.inner_text(
-            "body")
+        assert split_chart(pg).count() == 0 and "model's answer is" not in pg.inner_text("body")
     teacher.keyboard.press(" ")  # space reveals, as in presenter mode without a class
     teacher.wait_for_selector("text=The model's answer", timeout=30_000)
     shown = q.choices[q.answer]
@@ -125,6 +130,7 @@ def test_a_teacher_and_three_students(server, browser):
         pg.wait_for_selector('[data-testid="stAlert"]', timeout=30_000)
         alert = pg.locator('[data-testid="stAlert"]').first.inner_text()
         assert shown in alert and (("Right" in alert) == (i < 2)), (i, alert, shown)
+        split_chart(pg).wait_for(timeout=30_000)  # the split beside the answer
         assert pg.locator('[data-testid="stException"]').count() == 0
         assert not pg.errors, pg.errors
     students[2].screenshot(path=str(OUT / "class_student_reveal.png"))
