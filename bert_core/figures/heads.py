@@ -61,8 +61,9 @@ def without_head_figure(tokens: list[str], p_full: list[float], p_ablated: list[
         go.Bar(name=_esc(label), x=[_esc(t) for t in tokens], y=[p_abl.get(t) for t in tokens],
                marker_color="#d62728", hovertemplate="%{x}: %{y:.3f}<extra>" + _esc(label) + "</extra>"),
     ])
-    fig.update_layout(barmode="group", yaxis_title="probability", height=320, margin=dict(l=10, r=10, t=40, b=10),
-                      title="The guesses with and without the head", legend=dict(orientation="h", y=1.12))
+    fig.update_layout(barmode="group", yaxis_title="probability", height=340, margin=dict(l=10, r=10, t=60, b=10),
+                      title="The guesses with and without the head",
+                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1.0, xanchor="right"))
     return fig
 
 
