@@ -278,3 +278,36 @@ def test_patch_rows_outside_the_batch_run_unpatched(tiny):
     assert torch.allclose(tr.hidden_states[-1][0], plain.hidden_states[-1][0], atol=1e-6)  # row 0: no patch
     assert torch.equal(tr.hidden_states[1][1, 2], torch.ones(H))  # row 1: layer 1's output at token 2
     assert not torch.equal(tr.hidden_states[-1][1], plain.hidden_states[-1][0])
+
+
+def test_a_pass_resumed_at_a_hidden_state_is_the_whole_pass(tiny):
+    m, _ = tiny
+    enc = m.tokenizer.encode("the cat [MASK] on the mat.", "he went to the store.")
+    ids, types = torch.from_numpy(enc.input_ids)[None], torch.from_numpy(enc.token_type_ids)[None]
+    hm = torch.ones(2, 3, 4)
+    hm[1, 2, 1] = 0.0
+    with torch.no_grad():
+        states = m.model(ids, types, trace=True).hidden_states
+        whole = m.model(ids.expand(2, -1), types.expand(2, -1), head_mask=hm)
+        for layer in range(4):
+            resumed = m.model(ids.expand(2, -1), types.expand(2, -1), head_mask=hm, start=(layer, states[layer]))
+            if layer <= 2:  # the knocked-out head is in layer 3: resuming anywhere before it changes nothing
+                assert torch.allclose(resumed, whole, atol=1e-6), layer
+        assert torch.allclose(resumed[0], states[3][0], atol=1e-6)  # resumed at the last state: nothing left to run
+    with pytest.raises(ValueError, match="start and trace"):
+        m.model(ids, types, trace=True, start=(1, states[1]))
+
+
+def test_knock_out_is_analyze_with_and_without_the_head(tiny):
+    m, _ = tiny
+    text = "the [MASK] sat on the [MASK]."
+    ko = bert_core.knock_out(m, text, heads=[(1, 2)], top_k=3)
+    full = bert_core.analyze(m, text, top_k=3)
+    without = bert_core.analyze(m, text, top_k=3, ablate_heads=[(1, 2)])
+    assert ko.heads == ((1, 2),) and sorted(ko.guesses) == full.mask_positions
+    for pos in full.mask_positions:
+        tokens, p_full, p_without = ko.guesses[pos]
+        for (tok, p), (tok2, p2) in zip(full.predictions[pos], without.predictions[pos]):
+            assert abs(p_full[tokens.index(tok)] - p) <= ATOL and abs(p_without[tokens.index(tok2)] - p2) <= ATOL
+        assert ko.top_full[pos] == full.predictions[pos][0][0]
+        assert ko.top_without[pos] == without.predictions[pos][0][0]
