@@ -71,13 +71,16 @@ def _at_masks(m: LoadedModel, ids, types, positions: list[int], head_masks: torc
 
     head_masks (n, L, nh); `reduce` maps (b, P, V) log-probabilities to a small (b, ...) tensor, so a
     hundred variants never hold a hundred (P, V) distributions. A variant resumes at the hidden state
-    before its first knocked-out head (`states`, the unchanged run's): the layers before are the same for
-    it. The last layer runs on the [MASK] rows only (`rows`), which the MLM head reads.
+    before its first knocked-out head (`states`, the unchanged run's; None: every variant from the start):
+    the layers before are the same for it. The last layer runs on the [MASK] rows only (`rows`), which the
+    MLM head reads.
     """
     model, T = m.model, ids.shape[1]
     n, L = head_masks.shape[:2]
     off = (head_masks == 0).any(-1)  # (n, L): layers with a knocked-out head
     starts = torch.where(off.any(-1), off.float().argmax(-1), L - 1)  # (n,) the first such layer
+    if states is None:  # a few variants: one pass from the embeddings costs less than a trace to resume from
+        starts = torch.zeros(n, dtype=torch.long)
     work = []
     for layer in starts.unique().tolist():
         idx = (starts == layer).nonzero().flatten()
@@ -88,7 +91,7 @@ def _at_masks(m: LoadedModel, ids, types, positions: list[int], head_masks: torc
         sel = torch.zeros(b, T, dtype=torch.bool)
         sel[:, positions] = True  # (b, T)
         h = model(ids.expand(b, -1), types.expand(b, -1), head_mask=head_masks[idx], rows=sel,
-                  start=(layer, states[layer]))  # (b * P, H), row-major: variant, then position
+                  start=None if states is None else (layer, states[layer]))  # (b * P, H): variant, then position
         r = reduce(model.mlm_logits(h).log_softmax(-1).view(b, len(positions), -1))  # (b, ...)
         out = r.new_empty((n, *r.shape[1:])) if out is None else out
         out[idx] = r
@@ -141,6 +144,7 @@ class KnockOut:
     guesses: dict[int, tuple[list[str], list[float], list[float]]]
     top_full: dict[int, str]
     top_without: dict[int, str]
+    notes: list[str] = field(default_factory=list)  # the tokenizer's (a [mask] read as [MASK], truncation)
 
 
 def knock_out(m: LoadedModel, text: str, text_pair: str | None = None, heads=(), top_k: int = 5) -> KnockOut:
@@ -157,7 +161,7 @@ def knock_out(m: LoadedModel, text: str, text_pair: str | None = None, heads=(),
     if heads:
         hm[1][tuple(zip(*heads))] = 0.0
     with torch.inference_mode():
-        p = _at_masks(m, ids, types, positions, hm, _states(m, ids, types), lambda lp: lp.exp())  # (2, P, V)
+        p = _at_masks(m, ids, types, positions, hm, None, lambda lp: lp.exp())  # (2, P, V)
         k = min(int(top_k), p.shape[-1])
         top = p.topk(k, dim=-1).indices  # (2, P, k)
     guesses, top_full, top_without = {}, {}, {}
@@ -166,7 +170,9 @@ def knock_out(m: LoadedModel, text: str, text_pair: str | None = None, heads=(),
         guesses[pos] = (m.tokenizer.convert_ids_to_tokens(ids_), p[0, i, ids_].tolist(), p[1, i, ids_].tolist())
         top_full[pos] = m.tokenizer.id_to_token(int(top[0, i, 0]))
         top_without[pos] = m.tokenizer.id_to_token(int(top[1, i, 0]))
-    return KnockOut(heads=heads, tokens=enc.tokens, guesses=guesses, top_full=top_full, top_without=top_without)
+    notes = [*enc.notes] + ([enc.truncation.message] if enc.truncation is not None else [])
+    return KnockOut(heads=heads, tokens=enc.tokens, guesses=guesses, top_full=top_full, top_without=top_without,
+                    notes=notes)
 
 
 @dataclass
