@@ -27,7 +27,8 @@ def importance_figure(importance: np.ndarray, selected: tuple[int, int] | None =
     """
     imp = np.asarray(importance, dtype=float)  # (L, nh)
     L, nh = imp.shape
-    lim = float(np.abs(imp).max()) or 1.0
+    lim = float(np.nanmax(np.abs(imp))) if np.isfinite(imp).any() else 1.0  # NaN: a head not ranked
+    lim = lim or 1.0
     xs, ys = [f"head {h + 1}" for h in range(nh)], [f"layer {layer + 1}" for layer in range(L)]
     what = f"log p(“{_esc(top_token)}”)" if top_token else "log p(top-1)"
     fig = go.Figure(go.Heatmap(z=imp, x=xs, y=ys, colorscale="RdBu_r", zmid=0.0, zmin=-lim, zmax=lim,

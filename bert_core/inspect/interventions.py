@@ -115,12 +115,14 @@ def one_head_masks(L: int, nh: int) -> torch.Tensor:
 
 
 def head_importance(m: LoadedModel, text: str, text_pair: str | None = None, *,
-                    progress: Progress | None = None) -> np.ndarray:
+                    progress: Progress | None = None, layers: tuple[int, ...] | None = None) -> np.ndarray:
     """(L, nh): for each head alone, mean over the [MASK]s of log p_full(top-1) - log p_ablated(top-1).
 
     top-1 is the unablated model's best token at that [MASK]; ablated = that one head's context zeroed
     before the attention output projection. Positive: the guess leans on the head; near 0: it does not
     (a negative value means the guess got surer without it). L x nh variants, run as batched passes.
+    `layers` (0-based), when given, ranks only those layers' heads (the rest of the array is NaN): the last
+    layer alone costs nh variants of one layer each.
     """
     _need_mlm(m)
     enc, ids, types = _encode(m, text, text_pair)
@@ -129,9 +131,20 @@ def head_importance(m: LoadedModel, text: str, text_pair: str | None = None, *,
     with torch.inference_mode():
         states = _states(m, ids, types)
         top, full = _full_top1(m, states, positions)  # (P,), (P,)
-        ablated = _at_masks(m, ids, types, positions, one_head_masks(L, nh), states,
-                            lambda lp: lp[:, torch.arange(len(positions)), top], progress)  # (L*nh, P)
-        return (full[None] - ablated).mean(-1).view(L, nh).numpy()
+        hm = one_head_masks(L, nh)  # (L*nh, L, nh)
+        keep = torch.arange(L * nh) // nh  # (L*nh,) each variant's layer
+        if layers is not None:
+            bad = [x for x in layers if not 0 <= int(x) < L]
+            if bad or not layers:
+                raise BertCoreError(f"layers must be among 0..{L - 1} (0-based), got {list(layers)}")
+            keep = torch.isin(keep, torch.tensor([int(x) for x in layers]))
+        else:
+            keep = torch.ones(L * nh, dtype=torch.bool)
+        ablated = _at_masks(m, ids, types, positions, hm[keep], states,
+                            lambda lp: lp[:, torch.arange(len(positions)), top], progress)  # (n, P)
+        out = torch.full((L * nh,), float("nan"))
+        out[keep] = (full[None] - ablated).mean(-1)
+        return out.view(L, nh).numpy()
 
 
 @dataclass

@@ -311,3 +311,15 @@ def test_knock_out_is_analyze_with_and_without_the_head(tiny):
             assert abs(p_full[tokens.index(tok)] - p) <= ATOL and abs(p_without[tokens.index(tok2)] - p2) <= ATOL
         assert ko.top_full[pos] == full.predictions[pos][0][0]
         assert ko.top_without[pos] == without.predictions[pos][0][0]
+
+
+def test_importance_of_some_layers_is_those_rows_of_the_whole(tiny):
+    m, _ = tiny
+    text = "the cat [MASK] on the mat."
+    whole = bert_core.head_importance(m, text)
+    some = bert_core.head_importance(m, text, layers=(2, 0))
+    assert np.isnan(some[1]).all() and not np.isnan(some[[0, 2]]).any()
+    assert_close(some[[0, 2]], whole[[0, 2]], "rows of the whole")
+    for bad in ((3,), (-1,), ()):
+        with pytest.raises(bert_core.BertCoreError, match="layers"):
+            bert_core.head_importance(m, text, layers=bad)
