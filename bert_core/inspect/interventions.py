@@ -27,6 +27,7 @@ from ..model.loaded import LoadedModel
 from ..model.tokenization import Encoding
 from .analysis import check_heads
 
+MAX_PATCH_TOKENS = 64  # patching runs (L+1) x T variants of T tokens: cost grows as T^2 (bert-base, 64: 832 variants)
 BATCH_TOKENS = 4096  # tokens per batched pass (rows x T): bounds memory (bert-base: ~50 MB of activations)
 
 Progress = Callable[[float], None]  # fraction done in [0, 1]
@@ -309,6 +310,10 @@ def patch_activations(m: LoadedModel, clean: str, corrupt: str, target: str, *,
             f"the clean sentence has {len(ce)} tokens and the corrupt one {len(xe)}: patching swaps vectors "
             "position by position, so both need the same number of tokens (swap a word for one that splits into "
             f"as many pieces). Clean: {' '.join(ce.tokens)} / corrupt: {' '.join(xe.tokens)}")
+    if len(xe) > MAX_PATCH_TOKENS:
+        raise BertCoreError(f"these sentences have {len(xe)} tokens; patching tries every position of every layer, "
+                            f"(L+1) x T variants, so it takes sentences of at most {MAX_PATCH_TOKENS} tokens: "
+                            "shorten both")
     notes = [*ce.notes, *xe.notes]
     if c_mask != x_mask:
         notes.append(f"The [MASK] is at position {c_mask} in the clean sentence and {x_mask} in the corrupt one; "

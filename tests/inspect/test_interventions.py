@@ -323,3 +323,10 @@ def test_importance_of_some_layers_is_those_rows_of_the_whole(tiny):
     for bad in ((3,), (-1,), ()):
         with pytest.raises(bert_core.BertCoreError, match="layers"):
             bert_core.head_importance(m, text, layers=bad)
+
+
+def test_patching_refuses_long_sentences_with_a_message(tiny, monkeypatch):
+    m, _ = tiny
+    monkeypatch.setattr(interventions, "MAX_PATCH_TOKENS", 8)  # the pair below has 9 tokens
+    with pytest.raises(bert_core.BertCoreError, match="9 tokens.*at most 8 tokens"):
+        bert_core.patch_activations(m, "the cat [MASK] on the mat.", "the dog [MASK] on the mat.", "sat")
