@@ -72,16 +72,13 @@ def _at_masks(m: LoadedModel, ids, types, positions: list[int], head_masks: torc
 
     head_masks (n, L, nh); `reduce` maps (b, P, V) log-probabilities to a small (b, ...) tensor, so a
     hundred variants never hold a hundred (P, V) distributions. A variant resumes at the hidden state
-    before its first knocked-out head (`states`, the unchanged run's; None: every variant from the start):
-    the layers before are the same for it. The last layer runs on the [MASK] rows only (`rows`), which the
-    MLM head reads.
+    before its first knocked-out head (`states`, the unchanged run's): the layers before are the same for
+    it. The last layer runs on the [MASK] rows only (`rows`), which the MLM head reads.
     """
     model, T = m.model, ids.shape[1]
     n, L = head_masks.shape[:2]
     off = (head_masks == 0).any(-1)  # (n, L): layers with a knocked-out head
     starts = torch.where(off.any(-1), off.float().argmax(-1), L - 1)  # (n,) the first such layer
-    if states is None:  # a few variants: one pass from the embeddings costs less than a trace to resume from
-        starts = torch.zeros(n, dtype=torch.long)
     work = []
     for layer in starts.unique().tolist():
         idx = (starts == layer).nonzero().flatten()
@@ -92,7 +89,7 @@ def _at_masks(m: LoadedModel, ids, types, positions: list[int], head_masks: torc
         sel = torch.zeros(b, T, dtype=torch.bool)
         sel[:, positions] = True  # (b, T)
         h = model(ids.expand(b, -1), types.expand(b, -1), head_mask=head_masks[idx], rows=sel,
-                  start=None if states is None else (layer, states[layer]))  # (b * P, H): variant, then position
+                  start=(layer, states[layer]))  # (b * P, H), row-major: variant, then position
         r = reduce(model.mlm_logits(h).log_softmax(-1).view(b, len(positions), -1))  # (b, ...)
         out = r.new_empty((n, *r.shape[1:])) if out is None else out
         out[idx] = r
@@ -162,7 +159,10 @@ class KnockOut:
 
 
 def knock_out(m: LoadedModel, text: str, text_pair: str | None = None, heads=(), top_k: int = 5) -> KnockOut:
-    """Both models' probabilities of both models' top-k tokens at every [MASK] (one batched pass of two rows).
+    """Both models' probabilities of both models' top-k tokens at every [MASK].
+
+    One pass of the full model, then the knocked-out one resumed at its first changed layer (a head of
+    the last layer: one layer more).
 
     Example: knock_out(m, "She [MASK] the letter.", heads=[(5, 10)]).guesses[2] ->
     (["sent", "gave", ...], [0.11, 0.09, ...], [0.02, 0.15, ...]).
@@ -171,11 +171,14 @@ def knock_out(m: LoadedModel, text: str, text_pair: str | None = None, heads=(),
     heads = check_heads(m, heads)
     enc, ids, types = _encode(m, text, text_pair)
     positions = _masks(m, enc, "The sentence")
-    hm = torch.ones(2, m.config.num_hidden_layers, m.config.num_attention_heads)  # (2, L, nh): row 1 knocks out
+    hm = torch.ones(1, m.config.num_hidden_layers, m.config.num_attention_heads)  # (1, L, nh)
     if heads:
-        hm[1][tuple(zip(*heads))] = 0.0
+        hm[0][tuple(zip(*heads))] = 0.0
     with torch.inference_mode():
-        p = _at_masks(m, ids, types, positions, hm, None, lambda lp: lp.exp())  # (2, P, V)
+        states = _states(m, ids, types)
+        full = m.model.mlm_logits(states[-1][0, positions]).softmax(-1)[None]  # (1, P, V)
+        without = _at_masks(m, ids, types, positions, hm, states, lambda lp: lp.exp()) if heads else full
+        p = torch.cat([full, without])  # (2, P, V)
         k = min(int(top_k), p.shape[-1])
         top = p.topk(k, dim=-1).indices  # (2, P, k)
     guesses, top_full, top_without = {}, {}, {}

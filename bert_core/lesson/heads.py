@@ -12,7 +12,7 @@ import numpy as np
 
 from ..inspect.interventions import head_importance, knock_out
 from ..model.loaded import LoadedModel
-from .questions import Question, Run, _first_mask, direct
+from .questions import Question, Run, direct
 
 # How the guess can fare without the head; "less sure" means it keeps the top spot at under 90% of its probability.
 KNOCKOUT_CHOICES = ("it stays the top guess, about as sure", "it stays the top guess, but clearly less sure",
@@ -35,12 +35,12 @@ def top_head(importance: np.ndarray) -> tuple[int, int]:
 def knockout_head(m: LoadedModel, text: str, text_pair: str | None = None, *, run: Run | None = None) -> Question:
     """Knock out the head the first [MASK]'s guess leans on most: does the guess change?"""
     run = run or direct(m)
-    t, pos = _first_mask(m, text, text_pair, run)
     imp = run(head_importance, text, text_pair, layers=last_layer(m))  # (L, nh), NaN but the last layer
     layer, head = top_head(imp)
     nats = float(imp[layer, head])
     small = int((np.abs(imp[layer]) < SMALL).sum())
     ko = run(knock_out, text, text_pair, ((layer, head),))
+    pos = min(ko.guesses)  # the first [MASK]
     tokens, p_full, p_without = ko.guesses[pos]
     guess, other = ko.top_full[pos], ko.top_without[pos]
     if other != guess:
@@ -48,8 +48,8 @@ def knockout_head(m: LoadedModel, text: str, text_pair: str | None = None, *, ru
     else:
         answer = 1 if p_without[0] < LESS_SURE * p_full[0] else 0
     nh = m.config.num_attention_heads
-    leans = "this guess leans on" if len(t.mask_positions) == 1 else \
-        f"the guesses at the {len(t.mask_positions)} [MASK]s lean on (on average)"
+    leans = "this guess leans on" if len(ko.guesses) == 1 else \
+        f"the guesses at the {len(ko.guesses)} [MASK]s lean on (on average)"
     after = (f"the top guess becomes “{other}” ({p_without[tokens.index(other)]:.1%})" if answer == 2
              else f"“{guess}” stays on top")
     return Question(

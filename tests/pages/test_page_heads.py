@@ -17,7 +17,7 @@ def captions(at) -> list[str]:
 
 
 def test_importance_knock_out_and_pruning_are_bert_cores():
-    at = open_page("heads", text=TEXT, timeout=180)
+    at = open_page("heads", text=TEXT, timeout=300)
     assert_ok(at)
     m = bert_core.load_model("bundled-minilm")
     assert any("Layers are numbered 1–6 (layer 0 = the embeddings' output); heads 1–12." == c for c in captions(at))
@@ -53,7 +53,7 @@ def test_a_click_on_the_map_picks_that_head():
 
 
 def test_patching_grid_and_its_messages():
-    at = open_page("heads", text=TEXT, timeout=180)
+    at = open_page("heads", text=TEXT, timeout=300)
     m = bert_core.load_model("bundled-minilm")
     r = bert_core.patch_activations(m, "The king said that [MASK] was tired.", "The queen said that [MASK] was tired.",
                                     "he")
@@ -69,14 +69,14 @@ def test_patching_grid_and_its_messages():
         ("heads_target", "", "type the target word"),
         ("heads_clean", "<script>alert(1)</script> [MASK]", "same number of tokens"),
     ]:
-        at = open_page("heads", text=TEXT, timeout=180)
+        at = open_page("heads", text=TEXT, timeout=300)
         at.text_input(key=key).set_value(value).run()
         assert_ok(at)
         assert any(message in w.value for w in at.warning), (key, value, [w.value for w in at.warning])
 
 
 def test_without_a_mask_the_page_says_so():
-    at = open_page("heads", text="The cat sat on the mat.", timeout=180)
+    at = open_page("heads", text="The cat sat on the mat.", timeout=300)
     assert_ok(at)
     assert any("Put [MASK]" in i.value for i in at.info)
     assert not at.get("toggle") or all(t.key != "heads_rank" for t in at.toggle)
