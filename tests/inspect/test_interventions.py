@@ -330,3 +330,51 @@ def test_patching_refuses_long_sentences_with_a_message(tiny, monkeypatch):
     monkeypatch.setattr(interventions, "MAX_PATCH_TOKENS", 8)  # the pair below has 9 tokens
     with pytest.raises(bert_core.BertCoreError, match="9 tokens.*at most 8 tokens"):
         bert_core.patch_activations(m, "the cat [MASK] on the mat.", "the dog [MASK] on the mat.", "sat")
+
+
+def _projection_before_heads_mix(hf, family, layer):
+    """The module that projects family `family`'s concatenated head contexts in layer `layer`, and how many times it
+    runs before that layer's call (ALBERT: one shared module, called once per layer)."""
+    if family == "roberta":
+        return hf.roberta.encoder.layer[layer].attention.output.dense, 0
+    if family == "distilbert":
+        return hf.distilbert.transformer.layer[layer].attention.out_lin, 0
+    return hf.albert.encoder.albert_layer_groups[0].albert_layers[0].attention.dense, layer
+
+
+@pytest.mark.parametrize("family", ["roberta", "distilbert", "albert"])
+def test_ablation_in_every_family_is_transformers_with_the_heads_context_zeroed(tmp_path, family):
+    """RoBERTa, DistilBERT and ALBERT (one layer reused L times) knock a head out at the same place as HF."""
+    from family_util import write_family_checkpoint
+
+    hf = write_family_checkpoint(tmp_path / family, family, "mlm", seed=1).eval()
+    m = bert_core.load_model(str(tmp_path / family))
+    text = "the cat [MASK] on the mat."
+    heads = [(1, 2), (2, 0)]
+    hs = m.config.hidden_size // m.config.num_attention_heads
+    handles = []
+    for layer, head in heads:
+        module, before = _projection_before_heads_mix(hf, family, layer)
+        calls = {"n": 0}
+
+        def pre(mod, args, head=head, before=before, calls=calls):
+            calls["n"] += 1
+            if calls["n"] - 1 != before:  # ALBERT: only this layer's call of the shared module
+                return None
+            ctx = args[0].clone()
+            ctx[..., head * hs:(head + 1) * hs] = 0.0
+            return (ctx, *args[1:])
+        handles.append(module.register_forward_pre_hook(pre))
+    enc = m.tokenizer.encode(text)
+    try:
+        with torch.inference_mode():
+            out = hf(input_ids=torch.from_numpy(enc.input_ids)[None], output_hidden_states=True)
+    finally:
+        for h in handles:
+            h.remove()
+    t = bert_core.analyze(m, text, ablate_heads=heads)
+    assert_close(t.hidden_states, torch.cat(out.hidden_states), f"{family} hidden states")
+    pos = t.mask_positions[0]
+    p = out.logits[0, pos].softmax(-1)
+    assert_close([q for _, q in t.predictions[pos]], p.topk(5).values, f"{family} top-5")
+    assert np.abs(t.hidden_states[-1] - bert_core.analyze(m, text).hidden_states[-1]).max() > 1e-4
