@@ -18,7 +18,8 @@ from ui.widgets import chart
 def view_knockout(cur, text, pair, revealed) -> None:
     """Before the answer: which head matters most (the map); after: the guesses with and without it."""
     try:
-        imp = model_cached(cur, bert_core.head_importance, text, pair)  # (L, nh), the question's own
+        imp = model_cached(cur, bert_core.head_importance, text, pair,
+                           layers=lesson_heads.last_layer(cur.model))  # (L, nh), the question's own
         layer, head = lesson_heads.top_head(imp)
         ko = model_cached(cur, bert_core.knock_out, text, pair, ((layer, head),))
     except bert_core.BertCoreError:
@@ -27,9 +28,9 @@ def view_knockout(cur, text, pair, revealed) -> None:
     if not revealed:
         fig = importance_figure(imp, (layer, head), ko.top_full[pos])
         chart(fig.update_layout(height=min(fig.layout.height, 380)), "lesson head importance", key="lesson-heads-imp")
-        st.caption(f"Each cell: how much log p(guess) falls when that head alone is knocked out (red: it helps). "
-                   f"The framed cell is layer {layer + 1}, head {head + 1}. The guesses without it appear with the "
-                   "answer.")
+        st.caption(f"Each cell of the last layer: how much log p(guess) falls when that head alone is knocked out "
+                   f"(red: it helps; the Heads & patching page ranks every layer). The framed cell is layer "
+                   f"{layer + 1}, head {head + 1}. The guesses without it appear with the answer.")
         return
     tokens, p_full, p_without = ko.guesses[pos]
     chart(without_head_figure(tokens, p_full, p_without, f"without layer {layer + 1}, head {head + 1}"),

@@ -9,7 +9,7 @@ import bert_core
 from bert_core.figures import heads as fh
 from bert_core.inspect.masking_view import md_literal
 from ui import callbacks, heads_ui
-from ui.state import analysis, model_cached, require_current
+from ui.state import model_cached, require_current
 from ui.widgets import chart, table
 
 CLEAN, CORRUPT, TARGET = "The king said that [MASK] was tired.", "The queen said that [MASK] was tired.", "he"
@@ -40,20 +40,37 @@ st.caption("M: the [MASK] positions; y_i: the full model's top guess there. Why 
            "where a head looks, not whether the answer needs it; knocking it out measures that directly "
            "(Michel et al. 2019 found most heads can go with little loss).")
 
-trace = analysis(cur, top_k=5, embeddings=False, hidden_states=False, attentions=False)
-can_knock = trace is not None and m.has_mlm and bool(trace.predictions)
-if trace is not None and not m.has_mlm:
-    st.info("This model has no masked-language-model head, so there is no guess to knock out: pick a model with "
-            "one in the sidebar (both bundled models have one). Patching below needs one too.")
-elif trace is not None and not trace.predictions:
-    st.info("Put [MASK] in the sidebar's sentence (e.g. “She [MASK] the letter to her mother.”): the experiment "
-            "measures what the guess there loses.")
+ko, problem = None, None
+if not m.has_mlm:
+    problem = ("This model has no masked-language-model head, so there is no guess to knock out: pick a model with "
+               "one in the sidebar (both bundled models have one). Patching below needs one too.")
+else:
+    # The chosen head's knock-out is the page's one pass per text edit; the first visit starts at the last layer.
+    st.session_state.setdefault(heads_ui.LAYER_KEY, L - 1)
+    st.session_state.setdefault(heads_ui.HEAD_KEY, 0)
+    if st.session_state[heads_ui.LAYER_KEY] >= L or st.session_state[heads_ui.HEAD_KEY] >= nh:  # a smaller model
+        heads_ui.pick_head(min(st.session_state[heads_ui.LAYER_KEY], L - 1),
+                           min(st.session_state[heads_ui.HEAD_KEY], nh - 1))
+    try:
+        ko = model_cached(cur, bert_core.knock_out, cur.text, cur.text_pair,
+                          ((st.session_state[heads_ui.LAYER_KEY], st.session_state[heads_ui.HEAD_KEY]),))
+    except bert_core.BertCoreError as e:
+        if "[MASK]" in str(e):
+            problem = ("Put [MASK] in the sidebar's sentence (e.g. “She [MASK] the letter to her mother.”): the "
+                       "experiment measures what the guess there loses.")
+        else:
+            st.warning(str(e))
+if problem:
+    st.info(problem)
+can_knock = ko is not None
 
 if can_knock:
     rank = st.toggle(f"Rank all {L * nh} heads (each knocked out alone, then the pruning curve)", key="heads_rank",
                      help=f"{2 * L * nh + 2} variants of your sentence, run as a few batched passes; a second or more "
                           "on a large model. Stays on for your next sentences.")
     pc = None
+    for note in ko.notes:
+        st.info(note)
     if rank:
         slot, progress = progress_bar(f"Knocking out each of the {L * nh} heads, then the least important ones…")
         try:
@@ -61,11 +78,6 @@ if can_knock:
         except bert_core.BertCoreError as e:
             st.warning(str(e))
         slot.empty()
-    st.session_state.setdefault(heads_ui.LAYER_KEY, L - 1)
-    st.session_state.setdefault(heads_ui.HEAD_KEY, 0)
-    if st.session_state[heads_ui.LAYER_KEY] >= L or st.session_state[heads_ui.HEAD_KEY] >= nh:  # a smaller model
-        heads_ui.pick_head(min(st.session_state[heads_ui.LAYER_KEY], L - 1),
-                           min(st.session_state[heads_ui.HEAD_KEY], nh - 1))
     if pc is not None:
         imp = pc.importance  # (L, nh)
         top = pc.top_tokens[0] if len(pc.top_tokens) == 1 else None
@@ -87,7 +99,8 @@ if can_knock:
                          format_func=callbacks.labels(f"layer {i + 1}" for i in range(L)))
     head = s2.selectbox("Head", list(range(nh)), key=heads_ui.HEAD_KEY,
                         format_func=callbacks.labels(f"head {i + 1}" for i in range(nh)))
-    ko = model_cached(cur, bert_core.knock_out, cur.text, cur.text_pair, ((layer, head),))
+    if (layer, head) not in ko.heads:  # changed by a click or the selectboxes after the pass above
+        ko = model_cached(cur, bert_core.knock_out, cur.text, cur.text_pair, ((layer, head),))
     label = f"without layer {layer + 1}, head {head + 1}"
     for pos in sorted(ko.guesses)[:4]:
         tokens, p_full, p_without = ko.guesses[pos]

@@ -27,7 +27,8 @@ def importance_figure(importance: np.ndarray, selected: tuple[int, int] | None =
     """
     imp = np.asarray(importance, dtype=float)  # (L, nh)
     L, nh = imp.shape
-    lim = float(np.abs(imp).max()) or 1.0
+    lim = float(np.nanmax(np.abs(imp))) if np.isfinite(imp).any() else 1.0  # NaN: a head not ranked
+    lim = lim or 1.0
     xs, ys = [f"head {h + 1}" for h in range(nh)], [f"layer {layer + 1}" for layer in range(L)]
     what = f"log p(“{_esc(top_token)}”)" if top_token else "log p(top-1)"
     fig = go.Figure(go.Heatmap(z=imp, x=xs, y=ys, colorscale="RdBu_r", zmid=0.0, zmin=-lim, zmax=lim,
@@ -61,8 +62,9 @@ def without_head_figure(tokens: list[str], p_full: list[float], p_ablated: list[
         go.Bar(name=_esc(label), x=[_esc(t) for t in tokens], y=[p_abl.get(t) for t in tokens],
                marker_color="#d62728", hovertemplate="%{x}: %{y:.3f}<extra>" + _esc(label) + "</extra>"),
     ])
-    fig.update_layout(barmode="group", yaxis_title="probability", height=320, margin=dict(l=10, r=10, t=40, b=10),
-                      title="The guesses with and without the head", legend=dict(orientation="h", y=1.12))
+    fig.update_layout(barmode="group", yaxis_title="probability", height=340, margin=dict(l=10, r=10, t=60, b=10),
+                      title="The guesses with and without the head",
+                      legend=dict(orientation="h", y=1.0, yanchor="bottom", x=1.0, xanchor="right"))
     return fig
 
 

@@ -27,6 +27,7 @@ from ..model.loaded import LoadedModel
 from ..model.tokenization import Encoding
 from .analysis import check_heads
 
+MAX_PATCH_TOKENS = 64  # patching runs (L+1) x T variants of T tokens: cost grows as T^2 (bert-base, 64: 832 variants)
 BATCH_TOKENS = 4096  # tokens per batched pass (rows x T): bounds memory (bert-base: ~50 MB of activations)
 
 Progress = Callable[[float], None]  # fraction done in [0, 1]
@@ -112,12 +113,14 @@ def one_head_masks(L: int, nh: int) -> torch.Tensor:
 
 
 def head_importance(m: LoadedModel, text: str, text_pair: str | None = None, *,
-                    progress: Progress | None = None) -> np.ndarray:
+                    progress: Progress | None = None, layers: tuple[int, ...] | None = None) -> np.ndarray:
     """(L, nh): for each head alone, mean over the [MASK]s of log p_full(top-1) - log p_ablated(top-1).
 
     top-1 is the unablated model's best token at that [MASK]; ablated = that one head's context zeroed
     before the attention output projection. Positive: the guess leans on the head; near 0: it does not
     (a negative value means the guess got surer without it). L x nh variants, run as batched passes.
+    `layers` (0-based), when given, ranks only those layers' heads (the rest of the array is NaN): the last
+    layer alone costs nh variants of one layer each.
     """
     _need_mlm(m)
     enc, ids, types = _encode(m, text, text_pair)
@@ -126,9 +129,20 @@ def head_importance(m: LoadedModel, text: str, text_pair: str | None = None, *,
     with torch.inference_mode():
         states = _states(m, ids, types)
         top, full = _full_top1(m, states, positions)  # (P,), (P,)
-        ablated = _at_masks(m, ids, types, positions, one_head_masks(L, nh), states,
-                            lambda lp: lp[:, torch.arange(len(positions)), top], progress)  # (L*nh, P)
-        return (full[None] - ablated).mean(-1).view(L, nh).numpy()
+        hm = one_head_masks(L, nh)  # (L*nh, L, nh)
+        keep = torch.arange(L * nh) // nh  # (L*nh,) each variant's layer
+        if layers is not None:
+            bad = [x for x in layers if not 0 <= int(x) < L]
+            if bad or not layers:
+                raise BertCoreError(f"layers must be among 0..{L - 1} (0-based), got {list(layers)}")
+            keep = torch.isin(keep, torch.tensor([int(x) for x in layers]))
+        else:
+            keep = torch.ones(L * nh, dtype=torch.bool)
+        ablated = _at_masks(m, ids, types, positions, hm[keep], states,
+                            lambda lp: lp[:, torch.arange(len(positions)), top], progress)  # (n, P)
+        out = torch.full((L * nh,), float("nan"))
+        out[keep] = (full[None] - ablated).mean(-1)
+        return out.view(L, nh).numpy()
 
 
 @dataclass
@@ -141,10 +155,14 @@ class KnockOut:
     guesses: dict[int, tuple[list[str], list[float], list[float]]]
     top_full: dict[int, str]
     top_without: dict[int, str]
+    notes: list[str] = field(default_factory=list)  # the tokenizer's (a [mask] read as [MASK], truncation)
 
 
 def knock_out(m: LoadedModel, text: str, text_pair: str | None = None, heads=(), top_k: int = 5) -> KnockOut:
-    """Both models' probabilities of both models' top-k tokens at every [MASK] (one batched pass of two rows).
+    """Both models' probabilities of both models' top-k tokens at every [MASK].
+
+    One pass of the full model, then the knocked-out one resumed at its first changed layer (a head of
+    the last layer: one layer more).
 
     Example: knock_out(m, "She [MASK] the letter.", heads=[(5, 10)]).guesses[2] ->
     (["sent", "gave", ...], [0.11, 0.09, ...], [0.02, 0.15, ...]).
@@ -153,11 +171,14 @@ def knock_out(m: LoadedModel, text: str, text_pair: str | None = None, heads=(),
     heads = check_heads(m, heads)
     enc, ids, types = _encode(m, text, text_pair)
     positions = _masks(m, enc, "The sentence")
-    hm = torch.ones(2, m.config.num_hidden_layers, m.config.num_attention_heads)  # (2, L, nh): row 1 knocks out
+    hm = torch.ones(1, m.config.num_hidden_layers, m.config.num_attention_heads)  # (1, L, nh)
     if heads:
-        hm[1][tuple(zip(*heads))] = 0.0
+        hm[0][tuple(zip(*heads))] = 0.0
     with torch.inference_mode():
-        p = _at_masks(m, ids, types, positions, hm, _states(m, ids, types), lambda lp: lp.exp())  # (2, P, V)
+        states = _states(m, ids, types)
+        full = m.model.mlm_logits(states[-1][0, positions]).softmax(-1)[None]  # (1, P, V)
+        without = _at_masks(m, ids, types, positions, hm, states, lambda lp: lp.exp()) if heads else full
+        p = torch.cat([full, without])  # (2, P, V)
         k = min(int(top_k), p.shape[-1])
         top = p.topk(k, dim=-1).indices  # (2, P, k)
     guesses, top_full, top_without = {}, {}, {}
@@ -166,7 +187,9 @@ def knock_out(m: LoadedModel, text: str, text_pair: str | None = None, heads=(),
         guesses[pos] = (m.tokenizer.convert_ids_to_tokens(ids_), p[0, i, ids_].tolist(), p[1, i, ids_].tolist())
         top_full[pos] = m.tokenizer.id_to_token(int(top[0, i, 0]))
         top_without[pos] = m.tokenizer.id_to_token(int(top[1, i, 0]))
-    return KnockOut(heads=heads, tokens=enc.tokens, guesses=guesses, top_full=top_full, top_without=top_without)
+    notes = [*enc.notes] + ([enc.truncation.message] if enc.truncation is not None else [])
+    return KnockOut(heads=heads, tokens=enc.tokens, guesses=guesses, top_full=top_full, top_without=top_without,
+                    notes=notes)
 
 
 @dataclass
@@ -290,6 +313,10 @@ def patch_activations(m: LoadedModel, clean: str, corrupt: str, target: str, *,
             f"the clean sentence has {len(ce)} tokens and the corrupt one {len(xe)}: patching swaps vectors "
             "position by position, so both need the same number of tokens (swap a word for one that splits into "
             f"as many pieces). Clean: {' '.join(ce.tokens)} / corrupt: {' '.join(xe.tokens)}")
+    if len(xe) > MAX_PATCH_TOKENS:
+        raise BertCoreError(f"these sentences have {len(xe)} tokens; patching tries every position of every layer, "
+                            f"(L+1) x T variants, so it takes sentences of at most {MAX_PATCH_TOKENS} tokens: "
+                            "shorten both")
     notes = [*ce.notes, *xe.notes]
     if c_mask != x_mask:
         notes.append(f"The [MASK] is at position {c_mask} in the clean sentence and {x_mask} in the corrupt one; "

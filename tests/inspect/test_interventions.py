@@ -278,3 +278,103 @@ def test_patch_rows_outside_the_batch_run_unpatched(tiny):
     assert torch.allclose(tr.hidden_states[-1][0], plain.hidden_states[-1][0], atol=1e-6)  # row 0: no patch
     assert torch.equal(tr.hidden_states[1][1, 2], torch.ones(H))  # row 1: layer 1's output at token 2
     assert not torch.equal(tr.hidden_states[-1][1], plain.hidden_states[-1][0])
+
+
+def test_a_pass_resumed_at_a_hidden_state_is_the_whole_pass(tiny):
+    m, _ = tiny
+    enc = m.tokenizer.encode("the cat [MASK] on the mat.", "he went to the store.")
+    ids, types = torch.from_numpy(enc.input_ids)[None], torch.from_numpy(enc.token_type_ids)[None]
+    hm = torch.ones(2, 3, 4)
+    hm[1, 2, 1] = 0.0
+    with torch.no_grad():
+        states = m.model(ids, types, trace=True).hidden_states
+        whole = m.model(ids.expand(2, -1), types.expand(2, -1), head_mask=hm)
+        for layer in range(4):
+            resumed = m.model(ids.expand(2, -1), types.expand(2, -1), head_mask=hm, start=(layer, states[layer]))
+            if layer <= 2:  # the knocked-out head is in layer 3: resuming anywhere before it changes nothing
+                assert torch.allclose(resumed, whole, atol=1e-6), layer
+        assert torch.allclose(resumed[0], states[3][0], atol=1e-6)  # resumed at the last state: nothing left to run
+    with pytest.raises(ValueError, match="start and trace"):
+        m.model(ids, types, trace=True, start=(1, states[1]))
+
+
+def test_knock_out_is_analyze_with_and_without_the_head(tiny):
+    m, _ = tiny
+    text = "the [MASK] sat on the [MASK]."
+    ko = bert_core.knock_out(m, text, heads=[(1, 2)], top_k=3)
+    full = bert_core.analyze(m, text, top_k=3)
+    without = bert_core.analyze(m, text, top_k=3, ablate_heads=[(1, 2)])
+    assert ko.heads == ((1, 2),) and sorted(ko.guesses) == full.mask_positions
+    for pos in full.mask_positions:
+        tokens, p_full, p_without = ko.guesses[pos]
+        for (tok, p), (tok2, p2) in zip(full.predictions[pos], without.predictions[pos]):
+            assert abs(p_full[tokens.index(tok)] - p) <= ATOL and abs(p_without[tokens.index(tok2)] - p2) <= ATOL
+        assert ko.top_full[pos] == full.predictions[pos][0][0]
+        assert ko.top_without[pos] == without.predictions[pos][0][0]
+
+
+def test_importance_of_some_layers_is_those_rows_of_the_whole(tiny):
+    m, _ = tiny
+    text = "the cat [MASK] on the mat."
+    whole = bert_core.head_importance(m, text)
+    some = bert_core.head_importance(m, text, layers=(2, 0))
+    assert np.isnan(some[1]).all() and not np.isnan(some[[0, 2]]).any()
+    assert_close(some[[0, 2]], whole[[0, 2]], "rows of the whole")
+    for bad in ((3,), (-1,), ()):
+        with pytest.raises(bert_core.BertCoreError, match="layers"):
+            bert_core.head_importance(m, text, layers=bad)
+
+
+def test_patching_refuses_long_sentences_with_a_message(tiny, monkeypatch):
+    m, _ = tiny
+    monkeypatch.setattr(interventions, "MAX_PATCH_TOKENS", 8)  # the pair below has 9 tokens
+    with pytest.raises(bert_core.BertCoreError, match="9 tokens.*at most 8 tokens"):
+        bert_core.patch_activations(m, "the cat [MASK] on the mat.", "the dog [MASK] on the mat.", "sat")
+
+
+def _projection_before_heads_mix(hf, family, layer):
+    """The module that projects family `family`'s concatenated head contexts in layer `layer`, and how many times it
+    runs before that layer's call (ALBERT: one shared module, called once per layer)."""
+    if family == "roberta":
+        return hf.roberta.encoder.layer[layer].attention.output.dense, 0
+    if family == "distilbert":
+        return hf.distilbert.transformer.layer[layer].attention.out_lin, 0
+    return hf.albert.encoder.albert_layer_groups[0].albert_layers[0].attention.dense, layer
+
+
+@pytest.mark.parametrize("family", ["roberta", "distilbert", "albert"])
+def test_ablation_in_every_family_is_transformers_with_the_heads_context_zeroed(tmp_path, family):
+    """RoBERTa, DistilBERT and ALBERT (one layer reused L times) knock a head out at the same place as HF."""
+    from family_util import write_family_checkpoint
+
+    hf = write_family_checkpoint(tmp_path / family, family, "mlm", seed=1).eval()
+    m = bert_core.load_model(str(tmp_path / family))
+    text = "the cat [MASK] on the mat."
+    heads = [(1, 2), (2, 0)]
+    hs = m.config.hidden_size // m.config.num_attention_heads
+    handles = []
+    for layer, head in heads:
+        module, before = _projection_before_heads_mix(hf, family, layer)
+        calls = {"n": 0}
+
+        def pre(mod, args, head=head, before=before, calls=calls):
+            calls["n"] += 1
+            if calls["n"] - 1 != before:  # ALBERT: only this layer's call of the shared module
+                return None
+            ctx = args[0].clone()
+            ctx[..., head * hs:(head + 1) * hs] = 0.0
+            return (ctx, *args[1:])
+        handles.append(module.register_forward_pre_hook(pre))
+    enc = m.tokenizer.encode(text)
+    try:
+        with torch.inference_mode():
+            out = hf(input_ids=torch.from_numpy(enc.input_ids)[None], output_hidden_states=True)
+    finally:
+        for h in handles:
+            h.remove()
+    t = bert_core.analyze(m, text, ablate_heads=heads)
+    assert_close(t.hidden_states, torch.cat(out.hidden_states), f"{family} hidden states")
+    pos = t.mask_positions[0]
+    p = out.logits[0, pos].softmax(-1)
+    assert_close([q for _, q in t.predictions[pos]], p.topk(5).values, f"{family} top-5")
+    assert np.abs(t.hidden_states[-1] - bert_core.analyze(m, text).hidden_states[-1]).max() > 1e-4
