@@ -219,6 +219,10 @@ def save_classifier(m: LoadedModel, out_dir: str | Path, extra: dict | None = No
     `extra` (e.g. a training report) goes to training_report.json beside them.
     """
     model = classifier_of(m)
+    if model.pooling != "cls":
+        raise BertCoreError("this classifier reads the mean of the tokens, and transformers' "
+                            f"{type(model).__name__} reads the [CLS] vector: it cannot be saved in that layout. "
+                            "Fine-tune with [CLS] pooling to download a transformers classifier.")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(classifier_config(model), indent=2))
