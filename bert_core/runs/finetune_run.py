@@ -19,6 +19,7 @@ from ..inspect.token_tasks import AnswerResult, WordTagging, answer, tag_words
 from ..model.classifier_io import classifier_zip
 from ..model.loaded import LoadedModel
 from ..model.token_heads_io import token_model_zip
+from ..model.untrained import untrained_copy
 from ..train.budget import activation_bytes
 from ..train.finetuning import EvalResult, FineTuneConfig, FineTuner, FineTuneStep, run_cost
 from ..train.qa import QATask
@@ -69,8 +70,12 @@ class FineTuneSession(TrainingSession):
     trainer: FineTuner | None
 
     def setup(self, base: LoadedModel, task: ClassificationTask | TaggingTask | QATask,  # type: ignore[override]
-              cfg: FineTuneConfig) -> None:
-        """Build the classifier (or tagger) and its loop for this base model, task and settings (replacing any run)."""
+              cfg: FineTuneConfig, untrained_seed: int | None = None) -> None:
+        """Build the classifier (or tagger) and its loop for this base model, task and settings (replacing any run).
+
+        untrained_seed: start instead from `untrained_copy(base, untrained_seed)` (the same network with fresh
+        weights: "from scratch"); the copy is built after its bytes are charged, and held by the run.
+        """
         # FineTuner evaluates once: the "before" picture.
         def install(tuner: FineTuner) -> None:
             with self._lock:
@@ -81,8 +86,14 @@ class FineTuneSession(TrainingSession):
                 self.memory.resize(self.mem_key, self._held_bytes())
 
         self._pooled_now: EvalResult | None = None
-        self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run",
-                            lambda: tuner_class(task)(base, task, cfg), install)
+        if untrained_seed is None:
+            self._base_bytes = 0
+            self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run",
+                                lambda: tuner_class(task)(base, task, cfg), install)
+            return
+        self._base_bytes = tensor_bytes(*[p.detach() for p in base.model.parameters()])  # the copy's own weights
+        self._charged_build(finetune_bytes(base, task, cfg) + self._base_bytes, "a fine-tuning run from scratch",
+                            lambda: tuner_class(task)(untrained_copy(base, untrained_seed), task, cfg), install)
 
     def _held_bytes(self) -> int:
         """Weights this run trains (not a frozen, shared encoder or word-embedding matrix), and until it finishes
@@ -101,7 +112,7 @@ class FineTuneSession(TrainingSession):
         feats = sum(4 * t.model.config.hidden_size * len(c) for c in getattr(t, "_features", {}).values())
         data = ids_bytes(t.train_rows) + ids_bytes(t.valid_rows)
         zipped = len(self._zip[1]) if self._zip else 0
-        return weights * (4 if live else 1) + acts + data + kept + feats + zipped
+        return weights * (4 if live else 1) + acts + data + kept + feats + zipped + getattr(self, "_base_bytes", 0)
 
     def _steps_done(self) -> str:
         t = self.trainer
