@@ -164,14 +164,19 @@ def _task(choice: str, text: str, upload):
     return memo[1]
 
 
-def _recipe(base_label: str, base, task) -> FineTuneConfig:
-    """finetune_defaults for this base and task, computed once per (base, task)."""
-    key = (base_label, base.name, task.name, len(task.train_texts), hash(task.train_texts))
+def _recipe(base_label: str, base, task, freeze: bool = False) -> FineTuneConfig:
+    """finetune_defaults for this base and task (head only or not), computed once per (base, task, freeze)."""
+    key = (base_label, base.name, task.name, len(task.train_texts), hash(task.train_texts), freeze)
     memo = st.session_state.get("ft_recipe_memo")
     if memo is None or memo[0] != key:
-        memo = (key, finetune_defaults(base, task))
+        memo = (key, finetune_defaults(base, task, freeze_encoder=freeze))
         st.session_state["ft_recipe_memo"] = memo
     return memo[1]
+
+
+def _picks(key: str) -> dict:
+    """A widget's on_change that marks it as the user's pick (the recipe no longer moves it)."""
+    return {"on_change": callbacks.put, "args": (f"{key}_picked", True)}
 
 
 def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
@@ -181,14 +186,17 @@ def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
         st.session_state["ft_base"] = next(iter(bases))
     base_label = st.session_state["ft_base"]
     base = bases[base_label][1]()
-    recipe = _recipe(base_label, base, task) if task is not None else None
+    frozen = bool(st.session_state.get("ft_freeze"))
+    recipe = _recipe(base_label, base, task, frozen) if task is not None else None
     recipe_for = (base_label, task.name if task is not None else None,
-                  len(task.train_texts) if task is not None else 0)
+                  len(task.train_texts) if task is not None else 0, frozen)
     if recipe is not None and not locked and st.session_state.get("ft_recipe_for") != recipe_for:
-        # A new base or task: every setting goes back to its recipe (a learning rate the user picked is kept).
-        st.session_state.update({
-            "ft_recipe_for": recipe_for, "ft_freeze": recipe.freeze_encoder, "ft_words": recipe.freeze_word_embeddings,
-            "ft_pooling": recipe.pooling, "ft_epochs": recipe.epochs, "ft_batch": recipe.batch_size})
+        # A new base or task: the settings the user has not touched follow its recipe.
+        st.session_state["ft_recipe_for"] = recipe_for
+        st.session_state.update({k: v for k, v in (
+            ("ft_freeze", recipe.freeze_encoder), ("ft_words", recipe.freeze_word_embeddings),
+            ("ft_pooling", recipe.pooling), ("ft_epochs", recipe.epochs), ("ft_batch", recipe.batch_size))
+            if not st.session_state.get(f"{k}_picked")})  # what the user set stays set
     for k, v in (("ft_freeze", False), ("ft_words", False), ("ft_pooling", "cls"), ("ft_epochs", 3), ("ft_batch", 32)):
         if st.session_state.get(k) is None:
             st.session_state[k] = v
@@ -197,9 +205,11 @@ def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
                  help="The pretrained BERT to start from: the sidebar's model (change it there), the tiny bundled "
                       "model, or your model from the Training page once you pressed 'Use this model' there.")
     freeze = c2.toggle("Freeze the encoder (train the head only)", key="ft_freeze", disabled=locked,
+                       **_picks("ft_freeze"),
                        help="Frozen: only the head learns (the classifier, and its pooling layer when that is new); "
                             "BERT runs once over each text and its vectors are cached, so many epochs are cheap.")
     words = c3.toggle("Freeze the word-embedding matrix", key="ft_words", disabled=locked or bool(freeze),
+                      **_picks("ft_words"),
                       help="Train every weight but the (vocabulary x hidden) word-embedding table. It is most of a "
                            "small model (MiniLM: 11.7M of 22.7M parameters); a task of a few thousand texts "
                            "touches only a few thousand of its 30,522 rows, and freezing it spares its gradient and "
@@ -207,25 +217,23 @@ def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
                            "it is at least a third of the encoder.")
     c4, c5, c6, c7 = st.columns([3, 3, 1, 1])
     pooling = c4.radio("The vector the head reads", list(POOLINGS), key="ft_pooling", disabled=locked,
-                       horizontal=True, format_func=POOLINGS.get,
+                       **_picks("ft_pooling"), horizontal=True, format_func=POOLINGS.get,
                        help="[CLS] + pooler: BERT's way (its pooler was trained for next-sentence prediction); "
                             "transformers' classifiers read it, so only this one downloads as one. Mean: the "
                             "average of the last layer's token vectors, what sentence-transformers models (MiniLM) "
                             "were trained to produce. The recipe picks what the model was trained for.")
-    if freeze:
-        suggested = 1e-3
-    else:
-        suggested = recipe.lr if recipe is not None and not recipe.freeze_encoder else 1e-4
+    suggested = recipe.lr if recipe is not None and recipe.freeze_encoder == freeze else 1e-3 if freeze else 1e-4
     if not st.session_state.get("ft_lr_picked") and not locked:
         st.session_state["ft_lr"] = suggested
     lr = c5.select_slider("Learning rate", LEARNING_RATES, key="ft_lr", disabled=locked,
                           format_func=callbacks.number_label, help="The peak, reached after warm-up.",
                           on_change=callbacks.put, args=("ft_lr_picked", True))
     epochs = c6.number_input("Epochs", 1, MAX_EPOCHS, step=1, key="ft_epochs", disabled=locked,
+                             **_picks("ft_epochs"),
                              help="Passes over the training set.")
     if st.session_state.get("ft_batch") not in (8, 16, 32, 64):
         st.session_state["ft_batch"] = 32
-    batch = c7.selectbox("Batch", (8, 16, 32, 64), key="ft_batch", disabled=locked)
+    batch = c7.selectbox("Batch", (8, 16, 32, 64), key="ft_batch", disabled=locked, **_picks("ft_batch"))
     if not locked:
         st.caption(f"Suggested learning rate for this base: **{suggested:g}**"
                    + (" (your pick differs)" if lr != suggested else "") + ". " + LR_REASON)

@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> None:
     print(f"| task | classes | train / validation | bag-of-words baseline | {m.name}: before | {m.name} fine-tuned |"
           + (" same network untrained, same recipe | pretrained minus untrained |" if args.compare else "")
           + " recipe | steps | time |")
-    print("|---" * (10 + 2 * args.compare) + "|")
+    print("|---" * (9 + 2 * args.compare) + "|")
     for name, c, ntr, nva, base, before, after, scratch_acc, steps, secs, cfg in rows:
         what = ("head only" if cfg.freeze_encoder else "all weights but the word embeddings"
                 if cfg.freeze_word_embeddings else "all weights")

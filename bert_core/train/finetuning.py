@@ -97,13 +97,15 @@ def finetune_defaults(m: LoadedModel, task: ClassificationTask, seconds: float =
 
     - pooling: what the model was trained for (`default_pooling`);
     - the word-embedding matrix frozen when it is at least a third of the encoder (MiniLM: 11.7M of 22.7M);
-    - batch 16 for models 384 wide or more (activations: `budget.activation_bytes`), else 32;
+    - batch 16 for models 384 wide or more (activations: `budget.activation_bytes`), else 32; 8 for tiny tasks;
     - max length: the 95th percentile of the training texts' tokens, rounded up to a multiple of 8;
     - learning rate: `default_lr` for the width; epochs: as many as fit in `seconds` (1 .. MAX_EPOCHS), so a
       small task trains for many epochs and a large one for one or two.
     Example: bundled MiniLM on WordNet topic (3,000 texts, p95 31 tokens) -> mean pooling, word embeddings
     frozen, batch 16, max_len 32, lr 1e-4, 2 epochs.
     """
+    if len(task.train_texts) < 2:
+        raise BertCoreError("the task needs at least two training examples")
     cfg = m.config
     enc = m.model.bert
     word = enc.embeddings.word_embeddings.weight.numel()
@@ -111,7 +113,8 @@ def finetune_defaults(m: LoadedModel, task: ClassificationTask, seconds: float =
     lengths = token_lengths(m.tokenizer, task.train_texts, m.max_length)
     max_len = int(min(m.max_length, max(16, 8 * math.ceil(np.percentile(lengths, 95) / 8))))
     batch = 16 if cfg.hidden_size >= 384 else 32
-    batch = min(batch, max(2, len(task.train_texts) // 4))  # a tiny task still gets several steps an epoch
+    while batch > 8 and batch > len(task.train_texts) // 4:  # a small task still gets several steps an epoch
+        batch //= 2
     per_step = step_seconds(cfg, batch, max_len, trainable_encoder=not freeze_encoder)
     steps_per_epoch = math.ceil(len(task.train_texts) / batch)
     if freeze_encoder:  # the encoder runs once per text (then cached): the head's epochs cost almost nothing
@@ -186,6 +189,18 @@ def share_word_embeddings(bert, base_bert) -> None:
     bert.embeddings.word_embeddings.weight = torch.nn.Parameter(base_w.detach(), requires_grad=False)
 
 
+def check_classes(task: ClassificationTask) -> None:
+    """Refuse a task a classifier cannot learn: fewer than two classes to train on, or a class seen only in
+    validation (nothing to learn it from)."""
+    trained = set(task.train_labels)
+    if len(trained) < 2:
+        raise BertCoreError(f"the training examples have {len(trained)} class; a classifier needs at least two")
+    only = sorted(set(task.valid_labels) - trained)
+    if only:
+        raise BertCoreError(f"the class {task.labels[only[0]]!r} has validation examples but no training example: "
+                            "the model cannot learn it. Give every class training examples.")
+
+
 def _encode(tok, texts, max_len: int) -> list[list[int]]:
     """[CLS] text [SEP] ids, cut to max_len."""
     ids = tok.encode_batch_plain(list(texts))
@@ -218,6 +233,8 @@ class FineTuner:
         cfg.validate()
         if len(task.train_texts) < 2 or len(task.valid_texts) < 1:
             raise BertCoreError("the task needs at least two training and one validation example")
+        if isinstance(task, ClassificationTask):
+            check_classes(task)
         # What a run may hold is the memory ledger's business (runs/finetune_run.py charges `run_bytes`).
         self.base, self.task, self.tok = base, task, base.tokenizer
         # Frozen: the model shares the base's encoder modules (no copy) and never puts them in
