@@ -62,8 +62,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--freeze", action="store_true", help="train the head only")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--page", action="store_true",
-                    help="the Fine-tuning page's recipe for this model and task: finetune_defaults (other "
-                         "settings ignored)")
+                    help="the Fine-tuning page's recipe for this model and task: finetune_defaults (with --freeze: "
+                         "its head-only recipe; other settings ignored)")
     ap.add_argument("--compare", action="store_true",
                     help="also fine-tune the same network untrained (untrained_copy, seed 0), same recipe")
     ap.add_argument("--csv", default=None, help="a text,label CSV file as the task (a fifth held out, seed 0)")
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> None:
     rows = []
     for name in names:
         task = tasks[name]
-        cfg = finetune_defaults(m, task) if args.page else manual
+        cfg = finetune_defaults(m, task, freeze_encoder=args.freeze) if args.page else manual
         print(f"[{name}] {cfg}", flush=True)
         base = bow_baseline(task)
         print(f"[{name}] baseline {100 * base['accuracy']:.1f}% (l2 {base['l2']:g}, {base['seconds']:.1f} s)",
