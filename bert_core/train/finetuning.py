@@ -186,7 +186,8 @@ WORD_EMBEDDINGS_NOTE = (
 def share_word_embeddings(bert, base_bert) -> None:
     """Point `bert`'s word-embedding matrix at `base_bert`'s tensor, frozen (no copy, no gradient)."""
     base_w = base_bert.embeddings.word_embeddings.weight
-    bert.embeddings.word_embeddings.weight = torch.nn.Parameter(base_w.detach(), requires_grad=False)
+    if bert.embeddings.word_embeddings.weight.data_ptr() != base_w.data_ptr():  # (new_classifier shares it already)
+        bert.embeddings.word_embeddings.weight = torch.nn.Parameter(base_w.detach(), requires_grad=False)
 
 
 def check_classes(task: ClassificationTask) -> None:
@@ -271,7 +272,8 @@ class FineTuner:
 
     def _new_model(self, base: LoadedModel, task, cfg: FineTuneConfig):
         """The classifier on the base's encoder (shared when frozen, else a copy), and notes on what is new."""
-        model, notes = new_classifier(base, list(task.labels), seed=cfg.seed, copy_encoder=not cfg.freeze_encoder)
+        model, notes = new_classifier(base, list(task.labels), seed=cfg.seed, copy_encoder=not cfg.freeze_encoder,
+                                      share_words=cfg.freeze_word_embeddings)
         # New: the classifier, and the layer that pools (a new pooler when the base had none;
         # DistilBERT's pre_classifier and RoBERTa's classifier.dense always).
         self.new_pooler = id(model.pooling_layer().weight) not in {id(p) for p in base.model.parameters()}

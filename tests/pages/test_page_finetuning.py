@@ -46,11 +46,11 @@ def test_csv_task_ten_steps_figures_sentence_download():
     assert fs.state == PAUSED and fs.step == 10  # 20 training rows / batch 8 = 3 steps an epoch, 5 epochs: 15
     assert fs.trainer.cfg.freeze_encoder and fs.trainer.task.labels == ("animal", "food")
     charts = at.get("plotly_chart")
-    assert len(charts) == 3  # curves, confusion matrix, PCA before/after
+    assert len(charts) == 4  # curves, confusion matrix, PCA before/after, pretrained vs untrained
     assert not any("NEW pooler" in c.value for c in at.caption)  # the bundled model has its pretrained pooler
     at.text_input(key="ft_try").set_value("a small cat").run()
     assert_ok(at)
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 5
     assert [b for b in at.get("download_button") if b.key == "ft_download"]
     at.button(key="ft_baseline_btn").click().run()
     assert_ok(at)
@@ -195,7 +195,7 @@ def test_a_roberta_base_from_the_sidebar_fine_tunes_with_its_own_head(tmp_path, 
     assert any("classifier.dense" in c.value for c in at.caption)
     at.text_input(key="ft_try").set_value("a small cat").run()
     assert_ok(at)
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 5
 
 
 def test_a_first_visit_shows_the_built_in_tasks_examples():
