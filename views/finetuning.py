@@ -247,7 +247,12 @@ def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
 def cost_ui(base_label: str, task, cfg: FineTuneConfig) -> None:
     """Before Start: the parameters trained, the bytes the run needs, the time per step and in all."""
     base = _bases()[base_label][1]()
-    c = run_cost(base, task, cfg)
+    key = (base_label, base.name, task.name, hash(task.train_texts), cfg)
+    memo = st.session_state.get("ft_cost_memo")
+    if memo is None or memo[0] != key:  # it tokenizes the training texts: once per settings, not every rerun
+        memo = (key, run_cost(base, task, cfg))
+        st.session_state["ft_cost_memo"] = memo
+    c = memo[1]
     used, budget, _ = fs.memory.usage()
     same = cfg == replace(_recipe(base_label, base, task), seed=cfg.seed)
     what = "head only" if cfg.freeze_encoder else TRAIN_CHOICES["words" if cfg.freeze_word_embeddings else "all"]
