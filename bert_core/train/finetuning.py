@@ -102,7 +102,8 @@ def finetune_defaults(m: LoadedModel, task: ClassificationTask, seconds: float =
     - learning rate: `default_lr` for the width; epochs: as many as fit in `seconds` (1 .. MAX_EPOCHS), so a
       small task trains for many epochs and a large one for one or two.
     Example: bundled MiniLM on WordNet topic (3,000 texts, p95 31 tokens) -> mean pooling, word embeddings
-    frozen, batch 16, max_len 32, lr 1e-4, 2 epochs.
+    frozen, batch 16, max_len 32, lr 1e-4, 1 epoch (188 steps, about 2:04 estimated); word class (2,000 texts,
+    max_len 24) -> 2 epochs; 160 everyday sentences (128 to train) -> batch 16, max_len 16, 20 epochs.
     """
     if len(task.train_texts) < 2:
         raise BertCoreError("the task needs at least two training examples")
