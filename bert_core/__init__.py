@@ -54,6 +54,7 @@ from .model.loading import (
     load_model,
 )
 from .model.tokenization import MAX_TEXT_CHARS, Encoding, Truncation, WordPieceTokenizer, WordSplit, wordpiece_steps
+from .model.untrained import untrained_copy
 from .objectives.masking import (
     KEPT,
     MASKED,
@@ -64,7 +65,7 @@ from .objectives.masking import (
     mask_tokens,
     masking_statistics,
 )
-from .train.finetuning import FineTuneConfig, FineTuner
+from .train.finetuning import FineTuneConfig, FineTuner, finetune_defaults, run_cost
 from .train.tasks import ClassificationTask, bow_baseline, builtin_tasks, task_from_csv
 
 __all__ = [
@@ -146,4 +147,7 @@ __all__ = [
     "bow_baseline",
     "builtin_tasks",
     "task_from_csv",
+    "finetune_defaults",
+    "run_cost",
+    "untrained_copy",
 ]

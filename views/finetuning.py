@@ -1,16 +1,36 @@
-"""Fine-tuning: put a classifier on BERT's pooled [CLS] vector and train it live on a labelled task."""
+"""Fine-tuning: put a classifier on BERT and train it live on a labelled task; beside it, the same network
+untrained and a bag-of-words baseline (why pre-train), and accuracy against examples per class."""
+
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
 import streamlit as st
 
 import bert_core
-from bert_core.figures.finetuning import confusion_figure, curves_figure, pca_figure, probabilities_figure
+from bert_core.figures.finetuning import (
+    comparison_figure,
+    confusion_figure,
+    curves_figure,
+    pca_figure,
+    probabilities_figure,
+    sample_efficiency_figure,
+)
 from bert_core.runs.finetune_run import FineTuneSession
+from bert_core.runs.memory import format_mb
 from bert_core.runs.settings import decode_upload
-from bert_core.runs.status import IDLE, RUNNING, WAITING
-from bert_core.train.finetuning import FineTuneConfig, default_lr, pca_2d
-from bert_core.train.tasks import MAX_CSV_BYTES, MAX_CSV_ROWS, bow_baseline, builtin_tasks, task_examples, task_from_csv
+from bert_core.runs.status import FINISHED, IDLE, RUNNING, WAITING, format_seconds
+from bert_core.train.finetuning import POOLINGS, FineTuneConfig, finetune_defaults, pca_2d, run_cost
+from bert_core.train.tasks import (
+    MAX_CSV_BYTES,
+    MAX_CSV_ROWS,
+    MAX_EPOCHS,
+    bow_baseline,
+    builtin_tasks,
+    task_examples,
+    task_from_csv,
+)
+from bert_core.train.transfer import sample_efficiency
 from ui import callbacks
 from ui.finetune_ui import keep_ui, run_status
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
@@ -22,28 +42,36 @@ TRAIN_SECONDS = 0.8
 PASTE, UPLOAD = "Paste CSV", "Upload a .csv file"
 LEARNING_RATES = (2e-5, 3e-5, 5e-5, 1e-4, 3e-4, 1e-3, 3e-3)
 LR_REASON = ("A head alone learns from scratch and takes 1e-3; fine-tuning every weight wants a rate that "
-             "shrinks with the model: small models like the tiny bundled one (hidden size 256) 3e-4 (at 1e-4 it "
-             "only just passes the bag-of-words baseline on the topic task, 87.7% vs 87.0%), 512-wide ones "
-             "1e-4, bert-base-sized ones the classic 3e-5 (BERT's paper tried 2e-5 to 5e-5).")
+             "shrinks with the model: small models like the tiny bundled one (hidden size 256) 3e-4, 384- and "
+             "512-wide ones (MiniLM) 1e-4, bert-base-sized ones the classic 3e-5 (BERT's paper tried 2e-5 to 5e-5).")
+SIDEBAR_PREFIX = "the sidebar's model: "
+TRAIN_CHOICES = {"all": "all weights", "words": "all but the word embeddings", "head": "the head only"}
 EXAMPLE_CSV = ("text,label\nwhat a wonderful film,positive\na dull and tedious plot,negative\n"
                "I loved every minute,positive\nthe acting was awful,negative\n…")
 
 cur = require_current()
 fs: FineTuneSession = st.session_state.setdefault("ft_session", FineTuneSession())
+fs0: FineTuneSession = st.session_state.setdefault("ft_scratch", FineTuneSession())  # the same run from scratch
 
 st.header("Fine-tuning")
 st.markdown(
     "Pretraining taught BERT to fill in masked words. **Fine-tuning** reuses it for a new task: classify a "
-    "whole text. A small new layer (the *head*) reads the pooled [CLS] vector, and a few epochs of training "
-    "with a small learning rate adapt the head (and, unless frozen, every weight of BERT) to labelled examples:"
+    "whole text. A small new layer (the *head*) reads one vector per text, and a few epochs of training "
+    "with a small learning rate adapt the head (and, unless frozen, BERT's weights) to labelled examples. "
+    "The vector is the one the model was trained to produce: BERT's pooled [CLS] (its next-sentence head read "
+    "it), or, for a sentence-transformers model like MiniLM, the mean of the last layer's token vectors:"
 )
-st.latex(r"p(c \mid x) = \operatorname{softmax}\big(W_c\,\tanh(W_p\,h_{[CLS]} + b_p) + b_c\big)_c,\qquad "
+st.latex(r"p(c \mid x) = \operatorname{softmax}(W_c\,v(x) + b_c)_c,\quad "
+         r"v(x) = \tanh(W_p\,h_{[CLS]} + b_p)\ \text{or}\ \tfrac{1}{T}\textstyle\sum_t h_t,\qquad "
          r"\mathcal{L} = -\frac{1}{B}\sum_{i=1}^{B} \log p(y_i \mid x_i)")
 st.caption(
     "h_[CLS] is the last layer's vector at [CLS]; tanh(W_p h + b_p) is BERT's pooler; W_c, b_c the new "
     "classifier (Hugging Face's BertForSequenceClassification). The learning rate warms up over the first "
     "10% of steps, then falls linearly to 0. Fine-tuning all weights wants a small rate (2e-5 to 3e-4, smaller "
-    "for bigger models): a large one overwrites what pretraining learned. A head alone can take 1e-3."
+    "for bigger models): a large one overwrites what pretraining learned. A head alone can take 1e-3. The "
+    "page starts on the sidebar's model with the recipe `bert_core.finetune_defaults(model, task)` picks (a "
+    "run of about two minutes); a notebook running `FineTuner(model, task, finetune_defaults(model, task))` "
+    "gets this page's numbers."
 )
 
 msg = st.session_state.pop("ft_msg", None)
@@ -55,23 +83,25 @@ if fs.notice:  # the server dropped this idle run to make room: say so once
 
 
 def _bases() -> dict[str, tuple[str, object]]:
-    """Base models on offer: label -> (name shown, loader)."""
-    out = {BUNDLED_LABEL: ("bundled", lambda: shared_model("bundled"))}
+    """Base models on offer, the sidebar's first: label -> (name shown, loader)."""
+    out = {}
+    if not cur.model_key.startswith("session:"):
+        out[f"{SIDEBAR_PREFIX}{cur.model.name}"] = (cur.model.name, lambda: cur.model)
+    if cur.model_key != "bundled":
+        out[BUNDLED_LABEL] = ("bundled", lambda: shared_model("bundled"))
     if st.session_state.get("session_model") is not None:
         out[SESSION_LABEL] = ("my trained model", lambda: st.session_state["session_model"])
-    if cur.model_key not in ("bundled",) and not cur.model_key.startswith("session:"):
-        out[f"the sidebar's model: {cur.model.name}"] = (cur.model.name, lambda: cur.model)
     return out
 
 
 def _init_widgets() -> dict:
     """Widget values outlive visits to other pages."""
     saved = st.session_state.setdefault("ft_saved", {
-        "ft_task": "topic", "ft_csv": "", "ft_base": BUNDLED_LABEL, "ft_freeze": False, "ft_lr": None,
-        "ft_epochs": 3, "ft_batch": 32,
+        "ft_task": "topic", "ft_csv": "", "ft_base": None, "ft_freeze": None, "ft_words": None, "ft_pooling": None,
+        "ft_lr": None, "ft_epochs": None, "ft_batch": None, "ft_recipe_for": None,
     })
     for k, v in saved.items():
-        if v is not None:  # ft_lr: None until first set (settings_ui suggests one per base model)
+        if v is not None:  # None until first set (the recipe fills them per base model and task)
             st.session_state.setdefault(k, v)
     return saved
 
@@ -107,61 +137,161 @@ def task_ui(locked: bool):
     return choice, text, upload
 
 
-def settings_ui(locked: bool) -> tuple[str, FineTuneConfig]:
-    """Base model, freeze, learning rate, epochs, batch size."""
+def _task(choice: str, text: str, upload):
+    """The chosen task (built once per CSV text), or raises BertCoreError with what is wrong."""
+    tasks = builtin_tasks()
+    if choice in tasks:
+        return tasks[choice]
+    if choice == PASTE:
+        raw, name = text, "your data"
+    elif upload is None:
+        raise bert_core.BertCoreError("choose a .csv file to upload first")
+    else:
+        raw, name = decode_upload(upload.getvalue()), "your file"
+    if len(raw) > MAX_CSV_BYTES:  # refused before parsing (a text area's limit can be bypassed)
+        raise bert_core.BertCoreError(f"the CSV is {len(raw):,} characters, larger than the limit of "
+                                      f"{MAX_CSV_BYTES:,}: use fewer or shorter rows")
+    key = (name, hash(raw), cur.seed)
+    memo = st.session_state.get("ft_task_memo")
+    if memo is None or memo[0] != key:
+        try:
+            memo = (key, task_from_csv(raw, name=name, seed=cur.seed), None)
+        except bert_core.BertCoreError as e:
+            memo = (key, None, str(e))
+        st.session_state["ft_task_memo"] = memo
+    if memo[1] is None:
+        raise bert_core.BertCoreError(memo[2])
+    return memo[1]
+
+
+def _recipe(base_label: str, base, task, freeze: bool = False) -> FineTuneConfig:
+    """finetune_defaults for this base and task (head only or not), computed once per (base, task, freeze)."""
+    key = (base_label, base.name, task.name, len(task.train_texts), hash(task.train_texts), freeze)
+    memo = st.session_state.get("ft_recipe_memo")
+    if memo is None or memo[0] != key:
+        memo = (key, finetune_defaults(base, task, freeze_encoder=freeze))
+        st.session_state["ft_recipe_memo"] = memo
+    return memo[1]
+
+
+def _picks(key: str) -> dict:
+    """A widget's on_change that marks it as the user's pick (the recipe no longer moves it)."""
+    return {"on_change": callbacks.put, "args": (f"{key}_picked", True)}
+
+
+def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
+    """Base model, what trains, pooling, learning rate, epochs, batch: the recipe's values until changed."""
     bases = _bases()
     if st.session_state.get("ft_base") not in bases:
-        st.session_state["ft_base"] = BUNDLED_LABEL
-    c1, c2, c3, c4, c5 = st.columns([3, 2, 2, 1, 1])
-    base = c1.selectbox("Base model", list(bases), key="ft_base", disabled=locked,
-                        help="The pretrained BERT to start from. The sidebar's model is offered when it is a hub "
-                             "model; your model from the Training page once you pressed 'Use this model' there.")
+        st.session_state["ft_base"] = next(iter(bases))
+    base_label = st.session_state["ft_base"]
+    base = bases[base_label][1]()
+    frozen = bool(st.session_state.get("ft_freeze"))
+    recipe = _recipe(base_label, base, task, frozen) if task is not None else None
+    recipe_for = (base_label, task.name if task is not None else None,
+                  len(task.train_texts) if task is not None else 0, frozen)
+    if recipe is not None and not locked and st.session_state.get("ft_recipe_for") != recipe_for:
+        # A new base or task: the settings the user has not touched follow its recipe.
+        st.session_state["ft_recipe_for"] = recipe_for
+        st.session_state.update({k: v for k, v in (
+            ("ft_freeze", recipe.freeze_encoder), ("ft_words", recipe.freeze_word_embeddings),
+            ("ft_pooling", recipe.pooling), ("ft_epochs", recipe.epochs), ("ft_batch", recipe.batch_size))
+            if not st.session_state.get(f"{k}_picked")})  # what the user set stays set
+    for k, v in (("ft_freeze", False), ("ft_words", False), ("ft_pooling", "cls"), ("ft_epochs", 3), ("ft_batch", 32)):
+        if st.session_state.get(k) is None:
+            st.session_state[k] = v
+    c1, c2, c3 = st.columns([3, 2, 2])
+    c1.selectbox("Base model", list(bases), key="ft_base", disabled=locked,
+                 help="The pretrained BERT to start from: the sidebar's model (change it there), the tiny bundled "
+                      "model, or your model from the Training page once you pressed 'Use this model' there.")
     freeze = c2.toggle("Freeze the encoder (train the head only)", key="ft_freeze", disabled=locked,
-                       help="Frozen: only the head learns (the classifier, and its pooling layer when that is new: "
-                            "a pooler the model lacked, DistilBERT's pre_classifier, RoBERTa's classifier.dense); "
-                            "BERT's vectors stay as pretraining left them.")
-    # The learning rate follows the base model and the freeze switch until the user picks one.
-    suggested = default_lr(bases[base][1]().config, bool(freeze))
+                       **_picks("ft_freeze"),
+                       help="Frozen: only the head learns (the classifier, and its pooling layer when that is new); "
+                            "BERT runs once over each text and its vectors are cached, so many epochs are cheap.")
+    words = c3.toggle("Freeze the word-embedding matrix", key="ft_words", disabled=locked or bool(freeze),
+                      **_picks("ft_words"),
+                      help="Train every weight but the (vocabulary x hidden) word-embedding table. It is most of a "
+                           "small model (MiniLM: 11.7M of 22.7M parameters); a task of a few thousand texts "
+                           "touches only a few thousand of its 30,522 rows, and freezing it spares its gradient and "
+                           "Adam's two moments (3 x 47 MB for MiniLM) and a little time. The recipe freezes it when "
+                           "it is at least a third of the encoder.")
+    c4, c5, c6, c7 = st.columns([3, 3, 1, 1])
+    pooling = c4.radio("The vector the head reads", list(POOLINGS), key="ft_pooling", disabled=locked,
+                       **_picks("ft_pooling"), horizontal=True, format_func=POOLINGS.get,
+                       help="[CLS] + pooler: BERT's way (its pooler was trained for next-sentence prediction); "
+                            "transformers' classifiers read it, so only this one downloads as one. Mean: the "
+                            "average of the last layer's token vectors, what sentence-transformers models (MiniLM) "
+                            "were trained to produce. The recipe picks what the model was trained for.")
+    suggested = recipe.lr if recipe is not None and recipe.freeze_encoder == freeze else 1e-3 if freeze else 1e-4
     if not st.session_state.get("ft_lr_picked") and not locked:
         st.session_state["ft_lr"] = suggested
-    lr = c3.select_slider("Learning rate", LEARNING_RATES, key="ft_lr", disabled=locked,
+    lr = c5.select_slider("Learning rate", LEARNING_RATES, key="ft_lr", disabled=locked,
                           format_func=callbacks.number_label, help="The peak, reached after warm-up.",
                           on_change=callbacks.put, args=("ft_lr_picked", True))
-    epochs = c4.number_input("Epochs", 1, 10, step=1, key="ft_epochs", disabled=locked,
+    epochs = c6.number_input("Epochs", 1, MAX_EPOCHS, step=1, key="ft_epochs", disabled=locked,
+                             **_picks("ft_epochs"),
                              help="Passes over the training set.")
-    batch = c5.selectbox("Batch", (8, 16, 32, 64), key="ft_batch", disabled=locked)
+    if st.session_state.get("ft_batch") not in (8, 16, 32, 64):
+        st.session_state["ft_batch"] = 32
+    batch = c7.selectbox("Batch", (8, 16, 32, 64), key="ft_batch", disabled=locked, **_picks("ft_batch"))
     if not locked:
         st.caption(f"Suggested learning rate for this base: **{suggested:g}**"
                    + (" (your pick differs)" if lr != suggested else "") + ". " + LR_REASON)
-    return base, FineTuneConfig(freeze_encoder=bool(freeze), lr=float(lr), epochs=int(epochs), batch_size=int(batch),
-                                seed=cur.seed)
+    if recipe is None:
+        return base_label, None
+    cfg = replace(recipe, freeze_encoder=bool(freeze), freeze_word_embeddings=bool(words) and not freeze,
+                  pooling=str(pooling), lr=float(lr), epochs=int(epochs), batch_size=int(batch), seed=cur.seed)
+    return base_label, cfg
 
 
-def set_up(choice: str, text: str, upload, base_label: str, cfg: FineTuneConfig) -> bool:
-    """Build the task, the classifier and the loop; a plain message and False when something is wrong."""
+def cost_ui(base_label: str, task, cfg: FineTuneConfig) -> None:
+    """Before Start: the parameters trained, the bytes the run needs, the time per step and in all."""
+    base = _bases()[base_label][1]()
+    key = (base_label, base.name, task.name, hash(task.train_texts), cfg)
+    memo = st.session_state.get("ft_cost_memo")
+    if memo is None or memo[0] != key:  # it tokenizes the training texts: once per settings, not every rerun
+        memo = (key, run_cost(base, task, cfg))
+        st.session_state["ft_cost_memo"] = memo
+    c = memo[1]
+    used, budget, _ = fs.memory.usage()
+    same = cfg == replace(_recipe(base_label, base, task), seed=cfg.seed)
+    what = "head only" if cfg.freeze_encoder else TRAIN_CHOICES["words" if cfg.freeze_word_embeddings else "all"]
+    acts = "" if cfg.freeze_encoder else (f", plus one step's activations at batch {cfg.batch_size} x "
+                                          f"{c['tokens']} tokens")
+    st.markdown(
+        f"**This run** trains {c['trainable']:,} parameters ({what}) and needs about **{format_mb(c['bytes'])}** of "
+        f"memory: the weights it trains, their gradients and AdamW's two moments (4 x 4 bytes a parameter){acts}. "
+        f"About **{c['seconds_per_step']:.2f} s a step** x {c['steps']:,} steps = **{format_seconds(c['seconds'])}** "
+        "(estimated for one core of a 2-core server; the real time shows once it runs). Memory for users' runs on "
+        f"this server: {format_mb(used)} of {format_mb(budget)} in use."
+        + (" These are the settings `finetune_defaults` picks for this model and task." if same else
+           " (You changed the settings `finetune_defaults` picks.)"))
+
+
+def set_up(task, base_label: str, cfg: FineTuneConfig) -> bool:
+    """Build the classifier and the loop; a plain message and False when something is wrong."""
     try:
         with st.spinner("Preparing the task and evaluating the untrained classifier…"):
-            tasks = builtin_tasks()
-            if choice in tasks:
-                task = tasks[choice]
-            elif choice == PASTE:
-                task = task_from_csv(text, seed=cur.seed)
-            elif upload is None:
-                raise bert_core.BertCoreError("choose a .csv file to upload first")
-            else:
-                task = task_from_csv(decode_upload(upload.getvalue()), name="your file", seed=cur.seed)
+            fs0.reset()  # a comparison belongs to the run it compares with
             fs.setup(_bases()[base_label][1](), task, cfg)
+        st.session_state["ft_run_base"] = base_label
         return True
     except bert_core.BertCoreError as e:
         st.error(f"Cannot start: {e}")
         return False
 
 
-def controls_ui(choice, text, upload, base_label, cfg) -> None:
+def controls_ui(task, task_error: str | None, base_label, cfg) -> None:
     """Start / Pause / Run 10 steps / Reset, as on the Training page."""
     start, ten, pause, reset = run_buttons(fs, "ft", "classifier")
-    if (start or ten) and fs.state == IDLE and not set_up(choice, text, upload, base_label, cfg):
-        return
+    if (start or ten) and fs.state == IDLE:
+        if task is None or cfg is None:
+            st.error(f"Cannot start: {task_error}")
+            return
+        if not set_up(task, base_label, cfg):
+            return
+    if reset:
+        fs0.reset()
     run_controls(fs, start, ten, pause, reset)
 
 
@@ -204,7 +334,7 @@ def pca_ui() -> None:
     chart(pca_figure(panels, np.asarray(t.task.valid_labels), list(t.task.labels)), "pooled vectors PCA",
           key="ft-pca")
     st.caption(
-        "Each point is one validation example: the vector the classifier reads (the pooled [CLS], "
+        f"Each point is one validation example: the vector the classifier reads ({POOLINGS[t.cfg.pooling]}, "
         f"{t.model.config.hidden_size} numbers) projected on its two directions of largest variance (PCA), "
         "coloured by the true class. Fine-tuning pulls the classes apart: the classifier only needs to draw "
         "straight boundaries between them." + (" The 'after' picture appears when you pause or finish."
@@ -233,9 +363,21 @@ saved = _init_widgets()
 locked = fs.state != IDLE
 st.subheader("Set up")
 choice, text, upload = task_ui(locked)
-base_label, cfg = settings_ui(locked)
+task, task_error = None, None
+if locked and fs.trainer is not None:
+    task = fs.trainer.task
+else:
+    try:
+        task = _task(choice, text, upload)
+    except bert_core.BertCoreError as e:
+        task_error = str(e)
+        if choice in (PASTE, UPLOAD) and (text.strip() or upload is not None):
+            st.error(f"This CSV cannot be used: {task_error}")
+base_label, cfg = settings_ui(locked, task)
 saved.update({k: st.session_state[k] for k in saved if k in st.session_state})
-controls_ui(choice, text, upload, base_label, cfg)
+if cfg is not None and not locked:
+    cost_ui(base_label, task, cfg)
+controls_ui(task, task_error, base_label, cfg)
 
 if fs.state == WAITING:  # the server's memory for users' runs is full: wait in line for it
     memory_wait_ui(fs, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
@@ -245,7 +387,7 @@ if fs.trainer is None:
     if choice in builtin_tasks():  # something to look at before the first run: the task itself
         st.subheader("What the classifier learns from")
         st.caption("Two training examples of each class (the first in the split): each definition goes in as "
-                   "[CLS] text [SEP]; the classifier reads the pooled [CLS] vector and must name the class.")
+                   "[CLS] text [SEP]; the classifier reads the pooled vector and must name the class.")
         table(pd.DataFrame(task_examples(builtin_tasks()[choice])), "task examples", key="ft-examples",
               hide_index=True)
     st.stop()
@@ -277,6 +419,132 @@ def baseline_ui() -> None:
                     f"{verdict} the baseline.")
 
 
+def _baseline_of(t):
+    """The bag-of-words result for this task if computed in this session (the baseline's button), else None."""
+    return st.session_state.get(("ft_baseline", t.name, len(t.train_texts), hash(t.train_texts), hash(t.valid_texts)))
+
+
+def _run_base():
+    """The base model the current run started from."""
+    bases = _bases()
+    return bases.get(st.session_state.get("ft_run_base"), next(iter(bases.values())))[1]()
+
+
+def compare_ui() -> None:
+    """Why pre-train: the same recipe on the same network with fresh random weights, beside the baseline."""
+    t = fs.trainer
+    st.subheader("Why pre-train: the same network, untrained")
+    st.markdown(
+        "Everything the pretrained model knows came from reading raw text. To see what that is worth, train **the "
+        "same architecture with fresh random weights** (`bert_core.untrained_copy`: every weight drawn as "
+        "transformers initialises a new model) on the same data, with the same settings, budget and seed. The "
+        "gap between the two curves is what pretraining gave."
+    )
+    if fs0.trainer is not None and (fs0.trainer.task is not t.task or fs0.settings != t.cfg):
+        fs0.reset()  # it compared with an earlier run
+    start, ten, pause, reset = run_buttons(fs0, "ft0", "untrained run")
+    if (start or ten) and fs0.state == IDLE:
+        try:
+            with st.spinner("Drawing fresh weights and evaluating the untrained classifier…"):
+                fs0.setup(_run_base(), t.task, t.cfg, untrained_seed=t.cfg.seed)
+        except bert_core.BertCoreError as e:
+            st.error(f"Cannot start: {e}")
+            return
+    run_controls(fs0, start, ten, pause, reset)
+    if fs0.state == WAITING:
+        memory_wait_ui(fs0, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
+        return
+    if fs0.trainer is None:
+        st.caption("Press **Start** above to train the untrained copy with your run's settings "
+                   f"({t.max_steps:,} steps); both curves then share one chart.")
+    live_run(fs0, compare_draw, TICK_SECONDS, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
+
+
+def compare_draw() -> None:
+    """Both runs' validation accuracy, the baseline, one table and a sentence on the gap."""
+    t = fs.trainer
+    runs = {"pretrained": (np.array([e.step for e in t.evals]), np.array([e.accuracy for e in t.evals]))}
+    t0 = fs0.trainer
+    if t0 is not None:
+        runs["same network, untrained"] = (np.array([e.step for e in t0.evals]),
+                                           np.array([e.accuracy for e in t0.evals]))
+    base = _baseline_of(t.task)
+    chart(comparison_figure(runs, base["accuracy"] if base else None), "pretrained vs untrained", key="ft-compare")
+    rows = [{"learner": f"{t.base.name}, pretrained", "step": t.step_count,
+             "validation accuracy": f"{100 * t.evals[-1].accuracy:.1f}%"}]
+    if t0 is not None:
+        rows.append({"learner": "the same network, untrained (untrained_copy)", "step": t0.step_count,
+                     "validation accuracy": f"{100 * t0.evals[-1].accuracy:.1f}%"})
+    if base is not None:
+        rows.append({"learner": "bag of words (no BERT)", "step": "-",
+                     "validation accuracy": f"{100 * base['accuracy']:.1f}%"})
+    table(pd.DataFrame(rows), "pretrained vs untrained", key="csv-ft-compare", hide_index=True)
+    if t0 is not None and t0.step_count:
+        gap = 100 * (t.evals[-1].accuracy - t0.evals[-1].accuracy)
+        same = t0.step_count == t.step_count
+        st.markdown(
+            f"After {t0.step_count:,} steps{'' if same else ' (the pretrained run: ' + format(t.step_count, ',') + ')'}"
+            f", the pretrained model is **{gap:+.1f} points** ahead of the same network trained from scratch: with "
+            f"{len(t.train_rows):,} labelled examples, the untrained network must learn what words mean and how "
+            "they combine from these examples alone, while the pretrained one already knows it from reading raw "
+            "text and only has to learn the task." + ("" if base is not None else
+                                                      " Press **Compute the baseline** above to add bag of words."))
+    if fs0.state == FINISHED:
+        st.caption(f"The untrained run finished: {fs0.finish_reason}.")
+
+
+def sample_efficiency_ui() -> None:
+    """Validation accuracy against examples per class, for pretrained, untrained and bag of words (head-only)."""
+    t = fs.trainer
+    st.subheader("Few labels, many labels")
+    st.markdown(
+        "How many labelled examples does each learner need? For 2, 4, 8, 16, 32 training examples per class and "
+        "for all of them: the pretrained model and its untrained copy each run once over every text (frozen), "
+        "and a logistic-regression head is fitted **exactly** on those vectors (L-BFGS: no learning rate, no "
+        "epochs to tune); bag of words fits the same regression on word counts. Each point averages 5 random "
+        "draws of the examples (bars: their spread). This is the picture that explains why BERT changed NLP: "
+        "with a handful of labels, the pretrained vectors already separate the classes."
+    )
+    base_model = _run_base()
+    key = ("ft_sample_eff", base_model.name, t.task.name, hash(t.task.train_texts), t.cfg.pooling, t.cfg.seed)
+    if key not in st.session_state:
+        n = len(t.task.train_texts) + len(t.task.valid_texts)
+        if not st.button("Compute the sample-efficiency figure", key="ft_sample_btn",
+                         help=f"Runs both encoders once over {n:,} texts, then fits 3 x 26 heads: about a minute "
+                              "for the built-in tasks on MiniLM."):
+            return
+        bar = st.progress(0.0, text="Starting…")
+        try:
+            res = sample_efficiency(base_model, t.task, pooling=t.cfg.pooling, seed=t.cfg.seed,
+                                    max_len=t.cfg.max_len,
+                                    progress=lambda msg, f: bar.progress(min(1.0, f), text=msg))
+        except bert_core.BertCoreError as e:
+            st.error(f"Cannot compute: {e}")
+            return
+        bar.empty()
+        st.session_state[key] = res
+    res = st.session_state[key]
+    chart(sample_efficiency_figure(res.labels, res.accuracy, res.spread), "sample efficiency", key="ft-sample")
+    df = pd.DataFrame({"examples per class": res.labels,
+                       **{k: [f"{100 * a:.1f}%" for a in v] for k, v in res.accuracy.items()}})
+    table(df, "sample efficiency", key="csv-ft-sample", hide_index=True)
+    few = res.accuracy["pretrained"][0] - res.accuracy["from scratch"][0]
+    st.caption(f"With {res.labels[0]} examples per class the pretrained vectors are {100 * few:+.1f} points ahead "
+               "of the untrained network's; bag of words needs many examples to see each useful word at least once.")
+
+
+def keep_classifier_ui() -> None:
+    """The download (a transformers classifier reads [CLS]: a mean-pooled head cannot be saved in its layout)."""
+    if fs.trainer.cfg.pooling == "mean":
+        st.subheader("Keep the classifier")
+        st.caption("This classifier reads the mean of the tokens; transformers' AutoModelForSequenceClassification "
+                   "reads the [CLS] vector through the pooler, so it cannot be saved in that layout. Fine-tune with "
+                   "'[CLS] + pooler' to download a classifier transformers loads. It lives in this browser session "
+                   f"only. Memory: {fs.memory_usage()}.")
+        return
+    keep_ui(fs, "classifier", "bert-explorer-classifier.zip", "AutoModelForSequenceClassification", "ft_download")
+
+
 def live_ui() -> None:
     """What the timer redraws while the run is live: status, curves, confusion matrix."""
     status_ui()
@@ -287,6 +555,7 @@ def live_ui() -> None:
 live_run(fs, live_ui, TICK_SECONDS, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
 pca_ui()
 baseline_ui()
+compare_ui()
+sample_efficiency_ui()
 try_ui()
-
-keep_ui(fs, "classifier", "bert-explorer-classifier.zip", "AutoModelForSequenceClassification", "ft_download")
+keep_classifier_ui()

@@ -89,3 +89,38 @@ def probabilities_figure(pairs: list[tuple[str, float]], height: int | None = No
     fig.update_xaxes(range=[0, 1], tickformat=".0%", title_text="probability")
     fig.update_layout(height=height or 60 + 32 * len(names), margin=dict(l=10, r=10, t=10, b=10))
     return fig
+
+
+def comparison_figure(runs: dict[str, tuple[np.ndarray, np.ndarray]], baseline: float | None = None,
+                      height: int = 360) -> go.Figure:
+    """Validation accuracy against step for several runs of one recipe, and the baseline as a dashed line.
+
+    `runs` is {name: (eval steps (E,), validation accuracy (E,))}; names are ours (not user text).
+    """
+    fig = go.Figure()
+    for i, (name, (steps, acc)) in enumerate(runs.items()):
+        fig.add_trace(go.Scatter(x=steps, y=acc, name=html.escape(name), mode="lines+markers",
+                                 line=dict(color=_color(i), width=3)))
+    if baseline is not None:
+        fig.add_hline(y=baseline, line=dict(color="#7f7f7f", dash="dash"),
+                      annotation_text=f"bag of words {baseline:.1%}", annotation_position="bottom right")
+    fig.update_xaxes(title_text="step", rangemode="tozero")
+    fig.update_yaxes(title_text="validation accuracy", range=[0, 1.02], tickformat=".0%")
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=10), uirevision="ft-compare",
+                      legend=dict(orientation="h", y=-0.25, x=0), hovermode="x unified")
+    return fig
+
+
+def sample_efficiency_figure(labels: list[str], accuracy: dict[str, list[float]], spread: dict[str, list[float]],
+                             height: int = 380) -> go.Figure:
+    """Validation accuracy against training examples per class (categorical x: 2, 4, ..., all), one line a learner."""
+    fig = go.Figure()
+    for i, (name, acc) in enumerate(accuracy.items()):
+        fig.add_trace(go.Scatter(x=labels, y=acc, name=html.escape(name), mode="lines+markers",
+                                 error_y=dict(type="data", array=spread.get(name), visible=True, thickness=1),
+                                 line=dict(color=_color(i), width=3)))
+    fig.update_xaxes(title_text="training examples per class", type="category")
+    fig.update_yaxes(title_text="validation accuracy", range=[0, 1.02], tickformat=".0%")
+    fig.update_layout(height=height, margin=dict(l=10, r=10, t=30, b=10),
+                      legend=dict(orientation="h", y=-0.25, x=0), hovermode="x unified")
+    return fig

@@ -135,11 +135,13 @@ def classifier_from_state_dict(config: BertConfig, raw_config: dict, state: dict
 
 
 def new_classifier(base: LoadedModel, labels: list[str], *, seed: int = 0, copy_encoder: bool = True,
-                   dropout: float | None = None) -> tuple[BertForSequenceClassification, list[str]]:
+                   dropout: float | None = None,
+                   share_words: bool = False) -> tuple[BertForSequenceClassification, list[str]]:
     """A classifier for `labels` on `base`'s encoder, with a new randomly initialised head.
 
     copy_encoder=False shares the base's embedding and layer modules (no copy: for training the head
-    only, with the encoder frozen and never put in train mode); True gives the classifier its own copy.
+    only, with the encoder frozen and never put in train mode); True gives the classifier its own copy,
+    but for the word-embedding matrix when `share_words` (the base's tensor, frozen: never copied).
     """
     check_labels(labels)
     src = base.model.bert
@@ -151,7 +153,7 @@ def new_classifier(base: LoadedModel, labels: list[str], *, seed: int = 0, copy_
                      + " kept, its classifier head is replaced by a new one.")
     with torch.random.fork_rng():  # a new head from our seed, without moving anyone's global RNG
         torch.manual_seed(seed)
-        bert = encoder_for_new_head(src, copy_encoder)
+        bert = encoder_for_new_head(src, copy_encoder, share_words)
         if not cls.encoder_pooler:
             bert.pooler = None  # RoBERTa and DistilBERT classifiers pool in their head (a new layer)
             notes.append(OWN_POOLER_NOTE[src.config.model_type])
@@ -164,16 +166,19 @@ def new_classifier(base: LoadedModel, labels: list[str], *, seed: int = 0, copy_
     return model, notes
 
 
-def encoder_for_new_head(src: BertModel, copy_encoder: bool) -> BertModel:
+def encoder_for_new_head(src: BertModel, copy_encoder: bool, share_words: bool = False) -> BertModel:
     """`src` for a new head: a trainable deep copy, or (copy_encoder=False) a shell holding `src`'s own modules.
 
     The shell shares the embeddings, layers and pooler (no copy: for training a head on a frozen encoder
-    that stays in eval mode); the caller may replace its pooler.
+    that stays in eval mode); the caller may replace its pooler. share_words: the copy's word-embedding
+    matrix is `src`'s tensor, frozen (deepcopy's memo maps it to a no-grad view instead of copying it).
     """
     if copy_encoder:
-        bert = copy.deepcopy(src)
+        words = src.embeddings.word_embeddings.weight
+        frozen = torch.nn.Parameter(words.detach(), requires_grad=False)
+        bert = copy.deepcopy(src, memo={id(words): frozen} if share_words else None)
         for p in bert.parameters():
-            p.requires_grad_(True)
+            p.requires_grad_(p is not frozen)
         return bert
     with torch.device("meta"):  # an empty shell: its modules are the base's own, not copies
         bert = BertModel(src.config, add_pooling_layer=False)
@@ -219,6 +224,10 @@ def save_classifier(m: LoadedModel, out_dir: str | Path, extra: dict | None = No
     `extra` (e.g. a training report) goes to training_report.json beside them.
     """
     model = classifier_of(m)
+    if model.pooling != "cls":
+        raise BertCoreError("this classifier reads the mean of the tokens, and transformers' "
+                            f"{type(model).__name__} reads the [CLS] vector: it cannot be saved in that layout. "
+                            "Fine-tune with [CLS] pooling to download a transformers classifier.")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(json.dumps(classifier_config(model), indent=2))

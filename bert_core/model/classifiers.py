@@ -9,6 +9,15 @@ import torch.nn.functional as F
 from .config import BertConfig
 from .encoder import BertModel
 
+
+def mean_pool(hidden: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """(B, T, H), (B, T) -> (B, H): the mean of the real tokens' vectors (sentence-transformers' pooling)."""
+    if mask is None:
+        return hidden.mean(1)
+    w = mask.to(hidden.dtype)[..., None]  # (B, T, 1)
+    return (hidden * w).sum(1) / w.sum(1).clamp(min=1)
+
+
 # --- Fine-tuning head: Hugging Face's BertForSequenceClassification ---------------------------
 
 
@@ -23,6 +32,9 @@ class BertForSequenceClassification(nn.Module):
     has_mlm = False  # the pages ask; a classifier has neither pretraining head
     has_nsp = False
     encoder_pooler = True  # BERT and ALBERT pool with the encoder's pooler; RoBERTa and DistilBERT have none
+    # "cls": the family's own pooling (transformers'); "mean": a head fine-tuned here on the tokens' mean
+    # (a sentence-transformers model's pooling), which transformers' classifier classes cannot express.
+    pooling = "cls"
 
     def __init__(self, config: BertConfig, labels: list[str], classifier_dropout: float | None = None,
                  bert: BertModel | None = None):
@@ -65,7 +77,11 @@ class BertForSequenceClassification(nn.Module):
 
     def logits(self, input_ids, token_type_ids=None, attention_mask=None) -> torch.Tensor:
         """(B, T) ids -> (B, C) class logits (dropout active only in train mode)."""
-        return self.head(self.pooled(self.bert(input_ids, token_type_ids, attention_mask)))  # (B, C)
+        return self.head(self.pool(self.bert(input_ids, token_type_ids, attention_mask), attention_mask))  # (B, C)
+
+    def pool(self, hidden: torch.Tensor, attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """(B, T, H) -> (B, H) by this classifier's pooling: `pooled` ([CLS]), or the mean of the real tokens."""
+        return mean_pool(hidden, attention_mask) if self.pooling == "mean" else self.pooled(hidden)
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         raise ValueError("this checkpoint is a sequence classifier: it has no masked-language-model head")

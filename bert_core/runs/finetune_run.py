@@ -19,13 +19,15 @@ from ..inspect.token_tasks import AnswerResult, WordTagging, answer, tag_words
 from ..model.classifier_io import classifier_zip
 from ..model.loaded import LoadedModel
 from ..model.token_heads_io import token_model_zip
-from ..train.finetuning import EvalResult, FineTuneConfig, FineTuner, FineTuneStep
+from ..model.untrained import untrained_copy
+from ..train.budget import activation_bytes
+from ..train.finetuning import EvalResult, FineTuneConfig, FineTuner, FineTuneStep, run_cost
 from ..train.qa import QATask
 from ..train.tagging import TaggingTask
 from ..train.tasks import ClassificationTask
 from ..train.token_finetuning import QAFineTuner, TokenFineTuner
 from .memory import tensor_bytes
-from .settings import MAX_TRAIN_SECONDS, corpus_bytes, ema, ids_bytes, run_bytes
+from .settings import MAX_TRAIN_SECONDS, corpus_bytes, ema, ids_bytes
 from .status import FINISHED, STATE_LABELS, format_seconds
 from .training_run import TrainingSession
 
@@ -36,17 +38,30 @@ def tuner_class(task: ClassificationTask | TaggingTask | QATask) -> type[FineTun
 
 
 def finetune_bytes(base: LoadedModel, task: ClassificationTask | TaggingTask | QATask, cfg: FineTuneConfig) -> int:
-    """What a fine-tuning run will hold, before it is built: the weights it owns with Adam's moments, its texts.
+    """What a fine-tuning run will hold, before it is built: the weights it trains with their gradients and AdamW's
+    two moments, the activations of one step at the chosen batch and length (`train/budget.py`), its texts.
 
-    Fine-tuning all weights copies the encoder; a frozen encoder is shared with the base (read-only), so
-    only the head (pooler-sized dense layers and the classifier) is the run's own.
+    Fine-tuning all weights copies the encoder (but a frozen word-embedding matrix, which stays the base's);
+    a frozen encoder is shared with the base (read-only), so only the head is the run's own, plus its cached
+    features (one vector per text).
     """
-    enc = base.model.bert
-    H = enc.config.hidden_size
-    own = 4 * (2 * H * H + H * (len(task.labels) + 2))  # the largest family head: dense H->H (+ pooler), out
-    if not cfg.freeze_encoder:
-        own += 4 * sum(p.numel() for p in enc.parameters())
-    return run_bytes(own, corpus_bytes([*task.train_texts, *task.valid_texts]))
+    texts = [*task.train_texts, *task.valid_texts]
+    if isinstance(task, ClassificationTask):
+        cost = run_cost(base, task, cfg)
+        nbytes = cost["bytes"]
+    else:
+        enc, H = base.model.bert, base.config.hidden_size
+        trainable = 2 * H * H + H * (len(getattr(task, "labels", ())) + 2)
+        if not cfg.freeze_encoder:
+            trainable += sum(p.numel() for p in enc.parameters())
+            if cfg.freeze_word_embeddings:
+                trainable -= enc.embeddings.word_embeddings.weight.numel()
+        T = min(cfg.max_len, base.max_length)
+        nbytes = 16 * trainable + (0 if cfg.freeze_encoder else
+                                   activation_bytes(base.config, min(cfg.batch_size, len(task.train_texts)), T))
+    if cfg.freeze_encoder:
+        nbytes += 4 * base.config.hidden_size * len(texts)  # the cached features
+    return nbytes + corpus_bytes(texts)
 
 
 class FineTuneSession(TrainingSession):
@@ -55,8 +70,12 @@ class FineTuneSession(TrainingSession):
     trainer: FineTuner | None
 
     def setup(self, base: LoadedModel, task: ClassificationTask | TaggingTask | QATask,  # type: ignore[override]
-              cfg: FineTuneConfig) -> None:
-        """Build the classifier (or tagger) and its loop for this base model, task and settings (replacing any run)."""
+              cfg: FineTuneConfig, untrained_seed: int | None = None) -> None:
+        """Build the classifier (or tagger) and its loop for this base model, task and settings (replacing any run).
+
+        untrained_seed: start instead from `untrained_copy(base, untrained_seed)` (the same network with fresh
+        weights: "from scratch"); the copy is built after its bytes are charged, and held by the run.
+        """
         # FineTuner evaluates once: the "before" picture.
         def install(tuner: FineTuner) -> None:
             with self._lock:
@@ -67,21 +86,33 @@ class FineTuneSession(TrainingSession):
                 self.memory.resize(self.mem_key, self._held_bytes())
 
         self._pooled_now: EvalResult | None = None
-        self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run",
-                            lambda: tuner_class(task)(base, task, cfg), install)
+        if untrained_seed is None:
+            self._base_bytes = 0
+            self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run",
+                                lambda: tuner_class(task)(base, task, cfg), install)
+            return
+        self._base_bytes = tensor_bytes(*[p.detach() for p in base.model.parameters()])  # the copy's own weights
+        self._charged_build(finetune_bytes(base, task, cfg) + self._base_bytes, "a fine-tuning run from scratch",
+                            lambda: tuner_class(task)(untrained_copy(base, untrained_seed), task, cfg), install)
 
     def _held_bytes(self) -> int:
-        """Weights this run owns (not a frozen, shared encoder), Adam's moments until it finishes, texts, plots."""
+        """Weights this run trains (not a frozen, shared encoder or word-embedding matrix), and until it finishes
+        their gradients, AdamW's moments and one step's activations; cached features, texts, plots, the zip."""
         t = self.trainer
         if t is None:
             return 0
-        own = t.trainable if t.cfg.freeze_encoder else list(t.model.parameters())
-        weights = tensor_bytes(own)
+        weights = tensor_bytes([p.detach() for p in t.trainable])
+        live = self.state != FINISHED
+        acts = 0
+        if live and not t.cfg.freeze_encoder:
+            longest = max(map(len, t.train_rows))
+            acts = activation_bytes(t.model.config, min(t.cfg.batch_size, len(t.train_rows)), longest)
         now = getattr(self, "_pooled_now", None)  # set after the first charge, in setup
         kept = sum(e.pooled.nbytes for e in [*t.evals, *([now] if now else [])] if e.pooled is not None)
+        feats = sum(4 * t.model.config.hidden_size * len(c) for c in getattr(t, "_features", {}).values())
         data = ids_bytes(t.train_rows) + ids_bytes(t.valid_rows)
         zipped = len(self._zip[1]) if self._zip else 0
-        return run_bytes(weights, data + kept, optimizer=self.state != FINISHED) + zipped
+        return weights * (4 if live else 1) + acts + data + kept + feats + zipped + getattr(self, "_base_bytes", 0)
 
     def _steps_done(self) -> str:
         t = self.trainer

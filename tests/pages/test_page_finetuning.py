@@ -28,6 +28,7 @@ def open_finetuning(csv: str | None = CSV):
         at.radio(key="ft_task").set_value("Paste CSV").run()
         at.text_area(key="ft_csv").set_value(csv)
         at.toggle(key="ft_freeze").set_value(True)
+        at.radio(key="ft_pooling").set_value("cls")  # transformers' layout: the download is offered
         at.select_slider(key="ft_lr").set_value(1e-3)
         at.selectbox(key="ft_batch").set_value(8)
         at.number_input(key="ft_epochs").set_value(5)
@@ -45,11 +46,11 @@ def test_csv_task_ten_steps_figures_sentence_download():
     assert fs.state == PAUSED and fs.step == 10  # 20 training rows / batch 8 = 3 steps an epoch, 5 epochs: 15
     assert fs.trainer.cfg.freeze_encoder and fs.trainer.task.labels == ("animal", "food")
     charts = at.get("plotly_chart")
-    assert len(charts) == 3  # curves, confusion matrix, PCA before/after
+    assert len(charts) == 4  # curves, confusion matrix, PCA before/after, pretrained vs untrained
     assert not any("NEW pooler" in c.value for c in at.caption)  # the bundled model has its pretrained pooler
     at.text_input(key="ft_try").set_value("a small cat").run()
     assert_ok(at)
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 5
     assert [b for b in at.get("download_button") if b.key == "ft_download"]
     at.button(key="ft_baseline_btn").click().run()
     assert_ok(at)
@@ -133,16 +134,16 @@ def test_try_box_survives_the_hostile_list():
 
 
 def test_default_learning_rate_follows_the_base_model_until_the_user_picks_one():
-    """Bundled (H=256): 3e-4; head only: 1e-3; a pick is kept through freeze switches and other pages."""
+    """The bundled MiniLM (H=384): 1e-4; head only: 1e-3; a pick is kept through freeze switches and other pages."""
     at = open_page("finetuning", timeout=900)
     assert_ok(at)
     lr = lambda: at.select_slider(key="ft_lr").value  # noqa: E731
-    assert lr() == 3e-4
-    assert any("Suggested learning rate for this base: **0.0003**" in c.value for c in at.caption)
+    assert lr() == 1e-4
+    assert any("Suggested learning rate for this base: **0.0001**" in c.value for c in at.caption)
     at.toggle(key="ft_freeze").set_value(True).run()
     assert lr() == 1e-3
     at.toggle(key="ft_freeze").set_value(False).run()
-    assert lr() == 3e-4
+    assert lr() == 1e-4
     at.select_slider(key="ft_lr").set_value(5e-5).run()
     assert_ok(at)
     assert lr() == 5e-5 and any("your pick differs" in c.value for c in at.caption)
@@ -152,13 +153,14 @@ def test_default_learning_rate_follows_the_base_model_until_the_user_picks_one()
     at.switch_page("views/finetuning.py").run()
     assert_ok(at)
     assert lr() == 5e-5
+    at.selectbox(key="ft_batch").set_value(8).run()
     at.button(key="ft_ten").click().run()
     assert_ok(at)
     assert session(at).trainer.cfg.lr == 5e-5
 
 
 def test_a_bert_base_sized_model_gets_the_classic_small_rate(tmp_path, monkeypatch):
-    """A 768-wide base (one layer, random, saved by transformers) offered from the sidebar: 3e-5."""
+    """A 768-wide base (one layer, random, saved by transformers) from the sidebar: 3e-5; the tiny bundled: 3e-4."""
     from conftest import write_tiny_checkpoint
 
     import ui.state
@@ -168,12 +170,10 @@ def test_a_bert_base_sized_model_gets_the_classic_small_rate(tmp_path, monkeypat
     monkeypatch.setattr(ui.state, "DEFAULT_MODEL", str(tmp_path))
     at = open_page("finetuning", timeout=900)
     assert_ok(at)
-    sidebar = [o for o in at.selectbox(key="ft_base").options if o.startswith("the sidebar's model")]
-    assert sidebar
-    at.selectbox(key="ft_base").set_value(sidebar[0]).run()
-    assert_ok(at)
+    assert at.selectbox(key="ft_base").value.startswith("the sidebar's model")  # the page starts on it
     assert at.select_slider(key="ft_lr").value == 3e-5
-    at.selectbox(key="ft_base").set_value(at.selectbox(key="ft_base").options[0]).run()
+    at.selectbox(key="ft_base").set_value(ui.state.BUNDLED_LABEL).run()
+    assert_ok(at)
     assert at.select_slider(key="ft_lr").value == 3e-4
 
 
@@ -186,8 +186,7 @@ def test_a_roberta_base_from_the_sidebar_fine_tunes_with_its_own_head(tmp_path, 
     write_family_checkpoint(tmp_path, "roberta", "mlm")
     monkeypatch.setattr(ui.state, "DEFAULT_MODEL", str(tmp_path))
     at = open_finetuning()
-    sidebar = [o for o in at.selectbox(key="ft_base").options if o.startswith("the sidebar's model")]
-    at.selectbox(key="ft_base").set_value(sidebar[0]).run()
+    assert at.selectbox(key="ft_base").value.startswith("the sidebar's model")
     at.select_slider(key="ft_lr").set_value(1e-3).run()
     at.button(key="ft_ten").click().run()
     assert_ok(at)
@@ -196,7 +195,7 @@ def test_a_roberta_base_from_the_sidebar_fine_tunes_with_its_own_head(tmp_path, 
     assert any("classifier.dense" in c.value for c in at.caption)
     at.text_input(key="ft_try").set_value("a small cat").run()
     assert_ok(at)
-    assert len(at.get("plotly_chart")) == 4
+    assert len(at.get("plotly_chart")) == 5
 
 
 def test_a_first_visit_shows_the_built_in_tasks_examples():

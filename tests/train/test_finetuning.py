@@ -260,16 +260,13 @@ def test_validation_numbers_match_transformers_on_the_exported_weights(bases, tm
     assert np.abs(ev.pooled - np.stack(pooled)).max() <= ATOL
 
 
-def test_settings_out_of_range_and_too_big_models_are_refused(bases, monkeypatch):
+def test_settings_out_of_range_are_refused(bases):
     with pytest.raises(BertCoreError, match="learning rate"):
         FineTuner(bases["mlm"], toy_task(), FineTuneConfig(lr=5.0))
     with pytest.raises(BertCoreError, match="epochs"):
         FineTuner(bases["mlm"], toy_task(), FineTuneConfig(epochs=0))
-    from bert_core.train import finetuning
-    monkeypatch.setattr(finetuning, "MAX_TRAIN_PARAMS", 10)
-    with pytest.raises(BertCoreError, match="freeze the encoder"):
-        FineTuner(bases["mlm"], toy_task(), FineTuneConfig())
-    FineTuner(bases["mlm"], toy_task(), FineTuneConfig(freeze_encoder=True))  # head only: allowed
+    with pytest.raises(BertCoreError, match="pooling"):
+        FineTuner(bases["mlm"], toy_task(), FineTuneConfig(pooling="max"))
 
 
 def test_pca_2d_projects_on_the_top_two_principal_axes():

@@ -1,0 +1,106 @@
+"""The Fine-tuning page's transfer-learning parts, through AppTest: the recipe it starts on is finetune_defaults and
+gives a notebook's numbers; the untrained copy beside it; the sample-efficiency figure; bad input."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+import pytest
+from apptest_util import assert_ok, open_page
+
+import bert_core
+from bert_core.runs.status import IDLE, PAUSED
+from bert_core.train.finetuning import FineTuner, finetune_defaults
+from bert_core.train.tasks import task_from_csv
+
+pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
+
+WORDS = {"cooking": ["soup", "bread", "oven", "pasta", "onion", "cake"],
+         "sport": ["goal", "match", "team", "race", "ball", "coach"]}
+CSV = "text,label\n" + "".join(f"the {w} was good today number {i},{lab}\n"
+                               for lab, ws in WORDS.items() for i, w in enumerate(ws * 2))
+
+
+def _open_with_csv(csv: str = CSV):
+    at = open_page("finetuning", timeout=900)
+    assert_ok(at)
+    at.radio(key="ft_task").set_value("Paste CSV").run()
+    at.text_area(key="ft_csv").set_value(csv).run()
+    assert_ok(at)
+    return at
+
+
+def test_the_page_runs_exactly_the_recipe_a_notebook_gets():
+    at = _open_with_csv()
+    m = bert_core.load_model()  # the sidebar's model: the bundled MiniLM
+    task = task_from_csv(CSV, name="your data", seed=0)
+    recipe = finetune_defaults(m, task)
+    assert recipe.pooling == "mean" and recipe.freeze_word_embeddings  # what MiniLM was trained for; its big matrix
+    assert at.selectbox(key="ft_base").value == f"the sidebar's model: {m.name}"
+    assert at.radio(key="ft_pooling").value == recipe.pooling
+    assert at.number_input(key="ft_epochs").value == recipe.epochs
+    assert at.selectbox(key="ft_batch").value == recipe.batch_size
+    assert any("These are the settings `finetune_defaults` picks" in md.value for md in at.markdown)
+    assert any(re.search(r"needs about \*\*\d+ MB\*\*", md.value) and "s a step" in md.value for md in at.markdown)
+    at.button(key="ft_ten").click().run()
+    assert_ok(at)
+    page = at.session_state["ft_session"].trainer
+    assert page.cfg == recipe and page.step_count == 10
+    nb = FineTuner(m, task, finetune_defaults(m, task))
+    nb.run(steps=10)
+    assert nb.evaluate().loss == pytest.approx(page.evaluate().loss, abs=1e-6)
+    assert nb.evaluate().accuracy == page.evaluate().accuracy
+
+
+def test_untrained_copy_beside_the_run_and_the_sample_efficiency_figure():
+    at = _open_with_csv()
+    at.button(key="ft_ten").click().run()
+    at.button(key="ft_baseline_btn").click().run()
+    assert_ok(at)
+    at.button(key="ft0_ten").click().run()
+    assert_ok(at)
+    fs, fs0 = at.session_state["ft_session"], at.session_state["ft_scratch"]
+    assert fs0.state == PAUSED and fs0.step == 10 and fs0.trainer.cfg == fs.trainer.cfg
+    assert fs0.trainer.base.name.endswith("(untrained, seed 0)")
+    table = [d.value for d in at.dataframe if "learner" in d.value.columns][0]
+    assert len(table) == 3 and "bag of words (no BERT)" in set(table["learner"])
+    assert any("points** ahead of the same network trained from scratch" in md.value for md in at.markdown)
+    at.button(key="ft_sample_btn").click().run()
+    assert_ok(at)
+    shown = [d.value for d in at.dataframe if "examples per class" in d.value.columns][0]
+    assert list(shown["examples per class"]) == ["2", "4", "8", "16", "32", "all"]
+    assert set(shown.columns) == {"examples per class", "pretrained", "from scratch", "bag of words"}
+    at.button(key="ft_reset").click().run()  # a new run forgets the comparison
+    assert fs.state == IDLE and fs0.state == IDLE
+
+
+@pytest.mark.parametrize("csv,message", [
+    ("text,label\n" + "".join(f"the cat number {i},animal\n" for i in range(20)), "two classes"),
+    ("text,label\n" + "".join(f"thing {i},class{i}\n" for i in range(20)), "single example"),
+    ("text,label\n" + "".join(f"example {i},{'ab'[i % 2]}\n" for i in range(700_000)),
+     "larger than|more than 5,000 rows"),
+], ids=["one class", "one example per class", "10 MB"])
+def test_bad_input_gets_a_clear_message(csv, message):
+    at = open_page("finetuning", timeout=900)
+    at.radio(key="ft_task").set_value("Paste CSV").run()
+    if len(csv) > 1_000_000:  # a text area stops at its limit: a bypassed one must still be refused
+        at.session_state["ft_csv"] = csv
+    else:
+        at.text_area(key="ft_csv").set_value(csv)
+    at.run()
+    assert_ok(at)
+    assert any(re.search(message, e.value) for e in at.error), [e.value for e in at.error]
+    at.button(key="ft_start").click().run()
+    assert_ok(at)
+    assert at.session_state["ft_session"].state == IDLE
+
+
+def test_labels_only_in_validation_are_refused_by_the_loop():
+    from bert_core.train.tasks import ClassificationTask
+
+    m = bert_core.load_model("bundled")
+    task = ClassificationTask("t", ("a", "b", "c"), ("x y", "y z", "z x", "x x"), (0, 1, 0, 1), ("y y", "x z"),
+                              (2, 0))
+    with pytest.raises(bert_core.BertCoreError, match="'c' has validation examples but no training example"):
+        FineTuner(m, task, replace(finetune_defaults(m, task), epochs=1))
