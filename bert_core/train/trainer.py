@@ -62,6 +62,7 @@ class TrainConfig:
     objective: str = "mlm"  # "mlm": BERT's masked words; "clm": GPT's next token, under the causal mask;
     # "rtd": ELECTRA's replaced-token detection (objectives/rtd.py)
     rtd_lambda: float = RTD_LAMBDA  # rtd: the discriminator loss's weight
+    random_rows: bool = False  # batches of random lines instead of length-sorted neighbours (batches.TextDataset)
 
 
 @dataclass
@@ -203,7 +204,7 @@ class Trainer:
         self.model = model
         self.tok = tokenizer
         self.data = TextDataset(lines, tokenizer, cfg.seq_len, documents, cfg.nsp_same_text, genres,
-                                cfg.nsp_same_genre)
+                                cfg.nsp_same_genre, random_rows=cfg.random_rows)
         self._continues = continuation_table(tokenizer) if cfg.whole_word else None  # (V,) "##" pieces
         self.g = torch.Generator().manual_seed(cfg.seed)
         # rtd: the generator, sharing the discriminator's embeddings; its own weights join the optimizer once.
