@@ -1,14 +1,14 @@
 """A small, regular corpus that a tiny model learns in about a minute on 2 CPU cores: the "farm" corpus.
 
-Eight animals, each with its own sound, food and home, in nine sentence patterns with a few names and
-adjectives as noise ("the sleepy dog barks at anna ."). About 60 words, so a whole-word vocabulary of
-~120 pieces (the words, the letters to spell anything else, the 5 special tokens): the loss starts at
-ln V ≈ 4.8 instead of ln 12,000 ≈ 9.4, and every fact is seen hundreds of times a minute. Real BERT
-needs days on billions of words of free text to learn what this corpus spells out in a few patterns.
+Five animals, each with its own sound, food and home, in five sentence patterns that all start "the <animal>",
+with six names as noise ("the dog barks at anna ."). 33 words, so a whole-word vocabulary of 110 pieces (the
+words, the letters and digits to spell anything else, the 5 special tokens): the loss starts near
+ln V = ln 110 ≈ 4.7 instead of ln 12,000 ≈ 9.4, and each fact is seen dozens of times per step of 128 lines. Real
+BERT needed days on 3.3 billion words of free text to learn what this corpus spells out in five patterns.
 
-Generated, not stored: `farm_lines(n, seed)` is the same list for the same arguments, and the probe
-sentences (`FARM_PROBES`, `FARM_CLOZE`) never occur in it, so a right answer is generalisation from the
-patterns, not a memorised line.
+Generated, not stored: `farm_lines(n, seed)` is the same list for the same arguments. The probes that name a
+person never occur in it (the corpus says "the dog barks at tom ." but never "... at emma ."), so getting them
+right is generalising over names; the others are facts the corpus states.
 """
 
 from __future__ import annotations
@@ -31,13 +31,9 @@ ANIMALS = {
     "cat": ("meows", "fish", "basket"),
     "cow": ("moos", "grass", "barn"),
     "bird": ("sings", "seeds", "nest"),
-    "horse": ("neighs", "hay", "stable"),
-    "sheep": ("bleats", "clover", "meadow"),
     "duck": ("quacks", "bread", "pond"),
-    "pig": ("oinks", "apples", "sty"),
 }
 NAMES = ("anna", "tom", "sam", "lily", "max", "emma")
-# {adj} is an adjective or nothing; {a} the animal; {s}, {f}, {h} its sound, food, home; {n} a name.
 # Every pattern starts "the <animal>": the animal is always the second word, so a model can find it by
 # position before it learns to find it by content, and a minute of training is enough.
 PATTERNS = (
@@ -46,9 +42,8 @@ PATTERNS = (
     "the {a} sleeps in the {h} .",
     "the {a} {s} at {n} .",
     "the {a} {s} and eats {f} .",
-    "the {a} {s} in the {h} .",
 )
-FARM_LINES = 6000  # lines a run trains on: each fact appears ~200 times in several patterns
+FARM_LINES = 4000  # lines a run trains on (47 distinct sentences, 4000 / 47 ≈ 85 times each)
 
 # The Training page's probes (one [MASK] each; the answer is the only word the patterns allow).
 FARM_PROBES = (
@@ -70,18 +65,18 @@ class Cloze:
 
 
 # For BERT vs GPT: a causal model guesses a [MASK] from its left alone, so it can answer the "left" probes
-# and must guess among the eight animals on the "right" ones; a bidirectional model can answer both.
+# and must guess among the five animals on the "right" ones; a bidirectional model can answer both.
 FARM_CLOZE = (
     Cloze("the [MASK] barks at tom .", "dog", "right"),
-    Cloze("the [MASK] eats hay .", "horse", "right"),
+    Cloze("the [MASK] eats seeds .", "bird", "right"),
     Cloze("the [MASK] sleeps in the pond .", "duck", "right"),
     Cloze("the [MASK] meows and eats fish .", "cat", "right"),
-    Cloze("the [MASK] oinks .", "pig", "right"),
-    Cloze("the sheep eats [MASK] .", "clover", "left"),
+    Cloze("the [MASK] moos .", "cow", "right"),
+    Cloze("the duck eats [MASK] .", "bread", "left"),
     Cloze("the cat sleeps in the [MASK] .", "basket", "left"),
-    Cloze("the horse [MASK] at lily .", "neighs", "left"),
+    Cloze("the cow [MASK] at lily .", "moos", "left"),
     Cloze("the bird [MASK] .", "sings", "left"),
-    Cloze("the cow moos and eats [MASK] .", "grass", "left"),
+    Cloze("the dog barks and eats [MASK] .", "bones", "left"),
 )
 FARM_PROMPTS = ("the dog", "the cat sleeps", "the cow moos and")  # for a causal model to continue
 
@@ -115,7 +110,7 @@ def _farm_lines(n: int, seed: int) -> tuple[str, ...]:
 def farm_lines(n: int = FARM_LINES, seed: int = 0) -> list[str]:
     """`n` generated sentences (the same for the same seed), none of them a probe sentence or its answer.
 
-    Example: farm_lines(2) -> ["the sheep eats clover .", "tom gives bones to the dog ."] (seed 0).
+    Example: farm_lines(2) -> ["the bird sings at anna .", "the cow moos and eats grass ."] (seed 0).
     """
     return list(_farm_lines(n, seed))
 
@@ -144,24 +139,23 @@ def farm_tokenizer() -> WordPieceTokenizer:
 
 
 def top_guess(model: LoadedModel, sentence: str) -> tuple[str, float]:
-    """The model's top token for the sentence's (first) [MASK], and its probability.
+    """The model's top token for the sentence's (first) [MASK] and its probability, dropout off.
 
     A causal model's guess reads only the words left of the blank (analyze's next-token prediction).
     """
-    trace = analyze(model, sentence, top_k=1, embeddings=False, hidden_states=False, attentions=False)
-    (token, p), = next(iter(trace.predictions.values()))[:1]
-    return token, p
+    was_training = model.model.training
+    model.model.eval()
+    try:
+        trace = analyze(model, sentence, top_k=1, embeddings=False, hidden_states=False, attentions=False)
+    finally:
+        model.model.train(was_training)
+    return next(iter(trace.predictions.values()))[0]
 
 
 def cloze_accuracy(model: LoadedModel, items=FARM_CLOZE) -> dict[str, float]:
     """Share of cloze probes whose top guess is the answer: {"left": ..., "right": ..., "all": ...}."""
-    was_training = model.model.training
-    model.model.eval()
-    try:
-        right = {"left": [], "right": []}
-        for c in items:
-            right[c.side].append(top_guess(model, c.sentence)[0] == c.answer)
-    finally:
-        model.model.train(was_training)
+    right: dict[str, list[bool]] = {"left": [], "right": []}
+    for c in items:
+        right[c.side].append(top_guess(model, c.sentence)[0] == c.answer)
     every = right["left"] + right["right"]
     return {k: sum(v) / max(1, len(v)) for k, v in (*right.items(), ("all", every))}

@@ -34,6 +34,11 @@ PRESETS = {
                                        intermediate_size=512),
     "medium (4 layers, 256 wide)": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                                         intermediate_size=1024),
+    # tiny without dropout: on the farm corpus (train/toy.py) it learns every probe within a minute; with
+    # dropout 0.1 the same run needs several times as many steps (measured, benchmarks/bench_training.py).
+    "quick (2 layers, 64 wide, no dropout)": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2,
+                                                  intermediate_size=256, hidden_dropout_prob=0.0,
+                                                  attention_probs_dropout_prob=0.0),
 }
 MAX_TRAIN_PARAMS = 12_000_000  # a session's model may not grow past this
 
@@ -142,9 +147,9 @@ def new_model(tokenizer: WordPieceTokenizer, preset: dict, max_position_embeddin
     `rtd`: an ELECTRA discriminator, the same encoder under a replaced-token head instead of the MLM head)."""
     if rtd and (causal or nsp):
         raise BertCoreError("an ELECTRA discriminator is bidirectional and has no NSP head")
+    preset = {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout, **preset}  # a preset's wins
     cfg = BertConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=max_position_embeddings,
-                     pad_token_id=tokenizer.pad_token_id, hidden_dropout_prob=dropout,
-                     attention_probs_dropout_prob=dropout, is_decoder=causal,
+                     pad_token_id=tokenizer.pad_token_id, is_decoder=causal,
                      model_type="electra" if rtd else "bert", **preset)
     with torch.random.fork_rng():  # initialise from our seed without moving anyone's global RNG
         torch.manual_seed(seed)
@@ -384,6 +389,11 @@ class Trainer:
         """The model in training, wrapped like any loaded model (shares its weights)."""
         return LoadedModel(self.model, self.tok, name, "session")
 
+    def guesser(self) -> LoadedModel:
+        """The model that fills a [MASK]: this one, or for rtd its generator (the discriminator has no MLM head)."""
+        return self.as_loaded() if self.generator is None else LoadedModel(self.generator, self.tok, "generator",
+                                                                             "session")
+
     def probe(self) -> Probe:
         """Top-k predictions for each probe sentence and the first one's attention, at this step.
 
@@ -391,7 +401,7 @@ class Trainer:
         clm: the guess for a [MASK] is the next-token prediction from the words left of it.
         """
         m = self.as_loaded()
-        guesser = m if self.generator is None else LoadedModel(self.generator, self.tok, "generator", "session")
+        guesser = m if self.generator is None else self.guesser()
         modules = [self.model] + ([self.generator] if self.generator is not None else [])
         was_training = self.model.training
         for mod in modules:
