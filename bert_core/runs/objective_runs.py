@@ -52,17 +52,19 @@ class ObjectiveComparison:
     def build(cls, tokenizer: WordPieceTokenizer, lines: list[str], preset: str, steps: int, seed: int,
               corpus_name: str, slots: SlotManager | None = None, memory: SessionMemory | None = None,
               probe: Callable | None = None, base: TrainSettings | None = None,
-              cloze: bool = False) -> ObjectiveComparison:
-        """Set up the three runs (models built, memory charged); a BertCoreError when they do not fit.
+              cloze: bool = False, objectives: tuple[str, ...] = OBJECTIVES) -> ObjectiveComparison:
+        """Set up one run per objective (models built, memory charged); a BertCoreError when they do not fit.
 
         `base`: the corpus's settings (learning rate, batch, masking, row sampling), else TrainSettings' defaults.
         """
+        if not objectives or set(objectives) - set(OBJECTIVES):
+            raise BertCoreError(f"objectives must be some of {', '.join(OBJECTIVES)}")
         if not 10 <= steps <= MAX_COMPARE_STEPS:
             raise BertCoreError(f"steps must be between 10 and {MAX_COMPARE_STEPS}")
         comp = cls(preset, steps, seed, corpus_name, probe_fn=probe, cloze=cloze)
         lines = without_probe_texts(lines)  # the probe's validation definitions stay unseen
         try:
-            for obj in OBJECTIVES:
+            for obj in objectives:
                 s = TrainingSession(slots=slots, memory=memory)
                 s.setup(tokenizer, lines, replace(base or TrainSettings(), preset=preset, seed=seed, max_steps=steps,
                                                   objective=obj, probe_every=steps), corpus_name=corpus_name)
@@ -73,9 +75,9 @@ class ObjectiveComparison:
         except BaseException:
             comp.reset()
             raise
-        comp.probes = {obj: [] for obj in OBJECTIVES}
-        comp.cloze_scores = {obj: [] for obj in OBJECTIVES}
-        comp.tokens_seen = {obj: 0 for obj in OBJECTIVES}
+        comp.probes = {obj: [] for obj in objectives}
+        comp.cloze_scores = {obj: [] for obj in objectives}
+        comp.tokens_seen = {obj: 0 for obj in objectives}
         return comp
 
     def reset(self) -> None:
