@@ -9,7 +9,7 @@ import bert_core
 from bert_core.figures.training import attention_heatmap, loss_figure
 from bert_core.objectives.catalog import OBJECTIVE_LOSSES, OBJECTIVE_NAMES, OBJECTIVE_NOTES, OBJECTIVES
 from bert_core.runs.settings import (
-    DEFAULT_PRESET,
+    CORPUS_CHOICES,
     MAX_STEPS,
     MAX_TRAIN_SECONDS,
     TrainSettings,
@@ -24,6 +24,7 @@ from bert_core.runs.settings import (
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING, probe_history_rows, probe_rows
 from bert_core.runs.training_run import TrainingSession
 from bert_core.train.corpus import MAX_USER_CORPUS_BYTES
+from bert_core.train.toy import ANIMALS, FARM_ANSWERS, FARM_PROBES, farm_lines, farm_tokenizer
 from bert_core.train.trainer import PRESETS
 from ui import callbacks
 from ui.state import require_current
@@ -35,8 +36,10 @@ TICK_SECONDS = 1.0  # the live view refreshes this often while training
 # slots (benchmarks/load.py). Well inside the slot lease (LEASE_SECONDS), so nobody loses their place.
 QUEUED_TICK_SECONDS = 5.0
 TRAIN_SECONDS = 0.8  # of each refresh spent training; drawing the page takes about 0.15 s more
-CORPORA = ("Built-in: WordNet glosses", "Paste text", "Upload a .txt file")
-CORPUS_NAMES = dict(zip(CORPORA, ("the built-in WordNet glosses", "pasted text", "an uploaded file")))
+FARM, WORDNET = CORPUS_CHOICES["farm"], CORPUS_CHOICES["wordnet"]
+CORPORA = (FARM.label, WORDNET.label, "Paste text", "Upload a .txt file")  # the first is the default
+CORPUS_NAMES = dict(zip(CORPORA, (FARM.name, WORDNET.name, "pasted text", "an uploaded file")))
+CHOICES = {FARM.label: FARM}  # every other corpus trains with WordNet's settings and the bundled vocabulary
 LEARNING_RATES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2)
 WIDGET_KEYS = ("train_corpus", "train_text", "train_preset", "train_lr", "train_mask_p", "train_seed",
                "train_max_steps", "train_objective")
@@ -48,16 +51,17 @@ st.header("Training")
 st.markdown(
     "Pretrain a small BERT from random weights, live, on the masked-language-model task (or, with the same "
     "layers, GPT's next-token task or ELECTRA's replaced-token task: pick the **objective** below). Each **step** "
-    "takes a batch of 32 lines, draws a fresh masking (each token selected with probability p; of those "
-    "80% → [MASK], 10% → random token, 10% kept), and takes one AdamW step on the cross-entropy at the "
-    "selected positions S:"
+    "takes a batch of lines (128 on the farm corpus, 32 on the others), draws a fresh masking (each token "
+    "selected with probability p; of those 80% → [MASK], 10% → random token, 10% kept), and takes one AdamW "
+    "step on the cross-entropy at the selected positions S:"
 )
 st.latex(OBJECTIVE_LOSSES["mlm"])
-_V = bundled_tokenizer().vocab_size  # runs train on the tiny bundled model's word pieces
+_V, _VF = bundled_tokenizer().vocab_size, farm_tokenizer().vocab_size
 st.caption(
     "x̃ is the corrupted line, x_i the original token at position i. A model that guesses uniformly over "
-    f"the V word pieces has loss ln V (ln {_V:,} ≈ {math.log(_V):.1f} here); the loss falls as it learns "
-    "which words are common, then which fit their context. The learning rate rises linearly over the first "
+    f"the V word pieces has loss ln V (ln {_VF} ≈ {math.log(_VF):.1f} for the farm corpus's own vocabulary, "
+    f"ln {_V:,} ≈ {math.log(_V):.1f} for the bundled model's, which the other corpora use); the loss falls as it "
+    "learns which words are common, then which fit their context. The learning rate rises linearly over the first "
     "10% of steps (warm-up, at most 100) and then falls linearly to 0 at the last step."
 )
 
@@ -69,24 +73,38 @@ if ts.notice:  # the server dropped this idle run to make room: say so once
     ts.notice = ""
 
 
-def _tokenizer() -> bert_core.WordPieceTokenizer:
-    """The tiny bundled model's tokenizer, for every corpus (see the caption under the settings)."""
+def _tokenizer(kind: str) -> bert_core.WordPieceTokenizer:
+    """The farm corpus's own small vocabulary; for the others the tiny bundled model's (see the settings' caption)."""
+    if kind == FARM.label:
+        return farm_tokenizer()
     tiny = cur.model.source == "bundled" and cur.model.name == bert_core.BUNDLED_NAME
     return cur.model.tokenizer if tiny else bundled_tokenizer()
+
+
+def _choice(kind: str):
+    return CHOICES.get(kind, WORDNET)
+
+
+def _corpus_changed() -> None:
+    """A new corpus brings its own model size, learning rate, masking and step budget (the user may change them)."""
+    c = _choice(st.session_state["train_corpus"])
+    st.session_state.update(train_preset=c.preset, train_lr=c.lr, train_mask_p=c.mlm_probability,
+                            train_max_steps=c.max_steps)
 
 
 def _init_widgets() -> dict:
     """Widget values outlive visits to other pages (streamlit forgets widgets a page did not draw)."""
     saved = st.session_state.setdefault("train_saved", {
-        "train_corpus": CORPORA[0], "train_text": "", "train_preset": DEFAULT_PRESET, "train_lr": 1e-3,
-        "train_mask_p": 0.15, "train_seed": cur.seed, "train_max_steps": 500, "train_objective": "mlm",
+        "train_corpus": CORPORA[0], "train_text": "", "train_preset": FARM.preset, "train_lr": FARM.lr,
+        "train_mask_p": FARM.mlm_probability, "train_seed": cur.seed, "train_max_steps": FARM.max_steps,
+        "train_objective": "mlm",
     })
     for k, v in saved.items():
         st.session_state.setdefault(k, v)
     return saved
 
 
-def settings_ui(locked: bool) -> TrainSettings:
+def settings_ui(locked: bool, kind: str) -> TrainSettings:
     """Objective, model size, learning rate, mask probability, seed and step budget (locked while a run exists)."""
     objective = st.radio("Objective", list(OBJECTIVES), key="train_objective", horizontal=True, disabled=locked,
                          format_func=OBJECTIVE_NAMES.__getitem__,
@@ -106,29 +124,40 @@ def settings_ui(locked: bool) -> TrainSettings:
                            help="Fixes the initial weights, the batches, the masking draws and dropout.")
     steps = c5.number_input("Max steps", 10, MAX_STEPS, step=50, key="train_max_steps", disabled=locked,
                             help=f"At most {MAX_STEPS:,} steps and {MAX_TRAIN_SECONDS / 60:g} minutes of training.")
-    vocab = _tokenizer().vocab_size
+    vocab = _tokenizer(kind).vocab_size
     st.caption(
         f"{preset_parameters(preset, vocab, objective):,} parameters"
         + (" (discriminator and generator, embeddings shared)" if objective == "rtd" else "")
-        + ". Every run uses the tiny bundled model's WordPiece "
-        f"vocabulary ({vocab:,} pieces), also for your own text: learning a new vocabulary would take longer "
-        "than the training itself; words it lacks are split into smaller pieces (or become [UNK])."
+        + (f". The farm corpus has its own vocabulary: its {vocab} words and pieces (its words whole, letters to "
+           "spell any other word)." if kind == FARM.label else
+           ". These corpora use the tiny bundled model's WordPiece "
+           f"vocabulary ({vocab:,} pieces), also for your own text: learning a new vocabulary would take longer "
+           "than the training itself; words it lacks are split into smaller pieces (or become [UNK]).")
     )
-    return TrainSettings(preset=preset, lr=float(lr), mlm_probability=float(p), seed=int(seed),
-                         max_steps=int(steps), objective=objective)
+    return _choice(kind).settings(preset=preset, lr=float(lr), mlm_probability=float(p), seed=int(seed),
+                                  max_steps=int(steps), objective=objective)
 
 
 def corpus_ui(locked: bool):
     """The corpus choice; returns (kind, pasted text, uploaded file or None)."""
-    kind = st.radio("Corpus", CORPORA, key="train_corpus", horizontal=True, disabled=locked)
+    kind = st.radio("Corpus", CORPORA, key="train_corpus", horizontal=True, disabled=locked,
+                    on_change=_corpus_changed)
     text, upload = "", None
     if locked and ts.trainer is not None:  # (a run waiting for memory is not built yet)
         t = ts.trainer
         st.caption(f"Training on {ts.corpus_name}: {len(t.data.lines):,} lines, {t.data.n_tokens:,} word pieces.")
-    elif kind == CORPORA[0]:
+    elif kind == FARM.label:
+        st.caption(
+            f"{len(farm_lines()):,} generated sentences about {len(ANIMALS)} animals, each with its own sound, food "
+            "and home (“the cow eats grass .”, “the dog barks at tom .”). It learns in a minute because its "
+            "vocabulary is tiny and its sentences follow five regular patterns, so every fact comes back dozens of "
+            "times a step; real BERT needed days of TPU time on 3.3 billion words of free text. The "
+            "WordNet corpus shows what real definitions take: the loss falls, but a minute is not enough."
+        )
+    elif kind == WORDNET.label:
         st.caption(f"An evenly spaced sample of {len(builtin_lines()):,} WordNet 3.0 glosses (short definitions "
                    "of English words), one a line.")
-    elif kind == CORPORA[1]:
+    elif kind == CORPORA[2]:
         text = st.text_area("Your text: one sentence (or short paragraph) a line", key="train_text", height=160,
                             max_chars=MAX_USER_CORPUS_BYTES,
                             placeholder="The cat sat on the mat.\nThe dog sat on the rug.\n…")
@@ -144,16 +173,16 @@ def set_up(kind: str, text: str, upload, settings: TrainSettings) -> bool:
     """Build the corpus, model and trainer; a plain message and False when something is wrong."""
     try:
         with st.spinner("Preparing the corpus and building the model…"):
-            if kind == CORPORA[0]:
-                lines = builtin_lines()
-            elif kind == CORPORA[1]:
+            probes = probe_sentences(cur.text)
+            if kind in (FARM.label, WORDNET.label):
+                lines, probes = _choice(kind).lines(), _choice(kind).probes(cur.text)
+            elif kind == CORPORA[2]:
                 lines = user_lines(text)
             elif upload is None:
                 raise bert_core.BertCoreError("choose a .txt file to upload first")
             else:
                 lines = user_lines(decode_upload(upload.getvalue()))
-            ts.setup(_tokenizer(), lines, settings, corpus_name=CORPUS_NAMES[kind],
-                     probes=probe_sentences(cur.text))
+            ts.setup(_tokenizer(kind), lines, settings, corpus_name=CORPUS_NAMES[kind], probes=probes)
         return True
     except bert_core.BertCoreError as e:
         st.error(f"Cannot start: {e}")
@@ -234,7 +263,8 @@ def probes_ui() -> None:
         f"Every {ts.trainer.cfg.probe_every} steps {who} (dropout off) fills in the [MASK] of a few fixed "
         "sentences. If the sidebar text is short and has a [MASK], it is the first probe."
     )
-    table(pd.DataFrame(probe_rows(probe)), "probe predictions", key="csv-train-probe", hide_index=True)
+    rows = probe_rows(probe, dict(zip(FARM_PROBES, FARM_ANSWERS)))
+    table(pd.DataFrame(rows), "probe predictions", key="csv-train-probe", hide_index=True)
     with st.expander("Top guess at every probe step"):
         table(pd.DataFrame(probe_history_rows(ts.probes)), "probe history", key="csv-train-history",
               hide_index=True)
@@ -266,7 +296,7 @@ saved = _init_widgets()
 locked = ts.state != IDLE
 st.subheader("Set up")
 kind, text, upload = corpus_ui(locked)
-settings = settings_ui(locked)
+settings = settings_ui(locked, kind)
 saved.update({k: st.session_state[k] for k in WIDGET_KEYS if k in st.session_state})
 controls_ui(kind, text, upload, settings)
 

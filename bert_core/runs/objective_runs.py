@@ -10,7 +10,7 @@ so the sample-efficiency curve (probe accuracy against tokens seen) is measured 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -19,6 +19,7 @@ from ..model.loaded import LoadedModel
 from ..model.tokenization import WordPieceTokenizer
 from ..objectives.catalog import OBJECTIVES
 from ..train.linear_probe import probe_accuracy, without_probe_texts
+from ..train.toy import FARM_CLOZE, cloze_accuracy, top_guess
 from .memory import SessionMemory
 from .settings import TrainSettings, ema
 from .slots import SlotManager
@@ -42,21 +43,31 @@ class ObjectiveComparison:
     probes: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # objective -> [(tokens seen, acc)]
     tokens_seen: dict[str, int] = field(default_factory=dict)
     probe_fn: Callable | None = field(default=None, repr=False)  # (model, tokenizer) -> accuracy; None: linear probe
+    # cloze: the probe is instead the share of the farm corpus's fill-in probes (toy.FARM_CLOZE) each run's
+    # mask-filler gets right (BERT's MLM head, GPT's next-token guess from the left, ELECTRA's generator).
+    cloze: bool = False
+    cloze_scores: dict[str, list[dict[str, float]]] = field(default_factory=dict)  # objective -> per probe point
 
     @classmethod
     def build(cls, tokenizer: WordPieceTokenizer, lines: list[str], preset: str, steps: int, seed: int,
               corpus_name: str, slots: SlotManager | None = None, memory: SessionMemory | None = None,
-              probe: Callable | None = None) -> ObjectiveComparison:
-        """Set up the three runs (models built, memory charged); a BertCoreError when they do not fit."""
+              probe: Callable | None = None, base: TrainSettings | None = None,
+              cloze: bool = False, objectives: tuple[str, ...] = OBJECTIVES) -> ObjectiveComparison:
+        """Set up one run per objective (models built, memory charged); a BertCoreError when they do not fit.
+
+        `base`: the corpus's settings (learning rate, batch, masking, row sampling), else TrainSettings' defaults.
+        """
+        if not objectives or set(objectives) - set(OBJECTIVES):
+            raise BertCoreError(f"objectives must be some of {', '.join(OBJECTIVES)}")
         if not 10 <= steps <= MAX_COMPARE_STEPS:
             raise BertCoreError(f"steps must be between 10 and {MAX_COMPARE_STEPS}")
-        comp = cls(preset, steps, seed, corpus_name, probe_fn=probe)
+        comp = cls(preset, steps, seed, corpus_name, probe_fn=probe, cloze=cloze)
         lines = without_probe_texts(lines)  # the probe's validation definitions stay unseen
         try:
-            for obj in OBJECTIVES:
+            for obj in objectives:
                 s = TrainingSession(slots=slots, memory=memory)
-                s.setup(tokenizer, lines, TrainSettings(preset=preset, seed=seed, max_steps=steps, objective=obj,
-                                                        probe_every=steps), corpus_name=corpus_name)
+                s.setup(tokenizer, lines, replace(base or TrainSettings(), preset=preset, seed=seed, max_steps=steps,
+                                                  objective=obj, probe_every=steps), corpus_name=corpus_name)
                 comp.sessions[obj] = s
                 if s.trainer is None:  # the memory for users' runs is full: it would wait in line
                     raise BertCoreError("this server's memory for users' models is full right now: try again in "
@@ -64,8 +75,9 @@ class ObjectiveComparison:
         except BaseException:
             comp.reset()
             raise
-        comp.probes = {obj: [] for obj in OBJECTIVES}
-        comp.tokens_seen = {obj: 0 for obj in OBJECTIVES}
+        comp.probes = {obj: [] for obj in objectives}
+        comp.cloze_scores = {obj: [] for obj in objectives}
+        comp.tokens_seen = {obj: 0 for obj in objectives}
         return comp
 
     def reset(self) -> None:
@@ -95,7 +107,11 @@ class ObjectiveComparison:
             if s.step >= self.steps and not self._probe_due(obj):
                 continue
             if self._probe_due(obj):
-                score = (self.probe_fn or probe_accuracy)(s.trainer.model, s.trainer.tok)
+                if self.cloze:
+                    self.cloze_scores[obj].append(cloze_accuracy(s.trainer.guesser()))
+                    score = self.cloze_scores[obj][-1]["all"]
+                else:
+                    score = (self.probe_fn or probe_accuracy)(s.trainer.model, s.trainer.tok)
                 self.probes[obj].append((self.tokens_seen[obj], score))
                 return obj
             next_probe = len(self.probes[obj]) * self.steps / PROBE_POINTS
@@ -122,6 +138,18 @@ class ObjectiveComparison:
     def probe_curves(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """objective -> (tokens seen (P,), probe accuracy (P,))."""
         return {o: (np.array([t for t, _ in ps]), np.array([a for _, a in ps])) for o, ps in self.probes.items()}
+
+    def cloze_rows(self) -> list[dict]:
+        """One row per farm fill-in probe: its answer, which side decides it, and each run's top guess."""
+        guessers = {o: s.trainer.guesser() for o, s in self.sessions.items() if s.trainer is not None}
+        rows = []
+        for c in FARM_CLOZE:
+            row = {"sentence": c.sentence, "answer": c.answer, "decided by the words": c.side}
+            for obj, m in guessers.items():
+                tok, p = top_guess(m, c.sentence)
+                row[obj] = f"{tok} {p:.2f}" + (" ✓" if tok == c.answer else "")
+            rows.append(row)
+        return rows
 
     def model(self, objective: str) -> LoadedModel:
         """The run's model, read-only use (the runs are over): BERT's encoder, GPT's, or ELECTRA's discriminator."""

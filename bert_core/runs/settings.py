@@ -18,6 +18,7 @@ from ..model.loading import BUNDLED_DIR
 from ..model.tokenization import WordPieceTokenizer
 from ..objectives.rtd import new_generator
 from ..train.corpus import MAX_USER_CORPUS_BYTES, load_builtin_corpus, parse_user_corpus
+from ..train.toy import FARM_PROBES, farm_lines, farm_tokenizer, farm_words
 from ..train.trainer import DEFAULT_PROBES, OBJECTIVES, PRESETS, TrainConfig
 
 MAX_STEPS = 2000  # per run
@@ -25,6 +26,52 @@ MAX_TRAIN_SECONDS = 600.0  # per run: time spent inside training steps
 BUILTIN_SAMPLE_LINES = 10_000  # of the built-in corpus, so a run starts within a few seconds
 MAX_PROBE_CHARS = 300
 DEFAULT_PRESET = "small (4 layers, 128 wide)"
+QUICK_PRESET = "quick (2 layers, 64 wide, 4 heads, no dropout)"  # the farm corpus's: learns it within a minute
+
+
+@dataclass(frozen=True)
+class CorpusChoice:
+    """A built-in corpus a run can train on, with the tokenizer, probes and settings that suit it."""
+
+    key: str
+    label: str  # what the page's radio shows
+    name: str  # "training on {name}"
+    preset: str
+    lr: float
+    max_steps: int
+    random_rows: bool
+    batch_size: int = 32
+    mlm_probability: float = 0.15
+
+    def lines(self) -> list[str]:
+        return farm_lines() if self.key == "farm" else builtin_lines()
+
+    def tokenizer(self) -> WordPieceTokenizer:
+        """Its own ~120-piece vocabulary for the farm corpus; the tiny bundled model's for WordNet."""
+        return farm_tokenizer() if self.key == "farm" else bundled_tokenizer()
+
+    def probes(self, text: str | None) -> tuple[str, ...]:
+        """The probes: the sidebar's text first when it suits (see probe_sentences), then this corpus's own."""
+        if self.key != "farm":
+            return probe_sentences(text)
+        words = set(farm_words())
+        ok = text and all(w in words for w in text.lower().replace("[mask]", " ").replace(".", " . ").split())
+        return probe_sentences(text, FARM_PROBES) if ok else FARM_PROBES
+
+    def settings(self, **kw) -> TrainSettings:
+        """This corpus's default settings, overridden by `kw`."""
+        base = dict(preset=self.preset, lr=self.lr, max_steps=self.max_steps, random_rows=self.random_rows,
+                    batch_size=self.batch_size, mlm_probability=self.mlm_probability)
+        return TrainSettings(**{**base, **kw})
+
+
+# The first is the pages' default: a corpus that visibly learns within a minute on 2 cores.
+CORPUS_CHOICES = {
+    "farm": CorpusChoice("farm", "Quick: farm sentences (learns in a minute)", "the farm sentences",
+                         QUICK_PRESET, 3e-3, 600, True, batch_size=128, mlm_probability=0.25),
+    "wordnet": CorpusChoice("wordnet", "Built-in: WordNet glosses (slow: real definitions)",
+                            "the built-in WordNet glosses", DEFAULT_PRESET, 1e-3, 500, False),
+}
 
 
 @dataclass(frozen=True)
@@ -40,6 +87,7 @@ class TrainSettings:
     seq_len: int = 64
     probe_every: int = 25
     objective: str = "mlm"  # "mlm" (BERT), "clm" (GPT) or "rtd" (ELECTRA): trainer.OBJECTIVES
+    random_rows: bool = False  # batches of random lines (the farm corpus) instead of length-sorted neighbours
 
     def validate(self) -> None:
         """Refuse settings outside the server's budgets (BertCoreError with the allowed range)."""
@@ -65,7 +113,7 @@ class TrainSettings:
         return TrainConfig(batch_size=self.batch_size, seq_len=self.seq_len, lr=self.lr,
                            warmup_steps=max(1, min(100, self.max_steps // 10)), max_steps=self.max_steps,
                            mlm_probability=self.mlm_probability, seed=self.seed, probe_every=self.probe_every,
-                           objective=self.objective)
+                           objective=self.objective, random_rows=self.random_rows)
 
 
 def run_bytes(weight_bytes: int, data_bytes: int, optimizer: bool = True) -> int:
@@ -137,12 +185,12 @@ def user_lines(text: str) -> list[str]:
     return lines
 
 
-def probe_sentences(text: str | None) -> tuple[str, ...]:
+def probe_sentences(text: str | None, defaults: tuple[str, ...] = DEFAULT_PROBES) -> tuple[str, ...]:
     """The probes: the sidebar text first when it is short and has a [MASK], then the defaults."""
     if not text or "[MASK]" not in text or len(text) > MAX_PROBE_CHARS:
-        return DEFAULT_PROBES
+        return defaults
     # Our models are uncased: "The cat ..." and "the cat ..." are the same probe.
-    return (text, *(p for p in DEFAULT_PROBES if p.lower() != text.strip().lower()))
+    return (text, *(p for p in defaults if p.lower() != text.strip().lower()))
 
 
 def ema(values, smoothing: float) -> np.ndarray:

@@ -49,13 +49,22 @@ class Status:
         ]
 
 
-def probe_rows(probe: Probe) -> list[dict]:
-    """One row per probe [MASK]: the sentence, the top guess with its probability, and the top-k."""
+def probe_rows(probe: Probe, answers: dict[str, str] | None = None) -> list[dict]:
+    """One row per probe [MASK]: the sentence, the top guess with its probability, and the top-k.
+
+    `answers`: sentence -> the right word, for probes that have one (the farm corpus's); those rows get a
+    "right answer" column and a ✓ on a right top guess.
+    """
     rows = []
+    answers = answers or {}
+    known = any(s in answers for s in probe.predictions)
     for sentence, preds in probe.predictions.items():
         for pos, top in sorted(preds.items()):
-            rows.append({"sentence": sentence, "position": pos, "top guess": top[0][0],
+            right = answers.get(sentence)
+            guess = top[0][0] + (" ✓" if right is not None and top[0][0] == right else "")
+            rows.append({"sentence": sentence, "position": pos, "top guess": guess,
                          "probability": round(top[0][1], 4),
+                         **({"right answer": right or ""} if known else {}),
                          "top-k": ", ".join(f"{tok} {p:.3f}" for tok, p in top)})
     return rows
 

@@ -24,7 +24,10 @@ class TextDataset:
 
     def __init__(self, lines: list[str], tokenizer: WordPieceTokenizer, seq_len: int,
                  documents: list[list[str]] | None = None, same_text_negatives: float = 0.0,
-                 genres: list[str] | None = None, same_genre_negatives: float = 0.0):
+                 genres: list[str] | None = None, same_genre_negatives: float = 0.0, random_rows: bool = False):
+        # random_rows: each batch is lines drawn at random; else neighbours in length order (little padding,
+        # but a corpus of a few sentence patterns then gets batches of one pattern each, which slows learning).
+        self.random_rows = random_rows
         ids = tokenizer.encode_batch_plain(list(lines))
         self.lines = [x[: seq_len - 3] for x in ids if x]  # room for [CLS] A [SEP] (B [SEP])
         self.tok = tokenizer
@@ -73,7 +76,7 @@ class TextDataset:
                 self._fill_queue(batch_size, g, nsp)
             return self._collate(self.queue.pop())
         n = len(self.lines)
-        if nsp:
+        if nsp or self.random_rows:
             idx = torch.randint(n, (batch_size,), generator=g).tolist()
         else:
             start = int(torch.randint(max(n - batch_size, 0) + 1, (), generator=g))

@@ -34,6 +34,11 @@ PRESETS = {
                                        intermediate_size=512),
     "medium (4 layers, 256 wide)": dict(hidden_size=256, num_hidden_layers=4, num_attention_heads=4,
                                         intermediate_size=1024),
+    # tiny with 4 heads and no dropout: on the farm corpus (train/toy.py) it gets every probe right within a
+    # minute; tiny itself (2 heads, dropout 0.1) needed several times as many steps (bench_quick_training.py).
+    "quick (2 layers, 64 wide, 4 heads, no dropout)": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
+                                                           intermediate_size=256, hidden_dropout_prob=0.0,
+                                                           attention_probs_dropout_prob=0.0),
 }
 MAX_TRAIN_PARAMS = 12_000_000  # a session's model may not grow past this
 
@@ -62,6 +67,7 @@ class TrainConfig:
     objective: str = "mlm"  # "mlm": BERT's masked words; "clm": GPT's next token, under the causal mask;
     # "rtd": ELECTRA's replaced-token detection (objectives/rtd.py)
     rtd_lambda: float = RTD_LAMBDA  # rtd: the discriminator loss's weight
+    random_rows: bool = False  # batches of random lines instead of length-sorted neighbours (batches.TextDataset)
 
 
 @dataclass
@@ -141,9 +147,9 @@ def new_model(tokenizer: WordPieceTokenizer, preset: dict, max_position_embeddin
     `rtd`: an ELECTRA discriminator, the same encoder under a replaced-token head instead of the MLM head)."""
     if rtd and (causal or nsp):
         raise BertCoreError("an ELECTRA discriminator is bidirectional and has no NSP head")
+    preset = {"hidden_dropout_prob": dropout, "attention_probs_dropout_prob": dropout, **preset}  # a preset's wins
     cfg = BertConfig(vocab_size=tokenizer.vocab_size, max_position_embeddings=max_position_embeddings,
-                     pad_token_id=tokenizer.pad_token_id, hidden_dropout_prob=dropout,
-                     attention_probs_dropout_prob=dropout, is_decoder=causal,
+                     pad_token_id=tokenizer.pad_token_id, is_decoder=causal,
                      model_type="electra" if rtd else "bert", **preset)
     with torch.random.fork_rng():  # initialise from our seed without moving anyone's global RNG
         torch.manual_seed(seed)
@@ -203,7 +209,7 @@ class Trainer:
         self.model = model
         self.tok = tokenizer
         self.data = TextDataset(lines, tokenizer, cfg.seq_len, documents, cfg.nsp_same_text, genres,
-                                cfg.nsp_same_genre)
+                                cfg.nsp_same_genre, random_rows=cfg.random_rows)
         self._continues = continuation_table(tokenizer) if cfg.whole_word else None  # (V,) "##" pieces
         self.g = torch.Generator().manual_seed(cfg.seed)
         # rtd: the generator, sharing the discriminator's embeddings; its own weights join the optimizer once.
@@ -383,6 +389,11 @@ class Trainer:
         """The model in training, wrapped like any loaded model (shares its weights)."""
         return LoadedModel(self.model, self.tok, name, "session")
 
+    def guesser(self) -> LoadedModel:
+        """The model that fills a [MASK]: this one, or for rtd its generator (the discriminator has no MLM head)."""
+        return self.as_loaded() if self.generator is None else LoadedModel(self.generator, self.tok, "generator",
+                                                                             "session")
+
     def probe(self) -> Probe:
         """Top-k predictions for each probe sentence and the first one's attention, at this step.
 
@@ -390,7 +401,7 @@ class Trainer:
         clm: the guess for a [MASK] is the next-token prediction from the words left of it.
         """
         m = self.as_loaded()
-        guesser = m if self.generator is None else LoadedModel(self.generator, self.tok, "generator", "session")
+        guesser = m if self.generator is None else self.guesser()
         modules = [self.model] + ([self.generator] if self.generator is not None else [])
         was_training = self.model.training
         for mod in modules:

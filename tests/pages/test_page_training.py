@@ -5,10 +5,12 @@ from __future__ import annotations
 import pytest
 from apptest_util import assert_ok, open_page
 
+from bert_core.runs.settings import CORPUS_CHOICES
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, RUNNING
 from ui.state import SESSION_LABEL
 
 TINY = "tiny (2 layers, 64 wide)"
+FARM, WORDNET = CORPUS_CHOICES["farm"], CORPUS_CHOICES["wordnet"]
 
 
 pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
@@ -22,9 +24,10 @@ def metrics(at) -> dict[str, str]:
     return {m.label: m.value for m in at.metric}
 
 
-def open_training(max_steps: int = 500):
+def open_training(max_steps: int = 500, corpus: str = WORDNET.label):
     at = open_page("training")
     assert_ok(at)
+    at.radio(key="train_corpus").set_value(corpus).run()
     at.selectbox(key="train_preset").select(TINY)
     at.number_input(key="train_max_steps").set_value(max_steps)
     return at.run()
@@ -195,3 +198,25 @@ def test_other_objectives_train_probe_and_keep_their_model(objective):
     assert_ok(at)
     kept = at.session_state["session_model"]
     assert kept.model.has_rtd == (objective == "rtd") and kept.config.is_decoder == (objective == "clm")
+
+
+def test_the_farm_corpus_is_the_default_and_brings_its_settings():
+    """A first visit opens on the corpus that learns in a minute, with its model size, rate and step budget."""
+    at = open_page("training")
+    assert_ok(at)
+    assert at.radio(key="train_corpus").value == FARM.label
+    assert at.selectbox(key="train_preset").value == FARM.preset
+    assert at.number_input(key="train_max_steps").value == FARM.max_steps
+    assert any("learns in a minute because its vocabulary is tiny" in c.value and "billion words" in c.value
+               for c in at.caption)
+    at.radio(key="train_corpus").set_value(WORDNET.label).run()  # another corpus brings its own defaults
+    assert at.selectbox(key="train_preset").value == WORDNET.preset
+    assert at.number_input(key="train_max_steps").value == WORDNET.max_steps
+    at.radio(key="train_corpus").set_value(FARM.label).run()
+    at.button(key="train_ten").click().run()
+    assert_ok(at)
+    s = session(at)
+    assert s.step == 10 and s.corpus_name == FARM.name and s.trainer.tok.vocab_size < 200
+    assert s.trainer.cfg.random_rows and s.trainer.cfg.batch_size == FARM.batch_size
+    table = at.dataframe[0].value
+    assert table["right answer"].tolist() == ["barks", "grass", "bird", "bread"]  # the farm's own probes
