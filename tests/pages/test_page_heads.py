@@ -3,8 +3,11 @@ input gets a message."""
 
 from __future__ import annotations
 
+import gc
+from pathlib import Path
+
 import numpy as np
-from apptest_util import assert_ok, open_page
+from apptest_util import ROOT, assert_ok, open_page
 
 import bert_core
 from ui import heads_ui
@@ -80,3 +83,21 @@ def test_without_a_mask_the_page_says_so():
     assert_ok(at)
     assert any("Put [MASK]" in i.value for i in at.info)
     assert not at.get("toggle") or all(t.key != "heads_rank" for t in at.toggle)
+
+
+def live_page_namespaces() -> dict[int, str]:
+    """{id: file name} of the page scripts' namespaces still alive (as tests/app/test_page_namespaces.py reads them)."""
+    gc.collect()
+    return {id(o): Path(o["__file__"]).name for o in gc.get_objects()
+            if type(o) is dict and isinstance(o.get("__file__"), str) and Path(o["__file__"]).parent == ROOT / "views"}
+
+
+def test_the_ranked_page_namespace_is_freed_after_its_run():
+    """The importance map's click callback is a ui function: it keeps nothing of the page alive."""
+    before = live_page_namespaces()
+    at = open_page("heads", text=TEXT, timeout=300)
+    at.toggle(key="heads_rank").set_value(True).run()
+    assert_ok(at)
+    at.switch_page("views/anatomy.py").run()
+    assert_ok(at)
+    assert sorted(n for i, n in live_page_namespaces().items() if i not in before) == []
