@@ -43,9 +43,9 @@ def test_importance_knock_out_and_pruning_are_bert_cores():
     # The CSVs hold the same numbers, 1-based.
     df = at.dataframe[0].value
     row = df[(df["layer"] == layer + 1) & (df["head"] == head + 1)]
-    assert abs(float(row["importance (nats)"].iloc[0]) - imp.max()) < 1e-6
+    assert abs(float(row["importance (nats)"].iloc[0]) - imp.max()) < 1e-5  # fp32; thread counts differ
     pc = bert_core.pruning_curve(m, TEXT)
-    assert np.allclose(at.dataframe[1].value["p(guess)"].to_numpy(), pc.prob, atol=1e-6)
+    assert np.allclose(at.dataframe[1].value["p(guess)"].to_numpy(), pc.prob, atol=1e-5)
 
 
 def test_a_click_on_the_map_picks_that_head():
@@ -64,7 +64,7 @@ def test_patching_grid_and_its_messages():
     assert any(said in md.value for md in at.markdown)
     grid = at.dataframe[0].value  # before ranking, the only table: the patching grid
     assert list(grid["hidden state"]) == ["embeddings"] + [f"layer {i}" for i in range(1, 7)]
-    assert np.allclose(grid.drop(columns="hidden state").to_numpy(), r.grid, atol=1e-6)
+    assert np.allclose(grid.drop(columns="hidden state").to_numpy(), r.grid, atol=1e-5)
     for key, value, message in [
         ("heads_corrupt", "The old queen said that [MASK] was tired.", "same number of tokens"),
         ("heads_corrupt", "The queen said that he was tired.", "no [MASK]"),
