@@ -55,7 +55,7 @@ else:
         ko = model_cached(cur, bert_core.knock_out, cur.text, cur.text_pair,
                           ((st.session_state[heads_ui.LAYER_KEY], st.session_state[heads_ui.HEAD_KEY]),))
     except bert_core.BertCoreError as e:
-        if "[MASK]" in str(e):
+        if "has no [MASK]" in str(e):
             problem = ("Put [MASK] in the sidebar's sentence (e.g. “She [MASK] the letter to her mother.”): the "
                        "experiment measures what the guess there loses.")
         else:
@@ -147,7 +147,7 @@ clean = p1.text_input("Clean sentence", CLEAN, key="heads_clean", max_chars=500)
 corrupt = p2.text_input("Corrupt sentence", CORRUPT, key="heads_corrupt", max_chars=500)
 target = p3.text_input("Target word", TARGET, key="heads_target", max_chars=50)
 r = None
-slot, progress = progress_bar(f"Patching every position of every layer ({L + 1} × tokens variants)…")
+slot, progress = progress_bar(f"Patching every token of each of the {L + 1} hidden states…")
 try:
     r = model_cached(cur, bert_core.patch_activations, clean, corrupt, target, progress=progress)
 except bert_core.BertCoreError as e:
