@@ -249,7 +249,8 @@ def view_pretraining(cur, text, pair, revealed) -> None:
         return
     fig = loss_figure(ex.curves, height=300)
     V, mine = example_vocab_size(), cur.model.tokenizer.vocab_size
-    fig.add_hline(y=math.log(V), line_dash="dash", annotation_text=f"ln {V:,} = {math.log(V):.2f}: its start")
+    fig.add_hline(y=math.log(V), line_dash="dash", annotation_position="bottom right",
+                  annotation_text=f"ln {V:,} = {math.log(V):.2f}: its start")
     if mine != V:  # the question's V is the model on screen's
         fig.add_hline(y=math.log(mine), line_dash="dot", annotation_position="top left",
                       annotation_text=f"ln {mine:,} = {math.log(mine):.2f}: this model's V")
@@ -375,7 +376,8 @@ STEPS: list[Step] = [
          "weights spreads its guess over the whole vocabulary; the loss then falls as it learns.",
          "The cat sat on the mat.", None, "initial_loss",
          "Another sentence", "Children like to play in the park after school.", None,
-         "training", "Training", view_pretraining, r"\mathcal{L}_{uniform} = -\log \tfrac{1}{V} = \ln V"),
+         "training", "Training", view_pretraining,
+         r"\mathcal{L} = -\log p_\theta(x_i \mid \tilde{x}) \text{ at each masked } i"),  # not its value: the answer
     Step("fine-tuning", "Fine-tuning: classification, tagging, question answering",
          "Fine-tuning puts a small new head on the pre-trained encoder and trains **every weight**, the "
          "encoder's too, on labelled examples. A **classifier** reads the pooled `[CLS]` vector (one answer per "
