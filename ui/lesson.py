@@ -33,6 +33,7 @@ from bert_core.inspect.objectives_view import mask_comparison
 from bert_core.inspect.residual import logit_lens, same_word
 from bert_core.lesson import questions
 from bert_core.runs.settings import example_run
+from ui.lesson_heads import view_knockout
 from ui.state import model_cached
 from ui.widgets import chart
 
@@ -45,6 +46,7 @@ CHECKLIST = {
     "the role of [CLS]": ("nsp", "fine-tuning"),
     "fine-tuning methods: classification, NER, QA": ("fine-tuning",),
     "how BERT differs from GPT": ("both-sides", "bert-vs-gpt"),
+    "which heads a guess needs (knocking one out)": ("knockout",),
 }
 
 
@@ -365,6 +367,15 @@ STEPS: list[Step] = [
          "She [MASK] the letter to her mother.", None, "lens_layer",
          "An easier blank", "The capital of France is [MASK].", None,
          "layers", "Layers", view_layers, r"h_{l} = h_{l-1} + \mathrm{Attn}(h_{l-1}) + \mathrm{FFN}(\cdot)"),
+    Step("knockout", "Knock out one head",
+         "Each layer's heads work side by side, and what they write is added into every token's vector. Does the "
+         "guess at a `[MASK]` really need a given head? **Knock it out**: set that head's output to zero, run the "
+         "sentence again, compare. Doing this for each head of the last layer, one at a time, ranks them by what "
+         "the guess loses (the Heads & patching page ranks every layer).",
+         "She [MASK] the letter to her mother.", None, "knockout_head",
+         "Another blank", "The cat sat on the [MASK].", None,
+         "heads", "Heads & patching", view_knockout,
+         r"\mathrm{importance}(l,h) = \log p(y \mid x) - \log p\big(y \mid x;\ c^{(l)}_h = 0\big)"),
     Step("anatomy", "How big is BERT?",
          "BERT-base has 12 layers, 768-wide vectors and 12 heads; BERT-large 24 layers, 1,024 wide and 16 heads. "
          "Every number is a learned parameter: the embedding tables, four attention matrices and a two-layer "
@@ -406,6 +417,7 @@ QUESTION_INPUTS = {
     "top_guess": ("text", "pair"), "right_context": ("text", "pair"), "attention_target": ("text", "pair"),
     "next_sentence": ("text", "pair"), "lens_layer": ("text", "pair"), "bert_base_size": (),
     "initial_loss": ("text", "seed"), "head_sizes": ("text",), "learning_signal": ("text", "seed"),
+    "knockout_head": ("text", "pair"),
 }
 
 

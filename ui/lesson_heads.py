@@ -10,9 +10,15 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.heads import importance_figure, without_head_figure
+from bert_core.figures.style import projector
 from bert_core.lesson import heads as lesson_heads
 from ui.state import model_cached
 from ui.widgets import chart
+
+
+def _chart(fig, name: str, key: str) -> None:
+    """A step's chart; on a projector every text in it at least 18 px (as ui/lesson.py's steps draw theirs)."""
+    chart(projector(fig) if st.session_state.get("lesson_present") else fig, name, key=key)
 
 
 def view_knockout(cur, text, pair, revealed) -> None:
@@ -27,11 +33,11 @@ def view_knockout(cur, text, pair, revealed) -> None:
     pos = min(ko.guesses)
     if not revealed:
         fig = importance_figure(imp, (layer, head), ko.top_full[pos])
-        chart(fig.update_layout(height=min(fig.layout.height, 380)), "lesson head importance", key="lesson-heads-imp")
+        _chart(fig.update_layout(height=min(fig.layout.height, 380)), "lesson head importance", key="lesson-heads-imp")
         st.caption(f"Each cell of the last layer: how much log p(guess) falls when that head alone is knocked out "
                    f"(red: it helps; the Heads & patching page ranks every layer). The framed cell is layer "
                    f"{layer + 1}, head {head + 1}. The guesses without it appear with the answer.")
         return
     tokens, p_full, p_without = ko.guesses[pos]
-    chart(without_head_figure(tokens, p_full, p_without, f"without layer {layer + 1}, head {head + 1}"),
+    _chart(without_head_figure(tokens, p_full, p_without, f"without layer {layer + 1}, head {head + 1}"),
           "lesson knock out", key="lesson-knockout")

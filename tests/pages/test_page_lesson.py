@@ -183,7 +183,7 @@ def test_hostile_sentences_in_every_step(i):
 
 
 def test_the_anatomy_step_tries_bert_large():
-    at = open_lesson({"step": "9"})
+    at = open_lesson({"step": str(lesson.KEYS.index("anatomy") + 1)})
     at.radio[0].set_value(1).run()
     at.button(key="lesson_reveal").click().run()
     assert any("Parameters of this model" in c.value for c in at.caption)
