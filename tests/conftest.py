@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 # A small vocabulary with real words, `##` pieces, accents and punctuation, so tokenization
@@ -110,3 +112,42 @@ def slots(monkeypatch):
     fresh = session_training.SlotManager(capacity=2)
     monkeypatch.setattr(session_training, "SLOTS", fresh)
     return fresh
+
+
+# ------------------------------------------------------------------ the class stores (tests/classroom)
+# Here, not in a tests/classroom/conftest.py: a second module named `conftest` would shadow this one for the
+# test files that import VOCAB from it.
+@pytest.fixture(scope="session")
+def redis_url():
+    """A redis-server for this test session on a free loopback port; its files under tests/output (then removed)."""
+    from appserver import redis_server
+    from apptest_util import ROOT
+
+    d = ROOT / "tests" / "output" / "redis-classroom"
+    try:
+        with redis_server(d) as (url, _):
+            yield url
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(params=["memory", "redis"])
+def make_store(request):
+    """A factory of fresh stores of one backend: make_store(idle_seconds=...)."""
+    from classroom.memory import MemoryStore
+
+    made = []
+
+    def make(**kw):
+        if request.param == "memory":
+            return MemoryStore(**kw)
+        from classroom.redis_store import RedisStore
+
+        s = RedisStore(request.getfixturevalue("redis_url"), **kw)
+        made.append(s)
+        return s
+
+    make.backend = request.param
+    yield make
+    for s in made:
+        s.r.close()
