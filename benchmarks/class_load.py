@@ -11,8 +11,8 @@ benchmarks/load.py's websocket Client, the way browsers do, fragment timers incl
 0. Warm-up: each step the class will see is shown once per process (a teacher rehearsing).
 1. Without a class: N students open the Lesson and sit on it (their page open, nothing ticking);
    the servers' RSS is read ("no class").
-2. A teacher opens the Lesson and presses "Start a class"; the same N students open the join link
-   (?class=CODE) and join with a nickname. From then on every client ticks the fragments its page
+2. A teacher opens the Lesson and presses "Start a class"; the same N students type the code into
+   their open Lesson and join with a nickname. From then on every client ticks the fragments its page
    asked for at the interval asked (the projector's count and split; each student's vote box), as a
    browser's timer does.
 3. For each of --questions steps: every student votes once (spread over a few seconds, some change
@@ -146,8 +146,8 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
     drawn_step: dict[int, dict[int, float]] = {}  # step -> student -> when that page had finished drawing
     seen_reveal: dict[int, set[int]] = {}  # step -> students whose page showed the model's answer
     for i, c in enumerate(students):
-        await c.rerun("lesson", query=f"class={code}")
-        await c.rerun(widgets={"class_nick": f"student {i}", "class_join": True})
+        # A student whose Lesson is open types the code (a link opened in a new tab would be a new session).
+        await c.rerun(widgets={"class_join_code": code.lower(), "class_nick": f"student {i}", "class_join": True})
         tk = Ticker(c, f"s{i}", problems)
 
         def on_run(run, at, i=i):
@@ -160,9 +160,12 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
                     seen_reveal.setdefault(int(m.group(1)), set()).add(i)
         tk.on_run = on_run
         tickers.append(tk)
+    joined = sum(1 for c in students if b"me=" in c.page_query.encode())
+    if joined < n:
+        problems.append(f"only {joined} of {n} students joined")
     tasks = [asyncio.create_task(tk.tick_forever()) for tk in tickers]
     cpu0, wall0 = sum(map(cpu_seconds, pids)), time.monotonic()
-    say(f"class {code}: {n} students joined")
+    say(f"class {code}: {joined} students joined")
 
     votes_sent, vote_lat, step_lat, drawn_lat, reveals_right, per_step = [], [], [], [], 0, []
     try:
@@ -274,6 +277,8 @@ def main() -> None:
     where = f"{r['processes']} process(es)" + (f" behind HAProxy + Redis, students on {r['backends']}"
                                               if r["processes"] > 1 else ", in-process class store")
     print(f"{a.students} students + a teacher, {a.questions} questions, {where}; {r['wall']:.0f} s")
+    if not r["vote_lat"] or not r["step_lat"]:
+        sys.exit(f"FAILED: nothing measured: {r['problems'][:5]}")
     print(f"vote -> projector, s: p50 {pct(r['vote_lat'], 50):.2f} p95 {pct(r['vote_lat'], 95):.2f} "
           f"max {max(r['vote_lat']):.2f} (n={len(r['vote_lat'])}; target p95 <= 1.5)")
     print(f"step change -> student, s: p50 {pct(r['step_lat'], 50):.2f} p95 {pct(r['step_lat'], 95):.2f} "
