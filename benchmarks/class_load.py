@@ -110,7 +110,7 @@ def header(run) -> tuple[str | None, float]:
     return None, 0.0
 
 
-async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) -> dict:
+async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, after_reveal: float = 3.0) -> dict:
     rnd = random.Random(seed)
     problems: list[str] = []
     # 0. Each process shows each step once (a teacher rehearsing the lesson): the measured step changes are
@@ -203,7 +203,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
             await t.rerun(widgets={"class_split": True})
             await asyncio.sleep(1.0)
             await t.rerun(widgets={"lesson_reveal": True})
-            await asyncio.sleep(3.0)  # the reveal reaches every student
+            await asyncio.sleep(after_reveal)  # the reveal reaches every student
             reveals_right += len(seen_reveal.get(step, ()))
             t0 = time.perf_counter()
             await t.rerun(widgets={"lesson_next": True})
@@ -233,7 +233,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
             "reveals_seen": reveals_right, "backends": sorted({c.backend_ws for c in students if c.backend_ws})}
 
 
-def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0) -> dict:
+def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0, after_reveal: float = 3.0) -> dict:
     """Start the server(s) (and Redis for several), run the class, stop them; the report as a dict."""
     with ExitStack() as stack:
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -248,7 +248,7 @@ def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0) -> d
             base, proc = stack.enter_context(app_server(env, timeout=300))
             procs = [proc]
         t0 = time.monotonic()
-        r = asyncio.run(_class(base, n, questions, [p.pid for p in procs], seed))
+        r = asyncio.run(_class(base, n, questions, [p.pid for p in procs], seed, after_reveal))
         r["wall"] = time.monotonic() - t0
     r["processes"] = processes
     return r
@@ -272,8 +272,9 @@ def main() -> None:
     ap.add_argument("--students", type=int, default=30)
     ap.add_argument("--questions", type=int, default=3, help="steps voted on, revealed and left with Next")
     ap.add_argument("--processes", type=int, default=1, help="more than 1: behind HAProxy, with a redis-server")
+    ap.add_argument("--after-reveal", type=float, default=3.0, help="seconds between the reveal and Next")
     a = ap.parse_args()
-    r = run(min(a.students, 60), a.questions, a.processes)
+    r = run(min(a.students, 60), a.questions, a.processes, after_reveal=a.after_reveal)
     where = f"{r['processes']} process(es)" + (f" behind HAProxy + Redis, students on {r['backends']}"
                                               if r["processes"] > 1 else ", in-process class store")
     print(f"{a.students} students + a teacher, {a.questions} questions, {where}; {r['wall']:.0f} s")
