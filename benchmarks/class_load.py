@@ -11,8 +11,8 @@ benchmarks/load.py's websocket Client, the way browsers do, fragment timers incl
 0. Warm-up: each step the class will see is shown once per process (a teacher rehearsing).
 1. Without a class: N students open the Lesson and sit on it (their page open, nothing ticking);
    the servers' RSS is read ("no class").
-2. A teacher opens the Lesson and presses "Start a class"; the same N students open the join link
-   (?class=CODE) and join with a nickname. From then on every client ticks the fragments its page
+2. A teacher opens the Lesson and presses "Start a class"; the same N students type the code into
+   their open Lesson and join with a nickname. From then on every client ticks the fragments its page
    asked for at the interval asked (the projector's count and split; each student's vote box), as a
    browser's timer does.
 3. For each of --questions steps: every student votes once (spread over a few seconds, some change
@@ -110,7 +110,7 @@ def header(run) -> tuple[str | None, float]:
     return None, 0.0
 
 
-async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) -> dict:
+async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, after_reveal: float = 3.0) -> dict:
     rnd = random.Random(seed)
     problems: list[str] = []
     # 0. Each process shows each step once (a teacher rehearsing the lesson): the measured step changes are
@@ -146,8 +146,8 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
     drawn_step: dict[int, dict[int, float]] = {}  # step -> student -> when that page had finished drawing
     seen_reveal: dict[int, set[int]] = {}  # step -> students whose page showed the model's answer
     for i, c in enumerate(students):
-        await c.rerun("lesson", query=f"class={code}")
-        await c.rerun(widgets={"class_nick": f"student {i}", "class_join": True})
+        # A student whose Lesson is open types the code (a link opened in a new tab would be a new session).
+        await c.rerun(widgets={"class_join_code": code.lower(), "class_nick": f"student {i}", "class_join": True})
         tk = Ticker(c, f"s{i}", problems)
 
         def on_run(run, at, i=i):
@@ -160,9 +160,12 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
                     seen_reveal.setdefault(int(m.group(1)), set()).add(i)
         tk.on_run = on_run
         tickers.append(tk)
+    joined = sum(1 for c in students if b"me=" in c.page_query.encode())
+    if joined < n:
+        problems.append(f"only {joined} of {n} students joined")
     tasks = [asyncio.create_task(tk.tick_forever()) for tk in tickers]
     cpu0, wall0 = sum(map(cpu_seconds, pids)), time.monotonic()
-    say(f"class {code}: {n} students joined")
+    say(f"class {code}: {joined} students joined")
 
     votes_sent, vote_lat, step_lat, drawn_lat, reveals_right, per_step = [], [], [], [], 0, []
     try:
@@ -200,7 +203,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
             await t.rerun(widgets={"class_split": True})
             await asyncio.sleep(1.0)
             await t.rerun(widgets={"lesson_reveal": True})
-            await asyncio.sleep(3.0)  # the reveal reaches every student
+            await asyncio.sleep(after_reveal)  # the reveal reaches every student
             reveals_right += len(seen_reveal.get(step, ()))
             t0 = time.perf_counter()
             await t.rerun(widgets={"lesson_next": True})
@@ -230,7 +233,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int) 
             "reveals_seen": reveals_right, "backends": sorted({c.backend_ws for c in students if c.backend_ws})}
 
 
-def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0) -> dict:
+def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0, after_reveal: float = 3.0) -> dict:
     """Start the server(s) (and Redis for several), run the class, stop them; the report as a dict."""
     with ExitStack() as stack:
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -245,7 +248,7 @@ def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0) -> d
             base, proc = stack.enter_context(app_server(env, timeout=300))
             procs = [proc]
         t0 = time.monotonic()
-        r = asyncio.run(_class(base, n, questions, [p.pid for p in procs], seed))
+        r = asyncio.run(_class(base, n, questions, [p.pid for p in procs], seed, after_reveal))
         r["wall"] = time.monotonic() - t0
     r["processes"] = processes
     return r
@@ -269,11 +272,14 @@ def main() -> None:
     ap.add_argument("--students", type=int, default=30)
     ap.add_argument("--questions", type=int, default=3, help="steps voted on, revealed and left with Next")
     ap.add_argument("--processes", type=int, default=1, help="more than 1: behind HAProxy, with a redis-server")
+    ap.add_argument("--after-reveal", type=float, default=3.0, help="seconds between the reveal and Next")
     a = ap.parse_args()
-    r = run(min(a.students, 60), a.questions, a.processes)
+    r = run(min(a.students, 60), a.questions, a.processes, after_reveal=a.after_reveal)
     where = f"{r['processes']} process(es)" + (f" behind HAProxy + Redis, students on {r['backends']}"
                                               if r["processes"] > 1 else ", in-process class store")
     print(f"{a.students} students + a teacher, {a.questions} questions, {where}; {r['wall']:.0f} s")
+    if not r["vote_lat"] or not r["step_lat"]:
+        sys.exit(f"FAILED: nothing measured: {r['problems'][:5]}")
     print(f"vote -> projector, s: p50 {pct(r['vote_lat'], 50):.2f} p95 {pct(r['vote_lat'], 95):.2f} "
           f"max {max(r['vote_lat']):.2f} (n={len(r['vote_lat'])}; target p95 <= 1.5)")
     print(f"step change -> student, s: p50 {pct(r['step_lat'], 50):.2f} p95 {pct(r['step_lat'], 95):.2f} "
