@@ -9,14 +9,22 @@ from bert_core.figures.attention import crop, token_labels
 from bert_core.inspect.objectives_view import loss_targets, mask_comparison, visibility
 from bert_core.objectives.catalog import OBJECTIVE_LOSSES, OBJECTIVE_NAMES, OBJECTIVE_NOTES
 from bert_core.runs.objective_runs import COMPARE_STEPS, MAX_COMPARE_STEPS, ObjectiveComparison
-from bert_core.runs.settings import builtin_lines, bundled_tokenizer
+from bert_core.runs.settings import CORPUS_CHOICES, QUICK_PRESET
 from bert_core.train.linear_probe import PROBE_TRAIN, PROBE_VALID, probe_set
+from bert_core.train.toy import ANIMALS, FARM_CLOZE, FARM_PROMPTS
 from ui import callbacks
 from ui.state import model_cached, require_current
 from ui.widgets import chart, table
 
 TOKEN_CAP = 48  # the maps draw at most this many tokens (the first ones)
-PRESET_CHOICES = ("tiny (2 layers, 64 wide)", "small (4 layers, 128 wide)")
+PRESET_CHOICES = (QUICK_PRESET, "tiny (2 layers, 64 wide)", "small (4 layers, 128 wide)")
+FARM, WORDNET = CORPUS_CHOICES["farm"], CORPUS_CHOICES["wordnet"]
+CORPORA = {FARM.label: FARM, WORDNET.label: WORDNET}  # the first is the default
+FARM_STEPS = 300  # per model on the farm corpus: BERT gets every fill-in probe right by then (bench_quick_training)
+# What a corpus brings when picked: model size, steps per model, and whether ELECTRA trains too (it takes as
+# long as the other two together, so the one-minute farm comparison leaves it to a tick).
+CORPUS_DEFAULTS = {FARM.label: (QUICK_PRESET, FARM_STEPS, False),
+                   WORDNET.label: ("tiny (2 layers, 64 wide)", COMPARE_STEPS, True)}
 
 cur = require_current()
 st.header("BERT vs GPT (and ELECTRA)")
@@ -120,19 +128,41 @@ for obj, note in OBJECTIVE_NOTES.items():
 # --- 4. one run of each -------------------------------------------------------------------------------
 st.subheader("4. Train one of each, side by side")
 st.markdown(
-    "Three models of the same size, from the same random seed, on the same built-in corpus (WordNet glosses), "
-    "for the same number of steps of 32 lines: one with each objective. They share this server's training "
+    "Models of the same size, from the same random seed, on the same corpus, for the same number of steps: one "
+    "with each objective. On the farm corpus (the default) a minute is enough to see the difference: its "
+    "fill-in probes include blanks that only the words to their **right** decide (“the [MASK] barks at tom .”), "
+    "which BERT learns to fill and GPT, reading left to right, cannot. The runs share this server's training "
     "slots and memory with everybody's Training runs, so they may wait for a slot."
 )
+
+
+def _corpus_changed() -> None:
+    """A corpus brings its model size, steps and whether ELECTRA trains too (the user may change them)."""
+    preset, steps, electra = CORPUS_DEFAULTS[st.session_state["bvg_corpus"]]
+    st.session_state.update(bvg_preset=preset, bvg_steps=steps, bvg_electra=electra)
+
+
+for k, v in zip(("bvg_preset", "bvg_steps", "bvg_electra"), CORPUS_DEFAULTS[FARM.label]):
+    st.session_state.setdefault(k, v)
 comp: ObjectiveComparison | None = st.session_state.get("bvg_runs")
 locked = comp is not None
-c1, c2, c3 = st.columns([3, 2, 2])
+kind = st.radio("Corpus", list(CORPORA), key="bvg_corpus", horizontal=True, disabled=locked,
+                on_change=_corpus_changed)
+choice = CORPORA[kind]
+if choice is FARM:
+    st.caption(
+        "Generated sentences about five animals, their sounds, food and homes (“the cow eats grass .”): a "
+        "110-piece vocabulary and five regular sentence patterns, so a tiny model learns them in a minute. Real "
+        "BERT and GPT need days on billions of words; the WordNet corpus shows how little a minute does there."
+    )
+c1, c2, c3, c4 = st.columns([3, 2, 2, 2])
 preset = c1.selectbox("Model size", PRESET_CHOICES, key="bvg_preset", disabled=locked)
-steps = c2.number_input("Steps per model", 10, MAX_COMPARE_STEPS, COMPARE_STEPS, step=10, key="bvg_steps",
-                        disabled=locked)
-c3.metric("Seed (sidebar)", cur.seed if comp is None else comp.seed)
+steps = c2.number_input("Steps per model", 10, MAX_COMPARE_STEPS, step=10, key="bvg_steps", disabled=locked)
+electra = c3.checkbox("Also ELECTRA", key="bvg_electra", disabled=locked,
+                      help="A third run with ELECTRA's objective: about as long as the other two together.")
+c4.metric("Seed (sidebar)", cur.seed if comp is None else comp.seed)
 b1, b2 = st.columns(2)
-label = "Train the three models" if comp is None else ("Continue training" if not comp.done else "Trained")
+label = "Train the models" if comp is None else ("Continue training" if not comp.done else "Trained")
 train_clicked = b1.button(label, key="bvg_train", type="primary", width="stretch",
                           disabled=comp is not None and comp.done)
 if b2.button("Reset", key="bvg_reset", width="stretch", disabled=comp is None):
@@ -143,9 +173,11 @@ if b2.button("Reset", key="bvg_reset", width="stretch", disabled=comp is None):
 if train_clicked:
     if comp is None:
         try:
-            with st.spinner("Building the three models…"):
-                comp = ObjectiveComparison.build(bundled_tokenizer(), builtin_lines(), preset, int(steps), cur.seed,
-                                                 "the built-in WordNet glosses")
+            with st.spinner("Building the models…"):
+                comp = ObjectiveComparison.build(
+                    choice.tokenizer(), choice.lines(), preset, int(steps), cur.seed, choice.name,
+                    base=choice.settings() if choice is FARM else None, cloze=choice is FARM,
+                    objectives=("mlm", "clm", "rtd") if electra else ("mlm", "clm"))
         except bert_core.BertCoreError as e:
             st.error(f"Cannot start: {e}")
         else:
@@ -164,7 +196,8 @@ if train_clicked:
             st.rerun()  # redraw the settings locked and the button as "Trained"
 
 if comp is None:
-    st.info("Press **Train the three models** (about a minute on the tiny size, a few on the small one).")
+    st.info("Press **Train the models** (about a minute for BERT and GPT on the farm corpus, a few minutes on "
+            "WordNet or the small size).")
     st.stop()
 
 st.markdown("**Loss curves** (each objective's own loss: their units differ, so each has its own panel)")
@@ -177,25 +210,46 @@ st.caption("Tokens seen: the real tokens of the batches each run read. The seed 
            "samples from its own random stream, so they read different (equally sized) batches. Training seconds: "
            "time inside training steps (GPT's is longest: it scores the whole vocabulary at every position).")
 
-st.markdown("**Sample efficiency: what the encoder learnt per token seen**")
-p = probe_set()
-chart(fo.sample_efficiency_figure(comp.probe_curves(), 1 / len(p.labels)), "sample efficiency", key="bvg-probe")
-st.caption(
-    f"At step 0 and after every quarter of each run, the encoder is frozen and a linear classifier (ridge, on the "
-    f"mean of its last hidden states) learns which of {len(p.labels)} topics a WordNet definition is about from "
-    f"{PROBE_TRAIN} fixed examples; the accuracy is on {PROBE_VALID} other fixed examples. Measured here, now: "
-    "ELECTRA's claim is that RTD learns more per token than MLM because every token carries a loss. On runs this "
-    "short the differences can be within the noise of one seed; compare the curves, not single points."
-)
+if comp.cloze:
+    st.markdown("**Fill-in probes: what each model guesses for a blank, per token seen**")
+    fig = fo.sample_efficiency_figure(comp.probe_curves(), 1 / len(ANIMALS))
+    fig.update_yaxes(title_text="fill-in probes right")
+    chart(fig, "fill-in probes", key="bvg-probe")
+    st.caption(
+        f"At step 0 and after every quarter of each run, each model fills the blank of {len(FARM_CLOZE)} fixed "
+        "sentences (dropout off): BERT with its MLM head reading both sides, GPT with its next-token guess from the "
+        "words left of the blank, ELECTRA with its generator. Half the blanks are decided by the words on their "
+        "left, half only by the words on their right; the dashed line is one animal in five, a blind guess."
+    )
+    table(pd.DataFrame(comp.cloze_rows()), "fill-in probes", key="csv-bvg-cloze", hide_index=True)
+    st.caption("Each model's top guess and its probability (✓ = the answer). Where the right side decides "
+               "(“the [MASK] barks …”), GPT has only “the” to go on and can do no better than guess an animal; "
+               "BERT reads “barks” after the blank. Where the left side decides, both can learn it.")
+else:
+    st.markdown("**Sample efficiency: what the encoder learnt per token seen**")
+    p = probe_set()
+    chart(fo.sample_efficiency_figure(comp.probe_curves(), 1 / len(p.labels)), "sample efficiency",
+          key="bvg-probe")
+    st.caption(
+        f"At step 0 and after every quarter of each run, the encoder is frozen and a linear classifier (ridge, on "
+        f"the mean of its last hidden states) learns which of {len(p.labels)} topics a WordNet definition is about "
+        f"from {PROBE_TRAIN} fixed examples; the accuracy is on {PROBE_VALID} other fixed examples. Measured here, "
+        "now: ELECTRA's claim is that RTD learns more per token than MLM because every token carries a loss. On "
+        "runs this short the differences can be within the noise of one seed; compare the curves, not single points."
+    )
 
 if not comp.done:
     st.info("The runs are not finished: press **Continue training**.")
     st.stop()
 
 st.markdown("**What each model can do now**")
-t1, t2, t3 = st.tabs(["Fill a mask (BERT)", "Continue a sentence (GPT)", "Spot a replaced word (ELECTRA)"])
+farm = comp.cloze  # the farm corpus: examples in its words
+names = ["Fill a mask (BERT)", "Continue a sentence (GPT)"] + (["Spot a replaced word (ELECTRA)"]
+                                                               if "rtd" in comp.sessions else [])
+t1, t2, *t3 = st.tabs(names)
 with t1:
-    fill = st.text_input("A sentence with [MASK]", "the cat sat on the [MASK] .", key="bvg_fill", max_chars=300)
+    fill = st.text_input("A sentence with [MASK]", FARM_CLOZE[0].sentence if farm else "the cat sat on the [MASK] .",
+                         key="bvg_fill", max_chars=300)
     try:
         tr = bert_core.analyze(comp.model("mlm"), fill, embeddings=False, hidden_states=False, attentions=False)
         left = bert_core.analyze(comp.model("clm"), fill, embeddings=False, hidden_states=False,
@@ -214,7 +268,7 @@ with t1:
         st.caption("BERT fills each [MASK] reading the words on both sides; GPT can only use the words to its left "
                    "(its guess for the slot is its next-token prediction just before it).")
 with t2:
-    prompt = st.text_input("A beginning", "the cat", key="bvg_prompt", max_chars=300)
+    prompt = st.text_input("A beginning", FARM_PROMPTS[0] if farm else "the cat", key="bvg_prompt", max_chars=300)
     try:
         g = bert_core.generate(comp.model("clm"), prompt, max_new_tokens=15)
     except bert_core.BertCoreError as e:
@@ -225,15 +279,16 @@ with t2:
                             enumerate(g.steps)]), "greedy continuation", key="csv-bvg-gen", hide_index=True)
         st.caption("Greedy decoding: at each step GPT appends its most probable next token and reads again. BERT "
                    "cannot do this: nothing in its training asked for the word after the last one.")
-with t3:
-    spot = st.text_input("A sentence, with one word swapped for an odd one", "the cat sat on the milk .",
-                         key="bvg_spot", max_chars=300)
-    try:
-        r = bert_core.replaced_token_probs(comp.model("rtd"), spot)
-    except bert_core.BertCoreError as e:
-        st.warning(str(e))
-    else:
-        chart(fo.replaced_figure(r.tokens, r.probs), "replaced token probabilities", key="bvg-rtd")
-        st.caption("P(replaced) = σ(discriminator logit) for every token; above 0.5 (red) the discriminator thinks "
-                   "the token is not the original. It was trained on the generator's swaps, so a small model "
-                   "catches the swaps that break the sentence most.")
+for tab in t3:  # ELECTRA's tab, when it was trained
+    with tab:
+        spot = st.text_input("A sentence, with one word swapped for an odd one",
+                             "the dog meows ." if farm else "the cat sat on the milk .", key="bvg_spot", max_chars=300)
+        try:
+            r = bert_core.replaced_token_probs(comp.model("rtd"), spot)
+        except bert_core.BertCoreError as e:
+            st.warning(str(e))
+        else:
+            chart(fo.replaced_figure(r.tokens, r.probs), "replaced token probabilities", key="bvg-rtd")
+            st.caption("P(replaced) = σ(discriminator logit) for every token; above 0.5 (red) the discriminator "
+                       "thinks the token is not the original. It was trained on the generator's swaps, so a small "
+                       "model catches the swaps that break the sentence most.")

@@ -175,15 +175,13 @@ class TextDataset:
     def _pad(self, rows, segs, labels):
         cls, sep = self.tok.cls_token_id, self.tok.sep_token_id
         # A corpus with fewer lines than batch_size gives a smaller batch, not rows of padding.
-        B, T = len(rows), max(len(r) for r in rows)
-        ids = torch.full((B, T), self.tok.pad_token_id, dtype=torch.long)
-        types = torch.zeros((B, T), dtype=torch.long)
-        attn = torch.zeros((B, T), dtype=torch.long)
-        special = torch.ones((B, T), dtype=torch.long)
-        for r, (row, seg) in enumerate(zip(rows, segs)):
-            ids[r, : len(row)] = torch.tensor(row)
-            types[r, : len(seg)] = torch.tensor(seg)
-            attn[r, : len(row)] = 1
+        T, pad = max(len(r) for r in rows), self.tok.pad_token_id
+        # Padded as Python lists, then one tensor each: one torch.tensor call per row cost more than the
+        # tiny farm model's whole forward pass.
+        ids = torch.tensor([row + [pad] * (T - len(row)) for row in rows], dtype=torch.long)  # (B, T)
+        types = torch.tensor([seg + [0] * (T - len(seg)) for seg in segs], dtype=torch.long)
+        attn = torch.tensor([[1] * len(row) + [0] * (T - len(row)) for row in rows], dtype=torch.long)
+        special = torch.ones_like(ids)
         special[(ids != cls) & (ids != sep) & (attn == 1)] = 0
         return ids, types, attn, special, labels
 

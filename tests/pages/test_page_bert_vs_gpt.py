@@ -9,7 +9,10 @@ import numpy as np
 import pytest
 from apptest_util import assert_ok, open_page
 
+from bert_core.runs.settings import CORPUS_CHOICES
+
 pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
+FARM, WORDNET = CORPUS_CHOICES["farm"], CORPUS_CHOICES["wordnet"]
 
 
 def chart_specs(at) -> list[dict]:
@@ -46,11 +49,14 @@ def test_masks_visibility_and_loss_positions_on_the_sidebar_text():
     at.selectbox(key="bvg_layer").select(1).run()
     at.selectbox(key="bvg_head").select(3).run()
     assert_ok(at)
-    assert any("Press **Train the three models**" in i.value for i in at.info)
+    assert any("Press **Train the models**" in i.value for i in at.info)
 
 
 def test_three_runs_train_and_each_does_its_job():
+    """The WordNet corpus with ELECTRA: the long comparison, as before the farm corpus became the default."""
     at = open_page("bert_vs_gpt", text="the cat sat on the [MASK] .")
+    at.radio(key="bvg_corpus").set_value(WORDNET.label).run()
+    assert at.checkbox(key="bvg_electra").value  # WordNet brings all three objectives
     at.selectbox(key="bvg_preset").select("tiny (2 layers, 64 wide)")
     at.number_input(key="bvg_steps").set_value(10)
     at.run()
@@ -77,3 +83,20 @@ def test_three_runs_train_and_each_does_its_job():
     assert_ok(at)
     assert "bvg_runs" not in at.session_state
     assert comp.sessions == {}
+
+
+def test_farm_default_trains_bert_and_gpt_and_shows_the_fill_in_probes():
+    """The default: the farm corpus, BERT and GPT only, the fill-in probe table with both sides' blanks."""
+    at = open_page("bert_vs_gpt", text="the cat sat on the [MASK] .")
+    assert at.radio(key="bvg_corpus").value == FARM.label and not at.checkbox(key="bvg_electra").value
+    assert at.selectbox(key="bvg_preset").value == FARM.preset
+    at.number_input(key="bvg_steps").set_value(10).run()
+    at.button(key="bvg_train").click().run(timeout=240)
+    assert_ok(at)
+    comp = at.session_state["bvg_runs"]
+    assert comp.done and comp.cloze and set(comp.sessions) == {"mlm", "clm"}
+    cloze = next(d.value for d in at.dataframe if "decided by the words" in d.value.columns)
+    assert set(cloze["decided by the words"]) == {"left", "right"} and {"mlm", "clm"} <= set(cloze.columns)
+    assert len(at.tabs) == 2  # no ELECTRA tab without its run
+    assert at.text_input(key="bvg_fill").value == "the [MASK] barks at tom ."
+    assert_ok(at)
