@@ -33,19 +33,21 @@ BATCH = 32
 class WordVectors:
     """Each word's first-piece hidden state at every layer, for words of pre-split sentences."""
 
-    vectors: np.ndarray  # (L+1, N, H) float32: layer 0 = the embeddings' output, then layers 1..L
+    vectors: np.ndarray  # (L+1, N, H) float32 (or the dtype asked for): 0 = the embeddings' output, then 1..L
     sentence: np.ndarray  # (N,) which sentence the word is in
     word: np.ndarray  # (N,) its index among the sentence's words
 
 
 @torch.no_grad()
 def word_vectors(encoder: torch.nn.Module, tok, sentences, max_len: int = MAX_WORDS_PIECES,
-                 batch_size: int = BATCH, progress: Progress | None = None, what: str = "Reading") -> WordVectors:
+                 batch_size: int = BATCH, progress: Progress | None = None, what: str = "Reading",
+                 dtype=np.float32) -> WordVectors:
     """(L+1, N, H) vectors of every word of `sentences` (each a list of words, read joined by single spaces).
 
     `encoder` is a `BertModel` (a LoadedModel's `.model.bert`, or an untrained copy); it runs in eval mode,
     one forward pass per batch with every hidden state (sentences sorted by length: little padding).
-    Words past `max_len` pieces are left out (none of the built-in sentences is that long).
+    Words past `max_len` pieces are left out (none of the built-in sentences is that long). `dtype` float16
+    halves what a large table holds (the probes store theirs so).
     """
     sentences = [list(ws) for ws in sentences]
     if not sentences:
@@ -76,7 +78,7 @@ def word_vectors(encoder: torch.nn.Module, tok, sentences, max_len: int = MAX_WO
                 attn[r, : len(rows[i])] = 1
             hs = torch.stack(encoder(ids, None, attn, trace=True).hidden_states)  # (L+1, B, T, H)
             if out is None:
-                out = np.empty((hs.shape[0], n_words, hs.shape[-1]), dtype=np.float32)
+                out = np.empty((hs.shape[0], n_words, hs.shape[-1]), dtype=dtype)
             for r, i in enumerate(batch):
                 pos = [p for p, _ in owners[i]]
                 out[:, start[i]:start[i + 1]] = hs[:, r, pos].numpy()

@@ -43,6 +43,7 @@ PROBE_L2 = 1e-2  # on standardised features: a small, fixed penalty (no tuning o
 PROBE_STEPS = 100  # L-BFGS iterations (converged well before on these sizes)
 POS_SIZES = (100, 300, 1_000)  # training sentences of the part-of-speech probe (~20 words each)
 POS_VALID = 300  # held-out sentences (Brown sentences neither bundled model read in pretraining)
+PROBE_MAX_BYTES = 256 * 2**20  # the word vectors one probing run holds (float16, every layer): bert-base fits 300 + 300
 
 
 @dataclass(frozen=True)
@@ -299,6 +300,12 @@ class LayerProbes:
         return None if c is None else self.accuracy["pretrained"] - c
 
 
+def feature_bytes(m: LoadedModel, task: ProbeTask) -> int:
+    """Bytes of the float16 word vectors (every layer) a probing run of `task` on `m` holds at once."""
+    words = len(task.train) + len(task.valid)
+    return words * (m.config.num_hidden_layers + 1) * m.config.hidden_size * 2
+
+
 def probe_layers(m: LoadedModel, task_name: str = POS, n_train: int = POS_SIZES[1], seed: int = 0,
                  control: bool = True, progress: Progress | None = None) -> LayerProbes:
     """Fit a probe on every layer of `m` and of its random-weights twin (and the control task); held-out accuracy.
@@ -306,6 +313,11 @@ def probe_layers(m: LoadedModel, task_name: str = POS, n_train: int = POS_SIZES[
     Features: one forward pass per model with every hidden state (`word_vectors`); then (L+1) L-BFGS fits each.
     """
     task = probe_task(task_name, n_train)
+    need = feature_bytes(m, task)
+    if need > PROBE_MAX_BYTES:
+        raise BertCoreError(f"these sentences' vectors at every layer of {m.name} take {need / 2**20:.0f} MB, more "
+                            f"than the {PROBE_MAX_BYTES / 2**20:.0f} MB a probing run may hold: pick fewer training "
+                            "sentences")
     report = progress or (lambda what, frac: None)
     secs: dict[str, float] = {}
     C = len(task.labels)
@@ -340,7 +352,7 @@ def probe_layers(m: LoadedModel, task_name: str = POS, n_train: int = POS_SIZES[
             t0 = time.perf_counter()
             enc = untrained_encoder(m, seed) if key == "random" else m.model.bert
             base = done
-            feats[key] = word_vectors(enc, m.tokenizer, sentences, max_len=min(128, m.max_length),
+            feats[key] = word_vectors(enc, m.tokenizer, sentences, max_len=min(128, m.max_length), dtype=np.float16,
                                       progress=lambda what, frac, base=base: report(what, (base + frac) / units),
                                       what="Reading the sentences" + (" (random weights)" if key == "random" else ""))
             del enc

@@ -256,3 +256,14 @@ def test_pca_matches_numpy_svd_and_fixes_signs():
     assert np.allclose(share, s[:2] ** 2 / (s**2).sum())
     c2, _ = nb.pca_2d(-x)  # signs fixed by the loadings, not by the data's sign
     assert np.allclose(np.abs(c2), np.abs(coords))
+
+
+def test_probing_refuses_more_vectors_than_its_byte_budget(monkeypatch):
+    m = bert_core.load_model("bundled")
+    task = probing.pos_probe_task(12, 6)
+    monkeypatch.setattr(probing, "probe_task", lambda name, n_train=12: task)
+    monkeypatch.setattr(probing, "PROBE_MAX_BYTES", probing.feature_bytes(m, task) - 1)
+    with pytest.raises(bert_core.BertCoreError, match="pick fewer"):
+        probing.probe_layers(m, probing.POS, 12)
+    want = (len(task.train) + len(task.valid)) * (m.config.num_hidden_layers + 1) * m.config.hidden_size * 2
+    assert probing.feature_bytes(m, task) == want
