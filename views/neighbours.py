@@ -99,8 +99,14 @@ if not choices:
     st.warning("None of these words fits the model's length limit.")
     st.stop()
 default_word = next((i for i in choices if q.words[i].isalpha() and len(q.words[i]) > 3), choices[0])
-word_ix = st.pills("Click a word", choices, default=default_word, key="nb_word",
-                   format_func=lambda i: q.words[i]) or default_word
+seen: dict[str, int] = {}
+labels = {}
+for i in choices:  # a repeated word gets its occurrence number: the widget tells options apart by their labels
+    seen[q.words[i]] = seen.get(q.words[i], 0) + 1
+    labels[i] = q.words[i] if seen[q.words[i]] == 1 else f"{q.words[i]} ({seen[q.words[i]]})"
+by_label = {lab: i for i, lab in labels.items()}
+picked = st.pills("Click a word", list(by_label), default=labels[default_word], key="nb_word")
+word_ix = by_label.get(picked, default_word)
 layer = st.slider("Layer", 0, L, url_int("nb_layer", L, 0, L), key="nb_layer_slider",
                   help="0 = the embeddings' output")
 k = st.slider("Neighbours", 5, K_MAX, 20, key="nb_k")
