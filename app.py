@@ -31,6 +31,8 @@ PAGES = [
     st.Page("views/tagging.py", title="Tagging", url_path="tagging"),
     st.Page("views/qa.py", title="Question answering", url_path="question-answering"),
     st.Page("views/similarity.py", title="Sentence similarity", url_path="similarity"),
+    st.Page("views/probing.py", title="Probing", url_path="probing"),
+    st.Page("views/neighbours.py", title="Neighbours", url_path="neighbours"),
 ]
 
 nav = st.navigation(PAGES, expanded=True)  # every page in the menu: no "View 3 more" hiding some

@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy"]
 PAGES += ["layers", "inside_layer", "finetuning", "similarity"]
 PAGES.append("heads")
+PAGES += ["probing", "neighbours"]
 
 
 def time_reruns(model_dir: str | None, n_words: int, reps: int) -> dict[str, float]:

@@ -15,6 +15,7 @@ PAGES.append("tagging")
 PAGES.append("qa")
 PAGES.append("bert_vs_gpt")
 PAGES.append("heads")
+PAGES += ["probing", "neighbours"]
 HOSTILE = {
     "empty": "",
     "whitespace": "   \n\t  ",
@@ -41,7 +42,7 @@ def test_every_page_survives_hostile_text(page):
         for md in at.markdown:  # user text never reaches our HTML unescaped
             assert "<script>" not in md.value and "<img" not in md.value, (page, name)
     # Pages that analyse the text say what is wrong with an empty one (Compare needs two models first).
-    # qa and lesson read their own passages and sentences (tested on their pages).
-    if page not in ("anatomy", "training", "compare", "finetuning", "qa", "lesson"):
+    # qa and lesson read their own passages and sentences (tested on their pages); probing reads only its corpora.
+    if page not in ("anatomy", "training", "compare", "finetuning", "qa", "lesson", "probing"):
         at.sidebar.text_area(key="text").set_value("").run()
         assert any("empty" in w.value for w in at.warning), (page, [w.value for w in at.warning])
