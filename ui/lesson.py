@@ -32,7 +32,8 @@ from bert_core.inspect.masking_view import masking_draw, md_literal
 from bert_core.inspect.objectives_view import mask_comparison
 from bert_core.inspect.residual import logit_lens, same_word
 from bert_core.lesson import questions
-from bert_core.runs.settings import example_run
+from bert_core.runs.settings import CORPUS_CHOICES, example_run
+from bert_core.train.toy import farm_tokenizer
 from ui.lesson_heads import view_knockout
 from ui.state import model_cached
 from ui.widgets import chart
@@ -260,6 +261,9 @@ def view_pretraining(cur, text, pair, revealed) -> None:
     st.caption(f"An example: the tiny bundled model ({ex.parameters:,} parameters, its own vocabulary of V = {V:,} "
                f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown: it starts at "
                "ln V, as the question's model would with its own V.")
+    st.caption(f"Live: the Training page opens on {CORPUS_CHOICES['farm'].name} ({farm_tokenizer().vocab_size} "
+               "word pieces, five sentence patterns): press Start and its guesses turn right within about a "
+               "minute. Real BERT needed days on billions of words.")
 
 
 @functools.cache  # a file that ships with the app: read once per process, not on every rerun
@@ -277,7 +281,9 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
         return
     T, n_clf, n_tag = shapes
     _table(pd.DataFrame([
-        {"head": "sentence classifier", "reads": "the pooled [CLS] vector", "outputs": f"({n_clf},)"},
+        {"head": "sentence classifier", "reads": "the pooled [CLS] vector (BERT), or the mean of the tokens' vectors "
+         "for a sentence-transformers model such as MiniLM (the Fine-tuning page's default for it)",
+         "outputs": f"({n_clf},)"},
         {"head": "tagger (NER, part of speech)", "reads": "every token's final vector",
          "outputs": f"({T}, {n_tag // max(T, 1)})"},
         {"head": "question answering", "reads": "question and passage as one pair: [CLS] Q [SEP] P [SEP], "
@@ -401,7 +407,8 @@ STEPS: list[Step] = [
          "BERT is an **encoder**: every token attends to every other. GPT is a **decoder**: its attention has a "
          "**causal mask** (token i may only look at tokens up to i), it is trained to predict the next token, and "
          "so it generates text left to right. BERT learns from the 15% of tokens it masks; GPT from every next "
-         "token.",
+         "token. On the BERT vs GPT page, train both on the farm corpus: only BERT fills “the [MASK] barks at "
+         "tom .”, because only the words after the gap decide it.",
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
          "bert-vs-gpt", "BERT vs GPT", view_bert_vs_gpt,

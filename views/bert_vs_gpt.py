@@ -65,18 +65,21 @@ if mc is not None:
         if st.session_state.get(k, 0) >= hi:  # a smaller model than before
             st.session_state[k] = 0
     c1, c2 = st.columns(2)
-    layer = c1.selectbox("Layer", list(range(n_layers)), key="bvg_layer", help="0 is the first layer.")
-    head = c2.selectbox("Head", list(range(n_heads)), key="bvg_head")
+    layer = c1.selectbox("Layer", list(range(n_layers)), key="bvg_layer",
+                         format_func=callbacks.labels([str(i + 1) for i in range(n_layers)]),
+                         help="Layers 1–L as everywhere in the app (here, inside the model: no embeddings row).")
+    head = c2.selectbox("Head", list(range(n_heads)), key="bvg_head",
+                        format_func=callbacks.labels([str(i + 1) for i in range(n_heads)]))
     bi, _ = crop(mc.attn_bidirectional, mc.tokens, n)
     ca, _ = crop(mc.attn_causal, mc.tokens, n)
     chart(fo.mask_pair_figure(bi[layer, head], ca[layer, head], tokens,
                               (f"{cur.model.name} as BERT reads it", "the same weights under GPT's mask")),
           "bert vs gpt attention", key="bvg-attn")
     st.caption(
-        f"The same weights ({cur.model.name}, layer {layer}, head {head}) run twice: once with BERT's mask, once "
-        "with GPT's. Under the causal mask the upper triangle is exactly 0 and each row is renormalised over "
-        "the tokens up to it, so the first token can only attend to itself. (A model trained causally learns "
-        "its own patterns; this shows what the mask alone does.)"
+        f"The same weights ({cur.model.name}, layer {layer + 1}, head {head + 1}) run twice: once with BERT's "
+        "mask, once with GPT's. Under the causal mask the upper triangle is exactly 0 and each row is "
+        "renormalised over the tokens up to it, so the first token can only attend to itself. (A model trained "
+        "causally learns its own patterns; this shows what the mask alone does.)"
     )
 
 # --- 2. what each prediction sees ---------------------------------------------------------------------

@@ -278,10 +278,13 @@ def attention_ui() -> None:
     c1, c2 = st.columns(2)
     if st.session_state.get("train_layer", 0) >= n_layers or st.session_state.get("train_head", 0) >= n_heads:
         st.session_state["train_layer"], st.session_state["train_head"] = 0, 0  # a smaller model than before
-    layer = c1.selectbox("Layer", list(range(n_layers)), key="train_layer", help="0 is the first layer.")
-    head = c2.selectbox("Head", list(range(n_heads)), key="train_head")
+    layer = c1.selectbox("Layer", list(range(n_layers)), key="train_layer",
+                         format_func=callbacks.labels([str(i + 1) for i in range(n_layers)]),
+                         help="Layers 1–L as everywhere in the app (here, inside the model: no embeddings row).")
+    head = c2.selectbox("Head", list(range(n_heads)), key="train_head",
+                        format_func=callbacks.labels([str(i + 1) for i in range(n_heads)]))
     chart(attention_heatmap(probe.attentions[layer, head], probe.tokens,
-                            f"layer {layer}, head {head}, step {probe.step}"),
+                            f"layer {layer + 1}, head {head + 1}, step {probe.step}"),
           "training attention", key="train-attn")
     st.caption(
         "Row i shows how token i spreads its attention over the tokens (each row sums to 1). At step 0 the "
