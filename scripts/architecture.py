@@ -43,22 +43,23 @@ def package_of(module: str, packages: list[str]) -> str | None:
 
 
 def app_imports() -> dict[str, set[str]]:
-    """What app.py and the pages import of bert_core and ui (they are scripts, not a package grimp reads)."""
+    """What app.py and the pages import of bert_core, ui and classroom (they are scripts, not a package grimp reads)."""
     out: dict[str, set[str]] = {}
     for name in APP:
         files = [ROOT / "app.py"] if name == "app" else sorted((ROOT / "views").glob("*.py"))
         for f in files:
             for line in f.read_text().splitlines():
                 words = line.split()
-                if len(words) >= 2 and words[0] in ("from", "import") and words[1].split(".")[0] in ("bert_core", "ui"):
+                if (len(words) >= 2 and words[0] in ("from", "import")
+                        and words[1].split(".")[0] in ("bert_core", "ui", "classroom")):
                     out.setdefault(name, set()).add(words[1])
     return out
 
 
 def mermaid() -> str:
     stack = layers()
-    graph = grimp.build_graph("bert_core", "ui", cache_dir=None)
-    packages = stack + sorted(set(graph.find_children("bert_core")) - set(stack)) + ["ui"]
+    graph = grimp.build_graph("bert_core", "ui", "classroom", cache_dir=None)
+    packages = stack + sorted(set(graph.find_children("bert_core")) - set(stack)) + ["ui", "classroom"]
     edges: dict[tuple[str, str], int] = {}
     for importer in graph.modules:
         a = package_of(importer, packages) or ("bert_core" if importer == "bert_core" else None)
@@ -78,9 +79,10 @@ def mermaid() -> str:
     lines.append('    api["bert_core/__init__ (public API)"]')
     for i, layer in enumerate(stack):
         lines.append(f'    {short(layer)}["{i + 1}. {short(layer)}"]')
-    for extra in packages[len(stack):-1]:
+    for extra in packages[len(stack):-2]:
         lines.append(f'    {short(extra)}["{short(extra)} (imports nothing of bert_core)"]')
     lines.append("  end")
+    lines.append('  classroom["classroom/ (a live class: imports neither streamlit, ui nor bert_core)"]')
     for (a, b), n in sorted(edges.items()):
         src = "api" if a == "bert_core" else short(a)
         dst = "api" if b == "bert_core" else short(b)
