@@ -26,6 +26,17 @@ def put_many(values: dict) -> None:
     st.session_state.update(values)
 
 
+def put_for_choice(key: str, values_by_choice: dict) -> None:
+    """On a choice's change: set the session-state values listed for the option now chosen (e.g. a corpus brings
+    its own model size and learning rate)."""
+    st.session_state.update(values_by_choice.get(st.session_state[key], {}))
+
+
+def one_based(i: int) -> str:
+    """A selectbox `format_func` for layers and heads: Python counts from 0, users from 1."""
+    return str(i + 1)
+
+
 def next_draw() -> None:
     """Masking page's "Draw again": the next draw number, kept across page visits."""
     st.session_state["mask_draw"] = int(st.session_state.get("mask_draw", 1)) + 1

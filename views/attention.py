@@ -18,7 +18,7 @@ def selector_ui(label: str, key: str, url_key: str, n: int, container, **kwargs)
     kept = f"{key}_kept"  # a plain key: Streamlit forgets widget state while another page is shown
     if st.session_state.get(key) is None or st.session_state[key] >= n:  # first visit, or a smaller model
         st.session_state[key] = min(st.session_state.get(kept, url_index(url_key, n)), n - 1)
-    kwargs.setdefault("format_func", lambda i: str(i + 1))  # users count from 1
+    kwargs.setdefault("format_func", callbacks.one_based)  # users count from 1
     st.session_state[kept] = container.selectbox(label, list(range(n)), key=key, **kwargs)
     return st.session_state[kept]
 

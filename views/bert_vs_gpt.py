@@ -66,10 +66,10 @@ if mc is not None:
             st.session_state[k] = 0
     c1, c2 = st.columns(2)
     layer = c1.selectbox("Layer", list(range(n_layers)), key="bvg_layer",
-                         format_func=callbacks.labels([str(i + 1) for i in range(n_layers)]),
+                         format_func=callbacks.one_based,
                          help="Layers 1–L as everywhere in the app (here, inside the model: no embeddings row).")
     head = c2.selectbox("Head", list(range(n_heads)), key="bvg_head",
-                        format_func=callbacks.labels([str(i + 1) for i in range(n_heads)]))
+                        format_func=callbacks.one_based)
     bi, _ = crop(mc.attn_bidirectional, mc.tokens, n)
     ca, _ = crop(mc.attn_causal, mc.tokens, n)
     chart(fo.mask_pair_figure(bi[layer, head], ca[layer, head], tokens,
@@ -139,10 +139,9 @@ st.markdown(
 )
 
 
-def _corpus_changed() -> None:
-    """A corpus brings its model size, steps and whether ELECTRA trains too (the user may change them)."""
-    preset, steps, electra = CORPUS_DEFAULTS[st.session_state["bvg_corpus"]]
-    st.session_state.update(bvg_preset=preset, bvg_steps=steps, bvg_electra=electra)
+# What a corpus brings when picked: its model size, steps and whether ELECTRA trains too (plain values, so the
+# callback holds no page namespace: ui/callbacks.py).
+CORPUS_SETTINGS = {k: dict(zip(("bvg_preset", "bvg_steps", "bvg_electra"), v)) for k, v in CORPUS_DEFAULTS.items()}
 
 
 for k, v in zip(("bvg_preset", "bvg_steps", "bvg_electra"), CORPUS_DEFAULTS[FARM.label]):
@@ -150,7 +149,7 @@ for k, v in zip(("bvg_preset", "bvg_steps", "bvg_electra"), CORPUS_DEFAULTS[FARM
 comp: ObjectiveComparison | None = st.session_state.get("bvg_runs")
 locked = comp is not None
 kind = st.radio("Corpus", list(CORPORA), key="bvg_corpus", horizontal=True, disabled=locked,
-                on_change=_corpus_changed)
+                on_change=callbacks.put_for_choice, args=("bvg_corpus", CORPUS_SETTINGS))
 choice = CORPORA[kind]
 if choice is FARM:
     st.caption(

@@ -33,7 +33,7 @@ def index_ui(label: str, key: str, n: int, container, default: int = 0, **kwargs
 
 
 c1, c2, c3 = st.columns(3)
-one_based = {"format_func": lambda i: str(i + 1)}  # users count layers and heads from 1
+one_based = {"format_func": callbacks.one_based}  # users count layers and heads from 1
 layer = index_ui("Layer", "in_layer", L, c1, url_index("layer", L), help="1 is the first layer.", **one_based)
 head = index_ui("Head", "in_head", nh, c2, url_index("head", nh), **one_based)
 set_url(layer=layer + 1, head=head + 1)  # the link counts as the page does

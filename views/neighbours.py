@@ -20,6 +20,7 @@ from bert_core.inspect.neighbours import (
 )
 from bert_core.train.probing import sense_rows, sense_vectors
 from bert_core.train.tagging import UNIVERSAL_TAGS, builtin_pos_task
+from ui import callbacks
 from ui.state import model_cached, require_current, url_int
 from ui.widgets import chart, table
 
@@ -48,8 +49,9 @@ fits = sentences_within(m, pos.valid_words)
 sizes = sorted({min(n, fits) for n in CORPUS_SIZES if min(n, fits) > 0})
 per_word = index_bytes_per_word(m)
 c1, c2 = st.columns([2, 3])
-n_sent = c1.selectbox("Corpus: held-out Brown sentences", sizes, index=min(1, len(sizes) - 1), key="nb_n",
-                      format_func=lambda n: f"{n:,} sentences (~{sum(map(len, pos.valid_words[:n])):,} words)")
+size_labels = [f"{n:,} sentences (~{sum(map(len, pos.valid_words[:n])):,} words)" for n in sizes]
+n_sent = sizes[c1.selectbox("Corpus: held-out Brown sentences", range(len(sizes)), index=min(1, len(sizes) - 1),
+                            key="nb_n_i", format_func=callbacks.labels(size_labels))]  # a ui callback: ui/callbacks.py
 n_words = sum(map(len, pos.valid_words[:n_sent]))
 c2.caption(f"The index keeps every word's unit vector at all {L + 1} states in float16: {per_word:,} bytes a word, "
            f"{n_words * per_word / 2**20:.1f} MB for this corpus (at most {INDEX_MAX_BYTES / 2**20:.0f} MB, counted "

@@ -85,11 +85,11 @@ def _choice(kind: str):
     return CHOICES.get(kind, WORDNET)
 
 
-def _corpus_changed() -> None:
-    """A new corpus brings its own model size, learning rate, masking and step budget (the user may change them)."""
-    c = _choice(st.session_state["train_corpus"])
-    st.session_state.update(train_preset=c.preset, train_lr=c.lr, train_mask_p=c.mlm_probability,
-                            train_max_steps=c.max_steps)
+# What each corpus choice brings when picked (the user may change them after): plain values, so the callback
+# holds no page namespace (ui/callbacks.py).
+CORPUS_SETTINGS = {k: {"train_preset": _choice(k).preset, "train_lr": _choice(k).lr,
+                       "train_mask_p": _choice(k).mlm_probability, "train_max_steps": _choice(k).max_steps}
+                   for k in CORPORA}
 
 
 def _init_widgets() -> dict:
@@ -141,7 +141,7 @@ def settings_ui(locked: bool, kind: str) -> TrainSettings:
 def corpus_ui(locked: bool):
     """The corpus choice; returns (kind, pasted text, uploaded file or None)."""
     kind = st.radio("Corpus", CORPORA, key="train_corpus", horizontal=True, disabled=locked,
-                    on_change=_corpus_changed)
+                    on_change=callbacks.put_for_choice, args=("train_corpus", CORPUS_SETTINGS))
     text, upload = "", None
     if locked and ts.trainer is not None:  # (a run waiting for memory is not built yet)
         t = ts.trainer
@@ -279,10 +279,10 @@ def attention_ui() -> None:
     if st.session_state.get("train_layer", 0) >= n_layers or st.session_state.get("train_head", 0) >= n_heads:
         st.session_state["train_layer"], st.session_state["train_head"] = 0, 0  # a smaller model than before
     layer = c1.selectbox("Layer", list(range(n_layers)), key="train_layer",
-                         format_func=callbacks.labels([str(i + 1) for i in range(n_layers)]),
+                         format_func=callbacks.one_based,
                          help="Layers 1–L as everywhere in the app (here, inside the model: no embeddings row).")
     head = c2.selectbox("Head", list(range(n_heads)), key="train_head",
-                        format_func=callbacks.labels([str(i + 1) for i in range(n_heads)]))
+                        format_func=callbacks.one_based)
     chart(attention_heatmap(probe.attentions[layer, head], probe.tokens,
                             f"layer {layer + 1}, head {head + 1}, step {probe.step}"),
           "training attention", key="train-attn")

@@ -34,6 +34,7 @@ import torch.nn as nn
 from ..errors import BertCoreError
 from ..inspect.neighbours import word_vectors
 from ..model.loaded import LoadedModel, Progress
+from ..model.untrained import init_weights
 from .tagging import UNIVERSAL_TAGS, builtin_pos_task
 
 SENSES_FILE = Path(__file__).resolve().parent.parent / "data" / "wordnet_senses.tsv.gz"  # scripts/build_senses.py
@@ -252,23 +253,14 @@ def untrained_encoder(m: LoadedModel, seed: int = 0) -> nn.Module:
     """`m`'s encoder (`BertModel`) with every weight drawn afresh as transformers initialises (`_init_weights`):
     Linear and Embedding ~ N(0, initializer_range^2), biases 0, LayerNorm 1 and 0, padding rows 0.
 
-    Private stand-in for `bert_core.untrained_copy(m, seed)` (branch ft32), which does the same to the whole
-    model; only the encoder is needed here (no MLM head to copy).
+    `bert_core.untrained_copy(m, seed)` does the same to the whole model; only the encoder is needed here (no
+    MLM head to copy, less memory).
     """
     enc = copy.deepcopy(m.model.bert)
     std = m.config.initializer_range
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        for mod in enc.modules():
-            if isinstance(mod, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(mod.weight, mean=0.0, std=std)
-            if isinstance(mod, nn.Linear) and mod.bias is not None:
-                nn.init.zeros_(mod.bias)
-            if isinstance(mod, nn.Embedding) and mod.padding_idx is not None:
-                mod.weight[mod.padding_idx].zero_()
-            if isinstance(mod, nn.LayerNorm):
-                nn.init.ones_(mod.weight)
-                nn.init.zeros_(mod.bias)
+        enc.apply(lambda mod: init_weights(mod, std))  # the same rule as untrained_copy's
     return enc.eval()
 
 

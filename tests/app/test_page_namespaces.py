@@ -17,7 +17,7 @@ from apptest_util import ROOT, assert_ok, open_page
 VIEWS = ROOT / "views"
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "layers",
          "inside_layer", "compare", "training", "finetuning", "similarity", "lesson", "tagging", "qa",
-         "bert_vs_gpt", "heads"]
+         "bert_vs_gpt", "heads", "probing", "neighbours"]
 
 
 def live_page_namespaces() -> dict[int, str]:

@@ -47,7 +47,7 @@ def test_neighbours_page_lists_bert_cores_nearest_words():
     at = open_page("neighbours", text="He sat on the bank of the river.", query={"model": "bundled"}, timeout=600)
     assert_ok(at)
     assert not at.dataframe  # no index until the button
-    at.selectbox(key="nb_n").set_value(200).run()
+    at.selectbox(key="nb_n_i").set_value(0).run()  # the smallest corpus: 200 sentences
     at.button(key="nb_build").click().run()
     assert_ok(at)
     assert at.pills(key="nb_word").value == "bank"  # the first word longer than three letters
