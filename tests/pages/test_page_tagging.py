@@ -197,3 +197,17 @@ def test_head_only_run_then_from_scratch_and_sample_efficiency():
     sizes = job.results[next(iter(job.results))][0]
     assert sizes == [8, 16, len(ts.trainer.train_rows)]
     assert any("log scale" in c.value.lower() for c in at.caption)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"the\tDET\ncat\tNOUN\n\n" * 600_000, "more than the limit"),  # about 10 MB
+    (b"the\tDET\ncat\n\n" * 12, "no label"),  # malformed CoNLL (one label, one sentence: pasted, above)
+], ids=["10MB", "malformed"])
+def test_bad_uploads_give_a_clear_message(content, message):
+    at = open_tagging(conll=None)
+    at.radio(key="tg_task").set_value("Upload a CoNLL file").run()
+    at.file_uploader(key="tg_upload").set_value(("data.conll", content, "text/plain")).run()
+    at.button(key="tg_start").click().run()
+    assert_ok(at)
+    assert any(message in e.value for e in at.error), [e.value for e in at.error]
+    assert session(at).state == IDLE
