@@ -6,8 +6,8 @@ import pytest
 from apptest_util import assert_ok, open_page
 
 from bert_core.runs.status import FINISHED, IDLE, PAUSED
-from ui.state import BUNDLED_LABEL
 from bert_core.train.qa import builtin_qa_task, heuristic_baseline
+from ui.state import BUNDLED_LABEL
 
 pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
 
