@@ -7,17 +7,18 @@ import html
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pandas as pd
 import streamlit as st
 
 import bert_core
 from bert_core.figures.token_transfer import sample_efficiency_figure, transfer_curves_figure
+from bert_core.runs.memory import MEMORY, tensor_bytes
 from bert_core.runs.slots import SLOTS
 from bert_core.runs.status import FINISHED, IDLE, WAITING
 from bert_core.train.finetuning import EvalResult
-from bert_core.train.token_finetuning import SampleEfficiency, token_finetune_defaults
+from bert_core.train.token_finetuning import SampleEfficiency, cached_feature_bytes, token_finetune_defaults
 from ui.finetune_ui import QUEUED_TICK_SECONDS, TICK_SECONDS, TRAIN_SECONDS
 from ui.widgets import chart, live_run, table
 
@@ -115,7 +116,10 @@ def sample_efficiency_ui(main, scratch, t: TransferTask) -> None:
     st.markdown(
         f"How many labelled {t.examples} does each model need? For every size n a new head is fit to convergence "
         f"on the first n training {t.examples} only (head only, on vectors cached once: fast enough for every "
-        "point), for the pretrained model and for its fresh-weights copy; the baseline learns from the same n. "
+        "point), for the pretrained model and for its fresh-weights copy; "
+        + ("the baseline learns from the same n. " if t.baseline_at is not None else
+           "the baseline learns nothing from examples (a flat line). ")
+        +
         "The gap at small n is why pretraining changed NLP: labels are expensive, raw text is not.")
     if main.trainer is None:
         return
@@ -123,9 +127,15 @@ def sample_efficiency_ui(main, scratch, t: TransferTask) -> None:
     job: SampleEfficiency | None = st.session_state.get(key)
     if st.button("Compute the sample-efficiency figure", key=f"{t.prefix}_se_start",
                  disabled=job is not None and not job.done):
-        job = _new_job(main, scratch, t)
+        sid = uuid.uuid4().hex
+        try:
+            with st.spinner("Preparing…"):
+                job = _new_job(main, scratch, t, sid)
+        except bert_core.BertCoreError as e:
+            st.error(f"Cannot compute it now: {e}")
+            return
         st.session_state[key] = job
-        st.session_state[f"{t.prefix}_se_id"] = uuid.uuid4().hex
+        st.session_state[f"{t.prefix}_se_id"] = sid
     if job is None:
         return
     sid = st.session_state[f"{t.prefix}_se_id"]
@@ -135,15 +145,23 @@ def sample_efficiency_ui(main, scratch, t: TransferTask) -> None:
         if not job.done:
             place = SLOTS.request(sid)
             if place == 0:
-                with st.spinner("Computing…"):
-                    t0 = time.perf_counter()
-                    while not job.done and time.perf_counter() - t0 < TRAIN_SECONDS:
-                        what = job.step()
-                    st.session_state[f"{t.prefix}_se_what"] = what
+                try:
+                    with st.spinner("Computing…"):
+                        t0 = time.perf_counter()
+                        while not job.done and time.perf_counter() - t0 < TRAIN_SECONDS:
+                            st.session_state[f"{t.prefix}_se_what"] = job.step()
+                except bert_core.BertCoreError as e:
+                    SLOTS.release(sid)
+                    MEMORY.release(f"se:{sid}")
+                    st.session_state.pop(key, None)
+                    st.warning(f"The sample-efficiency figure stopped: {e}")
+                    return
             else:
                 st.info(f"All training slots are in use: number {place} in line.")
             if job.done:
                 SLOTS.release(sid)
+                job.tuners = {}  # the curves are drawn: the cached vectors go, and their bytes
+                MEMORY.release(f"se:{sid}")
                 st.rerun()
             st.progress(job.progress, text=st.session_state.get(f"{t.prefix}_se_what", "starting"))
         curves = {k: v for k, v in job.results.items() if v[0]}
@@ -157,21 +175,37 @@ def sample_efficiency_ui(main, scratch, t: TransferTask) -> None:
     live()
 
 
-def _new_job(main, scratch, t: TransferTask) -> SampleEfficiency:
-    """The job's tuners: the runs' own when they cached their vectors (head only), else new head-only ones."""
+def _new_job(main, scratch, t: TransferTask, sid: str) -> SampleEfficiency:
+    """The job's tuners: the runs' own when they cached their vectors (head only), else new head-only ones, whose
+    vectors (and a new untrained copy) are charged to the server's memory ledger until the curves are done."""
     base, task = main.trainer.base, main.trainer.task
+    cfg = token_finetune_defaults(base, task, freeze_encoder=True)
+    fresh = scratch.trainer.base if scratch.trainer is not None else bert_core.untrained_copy(
+        base, seed=main.settings.seed)
+    nbytes = sum(cached_feature_bytes(base, task, cfg) for s in (main, scratch)
+                 if getattr(s.trainer, "fit", None) is None)
+    if scratch.trainer is None:
+        nbytes += tensor_bytes(list(fresh.model.parameters()))
+    job_box: dict = {}
+
+    def drop() -> bool:  # memory is short and this tab idle: forget the unfinished curves
+        if "job" in job_box:
+            job_box["job"].tuners = {}
+        return True
+
+    MEMORY.reserve(f"se:{sid}", nbytes, "the sample-efficiency figure", evict=drop)
 
     def cached(session, model):
         tr = session.trainer
         if tr is not None and getattr(tr, "fit", None) is not None:
             return tr
-        return t.cached_class(model, task, token_finetune_defaults(model, task))
+        return t.cached_class(model, task, replace(cfg, seed=main.settings.seed))
 
-    fresh = scratch.trainer.base if scratch.trainer is not None else bert_core.untrained_copy(
-        base, seed=main.settings.seed)
     tuners = {f"{base.name} (pretrained)": cached(main, base), _scratch_label(main) + " (from scratch)":
               cached(scratch, fresh)}
-    return SampleEfficiency(tuners, t.sizes, t.baseline_at, t.baseline_name)
+    flat = (lambda n: t.baseline) if t.baseline_at is None else t.baseline_at  # a baseline that needs no training
+    job_box["job"] = job = SampleEfficiency(tuners, t.sizes, flat, t.baseline_name)
+    return job
 
 
 __all__ = ["TransferTask", "sample_efficiency_ui", "transfer_ui"]

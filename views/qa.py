@@ -194,7 +194,7 @@ def transfer_task() -> TransferTask:
     """The comparison's terms: token F1, the heuristic reader (it learns nothing from the training questions)."""
     base = st.session_state.setdefault("qa_baseline", heuristic_baseline(builtin_qa_task()))
     return TransferTask("qa", "F1", lambda e: e.f1, base["f1"], "baseline: heuristic reader", "questions", SE_SIZES,
-                        lambda n: base["f1"], CachedHeadReader)
+                        None, CachedHeadReader)
 
 
 st.divider()

@@ -627,6 +627,8 @@ class SampleEfficiency:
         if self.done:
             raise BertCoreError("the sample-efficiency curves are complete")
         name, n = self._todo[0]
+        if name not in self.tuners:
+            raise BertCoreError("the cached vectors were dropped to make room on the server: compute the curves again")
         t = self.tuners[name]
         self.steps += 1
         if t.fit is None:
