@@ -358,10 +358,6 @@ class _CachedHead:
                      f"L2 penalty, {HEAD_L2:g} on standardised vectors).")
         return model, notes
 
-    @property
-    def cached(self) -> bool:
-        return self.fit is not None
-
     def feature_bytes(self) -> int:
         """Bytes of the cached vectors (while caching: what is kept so far)."""
         if self.fit is not None:
