@@ -30,7 +30,14 @@ from ..model.loading import load_model
 from ..model.untrained import untrained_copy
 from .qa import builtin_qa_task, first_examples, heuristic_baseline
 from .tagging import builtin_pos_task, first_sentences, most_frequent_tag_baseline
-from .token_finetuning import CachedHeadReader, CachedHeadTagger, QAFineTuner, TokenFineTuner, token_finetune_defaults
+from .token_finetuning import (
+    CachedHeadReader,
+    CachedHeadTagger,
+    QAFineTuner,
+    SampleEfficiency,
+    TokenFineTuner,
+    token_finetune_defaults,
+)
 
 
 def _task(name: str, n: int, n_valid: int | None = None):
@@ -59,7 +66,7 @@ def _fmt(scores: dict[str, float]) -> str:
 
 
 def _run(name: str, m, task, cfg, task_name: str):
-    """One run to the end, printing each evaluation; (scores, steps, seconds)."""
+    """One run to the end, printing each evaluation; (scores, steps, seconds, the tuner)."""
     frozen = cfg.freeze_encoder
     tuner = (CachedHeadTagger if frozen else TokenFineTuner) if task_name == "pos" else \
         (CachedHeadReader if frozen else QAFineTuner)
@@ -70,7 +77,7 @@ def _run(name: str, m, task, cfg, task_name: str):
         e = ft.evals[-1]
         print(f"[{name}] step {ft.step_count}/{ft.max_steps}  validation loss {e.loss:.3f}  "
               f"{_fmt(_scores(task_name, e))}  ({time.perf_counter() - t0:.0f} s)", flush=True)
-    return _scores(task_name, ft.evals[-1]), ft.step_count, time.perf_counter() - t0
+    return _scores(task_name, ft.evals[-1]), ft.step_count, time.perf_counter() - t0, ft
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -83,18 +90,23 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--train", choices=("page", "head", "all"), default="page",
                     help="page: what the page picks (tagging: head only; QA: all weights); head; all")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--sample-efficiency", action="store_true",
+                    help="head-only runs: also the score against training examples (8, 16, ... all)")
     args = ap.parse_args(argv)
 
     task, base, what = _task(args.task, args.examples, args.validation)
     print(f"{what}; baseline {_fmt(base)}", flush=True)
-    rows = []
+    rows, curves = [], []
     for name in args.models:
         m = load_model(name)
         freeze = {"head": True, "all": False}.get(args.train)
         cfg = token_finetune_defaults(m, task, freeze)
         cfg = replace(cfg, seed=args.seed)
-        pre, steps, secs = _run(name, m, task, cfg, args.task)
-        fresh, _, secs_fresh = _run(f"{name}, fresh weights", untrained_copy(m, seed=args.seed), task, cfg, args.task)
+        pre, steps, secs, t_pre = _run(name, m, task, cfg, args.task)
+        fresh, _, secs_fresh, t_fresh = _run(f"{name}, fresh weights", untrained_copy(m, seed=args.seed), task, cfg,
+                                             args.task)
+        if args.sample_efficiency and cfg.freeze_encoder:  # head-only runs: their cached vectors serve every n
+            curves.append((name, _sample_efficiency(args.task, task, {"pretrained": t_pre, "fresh weights": t_fresh})))
         what_trained = "head only, fit exactly" if cfg.freeze_encoder else (
             f"all weights{' but word embeddings' if cfg.freeze_word_embeddings else ''}, {cfg.epochs} epoch(s), "
             f"batch {cfg.batch_size}, lr {cfg.lr:g}")
@@ -114,6 +126,31 @@ def main(argv: list[str] | None = None) -> None:
     for name, trained, pre, fresh, steps, secs, secs_fresh in rows:
         print(f"| {name} | {trained} | **{_fmt(pre)}** | {_fmt(fresh)} | {100 * (pre[key] - fresh[key]):+.1f} points | "
               f"{_fmt(base)} | {steps} | {secs / 60:.1f} / {secs_fresh / 60:.1f} min |")
+    for name, out in curves:
+        sizes = out["pretrained"][0]
+        print()
+        print(f"Sample efficiency, {name} (validation {key}, head fit exactly on the first n training examples):")
+        print()
+        print("| n | " + " | ".join(f"{n:,}" for n in sizes) + " |")
+        print("|---|" + "---|" * len(sizes))
+        for label, (_, vals) in out.items():
+            print(f"| {label} | " + " | ".join(f"{100 * v:.1f}%" for v in vals) + " |")
+
+
+def _sample_efficiency(task_name: str, task, tuners: dict) -> dict:
+    """{label: (sizes, scores)} for 8, 16, ... all training examples, the baseline on the same n."""
+    if task_name == "pos":
+        def base(n):
+            return most_frequent_tag_baseline(first_sentences(task, n))["accuracy"]
+    else:
+        flat = heuristic_baseline(task)["f1"]
+
+        def base(n):
+            return flat
+    n_all = len(next(iter(tuners.values())).train_rows)
+    sizes = [8 * 2**k for k in range(20) if 8 * 2**k < n_all] + [n_all]
+    return SampleEfficiency(tuners, sizes, base).run()
+
 
 if __name__ == "__main__":
     main()
