@@ -71,25 +71,32 @@ def pick_ready(found: dict[str, object], label: str, key: str):
     return found[st.radio(label, list(found), key=key, horizontal=True)]
 
 
-def new_head_settings(cur: Current, prefix: str, locked: bool, cols, batch_index: int = 1, freeze_help: str = ""):
+def new_head_settings(cur: Current, prefix: str, locked: bool, cols, batch_index: int = 1, freeze_help: str = "",
+                      freeze_default: bool = True):
     """Base model, freeze, learning rate, epochs and batch in five columns; returns (base label, freeze, lr,
-    epochs, batch). The learning rate follows the base and the freeze switch until the user picks one."""
+    epochs, batch). The base starts on the sidebar's model. The learning rate follows the base and the freeze
+    switch until the user picks one; a frozen encoder's head is fit exactly (no rate, epochs or batch)."""
     bases = new_head_bases(cur)
     if st.session_state.get(f"{prefix}_base") not in bases:
-        st.session_state[f"{prefix}_base"] = BUNDLED_LABEL
+        st.session_state[f"{prefix}_base"] = list(bases)[-1]  # the sidebar's model (the bundled one when it is)
+    st.session_state.setdefault(f"{prefix}_freeze", freeze_default)
     base = cols[0].selectbox("Base model", list(bases), key=f"{prefix}_base", disabled=locked,
                              help="The pretrained encoder under the new head (a model's own head, if any, is "
                                   "replaced).")
     freeze = cols[1].toggle("Freeze the encoder", key=f"{prefix}_freeze", disabled=locked,
-                            help=freeze_help or "Train the new head only; the encoder stays as pretraining left it.")
+                            help=freeze_help or "Train the new head only; the encoder stays as pretraining left it. "
+                                 "The encoder then reads every example once and the head is fit exactly "
+                                 "(to convergence) on the vectors it gave.")
     suggested = default_lr(bases[base][1]().config, bool(freeze))
     if not st.session_state.get(f"{prefix}_lr_picked") and not locked:
         st.session_state[f"{prefix}_lr"] = suggested
-    lr = cols[2].select_slider("Learning rate", LEARNING_RATES, key=f"{prefix}_lr", disabled=locked,
+    exact = bool(freeze)  # the head is fit by L-BFGS on cached vectors: no rate, epochs or batch to choose
+    lr = cols[2].select_slider("Learning rate", LEARNING_RATES, key=f"{prefix}_lr", disabled=locked or exact,
                                format_func=callbacks.number_label, on_change=callbacks.put,
                                args=(f"{prefix}_lr_picked", True))
-    epochs = cols[3].number_input("Epochs", 1, 5, value=1, step=1, key=f"{prefix}_epochs", disabled=locked)
-    batch = cols[4].selectbox("Batch", (8, 16, 32), index=batch_index, key=f"{prefix}_batch", disabled=locked)
+    epochs = cols[3].number_input("Epochs", 1, 5, value=1, step=1, key=f"{prefix}_epochs", disabled=locked or exact)
+    batch = cols[4].selectbox("Batch", (8, 16, 32), index=batch_index, key=f"{prefix}_batch",
+                              disabled=locked or exact)
     return base, bool(freeze), float(lr), int(epochs), int(batch)
 
 

@@ -1,6 +1,7 @@
 """Tagging: one label per token from its final hidden state; tag the sidebar's text, fine-tune a tagger live."""
 
 import html
+from dataclasses import replace
 
 import pandas as pd
 import streamlit as st
@@ -13,7 +14,6 @@ from bert_core.model.token_heads import BertForTokenClassification
 from bert_core.runs.finetune_run import FineTuneSession
 from bert_core.runs.settings import decode_upload
 from bert_core.runs.status import IDLE
-from bert_core.train.finetuning import FineTuneConfig
 from bert_core.train.tagging import (
     MAX_CONLL_BYTES,
     MAX_CONLL_SENTENCES,
@@ -23,9 +23,10 @@ from bert_core.train.tagging import (
     per_label_accuracy,
     task_from_conll,
 )
-from bert_core.train.token_finetuning import TAGGING_MAX_LEN
+from bert_core.train.token_finetuning import CachedHeadTagger, token_finetune_defaults
 from ui.finetune_ui import head_run_ui, new_head_bases, new_head_settings, pick_ready, ready_models, run_status
 from ui.state import page_text, require_current
+from ui.transfer_ui import TransferTask, sample_efficiency_ui, transfer_ui
 from ui.widgets import chart, run_buttons, run_controls, table
 
 BUILTIN, UPLOAD, PASTE = "Built-in: Brown part of speech", "Upload a CoNLL file", "Paste CoNLL"
@@ -33,9 +34,12 @@ SIZES = (1_000, 3_000, 12_000)  # training sentences of the built-in task
 EXAMPLE_CONLL = "EU\tB-ORG\nrejects\tO\nGerman\tB-MISC\ncall\tO\n\nPeter\tB-PER\nBlackburn\tI-PER\n…"
 SESSION_TAGGER = "your fine-tuned tagger (this session)"
 
+SE_SIZES = (8, 16, 32, 64, 128, 256, 512, 1_024, 2_048, 12_000)  # training sentences per point (capped at all)
+
 cur = require_current()
 TAG_EXAMPLE = "Ada Lovelace wrote the first program for Charles Babbage's engine in London."
 ts: FineTuneSession = st.session_state.setdefault("tg_session", FineTuneSession())
+scratch: FineTuneSession = st.session_state.setdefault("tg_scratch", FineTuneSession())  # fresh weights
 
 st.header("Tagging")
 st.markdown(
@@ -96,14 +100,14 @@ def task_ui(locked: bool):
     """The task: the built-in POS task (how many sentences) or a CoNLL file. Returns (choice, text, upload, n)."""
     choices = [BUILTIN, UPLOAD, PASTE]
     choice = st.radio("Task", choices, key="tg_task", horizontal=True, disabled=locked)
-    text, upload, n = "", None, SIZES[0]
+    text, upload, n = "", None, SIZES[1]
     if locked and ts.trainer is not None:
         t = ts.trainer.task
         st.caption(f"Fine-tuning on **{html.escape(t.name)}**: {len(t.train_words):,} training and "
                    f"{len(t.valid_words):,} validation sentences, {len(t.labels)} labels.")
     elif choice == BUILTIN:
         task = builtin_pos_task()
-        n = st.select_slider("Training sentences", SIZES, value=SIZES[0], key="tg_n", format_func="{:,}".format,
+        n = st.select_slider("Training sentences", SIZES, value=SIZES[1], key="tg_n", format_func="{:,}".format,
                              help="The first sentences of the fixed training split (a fixed random sample). More "
                                   "sentences: a better tagger and a longer epoch.")
         st.caption(f"{task.description} {len(task.valid_words):,} validation sentences "
@@ -123,10 +127,25 @@ def task_ui(locked: bool):
     return choice, text, upload, n
 
 
-def settings_ui(locked: bool) -> tuple[str, FineTuneConfig]:
-    base, freeze, lr, epochs, batch = new_head_settings(cur, "tg", locked, st.columns([3, 2, 2, 1, 1]), 2)
-    return base, FineTuneConfig(freeze_encoder=freeze, lr=lr, epochs=epochs, batch_size=batch,
-                                max_len=TAGGING_MAX_LEN, seed=cur.seed, evals_per_epoch=4)
+def settings_ui(locked: bool) -> tuple[str, dict]:
+    """Base model and what to train; the settings a run gets are `token_finetune_defaults`' (see the caption)."""
+    base, freeze, lr, epochs, batch = new_head_settings(cur, "tg", locked, st.columns([3, 2, 2, 1, 1]), 1)
+    if freeze:
+        st.caption("**Head only, fit exactly** (the default): the frozen encoder reads every sentence once and "
+                   "keeps each word's vector; the head (softmax regression on those vectors) is then fit to "
+                   "convergence by L-BFGS. No learning rate or epochs to get wrong, and for 3,000 sentences about "
+                   "two minutes with MiniLM on 2 cores, most of it reading. Switch it off to train every weight "
+                   "(slower: each step runs the encoder forwards and backwards).")
+    return base, {"freeze": freeze, "lr": lr, "epochs": epochs, "batch_size": batch}
+
+
+def run_config(base, task, chosen: dict):
+    """The page's settings: `token_finetune_defaults` (what a notebook gets), the user's rate, epochs and batch
+    when every weight trains, the sidebar's seed."""
+    cfg = token_finetune_defaults(base, task, chosen["freeze"])
+    if not chosen["freeze"]:
+        cfg = replace(cfg, lr=chosen["lr"], epochs=chosen["epochs"], batch_size=chosen["batch_size"])
+    return replace(cfg, seed=cur.seed)
 
 
 def set_up(choice, text, upload, n, base_label, cfg) -> bool:
@@ -141,7 +160,10 @@ def set_up(choice, text, upload, n, base_label, cfg) -> bool:
                 raise bert_core.BertCoreError("choose a CoNLL file to upload first")
             else:
                 task = task_from_conll(decode_upload(upload.getvalue()), name="your file", seed=cur.seed)
-            ts.setup(new_head_bases(cur)[base_label][1](), task, cfg)
+            base = new_head_bases(cur)[base_label][1]()
+            scratch.reset()  # a new run: the old comparison no longer applies
+            st.session_state.pop("tg_se_job", None)
+            ts.setup(base, task, run_config(base, task, cfg))
             st.session_state["tg_baseline"] = most_frequent_tag_baseline(task)
         return True
     except bert_core.BertCoreError as e:
@@ -153,6 +175,9 @@ def controls_ui(choice, text, upload, n, base_label, cfg) -> None:
     start, ten, pause, reset = run_buttons(ts, "tg", "tagger")
     if (start or ten) and ts.state == IDLE and not set_up(choice, text, upload, n, base_label, cfg):
         return
+    if reset:  # the comparison belongs to the run
+        scratch.reset()
+        st.session_state.pop("tg_se_job", None)
     run_controls(ts, start, ten, pause, reset)
 
 
@@ -227,3 +252,17 @@ head_run_ui(ts, "Pick a task and a base model, then press **Start** (or **Run 10
             "the encoder and trained; the sidebar's text is tagged above as it learns.", live_ui,
             ("tagger", "bert-explorer-tagger.zip", "AutoModelForTokenClassification", "tg_download"),
             examples_ui if choice == BUILTIN else None)
+
+
+def transfer_task() -> TransferTask:
+    """The comparison's terms for this run's task: word accuracy, the most-frequent-tag baseline on the same n."""
+    task = ts.trainer.task
+    return TransferTask("tg", "accuracy", lambda e: e.accuracy, st.session_state["tg_baseline"]["accuracy"],
+                        "baseline: most frequent tag", "sentences", SE_SIZES,
+                        lambda n: most_frequent_tag_baseline(first_sentences(task, n))["accuracy"], CachedHeadTagger)
+
+
+st.divider()
+transfer_ui(ts, scratch, transfer_task())
+st.divider()
+sample_efficiency_ui(ts, scratch, transfer_task())

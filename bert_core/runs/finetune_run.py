@@ -25,16 +25,28 @@ from ..train.finetuning import EvalResult, FineTuneConfig, FineTuner, FineTuneSt
 from ..train.qa import QATask
 from ..train.tagging import TaggingTask
 from ..train.tasks import ClassificationTask
-from ..train.token_finetuning import QAFineTuner, TokenFineTuner
+from ..train.token_finetuning import (
+    CachedHeadReader,
+    CachedHeadTagger,
+    QAFineTuner,
+    TokenFineTuner,
+    cached_feature_bytes,
+)
 from .memory import tensor_bytes
 from .settings import MAX_TRAIN_SECONDS, corpus_bytes, ema, ids_bytes
 from .status import FINISHED, STATE_LABELS, format_seconds
 from .training_run import TrainingSession
 
 
-def tuner_class(task: ClassificationTask | TaggingTask | QATask) -> type[FineTuner]:
-    """The loop for this kind of task: a classifier per text, a tagger per word, a reader of answer spans."""
-    return TokenFineTuner if isinstance(task, TaggingTask) else QAFineTuner if isinstance(task, QATask) else FineTuner
+def tuner_class(task: ClassificationTask | TaggingTask | QATask, cfg: FineTuneConfig | None = None) -> type[FineTuner]:
+    """The loop for this kind of task: a classifier per text, a tagger per word, a reader of answer spans (the
+    last two with a frozen encoder: the head fit exactly on cached vectors, `token_finetuning._CachedHead`)."""
+    frozen = cfg is not None and cfg.freeze_encoder
+    if isinstance(task, TaggingTask):
+        return CachedHeadTagger if frozen else TokenFineTuner
+    if isinstance(task, QATask):
+        return CachedHeadReader if frozen else QAFineTuner
+    return FineTuner
 
 
 def finetune_bytes(base: LoadedModel, task: ClassificationTask | TaggingTask | QATask, cfg: FineTuneConfig) -> int:
@@ -59,8 +71,12 @@ def finetune_bytes(base: LoadedModel, task: ClassificationTask | TaggingTask | Q
         T = min(cfg.max_len, base.max_length)
         nbytes = 16 * trainable + (0 if cfg.freeze_encoder else
                                    activation_bytes(base.config, min(cfg.batch_size, len(task.train_texts)), T))
-    if cfg.freeze_encoder:
+    if cfg.freeze_encoder and isinstance(task, ClassificationTask):
         nbytes += 4 * base.config.hidden_size * len(texts)  # the cached features
+    elif cfg.freeze_encoder:
+        nbytes += cached_feature_bytes(base, task, cfg)  # a vector per word (tagging) or per token (QA)
+    if cfg.freeze_encoder and base.source == "session":  # an untrained copy: its frozen encoder is the run's own
+        nbytes += tensor_bytes(list(base.model.parameters()))
     return nbytes + corpus_bytes(texts)
 
 
@@ -89,11 +105,11 @@ class FineTuneSession(TrainingSession):
         if untrained_seed is None:
             self._base_bytes = 0
             self._charged_build(finetune_bytes(base, task, cfg), "a fine-tuning run",
-                                lambda: tuner_class(task)(base, task, cfg), install)
+                                lambda: tuner_class(task, cfg)(base, task, cfg), install)
             return
         self._base_bytes = tensor_bytes(*[p.detach() for p in base.model.parameters()])  # the copy's own weights
         self._charged_build(finetune_bytes(base, task, cfg) + self._base_bytes, "a fine-tuning run from scratch",
-                            lambda: tuner_class(task)(untrained_copy(base, untrained_seed), task, cfg), install)
+                            lambda: tuner_class(task, cfg)(untrained_copy(base, untrained_seed), task, cfg), install)
 
     def _held_bytes(self) -> int:
         """Weights this run trains (not a frozen, shared encoder or word-embedding matrix), and until it finishes
@@ -110,6 +126,11 @@ class FineTuneSession(TrainingSession):
         now = getattr(self, "_pooled_now", None)  # set after the first charge, in setup
         kept = sum(e.pooled.nbytes for e in [*t.evals, *([now] if now else [])] if e.pooled is not None)
         feats = sum(4 * t.model.config.hidden_size * len(c) for c in getattr(t, "_features", {}).values())
+        if hasattr(t, "feature_bytes"):  # a tagger's or reader's cached vectors: one per word or token
+            feats = t.feature_bytes()
+        if t.cfg.freeze_encoder and t.base.source == "session" and not getattr(self, "_base_bytes", 0):
+            # an untrained copy's encoder, made by the caller, is the run's own (one made here is in _base_bytes)
+            feats += tensor_bytes(list(t.base.model.parameters()))
         data = ids_bytes(t.train_rows) + ids_bytes(t.valid_rows)
         zipped = len(self._zip[1]) if self._zip else 0
         return weights * (4 if live else 1) + acts + data + kept + feats + zipped + getattr(self, "_base_bytes", 0)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from apptest_util import assert_ok, open_page
 
-from bert_core.runs.status import IDLE, PAUSED
+from bert_core.runs.status import FINISHED, IDLE, PAUSED
 from bert_core.train.qa import builtin_qa_task, heuristic_baseline
+from ui.state import BUNDLED_LABEL
 
 pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
 
@@ -29,17 +30,61 @@ def small_task(monkeypatch):
 
 
 def open_qa(train: bool = False):
-    """The page; with train=True after 10 steps of a head-only run (2 epochs of 100 questions: 14 steps)."""
+    """The page; with train=True after 10 steps of a head-only run on the tiny bundled model (5 steps read the
+    questions, the rest fit the head)."""
     at = open_page("qa", timeout=900)
     assert_ok(at)
     if train:
-        at.toggle(key="qa_freeze").set_value(True)
-        at.select_slider(key="qa_lr").set_value(3e-3)
-        at.number_input(key="qa_epochs").set_value(2)
-        at.run()
+        at.selectbox(key="qa_base").set_value(BUNDLED_LABEL).run()
+        at.toggle(key="qa_freeze").set_value(True).run()
         at.button(key="qa_ten").click().run()
         assert_ok(at)
     return at
+
+
+def test_the_page_starts_on_the_sidebars_model_training_every_weight():
+    at = open_qa()
+    assert at.selectbox(key="qa_base").value.startswith("the sidebar's model")
+    assert at.toggle(key="qa_freeze").value is False
+    assert at.select_slider(key="qa_n").value == 1_000
+    assert at.select_slider(key="qa_lr").value == 1e-4 and at.number_input(key="qa_epochs").value == 1
+    assert any("All weights" in c.value for c in at.caption)
+
+
+def test_all_weights_run_then_from_scratch_and_sample_efficiency(small_task):
+    """All weights (the page's default, on the tiny model for speed), the same network on fresh weights with the
+    heuristic beside both, then the sample-efficiency figure from head-only fits."""
+    at = open_qa()
+    at.selectbox(key="qa_base").set_value(BUNDLED_LABEL).run()
+    at.button(key="qa_start").click().run()
+    for _ in range(40):
+        if session(at).state == FINISHED:
+            break
+        at.run()
+    qs = session(at)
+    assert qs.state == FINISHED and not qs.trainer.cfg.freeze_encoder and qs.trainer.cfg.epochs == 1
+    at.button(key="qa_scratch_start").click().run()
+    scratch = at.session_state["qa_scratch"]
+    for _ in range(40):
+        if scratch.state == FINISHED:
+            break
+        at.run()
+    assert_ok(at)
+    assert scratch.state == FINISHED and scratch.settings == qs.settings and scratch.trainer.base.source == "session"
+    table = [d.value for d in at.dataframe if "validation F1" in d.value.columns][0]
+    assert len(table) == 3
+    assert abs(table["validation F1"].iloc[2] - heuristic_baseline(small_task)["f1"]) < 1e-9
+    assert any("pretraining is worth" in m.value for m in at.markdown)
+    at.button(key="qa_se_start").click().run()
+    for _ in range(60):
+        if at.session_state["qa_se_job"].done:
+            break
+        at.run()
+    at.run()
+    assert_ok(at)
+    job = at.session_state["qa_se_job"]
+    assert job.done and [len(v[0]) for v in job.results.values()] == [5, 5, 5]  # 8 16 32 64 100
+    assert [k for k in at.get("plotly_chart") if k.key == "qa-sample-efficiency"]
 
 
 def test_a_model_without_a_qa_head_says_so_and_offers_one():
@@ -52,14 +97,14 @@ def test_a_model_without_a_qa_head_says_so_and_offers_one():
 def test_ten_steps_then_spans_probabilities_metrics_and_download(small_task):
     at = open_qa(train=True)
     qs = session(at)
-    assert qs.state == PAUSED and qs.step == 10 and len(qs.trainer.task.train) == 100
+    assert qs.state in (PAUSED, FINISHED) and 6 <= qs.step <= 10 and len(qs.trainer.task.train) == 100
     assert at.radio(key="qa_reader").value == "your fine-tuned reader (this session)"
     spans = [d.value for d in at.dataframe if "score" in d.value.columns]
     assert spans and len(spans[0]) == 3 and list(spans[0]["score"]) == sorted(spans[0]["score"], reverse=True)
     context = small_task.valid[0].context
     row = spans[0].iloc[0]
     assert context[row["start (character)"]:row["end (character)"]] == row["answer"]
-    assert len(at.get("plotly_chart")) == 2  # start/end probabilities, curves
+    assert len(at.get("plotly_chart")) == 3  # start/end probabilities, curves, vs from scratch
     base = heuristic_baseline(small_task)
     assert any(f"{100 * base['exact_match']:.1f}%" in m.value and "exact match" in m.value for m in at.markdown)
     assert [b for b in at.get("download_button") if b.key == "qa_download"]
