@@ -164,6 +164,7 @@ def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
                       help="The projector shows how the class's guesses split, before the answer.")
             c2.button("Reveal the model's answer", key="lesson_reveal", type="primary", on_click=reveal,
                       args=(question.qid, q.answer, token, lesson.STEPS[k - 1].key), width="stretch",
+                      shortcut="Space" if lesson.presenting() else None,  # the presenter's key, as for one laptop
                       help="The answer, computed by the model from this sentence, goes to every device.")
         else:
             st.info(f"The model's answer: **{lesson.plain(q.choices[q.answer])}**")

@@ -54,8 +54,9 @@ token = f"{cur.model_key}|{k}|{q.prompt}|{'|'.join(q.choices)}" if q is not None
 revealed = token in st.session_state.get("lesson_revealed", set())
 revealed = classroom_ui.question_ui(live, left, q, token, k, text, pair, revealed)  # the class's question, if any
 
+own_guess = q is not None and (live is None or not live.following)  # a class's question replaces this one
 with left:
-    if q is not None and (live is None or not live.following):
+    if own_guess:
         st.markdown(f"**Your guess first.** {lesson.plain(q.prompt)}")
         guess_key = f"lesson_guess_{zlib.crc32(token.encode())}"
         guess = st.radio("Your guess", range(len(q.choices)), index=lesson.kept_guess(token), key=guess_key,
@@ -92,8 +93,7 @@ nav[1].button("Next" if present else "Next →", key="lesson_next", disabled=k =
               args=(1,), width="stretch", shortcut="Right" if present else None)
 if present:
     nav[2].caption("Keys: → or Page Down next, ← or Page Up back, space or Enter reveals.")
-    lesson.more_keys(k, N, None if q is None or revealed else
-                     (token, step.key, guess_key, q.answer))
+    lesson.more_keys(k, N, (token, step.key, guess_key, q.answer) if own_guess and not revealed else None)
     lesson.presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
 else:
     model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \

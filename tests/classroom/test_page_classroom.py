@@ -184,3 +184,18 @@ def test_a_full_class_says_so(backend, monkeypatch):
     at = session({"class": code})
     at.button(key="class_join").click().run()
     assert any("full (2 students)" in w.value for w in at.warning)
+
+
+def test_the_teacher_presents_a_class_and_space_reveals_to_everyone(backend):
+    """Presenter mode with a class: the class's reveal button holds the Space key (no personal guess, no error)."""
+    t, code, secret = teacher()
+    s = student(code)
+    present = session({"class": code, "teacher": secret, "present": "1"})  # the projector's tab
+    reveal = present.button(key="lesson_reveal")
+    assert reveal.proto.shortcut.lower() == "space"  # what a presenter's space bar clicks
+    assert not [r for r in present.radio if (r.key or "").startswith("lesson_guess_")]  # the class votes instead
+    reveal.click().run()
+    assert_ok(present)
+    s.run()
+    assert_ok(s)
+    assert backend.view(code, secret=secret).revealed
