@@ -374,10 +374,9 @@ STEPS: list[Step] = [
          "An easier blank", "The capital of France is [MASK].", None,
          "layers", "Layers", view_layers, r"h_{l} = h_{l-1} + \mathrm{Attn}(h_{l-1}) + \mathrm{FFN}(\cdot)"),
     Step("knockout", "Knock out one head",
-         "Each layer's heads work side by side, and what they write is added into every token's vector. Does the "
-         "guess at a `[MASK]` really need a given head? **Knock it out**: set that head's output to zero, run the "
-         "sentence again, compare. Doing this for each head of the last layer, one at a time, ranks them by what "
-         "the guess loses (the Heads & patching page ranks every layer).",
+         "A layer's heads work side by side; what they write is added into every token's vector. Does a `[MASK]` "
+         "guess need a given head? **Knock it out** (its output set to zero), run again, compare: head by head, "
+         "this ranks the last layer's heads by what the guess loses.",
          "She [MASK] the letter to her mother.", None, "knockout_head",
          "Another blank", "The cat sat on the [MASK].", None,
          "heads", "Heads & patching", view_knockout,
