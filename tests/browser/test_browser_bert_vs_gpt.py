@@ -20,6 +20,7 @@ TEXT = "the cat sat on the [MASK] ."
 def test_bert_vs_gpt_trains_three_models_and_shows_what_each_can_do(watch):
     page = open_slow(watch, "/bert-vs-gpt?" + urllib.parse.urlencode({"text": TEXT}))
     wait_for_text(page, "Two attention masks", SLOW)
+    wait_for_text(page, "GPT: token i sees tokens 0…i", SLOW)  # the masks' chart draws after the script has run
     watch.assert_clean()
     body = main_text(page)
     assert "GPT: token i sees tokens 0…i" in body and "Which positions each prediction can see" in body
