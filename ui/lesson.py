@@ -261,9 +261,10 @@ def view_pretraining(cur, text, pair, revealed) -> None:
     st.caption(f"An example: the tiny bundled model ({ex.parameters:,} parameters, its own vocabulary of V = {V:,} "
                f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown: it starts at "
                "ln V, as the question's model would with its own V.")
-    st.caption(f"Live: the Training page opens on {CORPUS_CHOICES['farm'].name} ({farm_tokenizer().vocab_size} "
-               "word pieces, five sentence patterns): press Start and its guesses turn right within about a "
-               "minute. Real BERT needed days on billions of words.")
+    if not presenting():  # a projector has room for the curve, not this note
+        st.caption(f"Live: the Training page opens on {CORPUS_CHOICES['farm'].name} ({farm_tokenizer().vocab_size} "
+                   "word pieces, five sentence patterns): press Start and its guesses turn right within about "
+                   "a minute. Real BERT needed days on billions of words.")
 
 
 @functools.cache  # a file that ships with the app: read once per process, not on every rerun
@@ -406,8 +407,7 @@ STEPS: list[Step] = [
          "BERT is an **encoder**: every token attends to every other. GPT is a **decoder**: its attention has a "
          "**causal mask** (token i may only look at tokens up to i), it is trained to predict the next token, and "
          "so it generates text left to right. BERT learns from the 15% of tokens it masks; GPT from every next "
-         "token. On the BERT vs GPT page, train both on the farm corpus: only BERT fills “the [MASK] barks at "
-         "tom .”, because only the words after the gap decide it.",
+         "token.",
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
          "bert-vs-gpt", "BERT vs GPT", view_bert_vs_gpt,
