@@ -63,9 +63,9 @@ class BertForSequenceClassification(nn.Module):
         """The H -> H layer that makes the vector the classifier reads (trained anew when the base lacks it)."""
         return self.bert.pooler.dense
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False):
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, **interventions):
         """Run the encoder; see `BertModel.forward` (the pages explore a classifier's encoder too)."""
-        return self.bert(input_ids, token_type_ids, attention_mask, trace=trace)
+        return self.bert(input_ids, token_type_ids, attention_mask, trace=trace, **interventions)  # head_mask, ...
 
     def pooled(self, hidden: torch.Tensor) -> torch.Tensor:
         """(B, T, H) last hidden states -> (B, H) pooled [CLS]: the vector the classifier reads."""

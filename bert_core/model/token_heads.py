@@ -46,9 +46,9 @@ class _TokenHead(nn.Module):
         nn.init.normal_(layer.weight, std=self.config.initializer_range)
         nn.init.zeros_(layer.bias)
 
-    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False):
+    def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, **interventions):
         """Run the encoder; see `BertModel.forward` (the pages explore these models' encoders too)."""
-        return self.bert(input_ids, token_type_ids, attention_mask, trace=trace)
+        return self.bert(input_ids, token_type_ids, attention_mask, trace=trace, **interventions)  # head_mask, ...
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         raise ValueError(f"this checkpoint is a {self.kind} model: it has no masked-language-model head")
