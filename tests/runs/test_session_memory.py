@@ -18,6 +18,7 @@ from bert_core.runs import training_run as session_training
 from bert_core.runs.finetune_run import FineTuneSession, finetune_bytes
 from bert_core.runs.memory import MB, SessionMemory, budget_bytes, tensor_bytes
 from bert_core.runs.settings import (
+    CORPUS_CHOICES,
     TrainSettings,
     builtin_lines,
     bundled_tokenizer,
@@ -406,6 +407,7 @@ def full_memory(monkeypatch):
 
 def test_training_page_says_plainly_when_the_server_memory_is_full(full_memory):
     at = open_page("training")
+    at.radio(key="train_corpus").set_value(CORPUS_CHOICES["wordnet"].label).run()  # the memory tests' corpus
     at.selectbox(key="train_preset").select(TINY)
     at.run()
     at.button(key="train_start").click()
@@ -421,6 +423,7 @@ def test_training_page_tells_an_evicted_user_once(monkeypatch):
     mem = SessionMemory(10_000 * MB, clock=clock)
     monkeypatch.setattr(session_training, "MEMORY", mem)
     at = open_page("training")
+    at.radio(key="train_corpus").set_value(CORPUS_CHOICES["wordnet"].label).run()  # the memory tests' corpus
     at.selectbox(key="train_preset").select(TINY)
     at.run()
     at.button(key="train_ten").click()
@@ -445,6 +448,7 @@ def test_training_page_shows_the_place_in_line_for_memory_and_starts_when_room_c
     monkeypatch.setattr(session_training, "MEMORY", mem)
     other = run(mem)  # another user's run
     at = open_page("training")
+    at.radio(key="train_corpus").set_value(CORPUS_CHOICES["wordnet"].label).run()  # the memory tests' corpus
     at.selectbox(key="train_preset").select(TINY)
     at.run()
     at.button(key="train_start").click()
