@@ -63,18 +63,27 @@ class Ticker:
         self.on_run = None  # callback(run, finished_at) after every rerun
         self.radios: dict[str, list[str]] = {}  # radio key -> its option labels (a radio's value is its label)
         self.ticks: list[float] = []  # seconds per timer tick (a fragment rerun), sent to finished
+        self.pushed = 0  # whole runs the server started (the class's push), not asked for by this client
+        client.on_push = self._pushed
+
+    def _pushed(self, run) -> None:
+        self.pushed += 1
+        self._took(run)
 
     async def rerun(self, **kw):
         async with self.lock:
             if kw.get("fragment") and kw["fragment"] not in self.c.fragments:
                 return None  # a full run since replaced that fragment (a browser drops its timer too)
             run = await self.c.rerun(**kw)
+        self._took(run)
+        return run
+
+    def _took(self, run) -> None:
         self.problems += [f"{self.name}: {p}" for p in problems_of(run)]
         for e in run.of("radio"):
             self.radios[e.id.split("-", 2)[-1]] = list(e.options)
         if self.on_run:
             self.on_run(run, time.perf_counter())
-        return run
 
     async def tick_forever(self):
         while not self.stop:
@@ -228,7 +237,8 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
     own = [i for i, c in enumerate(students) if code.encode() not in c.received]
     return {"code": code, "rss_before": rss_before, "rss_after": rss_after, "vote_lat": vote_lat,
             "step_lat": step_lat, "drawn_lat": drawn_lat, "cores": cores, "per_step": per_step,
-            "ticks": [x for tk in tickers for x in tk.ticks], "votes": votes_sent, "problems": problems, "leaks": leaks,
+            "ticks": [x for tk in tickers for x in tk.ticks],
+            "pushed": sum(tk.pushed for tk in tickers[2:]), "votes": votes_sent, "problems": problems, "leaks": leaks,
             "own_missing": own,
             "reveals_seen": reveals_right, "backends": sorted({c.backend_ws for c in students if c.backend_ws})}
 
@@ -292,6 +302,7 @@ def main() -> None:
     for i, (b, af) in enumerate(zip(r["rss_before"], r["rss_after"])):
         print(f"process {i + 1} RSS: {b:.0f} MB with {a.students} students and no class -> {af:.0f} MB with the "
               f"class: +{af - b:.0f} MB (target <= 100)")
+    print(f"whole-page runs the server pushed to students (no request of theirs): {r['pushed']}")
     print(f"reveals seen by students: {r['reveals_seen']} of {a.students * a.questions}; leaks: {r['leaks'] or 'none'}")
     bad = failures(r)
     for f in bad:

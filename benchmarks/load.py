@@ -101,6 +101,8 @@ class Client:
         self.page_query = ""  # the URL query string the page set last
         self._run: Run | None = None
         self._done: asyncio.Future | None = None
+        self.on_push = None  # callback(run): a whole run the server started itself (a class's push); None: ignored
+        self._pushed = False  # the run being read is such a run
 
     async def connect(self) -> None:
         """Load the page over HTTP (keeping its cookies, as a browser does), then open the websocket with them."""
@@ -139,6 +141,8 @@ class Client:
                 self.pages = {p.url_pathname: p.page_script_hash for p in m.navigation.app_pages}
             elif kind == "new_session" and not m.metadata.run.fragment_ids:
                 self.fragments.clear()  # a full run starts: the browser drops its fragment timers
+                if self._run is None and self.on_push is not None:  # nobody asked for it: the server pushed it
+                    self._run, self._done, self._pushed = Run(0.0, -1), asyncio.get_running_loop().create_future(), True
             elif kind == "auto_rerun":
                 self.fragments[m.auto_rerun.fragment_id] = m.auto_rerun.interval
             elif kind == "stop_auto_rerun":
@@ -162,6 +166,10 @@ class Client:
             elif kind == "script_finished" and m.script_finished != 2 and not self._done.done():
                 # Status 2 (finished early for a rerun): the page called st.rerun(); wait for that run.
                 self._done.set_result(m.script_finished)
+                if self._pushed:
+                    run, self._run, self._pushed = self._run, None, False
+                    run.status = m.script_finished
+                    self.on_push(run)
 
     async def rerun(self, page: str | None = None, query: str = "", widgets: dict | None = None,
                     fragment: str | None = None, timeout: float = 300, auto: bool = True) -> Run:
@@ -170,6 +178,8 @@ class Client:
         With `fragment` and auto=False: a widget inside that fragment changed (only the fragment reruns)."""
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
+        if self._pushed:  # the server is drawing a run it started: a browser's next request comes after it
+            await asyncio.wait_for(asyncio.shield(self._done), timeout)
         msg = BackMsg()
         cs = msg.rerun_script
         cs.query_string = query

@@ -151,8 +151,11 @@ class MemoryStore(ClassStore):
                 c.set("split", int(done is not None))
                 c.set("revealed", int(done is not None))
                 c.set("answer", json.loads(done)["answer"] if done else "")
-            if (c.get("step"), c.get("text"), c.get("pair"), c.get("has_pair"), c.get("qid")) != before:
+            changed = (c.get("step"), c.get("text"), c.get("pair"), c.get("has_pair"), c.get("qid")) != before
+            if changed:
                 c.incr("seq")
+        if changed:
+            self._changed(codes.clean_code(code))
 
     def show_split(self, code, secret, on=True) -> None:
         with self._lock:
@@ -174,6 +177,7 @@ class MemoryStore(ClassStore):
             c.set(f"r:{qid}", json.dumps({"n": c.incr("n_revealed"), "step": int(c.get("step")),
                                           "prompt": d["prompt"], "choices": d["choices"], "answer": answer}))
             c.incr("seq")
+        self._changed(codes.clean_code(code))
 
     def join(self, code, nickname="") -> str:
         nick = codes.clean_nickname(nickname)
@@ -235,3 +239,4 @@ class MemoryStore(ClassStore):
         with self._lock:
             self._teacher(code, secret)
             del self._classes[codes.clean_code(code)]
+        self._changed(codes.clean_code(code))  # the students' screens say the class has ended

@@ -8,6 +8,9 @@ their own). Redis's own memory is bounded by the deploy script (`--maxmemory`), 
 
 from __future__ import annotations
 
+import threading
+import time
+
 import redis
 
 from classroom import codes
@@ -26,6 +29,7 @@ from classroom.store import (
 )
 
 PREFIX = "bx:class:"
+CHANNEL = "bx:class-changed"  # a class's code, published whenever its seq moves (ClassStore.watch)
 
 # Each script returns {"err", message} to refuse, with the same messages as the in-process store.
 # KEYS[1] = the class; ARGV[1] = idle ms.
@@ -58,7 +62,10 @@ if new_q then
   end
 end
 local after = table.concat(redis.call('HMGET', k, 'step', 'text', 'pair', 'has_pair', 'qid'), '\\0')
-if after ~= before then redis.call('HINCRBY', k, 'seq', 1) end
+if after ~= before then
+  redis.call('HINCRBY', k, 'seq', 1)
+  redis.call('PUBLISH', '@CHANNEL@', string.sub(k, @CUT@))
+end
 return {'ok'}
 """
 
@@ -78,6 +85,7 @@ local n = redis.call('HINCRBY', k, 'n_revealed', 1)
 redis.call('HSET', k, 'r:' .. qid, cjson.encode({n = n, step = tonumber(redis.call('HGET', k, 'step')),
   prompt = d['prompt'], choices = d['choices'], answer = answer}))
 redis.call('HINCRBY', k, 'seq', 1)
+redis.call('PUBLISH', '@CHANNEL@', string.sub(k, @CUT@))
 return {'ok'}
 """
 
@@ -136,6 +144,9 @@ out[#out + 1] = redis.call('HGET', k, 'secret')
 return out
 """.replace("@META@", ", ".join(f"'{f}'" for f in META))
 
+PUBLISH, REVEAL = (src.replace("@CHANNEL@", CHANNEL).replace("@CUT@", str(len(PREFIX) + 1))
+                   for src in (PUBLISH, REVEAL))
+
 ERRORS = {
     "teacher": NotTeacher, "nosuch": NoSuchClass,
     "gone": "This question is no longer on the teacher's screen.",
@@ -158,6 +169,18 @@ class RedisStore(ClassStore):
         self._scripts = {name: self.r.register_script(src) for name, src in
                          (("publish", PUBLISH), ("split", SPLIT), ("reveal", REVEAL), ("join", JOIN),
                           ("vote", VOTE), ("view", VIEW))}
+        self._listener, self._listen_lock = None, threading.Lock()
+
+    def _start_watching(self) -> None:
+        """One listener thread per store: Redis's pub/sub tells this process of every process's changes."""
+        with self._listen_lock:
+            if self._listener is not None:
+                return
+            ps = self.r.pubsub(ignore_subscribe_messages=True)
+            ps.subscribe(**{CHANNEL: lambda m: self._changed(str(m["data"]))})
+            # A lost connection is retried (redis-py subscribes again); a second between tries, not a busy loop.
+            self._listener = ps.run_in_thread(sleep_time=1.0, daemon=True,
+                                              exception_handler=lambda e, ps, t: time.sleep(1.0))
 
     @property
     def _ms(self) -> int:
@@ -264,4 +287,8 @@ class RedisStore(ClassStore):
 
     def end(self, code, secret) -> None:
         self.fields(code, secret)
-        self.r.delete(self._key(code))
+        try:
+            self.r.delete(self._key(code))
+            self.r.publish(CHANNEL, codes.clean_code(code))  # the students' screens say the class has ended
+        except redis.RedisError as e:
+            raise StoreUnavailable(type(e).__name__) from None

@@ -24,8 +24,11 @@ Caps bound a class (students, questions, votes, text lengths), so a class is at 
 from __future__ import annotations
 
 import json
+import logging
 import os
+import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 MAX_STUDENTS = int(os.environ.get("BERT_EXPLORER_CLASS_MAX_STUDENTS", "200"))
@@ -36,6 +39,9 @@ MAX_PROMPT = 500
 MAX_CHOICES = 8
 MAX_CHOICE = 200
 IDLE_HOURS = float(os.environ.get("BERT_EXPLORER_CLASS_IDLE_HOURS", "4"))
+
+_log = logging.getLogger(__name__)
+_watch_lock = threading.Lock()
 
 META = ("step", "text", "pair", "has_pair", "qid", "q", "nc", "split", "revealed", "answer", "n_students", "seq")
 
@@ -164,13 +170,41 @@ def students_from(fields: dict, results: list[Result]) -> list[dict]:
 
 
 class ClassStore(ABC):
-    """Where classes live. Every method validates its inputs; a refusal raises ClassError with a message."""
+    """Where classes live. Every method validates its inputs; a refusal raises ClassError with a message.
+
+    `watch(callback)` calls `callback(code)` whenever a class's `seq` moves (its step, sentence, question or
+    reveal: what a student's screen is drawn from), in every process that shares the store, so a screen can
+    follow at once instead of asking every second."""
 
     idle_seconds: float
     # Caps, per class; instance attributes so a test (or a deploy) can set them.
     max_students: int = MAX_STUDENTS
     max_questions: int = MAX_QUESTIONS
     max_actions: int = MAX_ACTIONS
+
+    def watch(self, callback: Callable[[str], None]) -> None:
+        """Call `callback(code)` after every change of a class's `seq` (from the thread that saw it)."""
+        with _watch_lock:
+            self.__dict__.setdefault("_watchers", []).append(callback)
+        self._start_watching()
+
+    def unwatch(self, callback: Callable[[str], None]) -> None:
+        with _watch_lock:
+            if callback in self.__dict__.get("_watchers", []):
+                self._watchers.remove(callback)
+
+    def _start_watching(self) -> None:  # noqa: B027 (a hook: only a store shared by processes needs it)
+        """A store whose changes come from elsewhere (another process) starts listening here."""
+
+    def _changed(self, code: str) -> None:
+        """Tell the watchers; one that fails is logged, the others still hear."""
+        with _watch_lock:
+            watchers = list(self.__dict__.get("_watchers", []))
+        for w in watchers:
+            try:
+                w(code)
+            except Exception:
+                _log.exception("a class watcher failed")
 
     @abstractmethod
     def create(self) -> tuple[str, str]:

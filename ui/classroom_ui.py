@@ -9,8 +9,9 @@ The Lesson page (views/lesson.py) calls three functions, in this order:
 Roles live in the session: the teacher's session holds the class's secret (and its URL, ?class=CODE&teacher=...,
 so a reload keeps the class); a student's holds their id (?class=CODE&me=..., so a closed laptop reopened keeps
 its vote). What changes while nobody clicks (students joining, votes, the teacher's next step) is read by
-fragments on a one-second timer (`st.fragment(run_every=...)`): only they rerun, and a student's whole page
-reruns only when the teacher's step, sentence, question or reveal has changed. The store is classroom's
+fragments on a timer (`st.fragment(run_every=...)`): only they rerun. A following student's whole page reruns
+when the teacher's step, sentence, question or reveal has changed, at once: the server requests it
+(ui/classroom_push.py); the student's own timer is a slower fallback. The store is classroom's
 (`BERT_EXPLORER_CLASS_STORE`: in this process, or Redis for several processes).
 """
 
@@ -27,10 +28,13 @@ import streamlit as st
 
 import classroom
 from classroom import ClassError, Question, View
-from ui import lesson
+from ui import classroom_push, lesson
 from ui.widgets import chart
 
-TICK = 1.0  # seconds between a fragment's reads of the class: a vote reaches the projector within about this
+TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches it within about this
+# A student's vote box re-reads the class this often: the count of answers, and a fallback for a step change the
+# server's push missed (one timer per student, so 30 students make 15 fragment runs a second, not 30).
+STUDENT_TICK = 2.0
 CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_follow"
 SEEN, MSG = "class_seen", "class_msg"
 
@@ -63,6 +67,7 @@ def _say(e: Exception) -> None:
 
 def _leave() -> None:
     """Forget the class in this session and in the URL."""
+    classroom_push.forget_here()
     for k in (CODE, SECRET, SID, SEEN):
         st.session_state.pop(k, None)
     for k in ("class", "teacher", "me"):
@@ -96,6 +101,7 @@ def follow() -> Live | None:
         q.pop("class", None)
     code = st.session_state.get(CODE)
     if not code:
+        classroom_push.forget_here()
         return None
     live = Live(code, st.session_state.get(SECRET), st.session_state.get(SID), None)
     try:
@@ -116,6 +122,9 @@ def follow() -> Live | None:
             return None
         if live.following:
             _take_step(live.view)
+            classroom_push.follow_here(store(), code)  # the next change of step redraws this page at once
+        else:
+            classroom_push.forget_here()
     return live
 
 
@@ -218,7 +227,7 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
 
 
 def _student_live(code: str, sid: str, drawn: tuple, question: Question | None) -> None:
-    @st.fragment(run_every=TICK)
+    @st.fragment(run_every=STUDENT_TICK)
     def live_vote() -> None:
         try:
             v = store().view(code, sid=sid)
@@ -226,7 +235,7 @@ def _student_live(code: str, sid: str, drawn: tuple, question: Question | None) 
             st.warning(str(e))
             return
         if v.following != drawn or not st.session_state.get(FOLLOW, True):
-            st.rerun()  # the teacher moved on, changed the sentence or revealed: the whole page follows
+            st.rerun()  # the teacher moved on and the push has not redrawn this page (yet): the whole page follows
         if question is None or v.revealed:
             st.caption(f"{v.students} in the class.")
             return

@@ -265,3 +265,45 @@ def test_codes_and_nicknames():
         assert clean_code(bad) is None, bad
     assert clean_nickname("  Ada\u202e\n  <b>L</b> ") == "Ada <b>L</b>"
     assert clean_nickname(None) == "" and clean_nickname(42) == ""
+
+
+def test_watchers_hear_every_change_a_student_follows_and_only_those(make_store):
+    """watch(): the step, sentence, question, reveal and end of a class; not votes, joins, the split or a
+    publish that changes nothing. With Redis the watcher sits on a second store (another process's)."""
+    a = make_store()
+    b = make_store() if make_store.backend == "redis" else a
+    heard, got = [], threading.Event()
+
+    def hear(code):
+        heard.append(code)
+        got.set()
+
+    def expect(n: int, what: str):
+        deadline = time.monotonic() + 5
+        while len(heard) < n and time.monotonic() < deadline:
+            got.wait(0.05)
+            got.clear()
+        time.sleep(0.3 if make_store.backend == "redis" else 0)  # nothing more arrives late
+        assert len(heard) == n, f"{what}: heard {heard}"
+
+    b.watch(hear)
+    try:
+        code, secret, (sid,) = started(a, "Ada")  # the first publish moves seq: heard
+        expect(1, "the first step")
+        a.publish(code, secret, 4, "She [MASK] the letter.", None, Q1)  # the same screen again: nothing
+        a.vote(code, sid, "q1", 1)
+        a.join(code, "Bo")
+        a.show_split(code, secret, True)
+        expect(1, "a vote, a join, the split")
+        a.publish(code, secret, 5, "She [MASK] the letter.", None, Q1)
+        expect(2, "the next step")
+        a.publish(code, secret, 5, "He [MASK] the letter.", None, Q2)
+        expect(3, "a new sentence and question")
+        a.reveal(code, secret, "q2", 1)
+        a.reveal(code, secret, "q2", 1)  # a second reveal changes nothing
+        expect(4, "the reveal")
+        a.end(code, secret)
+        expect(5, "the end")
+        assert set(heard) == {code}
+    finally:
+        b.unwatch(hear)
