@@ -75,7 +75,8 @@ class Ticker:
             if kw.get("fragment") and kw["fragment"] not in self.c.fragments:
                 return None  # a full run since replaced that fragment (a browser drops its timer too)
             run = await self.c.rerun(**kw)
-        self._took(run)
+        if run is not None:
+            self._took(run)
         return run
 
     def _took(self, run) -> None:
@@ -156,7 +157,8 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
     seen_reveal: dict[int, set[int]] = {}  # step -> students whose page showed the model's answer
     for i, c in enumerate(students):
         # A student whose Lesson is open types the code (a link opened in a new tab would be a new session).
-        await c.rerun(widgets={"class_join_code": code.lower(), "class_nick": f"student {i}", "class_join": True})
+        joined_run = await c.rerun(widgets={"class_join_code": code.lower(), "class_nick": f"student {i}",
+                                            "class_join": True})
         tk = Ticker(c, f"s{i}", problems)
 
         def on_run(run, at, i=i):
@@ -168,6 +170,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
                 if any(x in a.body for a in run.of("alert") for x in ("model's answer", "Right: ")):
                     seen_reveal.setdefault(int(m.group(1)), set()).add(i)
         tk.on_run = on_run
+        tk._took(joined_run)  # the vote box the join drew (the first timer tick may come after the first vote)
         tickers.append(tk)
     joined = sum(1 for c in students if b"me=" in c.page_query.encode())
     if joined < n:

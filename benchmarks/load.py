@@ -172,7 +172,7 @@ class Client:
                     self.on_push(run)
 
     async def rerun(self, page: str | None = None, query: str = "", widgets: dict | None = None,
-                    fragment: str | None = None, timeout: float = 300, auto: bool = True) -> Run:
+                    fragment: str | None = None, timeout: float = 300, auto: bool = True) -> Run | None:
         """Send one rerun (a page switch, widget values by key, or a fragment tick); wait for it to finish.
 
         With `fragment` and auto=False: a widget inside that fragment changed (only the fragment reruns)."""
@@ -180,6 +180,8 @@ class Client:
 
         if self._pushed:  # the server is drawing a run it started: a browser's next request comes after it
             await asyncio.wait_for(asyncio.shield(self._done), timeout)
+            if fragment and fragment not in self.fragments:
+                return None  # that run replaced the fragment: the browser drops the timer (the server would too)
         msg = BackMsg()
         cs = msg.rerun_script
         cs.query_string = query
