@@ -8,11 +8,14 @@ Callbacks live here, not in the page (see ui/callbacks.py for why).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
+import threading
 import urllib.parse
-from collections.abc import Callable
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import pandas as pd
@@ -96,6 +99,36 @@ def plain(s: str) -> str:
 
 
 # ------------------------------------------------------------------------------------------ views
+# (model, step, sentence(s), what) this process has computed once. A spinner starts a timer thread on every run;
+# once a step's numbers are in the shared cache its run is short, and a class's 30 students redraw the same step
+# at once (the teacher computed it first): their pages skip the spinner. Bounded in bytes like every cache here.
+_WARM: OrderedDict[tuple, int] = OrderedDict()
+_WARM_MAX_BYTES = 1 << 20
+_warm = {"bytes": 0, "lock": threading.Lock()}
+
+
+@contextlib.contextmanager
+def busy(cur, k: int, text: str, pair: str | None, what: str, message: str) -> Iterator[None]:
+    """`st.spinner(message)` the first time this process computes `what` of step k for this model and sentence."""
+    key = (cur.model_key, k, text, pair, what)
+    with _warm["lock"]:
+        hit = key in _WARM
+        if hit:
+            _WARM.move_to_end(key)
+    if hit:
+        yield
+        return
+    with st.spinner(message):
+        yield
+    size = 200 + len(text) + len(pair or "") + len(what)
+    with _warm["lock"]:
+        if key not in _WARM:
+            _WARM[key] = size
+            _warm["bytes"] += size
+        while _warm["bytes"] > _WARM_MAX_BYTES:
+            _warm["bytes"] -= _WARM.popitem(last=False)[1]
+
+
 def presenting() -> bool:
     """Presenter mode: one step per 1280 x 720 screen, so views keep to one chart."""
     return bool(st.session_state.get("lesson_present"))

@@ -48,7 +48,7 @@ with right if present else left:  # on a projector the formula and the sentence 
     else:
         lesson.sentence_ui(k, step)
 
-with st.spinner("The model is computing this step's question…"):
+with lesson.busy(cur, k, text, pair, "question", "The model is computing this step's question…"):
     q = lesson.ask(cur, step, text, pair)
 token = f"{cur.model_key}|{k}|{q.prompt}|{'|'.join(q.choices)}" if q is not None else ""
 revealed = token in st.session_state.get("lesson_revealed", set())
@@ -82,7 +82,7 @@ with left:
                 st.markdown(f"**The truth, as this pair was built:** {truth}"
                             + ("" if truth.startswith(q.choices[q.answer]) else " The model got it wrong here."))
 
-with right, st.spinner("Drawing…"):
+with right, lesson.busy(cur, k, text, pair, f"view {revealed} {present}", "Drawing…"):
     step.view(cur, text, pair, revealed)
 
 nav = st.columns([1, 1, 4] if present else [1, 1, 3])

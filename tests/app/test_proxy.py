@@ -113,9 +113,10 @@ def _check_class(url: str) -> None:
         await t.rerun("lesson")
         await t.rerun(widgets={"class_start": True})
         code = urllib.parse.parse_qs(t.page_query)["class"][0]
-        students = []
-        for _ in range(4):
+        students, pushed = [], {}
+        for i in range(4):
             c = load.Client(url)
+            c.on_push = pushed.setdefault(i, []).append  # whole runs the server starts, nobody asking
             await c.connect()
             await c.rerun("lesson", query=f"class={code}")
             run = await c.rerun(widgets={"class_join": True})
@@ -127,10 +128,25 @@ def _check_class(url: str) -> None:
         shown = []
         for fid in list(t.fragments):  # the projector's timers, ticked once
             shown += [e.body for e in (await t.rerun(fragment=fid)).of("markdown")]
+        # The teacher moves on. No student's timer ticks here: only the server's push (Redis pub/sub to the
+        # other process, then a rerun of each following student's page) can bring them the next step.
+        for runs in pushed.values():
+            runs.clear()
+        await t.rerun(widgets={"lesson_next": True})
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not all(any(_heading(r).startswith("Step 2 of") for r in pushed[i])
+                                                      for i in range(4)):
+            await asyncio.sleep(0.1)
+        followed = [any(_heading(r).startswith("Step 2 of") for r in pushed[i]) for i in range(4)]
         for c in [t, *students]:
             await c.close()
-        return [c.backend_ws for c in students], "\n".join(shown)
+        return [c.backend_ws for c in students], "\n".join(shown), followed
 
-    backends, shown = asyncio.run(go())
+    backends, shown, followed = asyncio.run(go())
     assert set(backends) == {"s1", "s2"}, backends
     assert "**4 of 4** students have answered." in shown, shown
+    assert all(followed), f"students who got the teacher's next step pushed: {followed} (on {backends})"
+
+
+def _heading(run: load.Run) -> str:
+    return next((e.body for k, e in run.elements if k == "heading"), "")
