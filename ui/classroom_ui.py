@@ -36,7 +36,7 @@ TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches
 # server's push missed (one timer per student, so 30 students make 15 fragment runs a second, not 30).
 STUDENT_TICK = 2.0
 CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_follow"
-SEEN, MSG = "class_seen", "class_msg"
+SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
 
 
 @dataclass
@@ -234,8 +234,16 @@ def _student_live(code: str, sid: str, drawn: tuple, question: Question | None) 
         except ClassError as e:
             st.warning(str(e))
             return
-        if v.following != drawn or not st.session_state.get(FOLLOW, True):
-            st.rerun()  # the teacher moved on and the push has not redrawn this page (yet): the whole page follows
+        if not st.session_state.get(FOLLOW, True):
+            st.rerun()
+        if v.following != drawn:
+            # The teacher moved on. The server's push redraws this page within a moment; only when a second tick
+            # still sees the old screen (no push: another process lost its Redis) does the page rerun itself, so
+            # a push and a tick never draw the same page twice at the busiest moment of the class.
+            if st.session_state.get(STALE) == v.following:
+                st.rerun()
+            st.session_state[STALE] = v.following
+            return
         if question is None or v.revealed:
             st.caption(f"{v.students} in the class.")
             return
