@@ -27,7 +27,6 @@ from bert_core.figures.embeddings import norms_figure
 from bert_core.figures.layers import answer_trajectory, same_word_figure
 from bert_core.figures.masking import chips_html, legend_html
 from bert_core.figures.predictions import candidates_figure, nsp_figure
-from bert_core.figures.style import projector
 from bert_core.figures.training import loss_figure
 from bert_core.inspect import input_tables
 from bert_core.inspect.anatomy import anatomy_rows
@@ -39,7 +38,8 @@ from bert_core.runs.settings import CORPUS_CHOICES, example_run
 from bert_core.train.toy import farm_tokenizer
 from ui.lesson_heads import view_knockout
 from ui.state import model_cached
-from ui.widgets import chart
+from ui.widgets import lesson_chart as _chart
+from ui.widgets import presenting
 
 TICK, UNTICKED = ":material/check_box:", ":material/check_box_outline_blank:"  # Streamlit's own icon font
 # The course's checklist; each item is ticked once every step behind it has been visited.
@@ -127,16 +127,6 @@ def busy(cur, k: int, text: str, pair: str | None, what: str, message: str) -> I
             _warm["bytes"] += size
         while _warm["bytes"] > _WARM_MAX_BYTES:
             _warm["bytes"] -= _WARM.popitem(last=False)[1]
-
-
-def presenting() -> bool:
-    """Presenter mode: one step per 1280 x 720 screen, so views keep to one chart."""
-    return bool(st.session_state.get("lesson_present"))
-
-
-def _chart(fig, name: str, key: str) -> None:
-    """A step's chart; on a projector every text in it at least 18 px, in dark ink."""
-    chart(projector(fig) if presenting() else fig, name, key=key)
 
 
 def _table(df: pd.DataFrame) -> None:

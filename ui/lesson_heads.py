@@ -10,15 +10,9 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.heads import importance_figure, without_head_figure
-from bert_core.figures.style import projector
 from bert_core.lesson import heads as lesson_heads
 from ui.state import model_cached
-from ui.widgets import chart
-
-
-def _chart(fig, name: str, key: str) -> None:
-    """A step's chart; on a projector every text in it at least 18 px (as ui/lesson.py's steps draw theirs)."""
-    chart(projector(fig) if st.session_state.get("lesson_present") else fig, name, key=key)
+from ui.widgets import lesson_chart as _chart
 
 
 def view_knockout(cur, text, pair, revealed) -> None:
