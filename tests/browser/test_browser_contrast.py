@@ -10,7 +10,7 @@ import urllib.parse
 import pytest
 import test_browser
 from appserver import ROOT
-from test_browser_lesson import page, press, settle  # noqa: F401  (page: the same fixture)
+from test_browser_lesson import chromium, page, press, settle  # noqa: F401  (chromium, page: the same fixtures)
 
 import bert_core
 from bert_core.lesson.questions import attention_layer_head
