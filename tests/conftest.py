@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -114,6 +115,40 @@ def slots(monkeypatch):
     return fresh
 
 
+def worker_suffix() -> str:
+    """"" in a plain run, "-gw0", "-gw1"... in a pytest-xdist worker: per-worker names for files under tests/output."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    return f"-{worker}" if worker else ""
+
+
+def pytest_configure(config):
+    """In a pytest-xdist worker, torch gets this worker's share of the cores: workers x threads never exceeds the
+    cores (oversubscribed intra-op threads wait on each other and slow every worker down)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
+    if workers > 1:
+        import torch
+
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
+
+
+# ------------------------------------------------------------------ the real app server (tests/browser)
+@pytest.fixture(scope="session")
+def shared_app_server():
+    """One `streamlit run app.py` for the whole session (offline, developmentMode off), shared by the browser tests
+    that need no special environment; its log in tests/output/server[-gwN].log. Each test still opens its own
+    browser context, hence its own Streamlit session; only the server's start (torch's import, the model's load,
+    the caches) is paid once instead of once per test file."""
+    from appserver import app_server
+    from apptest_util import ROOT
+
+    out = ROOT / "tests" / "output"
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    with open(out / f"server{worker_suffix()}.log", "w") as log, \
+            app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=300) as (url, _):
+        yield url
+
+
 # ------------------------------------------------------------------ the class stores (tests/classroom)
 # Here, not in a tests/classroom/conftest.py: a second module named `conftest` would shadow this one for the
 # test files that import VOCAB from it.
@@ -123,7 +158,7 @@ def redis_url():
     from appserver import redis_server
     from apptest_util import ROOT
 
-    d = ROOT / "tests" / "output" / "redis-classroom"
+    d = ROOT / "tests" / "output" / f"redis-classroom{worker_suffix()}"
     try:
         with redis_server(d) as (url, _):
             yield url

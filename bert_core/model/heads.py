@@ -11,6 +11,28 @@ from .config import ACTIVATIONS, BertConfig
 from .encoder import BertModel
 
 
+def init_weights(module: nn.Module, std: float) -> None:
+    """One module's fresh weights, as transformers' `_init_weights` does (apply it to every module).
+
+    Linear, Embedding weights ~ N(0, std^2); Linear biases 0; the padding token's embedding row 0;
+    LayerNorm weight 1, bias 0; any other bias Parameter 0 (BertLMPredictionHead's output bias: its decoder
+    is tied to the word embeddings, so the bias is a Parameter of the head, not of a Linear).
+    """
+    if isinstance(module, (nn.Linear, nn.Embedding)):
+        nn.init.normal_(module.weight, mean=0.0, std=std)
+    if isinstance(module, nn.Linear) and module.bias is not None:
+        nn.init.zeros_(module.bias)
+    if isinstance(module, nn.Embedding) and module.padding_idx is not None:
+        with torch.no_grad():
+            module.weight[module.padding_idx].zero_()
+    if isinstance(module, nn.LayerNorm):
+        nn.init.ones_(module.weight)
+        nn.init.zeros_(module.bias)
+    bias = getattr(module, "bias", None)
+    if not isinstance(module, (nn.Linear, nn.LayerNorm)) and isinstance(bias, nn.Parameter):
+        nn.init.zeros_(bias)
+
+
 class BertPredictionHeadTransform(nn.Module):
     """LayerNorm(act(W h + b)), H -> E (ALBERT's head maps back to its embedding width)."""
 
@@ -78,7 +100,7 @@ class BertForPreTraining(nn.Module):
         self.bert = BertModel(config, add_pooling_layer=pooler)
         self.cls = BertPreTrainingHeads(config, nsp=nsp) if mlm else None
         self.discriminator_predictions = ElectraDiscriminatorPredictions(config) if rtd else None
-        self.apply(self._init_weights)
+        self.apply(lambda module: init_weights(module, config.initializer_range))
         if self.cls is not None:
             self.tie_weights()
 
@@ -102,22 +124,6 @@ class BertForPreTraining(nn.Module):
     def tie_weights(self):
         """The MLM decoder reads the word-embedding matrix: one tensor, two uses."""
         self.cls.predictions.decoder.weight = self.bert.embeddings.word_embeddings.weight
-
-    def _init_weights(self, module):
-        # BERT's initialisation: N(0, 0.02) weights, zero biases, LayerNorm at identity.
-        std = self.config.initializer_range
-        if isinstance(module, (nn.Linear, nn.Embedding)):
-            nn.init.normal_(module.weight, mean=0.0, std=std)
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            nn.init.zeros_(module.bias)
-        if isinstance(module, nn.Embedding) and module.padding_idx is not None:
-            with torch.no_grad():
-                module.weight[module.padding_idx].zero_()
-        if isinstance(module, nn.LayerNorm):
-            nn.init.ones_(module.weight)
-            nn.init.zeros_(module.bias)
-        if isinstance(module, BertLMPredictionHead):
-            nn.init.zeros_(module.bias)
 
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """(..., H) hidden states -> (..., V) vocabulary logits. Pass only the rows you need."""

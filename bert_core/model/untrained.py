@@ -19,24 +19,8 @@ import copy
 import torch
 import torch.nn as nn
 
+from .heads import init_weights  # the one rule, also BertForPreTraining's
 from .loaded import LoadedModel
-
-
-def init_weights(module: nn.Module, std: float) -> None:
-    """One module's fresh weights, as transformers' `_init_weights` (apply it to every module)."""
-    if isinstance(module, (nn.Linear, nn.Embedding)):
-        nn.init.normal_(module.weight, mean=0.0, std=std)
-    if isinstance(module, nn.Linear) and module.bias is not None:
-        nn.init.zeros_(module.bias)
-    if isinstance(module, nn.Embedding) and module.padding_idx is not None:
-        with torch.no_grad():
-            module.weight[module.padding_idx].zero_()
-    if isinstance(module, nn.LayerNorm):
-        nn.init.ones_(module.weight)
-        nn.init.zeros_(module.bias)
-    bias = getattr(module, "bias", None)
-    if not isinstance(module, (nn.Linear, nn.LayerNorm)) and isinstance(bias, nn.Parameter):
-        nn.init.zeros_(bias)  # BertLMPredictionHead's output bias (its decoder is tied to the word embeddings)
 
 
 @torch.no_grad()

@@ -6,13 +6,12 @@ renders with no network at all (bertviz included). Screenshots land in tests/out
 
 from __future__ import annotations
 
-import os
 import time
 import urllib.parse
 from pathlib import Path
 
 import pytest
-from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT, app_server  # benchmarks/ is on pytest's pythonpath
+from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT  # benchmarks/ is on pytest's pythonpath
 
 pytestmark = pytest.mark.browser
 
@@ -22,13 +21,10 @@ PAGES = ["lesson", "tokenization", "embeddings", "masking", "attention", "predic
 
 
 @pytest.fixture(scope="module")
-def server():
-    """A real Streamlit server for this module, on a free loopback port (its log in tests/output/)."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    OUT.mkdir(parents=True, exist_ok=True)
-    with open(OUT / "server.log", "w") as log, \
-            app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=300) as (url, _):
-        yield url
+def server(shared_app_server):
+    """The real Streamlit server (offline, developmentMode off) on a loopback port: the session's one
+    (tests/conftest.py), shared by every browser file that imports this fixture, so its start is paid once."""
+    return shared_app_server
 
 
 @pytest.fixture(scope="module")

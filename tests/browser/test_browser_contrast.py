@@ -10,7 +10,8 @@ import urllib.parse
 import pytest
 import test_browser
 from appserver import ROOT
-from test_browser_lesson import page, press, settle  # noqa: F401  (page: the same fixture)
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from test_browser_lesson import chromium, page, press, settle  # noqa: F401  (chromium, page: the same fixtures)
 
 import bert_core
 from bert_core.lesson.questions import attention_layer_head
@@ -70,7 +71,13 @@ def test_lesson_attention_link_opens_the_same_layer_and_head(page):  # noqa: F81
     assert q["layer"] == [str(layer)] and q["head"] == [str(head)], href
     page.goto(urllib.parse.urljoin(page.base + "/", href), wait_until="domcontentloaded")  # as the link opens it
     settle(page, timeout=240)
-    page.wait_for_timeout(1500)
+    try:  # the charts draw after the script has run: on a busy machine well over a second later
+        page.wait_for_function("""([one, all]) => { const ts = Array.from(
+            document.querySelectorAll('.js-plotly-plot .gtitle'), t => t.textContent);
+            return ts.includes(one) && ts.some(t => t.startsWith(all)); }""",
+                               arg=[f"Layer {layer}, head {head}", f"Layer {layer}: all"], timeout=120_000)
+    except PlaywrightTimeout:
+        pass  # the assertions below say what was drawn instead
     assert page.locator("h2").first.inner_text().startswith("Attention")
     picked = [page.locator(f".st-key-{key} input").input_value() for key in ("attn_layer", "attn_head")]
     assert picked == [str(layer), str(head)], picked

@@ -22,22 +22,29 @@ DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-
 server = test_browser.server  # the same real server fixture (offline, developmentMode off)
 
 
-@pytest.fixture
-def page(server):
+@pytest.fixture(scope="module")
+def chromium():
+    """One chromium for this module's tests (each test gets a fresh context: no cookie, storage or session shared)."""
     from playwright.sync_api import sync_playwright
 
-    host = urllib.parse.urlparse(server).netloc
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        ctx = b.new_context(viewport={"width": 1280, "height": 720})
-        # No network: anything off this machine fails, as it would offline.
-        ctx.route("**/*", lambda r: r.continue_() if urllib.parse.urlparse(r.request.url).netloc in (host, "")
-                  else r.abort())
-        pg = ctx.new_page()
-        pg.base, pg.errors = server, []
-        pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-        yield pg
+        yield b
         b.close()
+
+
+@pytest.fixture
+def page(server, chromium):
+    host = urllib.parse.urlparse(server).netloc
+    ctx = chromium.new_context(viewport={"width": 1280, "height": 720})
+    # No network: anything off this machine fails, as it would offline.
+    ctx.route("**/*", lambda r: r.continue_() if urllib.parse.urlparse(r.request.url).netloc in (host, "")
+              else r.abort())
+    pg = ctx.new_page()
+    pg.base, pg.errors = server, []
+    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
+    yield pg
+    ctx.close()
 
 
 def settle(pg, timeout: float = 120) -> None:
