@@ -72,10 +72,11 @@ def pick_ready(found: dict[str, object], label: str, key: str):
 
 
 def new_head_settings(cur: Current, prefix: str, locked: bool, cols, batch_index: int = 1, freeze_help: str = "",
-                      freeze_default: bool = True):
+                      freeze_default: bool = True, suggest_lr=default_lr):
     """Base model, freeze, learning rate, epochs and batch in five columns; returns (base label, freeze, lr,
     epochs, batch). The base starts on the sidebar's model. The learning rate follows the base and the freeze
-    switch until the user picks one; a frozen encoder's head is fit exactly (no rate, epochs or batch)."""
+    switch (`suggest_lr(config, freeze)`: the page's recipe's rate) until the user picks one; a frozen encoder's
+    head is fit exactly (no rate, epochs or batch)."""
     bases = new_head_bases(cur)
     if st.session_state.get(f"{prefix}_base") not in bases:
         st.session_state[f"{prefix}_base"] = list(bases)[-1]  # the sidebar's model (the bundled one when it is)
@@ -87,7 +88,7 @@ def new_head_settings(cur: Current, prefix: str, locked: bool, cols, batch_index
                             help=freeze_help or "Train the new head only; the encoder stays as pretraining left it. "
                                  "The encoder then reads every example once and the head is fit exactly "
                                  "(to convergence) on the vectors it gave.")
-    suggested = default_lr(bases[base][1]().config, bool(freeze))
+    suggested = suggest_lr(bases[base][1]().config, bool(freeze))
     if not st.session_state.get(f"{prefix}_lr_picked") and not locked:
         st.session_state[f"{prefix}_lr"] = suggested
     exact = bool(freeze)  # the head is fit by L-BFGS on cached vectors: no rate, epochs or batch to choose

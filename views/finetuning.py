@@ -17,7 +17,7 @@ from bert_core.figures.finetuning import (
     sample_efficiency_figure,
 )
 from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.memory import format_mb
+from bert_core.runs.memory import format_mb, tensor_bytes
 from bert_core.runs.settings import decode_upload
 from bert_core.runs.status import FINISHED, IDLE, RUNNING, WAITING, format_seconds
 from bert_core.train.finetuning import POOLINGS, FineTuneConfig, finetune_defaults, pca_2d, run_cost
@@ -514,13 +514,21 @@ def sample_efficiency_ui() -> None:
                               "for the built-in tasks on MiniLM."):
             return
         bar = st.progress(0.0, text="Starting…")
+        # The untrained copy and both models' vectors are held while the figure computes: charged to the server's
+        # ledger like a run (a bert-base copy is 0.44 GB), refused with the ledger's message when it is full.
+        mem_key = f"ft-se:{id(fs)}"
         try:
+            fs.memory.reserve(mem_key, tensor_bytes(list(base_model.model.parameters()))
+                              + 2 * 4 * base_model.config.hidden_size * n, "the sample-efficiency figure")
             res = sample_efficiency(base_model, t.task, pooling=t.cfg.pooling, seed=t.cfg.seed,
                                     max_len=t.cfg.max_len,
                                     progress=lambda msg, f: bar.progress(min(1.0, f), text=msg))
         except bert_core.BertCoreError as e:
+            bar.empty()
             st.error(f"Cannot compute: {e}")
             return
+        finally:
+            fs.memory.release(mem_key)
         bar.empty()
         st.session_state[key] = res
     res = st.session_state[key]
@@ -529,7 +537,8 @@ def sample_efficiency_ui() -> None:
                        **{k: [f"{100 * a:.1f}%" for a in v] for k, v in res.accuracy.items()}})
     table(df, "sample efficiency", key="csv-ft-sample", hide_index=True)
     few = res.accuracy["pretrained"][0] - res.accuracy["from scratch"][0]
-    st.caption(f"With {res.labels[0]} examples per class the pretrained vectors are {100 * few:+.1f} points ahead "
+    first = "every training example" if res.labels[0] == "all" else f"{res.labels[0]} examples per class"
+    st.caption(f"With {first} the pretrained vectors are {100 * few:+.1f} points ahead "
                "of the untrained network's; bag of words needs many examples to see each useful word at least once.")
 
 

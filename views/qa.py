@@ -13,8 +13,9 @@ from bert_core.inspect.token_tasks import answer, passage_probabilities
 from bert_core.model.token_heads import BertForQuestionAnswering
 from bert_core.runs.finetune_run import FineTuneSession
 from bert_core.runs.status import IDLE
+from bert_core.train.finetuning import default_lr
 from bert_core.train.qa import builtin_qa_task, first_examples, heuristic_baseline
-from bert_core.train.token_finetuning import MAX_ANSWER_TOKENS, CachedHeadReader, token_finetune_defaults
+from bert_core.train.token_finetuning import MAX_ANSWER_TOKENS, CachedHeadReader, qa_lr, token_finetune_defaults
 from ui.finetune_ui import head_run_ui, new_head_bases, new_head_settings, pick_ready, ready_models, run_status
 from ui.state import require_current
 from ui.transfer_ui import TransferTask, sample_efficiency_ui, transfer_ui
@@ -111,7 +112,8 @@ def settings_ui(locked: bool) -> tuple[int, str, dict]:
     base, freeze, lr, epochs, batch = new_head_settings(
         cur, "qa", locked, [cols[0], *cols[2:]], 1,
         "Train the start/end layer only, fit exactly on vectors the frozen encoder gives once per question: fast, "
-        "but the encoder reads the question and the passage as pretraining left them.", freeze_default=False)
+        "but the encoder reads the question and the passage as pretraining left them.", freeze_default=False,
+        suggest_lr=lambda config, frozen: default_lr(config, True) if frozen else qa_lr(config))
     if not freeze:
         st.caption("**All weights** (the default): a reader must relate the question to the passage, which a "
                    "frozen encoder was never trained to do; training every weight for one epoch of 1,000 questions "
