@@ -38,6 +38,7 @@ from bert_core.runs.finetune_run import FineTuneSession, finetune_bytes  # noqa:
 from bert_core.runs.memory import SessionMemory, budget_bytes, format_mb, tensor_bytes  # noqa: E402
 from bert_core.runs.slots import SlotManager  # noqa: E402
 from bert_core.runs.status import WAITING  # noqa: E402
+from bert_core.train.budget import saved_tensor_bytes  # noqa: E402
 from bert_core.train.finetuning import finetune_defaults  # noqa: E402
 from bert_core.train.tasks import builtin_tasks  # noqa: E402
 
@@ -56,23 +57,11 @@ def saved_bytes_of_a_step(ft) -> int:
 
     rows = sorted(ft.train_rows, key=len)[-ft.cfg.batch_size:]
     ids, mask = _pad(rows, ft.tok.pad_token_id)
-    seen = {p.untyped_storage().data_ptr() for p in ft.model.parameters()}
-    total = 0
-
-    def pack(t):
-        nonlocal total
-        if t.untyped_storage().data_ptr() not in seen:
-            seen.add(t.untyped_storage().data_ptr())
-            total += t.untyped_storage().nbytes()
-        return t
-
     ft.model.train()
     try:
-        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-            ft._logits(ids, mask)
+        return saved_tensor_bytes(lambda: ft._logits(ids, mask), ft.model.parameters())
     finally:
         ft.model.eval()
-    return total
 
 
 def worst_case(task_name: str, max_runs: int, steps: int = 3) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from bert_core.runs.status import FINISHED, PAUSED, QUEUED, WAITING
 from bert_core.train.finetuning import default_lr
+from bert_core.train.token_finetuning import token_finetune_defaults
 from ui import callbacks
 from ui.state import BUNDLED_LABEL, Current, shared_model
 from ui.widgets import live_run, memory_wait_ui, queued_info
@@ -62,6 +65,15 @@ def ready_models(cur: Current, session, head_cls, session_label: str, what: str)
     if session.trainer is not None:
         out[session_label] = session.trainer.as_loaded(f"your {what}")
     return out
+
+
+def recipe_config(base, task, chosen: dict, seed: int):
+    """The Tagging and QA pages' settings: `token_finetune_defaults` (what a notebook gets), the user's rate, epochs
+    and batch when every weight trains (`new_head_settings`' values), the sidebar's seed."""
+    cfg = token_finetune_defaults(base, task, chosen["freeze"])
+    if not chosen["freeze"]:
+        cfg = replace(cfg, lr=chosen["lr"], epochs=chosen["epochs"], batch_size=chosen["batch_size"])
+    return replace(cfg, seed=seed)
 
 
 def pick_ready(found: dict[str, object], label: str, key: str):

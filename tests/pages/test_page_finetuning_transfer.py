@@ -155,3 +155,27 @@ def test_sample_efficiency_is_charged_to_the_ledger_and_refused_plainly_when_ful
     assert_ok(at)
     assert [d for d in at.dataframe if "examples per class" in d.value.columns]
     assert ledger.used() == held  # the copy's charge is given back once the figure is drawn
+
+
+def test_a_run_too_big_for_the_servers_budget_is_said_plainly_and_the_recipe_fits():
+    """On a server whose budget for a user's runs is smaller than MiniLM's recipe (as bert-base's is on a 1,000 MB
+    server), the recipe trains the head only and says why; training every weight is announced as refused before
+    Start, and refused with the same plain message at Start."""
+    from bert_core.runs.memory import MEMORY
+
+    budget = MEMORY.max_bytes
+    try:
+        MEMORY.max_bytes = 100_000_000  # under MiniLM's all-but-word-embeddings run (~180 MB), over its head
+        at = _open_with_csv()
+        assert at.toggle(key="ft_freeze").value is True
+        assert any("more than this server's 100 MB" in i.value and "the recipe trains the head only instead" in i.value
+                   for i in at.info), [i.value for i in at.info]
+        at.toggle(key="ft_freeze").set_value(False).run()
+        assert any("Start will be refused" in w.value for w in at.warning), [w.value for w in at.warning]
+        at.button(key="ft_start").click().run()
+        assert_ok(at)
+        assert any(e.value.startswith("Cannot start:") and "100 MB" in e.value for e in at.error), \
+            [e.value for e in at.error]
+        assert at.session_state["ft_session"].state == IDLE
+    finally:
+        MEMORY.max_bytes = budget
