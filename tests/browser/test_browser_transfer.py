@@ -27,6 +27,17 @@ def main_text(page) -> str:
     return page.locator('[data-testid="stMain"]').inner_text()
 
 
+def open_with_pasted(w, path: str, choice: str, box: str, text: str):
+    """Open a page, pick its "paste" task and paste `text` into the box; the page."""
+    page = w.open(path)
+    page.get_by_text(choice, exact=True).click()
+    w.settle()
+    page.get_by_label(box).fill(text)
+    page.keyboard.press("Control+Enter")
+    w.settle()
+    return page
+
+
 def wait_for_text(w, text: str, seconds: float = 240) -> None:
     """Until the main area shows `text` (a live run's fragment redraws on a timer), then settle."""
     deadline = time.time() + seconds
@@ -57,12 +68,8 @@ def percent(cell: str) -> float:
 def test_finetuning_pretrained_untrained_baseline_and_sample_efficiency(watch):  # noqa: F811
     """A pasted CSV on the tiny base: the run, its untrained copy and bag of words in one table with numbers and one
     chart; then the sample-efficiency figure and table (2 .. all examples per class, three learners)."""
-    page = watch.open("/finetuning")
-    page.get_by_text("Paste CSV", exact=True).click()
-    watch.settle()
-    page.get_by_label("CSV: one example a line, text,label (quote a text that has commas)").fill(CSV)
-    page.keyboard.press("Control+Enter")
-    watch.settle()
+    page = open_with_pasted(watch, "/finetuning", "Paste CSV",
+                            "CSV: one example a line, text,label (quote a text that has commas)", CSV)
     page.locator(".st-key-ft_base").click()
     page.get_by_role("option", name=TINY_BASE).click()
     watch.settle()
@@ -98,12 +105,7 @@ def test_finetuning_pretrained_untrained_baseline_and_sample_efficiency(watch): 
 def test_tagging_pretrained_untrained_baseline_and_sample_efficiency(watch):  # noqa: F811
     """A pasted CoNLL file, head fit exactly: the from-scratch run beside it and the baseline in one table, then the
     sample-efficiency figure with a curve for each."""
-    page = watch.open("/tagging")
-    page.get_by_text("Paste CoNLL", exact=True).click()
-    watch.settle()
-    page.get_by_label("CoNLL: word TAB label a line").fill(CONLL)
-    page.keyboard.press("Control+Enter")
-    watch.settle()
+    page = open_with_pasted(watch, "/tagging", "Paste CoNLL", "CoNLL: word TAB label a line", CONLL)
     page.locator(".st-key-tg_start button").click()
     wait_for_text(watch, "Finished")
     page.get_by_role("button", name="Train the same network from scratch").click()
