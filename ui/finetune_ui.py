@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import streamlit as st
 
 from bert_core.runs.status import FINISHED, PAUSED, QUEUED, WAITING
 from bert_core.train.finetuning import default_lr
+from bert_core.train.token_finetuning import token_finetune_defaults
 from ui import callbacks
 from ui.state import BUNDLED_LABEL, Current, shared_model
 from ui.widgets import live_run, memory_wait_ui, queued_info
@@ -64,6 +67,15 @@ def ready_models(cur: Current, session, head_cls, session_label: str, what: str)
     return out
 
 
+def recipe_config(base, task, chosen: dict, seed: int):
+    """The Tagging and QA pages' settings: `token_finetune_defaults` (what a notebook gets), the user's rate, epochs
+    and batch when every weight trains (`new_head_settings`' values), the sidebar's seed."""
+    cfg = token_finetune_defaults(base, task, chosen["freeze"])
+    if not chosen["freeze"]:
+        cfg = replace(cfg, lr=chosen["lr"], epochs=chosen["epochs"], batch_size=chosen["batch_size"])
+    return replace(cfg, seed=seed)
+
+
 def pick_ready(found: dict[str, object], label: str, key: str):
     """A radio over the ready models (the first one until the user picks); returns the chosen LoadedModel."""
     if st.session_state.get(key) not in found:
@@ -72,10 +84,11 @@ def pick_ready(found: dict[str, object], label: str, key: str):
 
 
 def new_head_settings(cur: Current, prefix: str, locked: bool, cols, batch_index: int = 1, freeze_help: str = "",
-                      freeze_default: bool = True):
+                      freeze_default: bool = True, suggest_lr=default_lr):
     """Base model, freeze, learning rate, epochs and batch in five columns; returns (base label, freeze, lr,
     epochs, batch). The base starts on the sidebar's model. The learning rate follows the base and the freeze
-    switch until the user picks one; a frozen encoder's head is fit exactly (no rate, epochs or batch)."""
+    switch (`suggest_lr(config, freeze)`: the page's recipe's rate) until the user picks one; a frozen encoder's
+    head is fit exactly (no rate, epochs or batch)."""
     bases = new_head_bases(cur)
     if st.session_state.get(f"{prefix}_base") not in bases:
         st.session_state[f"{prefix}_base"] = list(bases)[-1]  # the sidebar's model (the bundled one when it is)
@@ -87,7 +100,7 @@ def new_head_settings(cur: Current, prefix: str, locked: bool, cols, batch_index
                             help=freeze_help or "Train the new head only; the encoder stays as pretraining left it. "
                                  "The encoder then reads every example once and the head is fit exactly "
                                  "(to convergence) on the vectors it gave.")
-    suggested = default_lr(bases[base][1]().config, bool(freeze))
+    suggested = suggest_lr(bases[base][1]().config, bool(freeze))
     if not st.session_state.get(f"{prefix}_lr_picked") and not locked:
         st.session_state[f"{prefix}_lr"] = suggested
     exact = bool(freeze)  # the head is fit by L-BFGS on cached vectors: no rate, epochs or batch to choose

@@ -175,6 +175,14 @@ def sample_efficiency_ui(main, scratch, t: TransferTask) -> None:
     live()
 
 
+def transfer_sections(main, scratch, t: TransferTask) -> None:
+    """Both "why pre-train" sections under a page's run: the from-scratch comparison, the sample-efficiency figure."""
+    st.divider()
+    transfer_ui(main, scratch, t)
+    st.divider()
+    sample_efficiency_ui(main, scratch, t)
+
+
 def _new_job(main, scratch, t: TransferTask, sid: str) -> SampleEfficiency:
     """The job's tuners: the runs' own when they cached their vectors (head only), else new head-only ones, whose
     vectors (and a new untrained copy) are charged to the server's memory ledger until the curves are done."""
@@ -208,4 +216,4 @@ def _new_job(main, scratch, t: TransferTask, sid: str) -> SampleEfficiency:
     return job
 
 
-__all__ = ["TransferTask", "sample_efficiency_ui", "transfer_ui"]
+__all__ = ["TransferTask", "sample_efficiency_ui", "transfer_sections", "transfer_ui"]

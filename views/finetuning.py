@@ -17,7 +17,7 @@ from bert_core.figures.finetuning import (
     sample_efficiency_figure,
 )
 from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.memory import format_mb
+from bert_core.runs.memory import format_mb, tensor_bytes
 from bert_core.runs.settings import decode_upload
 from bert_core.runs.status import FINISHED, IDLE, RUNNING, WAITING, format_seconds
 from bert_core.train.finetuning import POOLINGS, FineTuneConfig, finetune_defaults, pca_2d, run_cost
@@ -165,13 +165,36 @@ def _task(choice: str, text: str, upload):
 
 
 def _recipe(base_label: str, base, task, freeze: bool = False) -> FineTuneConfig:
-    """finetune_defaults for this base and task (head only or not), computed once per (base, task, freeze)."""
+    """finetune_defaults for this base and task (head only or not) inside this server's budget for a user's run,
+    computed once per (base, task, freeze)."""
     key = (base_label, base.name, task.name, len(task.train_texts), hash(task.train_texts), freeze)
-    memo = st.session_state.get("ft_recipe_memo")
-    if memo is None or memo[0] != key:
-        memo = (key, finetune_defaults(base, task, freeze_encoder=freeze))
-        st.session_state["ft_recipe_memo"] = memo
-    return memo[1]
+    memo = st.session_state.setdefault("ft_recipe_memo", {})
+    if key not in memo:
+        memo.clear()  # one base and task at a time: both freeze settings' recipes
+        memo[key] = finetune_defaults(base, task, freeze_encoder=freeze, max_bytes=fs.memory.max_bytes)
+    return memo[key]
+
+
+def _budget_note(base_label: str, base, task, cfg: FineTuneConfig, nbytes: int, budget: int) -> None:
+    """Say plainly when this server's budget for a user's run made the recipe freeze more, or refuses this run."""
+    if nbytes > budget:
+        st.warning(f"This run needs about {format_mb(nbytes)}, more than this server's {format_mb(budget)} for a "
+                   "user's runs (BERT_EXPLORER_SESSION_MB): Start will be refused. Freeze the word-embedding matrix "
+                   "or the encoder, or pick a smaller base model.")
+        return
+    recipe = _recipe(base_label, base, task)
+    if cfg == replace(recipe, seed=cfg.seed) and (recipe.freeze_encoder or recipe.freeze_word_embeddings):
+        key = ("ft_unlimited", base.name, task.name, hash(task.train_texts))
+        if key not in st.session_state:  # what the recipe would train with no budget, once per base and task
+            st.session_state[key] = finetune_defaults(base, task)
+        free = st.session_state[key]
+        if (free.freeze_encoder, free.freeze_word_embeddings) != (recipe.freeze_encoder,
+                                                                  recipe.freeze_word_embeddings):
+            full = run_cost(base, task, free)["bytes"]
+            what = "the head only" if recipe.freeze_encoder else "every weight but the word-embedding matrix"
+            st.info(f"Training {'every weight' if not free.freeze_word_embeddings else TRAIN_CHOICES['words']} of "
+                    f"{base.name} would need about {format_mb(full)}, more than this server's {format_mb(budget)} "
+                    f"for a user's runs (BERT_EXPLORER_SESSION_MB): the recipe trains {what} instead.")
 
 
 def _picks(key: str) -> dict:
@@ -266,6 +289,7 @@ def cost_ui(base_label: str, task, cfg: FineTuneConfig) -> None:
         f"this server: {format_mb(used)} of {format_mb(budget)} in use."
         + (" These are the settings `finetune_defaults` picks for this model and task." if same else
            " (You changed the settings `finetune_defaults` picks.)"))
+    _budget_note(base_label, base, task, cfg, c["bytes"], budget)
 
 
 def set_up(task, base_label: str, cfg: FineTuneConfig) -> bool:
@@ -462,19 +486,16 @@ def compare_ui() -> None:
 
 def compare_draw() -> None:
     """Both runs' validation accuracy, the baseline, one table and a sentence on the gap."""
-    t = fs.trainer
-    runs = {"pretrained": (np.array([e.step for e in t.evals]), np.array([e.accuracy for e in t.evals]))}
-    t0 = fs0.trainer
+    t, t0 = fs.trainer, fs0.trainer
+    learners = {("pretrained", f"{t.base.name}, pretrained"): t}
     if t0 is not None:
-        runs["same network, untrained"] = (np.array([e.step for e in t0.evals]),
-                                           np.array([e.accuracy for e in t0.evals]))
+        learners[("same network, untrained", "the same network, untrained (untrained_copy)")] = t0
+    runs = {curve: (np.array([e.step for e in tr.evals]), np.array([e.accuracy for e in tr.evals]))
+            for (curve, _), tr in learners.items()}
     base = _baseline_of(t.task)
     chart(comparison_figure(runs, base["accuracy"] if base else None), "pretrained vs untrained", key="ft-compare")
-    rows = [{"learner": f"{t.base.name}, pretrained", "step": t.step_count,
-             "validation accuracy": f"{100 * t.evals[-1].accuracy:.1f}%"}]
-    if t0 is not None:
-        rows.append({"learner": "the same network, untrained (untrained_copy)", "step": t0.step_count,
-                     "validation accuracy": f"{100 * t0.evals[-1].accuracy:.1f}%"})
+    rows = [{"learner": name, "step": tr.step_count, "validation accuracy": f"{100 * tr.evals[-1].accuracy:.1f}%"}
+            for (_, name), tr in learners.items()]
     if base is not None:
         rows.append({"learner": "bag of words (no BERT)", "step": "-",
                      "validation accuracy": f"{100 * base['accuracy']:.1f}%"})
@@ -514,13 +535,21 @@ def sample_efficiency_ui() -> None:
                               "for the built-in tasks on MiniLM."):
             return
         bar = st.progress(0.0, text="Starting…")
+        # The untrained copy and both models' vectors are held while the figure computes: charged to the server's
+        # ledger like a run (a bert-base copy is 0.44 GB), refused with the ledger's message when it is full.
+        mem_key = f"ft-se:{id(fs)}"
         try:
+            fs.memory.reserve(mem_key, tensor_bytes(list(base_model.model.parameters()))
+                              + 2 * 4 * base_model.config.hidden_size * n, "the sample-efficiency figure")
             res = sample_efficiency(base_model, t.task, pooling=t.cfg.pooling, seed=t.cfg.seed,
                                     max_len=t.cfg.max_len,
                                     progress=lambda msg, f: bar.progress(min(1.0, f), text=msg))
         except bert_core.BertCoreError as e:
+            bar.empty()
             st.error(f"Cannot compute: {e}")
             return
+        finally:
+            fs.memory.release(mem_key)
         bar.empty()
         st.session_state[key] = res
     res = st.session_state[key]
@@ -529,7 +558,8 @@ def sample_efficiency_ui() -> None:
                        **{k: [f"{100 * a:.1f}%" for a in v] for k, v in res.accuracy.items()}})
     table(df, "sample efficiency", key="csv-ft-sample", hide_index=True)
     few = res.accuracy["pretrained"][0] - res.accuracy["from scratch"][0]
-    st.caption(f"With {res.labels[0]} examples per class the pretrained vectors are {100 * few:+.1f} points ahead "
+    first = "every training example" if res.labels[0] == "all" else f"{res.labels[0]} examples per class"
+    st.caption(f"With {first} the pretrained vectors are {100 * few:+.1f} points ahead "
                "of the untrained network's; bag of words needs many examples to see each useful word at least once.")
 
 

@@ -18,6 +18,10 @@ the page; the page also shows the real seconds per step once the run moves.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
+import torch
+
 from ..model.config import BertConfig
 
 BYTES = 4  # fp32
@@ -56,5 +60,23 @@ def step_seconds(config: BertConfig, batch: int, tokens: int, trainable_encoder:
     return step_flops(config, batch, tokens, trainable_encoder) / REFERENCE_FLOPS
 
 
-__all__ = ["REFERENCE_FLOPS", "activation_bytes", "dense_parameters", "step_flops", "step_seconds",
-           "training_bytes"]
+def saved_tensor_bytes(forward: Callable[[], object], exclude: Iterable[torch.Tensor] = ()) -> int:
+    """Bytes autograd keeps for the backward pass of `forward()`, counted by torch's saved-tensor hooks: each
+    storage once, `exclude`'s not (the weights, which the model holds anyway). What `activation_bytes` estimates."""
+    seen = {t.untyped_storage().data_ptr() for t in exclude}
+    total = 0
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal total
+        if t.untyped_storage().data_ptr() not in seen:
+            seen.add(t.untyped_storage().data_ptr())
+            total += t.untyped_storage().nbytes()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        forward()
+    return total
+
+
+__all__ = ["REFERENCE_FLOPS", "activation_bytes", "dense_parameters", "saved_tensor_bytes", "step_flops",
+           "step_seconds", "training_bytes"]

@@ -10,9 +10,9 @@
     python -m bert_core.train.finetune_eval --model bundled-minilm --sample-efficiency   # head-only, L-BFGS
 
 Same loop as the Fine-tuning page (`FineTuner`), the tasks' fixed train/validation splits, fixed seed.
-Time is wall-clock for the fine-tuning steps and evaluations (not loading), on however many cores
-torch uses here. It ends with the block README.md's fine-tuning section shows (the command, the date,
-the bundled weights' hash, a Markdown table): paste it over the old one.
+Time: the fine-tuning steps and evaluations (not loading), in CPU seconds of this process (with
+OMP_NUM_THREADS=1: one quiet core's time) and wall-clock. It ends with the block README.md's fine-tuning
+section shows (the command, the date, the bundled weights' hash, a Markdown table): paste it over the old one.
 """
 
 from __future__ import annotations
@@ -35,17 +35,22 @@ from .tasks import bow_baseline, builtin_tasks, task_from_csv
 from .transfer import sample_efficiency
 
 
-def _fine_tune(m, task, cfg, label: str) -> tuple[float, float, int, float]:
-    """(accuracy before, after, steps, seconds) of one run, printing each evaluation."""
-    t0 = time.perf_counter()
+def _fine_tune(m, task, cfg, label: str) -> tuple[float, float, int, float, float]:
+    """(accuracy before, after, steps, CPU seconds, wall seconds) of one run, printing each evaluation.
+
+    CPU seconds (`time.process_time`): what one quiet core takes with OMP_NUM_THREADS=1 (the wall time on a
+    shared machine counts the neighbours' work too).
+    """
+    t0, c0 = time.perf_counter(), time.process_time()
     ft = FineTuner(m, task, cfg)
     before = ft.evals[0].accuracy
     while not ft.done:
         ft.run(steps=ft.eval_every)
         e = ft.evals[-1]
         print(f"[{task.name}, {label}] step {ft.step_count}/{ft.max_steps}  validation loss {e.loss:.3f}  "
-              f"accuracy {100 * e.accuracy:.1f}%  ({time.perf_counter() - t0:.0f} s)", flush=True)
-    return before, ft.evals[-1].accuracy, ft.max_steps, time.perf_counter() - t0
+              f"accuracy {100 * e.accuracy:.1f}%  ({time.process_time() - c0:.0f} CPU s, "
+              f"{time.perf_counter() - t0:.0f} s wall)", flush=True)
+    return before, ft.evals[-1].accuracy, ft.max_steps, time.process_time() - c0, time.perf_counter() - t0
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -123,18 +128,19 @@ def main(argv: list[str] | None = None) -> None:
         base = bow_baseline(task)
         print(f"[{name}] baseline {100 * base['accuracy']:.1f}% (l2 {base['l2']:g}, {base['seconds']:.1f} s)",
               flush=True)
-        before, after, steps, seconds = _fine_tune(m, task, cfg, "pretrained")
+        before, after, steps, seconds, wall = _fine_tune(m, task, cfg, "pretrained")
         scratch_acc = _fine_tune(scratch, task, cfg, "untrained copy")[1] if scratch is not None else None
         rows.append((name, len(task.labels), len(task.train_texts), len(task.valid_texts), base["accuracy"], before,
-                     after, scratch_acc, steps, seconds, cfg))
+                     after, scratch_acc, steps, seconds, wall, cfg))
     print()
-    print(f"{command} ({when}, {torch.get_num_threads()} torch threads{weights}):")
+    print(f"{command} ({when}, {torch.get_num_threads()} torch thread(s), load average {os.getloadavg()[0]:.1f}"
+          f"{weights}; time: the pretrained run's CPU seconds, wall in brackets):")
     print()
     print(f"| task | classes | train / validation | bag-of-words baseline | {m.name}: before | {m.name} fine-tuned |"
           + (" same network untrained, same recipe | pretrained minus untrained |" if args.compare else "")
           + " recipe | steps | time |")
     print("|---" * (9 + 2 * args.compare) + "|")
-    for name, c, ntr, nva, base, before, after, scratch_acc, steps, secs, cfg in rows:
+    for name, c, ntr, nva, base, before, after, scratch_acc, steps, secs, wall, cfg in rows:
         what = ("head only" if cfg.freeze_encoder else "all weights but the word embeddings"
                 if cfg.freeze_word_embeddings else "all weights")
         recipe = (f"{what}, {cfg.pooling} pooling, lr {cfg.lr:g}, {cfg.epochs} epoch{'s' * (cfg.epochs > 1)}, "
@@ -142,7 +148,7 @@ def main(argv: list[str] | None = None) -> None:
         cmp = (f" {100 * scratch_acc:.1f}% | {100 * (after - scratch_acc):+.1f} points |"
                if scratch_acc is not None else "")
         print(f"| {name} | {c} | {ntr:,} / {nva:,} | {100 * base:.1f}% | {100 * before:.1f}% | **{100 * after:.1f}%** |"
-              f"{cmp} {recipe} | {steps} | {secs / 60:.1f} min |")
+              f"{cmp} {recipe} | {steps} | {secs / 60:.1f} min ({wall / 60:.1f}) |")
 
 
 if __name__ == "__main__":

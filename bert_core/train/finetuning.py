@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -91,7 +91,7 @@ def token_lengths(tok, texts, max_len: int = 512) -> np.ndarray:
 
 
 def finetune_defaults(m: LoadedModel, task: ClassificationTask, seconds: float = DEFAULT_RUN_SECONDS,
-                      freeze_encoder: bool = False) -> FineTuneConfig:
+                      freeze_encoder: bool = False, max_bytes: int | None = None) -> FineTuneConfig:
     """What the Fine-tuning page picks for this model and this task: a run of about `seconds` on the reference
     machine (one busy core of a 2-core server, `budget.step_seconds`), the same on every machine.
 
@@ -104,6 +104,9 @@ def finetune_defaults(m: LoadedModel, task: ClassificationTask, seconds: float =
     Example: bundled MiniLM on WordNet topic (3,000 texts, p95 31 tokens) -> mean pooling, word embeddings
     frozen, batch 16, max_len 32, lr 1e-4, 1 epoch (188 steps, about 2:04 estimated); word class (2,000 texts,
     max_len 24) -> 2 epochs; 160 everyday sentences (128 to train) -> batch 16, max_len 16, 20 epochs.
+    max_bytes (a server's budget for a user's run; None: no limit): a run whose `run_cost` bytes exceed it freezes the
+    word-embedding matrix, then the whole encoder (a bert-base-sized model on a 1,000 MB server: head only; all
+    weights need ~1.8 GB, all but the word embeddings ~1.4 GB).
     """
     if len(task.train_texts) < 2:
         raise BertCoreError("the task needs at least two training examples")
@@ -123,9 +126,15 @@ def finetune_defaults(m: LoadedModel, task: ClassificationTask, seconds: float =
     else:
         epochs = int(min(MAX_EPOCHS, max(1, round(seconds / (per_step * steps_per_epoch)))))
     big_words = word * 3 >= n_enc  # a third of the encoder or more (MiniLM: 11.7M of 22.7M)
-    return FineTuneConfig(freeze_encoder=freeze_encoder, freeze_word_embeddings=big_words and not freeze_encoder,
-                          pooling=default_pooling(m), lr=default_lr(cfg, freeze_encoder), epochs=epochs,
-                          batch_size=batch, max_len=max_len, evals_per_epoch=2 if epochs <= 4 else 1, seed=0)
+    out = FineTuneConfig(freeze_encoder=freeze_encoder, freeze_word_embeddings=big_words and not freeze_encoder,
+                         pooling=default_pooling(m), lr=default_lr(cfg, freeze_encoder), epochs=epochs,
+                         batch_size=batch, max_len=max_len, evals_per_epoch=2 if epochs <= 4 else 1, seed=0)
+    if max_bytes is None or freeze_encoder or run_cost(m, task, out)["bytes"] <= max_bytes:
+        return out
+    fewer = replace(out, freeze_word_embeddings=True)
+    if run_cost(m, task, fewer)["bytes"] <= max_bytes:
+        return fewer
+    return finetune_defaults(m, task, seconds, freeze_encoder=True)
 
 
 def run_cost(m: LoadedModel, task: ClassificationTask, cfg: FineTuneConfig) -> dict:

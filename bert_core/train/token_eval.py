@@ -66,18 +66,23 @@ def _fmt(scores: dict[str, float]) -> str:
 
 
 def _run(name: str, m, task, cfg, task_name: str):
-    """One run to the end, printing each evaluation; (scores, steps, seconds, the tuner)."""
+    """One run to the end, printing each evaluation; (scores, steps, seconds, the tuner).
+
+    Seconds: this process's CPU seconds (`time.process_time`), what one quiet core would take with one torch thread
+    (wall time on a shared machine counts the neighbours' work too); the wall time is printed beside it.
+    """
     frozen = cfg.freeze_encoder
     tuner = (CachedHeadTagger if frozen else TokenFineTuner) if task_name == "pos" else \
         (CachedHeadReader if frozen else QAFineTuner)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     ft = tuner(m, task, cfg)
     while not ft.done:
         ft.run(steps=ft.eval_every if not frozen else 10)
         e = ft.evals[-1]
         print(f"[{name}] step {ft.step_count}/{ft.max_steps}  validation loss {e.loss:.3f}  "
-              f"{_fmt(_scores(task_name, e))}  ({time.perf_counter() - t0:.0f} s)", flush=True)
-    return _scores(task_name, ft.evals[-1]), ft.step_count, time.perf_counter() - t0, ft
+              f"{_fmt(_scores(task_name, e))}  ({time.process_time() - c0:.0f} CPU s, "
+              f"{time.perf_counter() - t0:.0f} s wall)", flush=True)
+    return _scores(task_name, ft.evals[-1]), ft.step_count, time.process_time() - c0, ft
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -118,10 +123,11 @@ def main(argv: list[str] | None = None) -> None:
     metric = " / ".join(base)
     key = list(base)[-1]
     print(f"`{env}python -m bert_core.train.token_eval{' ' + flags if flags else ''}` ({what}; seed {args.seed}; "
-          f"{when}, {torch.get_num_threads()} torch threads):")
+          f"{when}, {torch.get_num_threads()} torch thread(s), load average {os.getloadavg()[0]:.1f}; times in CPU "
+          "seconds of this process):")
     print()
     print(f"| model | trained | pretrained ({metric}) | same network, fresh weights | pretrained minus fresh "
-          f"({key}) | baseline | steps | time (pretrained / fresh) |")
+          f"({key}) | baseline | steps | CPU time (pretrained / fresh) |")
     print("|---|---|---|---|---|---|---|---|")
     for name, trained, pre, fresh, steps, secs, secs_fresh in rows:
         print(f"| {name} | {trained} | **{_fmt(pre)}** | {_fmt(fresh)} | {100 * (pre[key] - fresh[key]):+.1f} points | "

@@ -107,7 +107,10 @@ class SampleEfficiency:
 def sample_efficiency(m: LoadedModel, task: ClassificationTask, sizes=SIZES, draws: int = DRAWS, seed: int = 0,
                       pooling: str | None = None, max_len: int = 64, progress: Progress | None = None,
                       scratch: LoadedModel | None = None) -> SampleEfficiency:
-    """Head-only accuracy of `m` and of its untrained copy (features cached once), and bag-of-words, per size."""
+    """Head-only accuracy of `m` and of its untrained copy (features cached once), and bag-of-words, per size.
+
+    A size no smaller than the largest class's training count is left out (it would be "all" again, mislabelled).
+    """
     pooling = pooling or default_pooling(m)
     scratch = scratch or untrained_copy(m, seed=seed)
     texts = [*task.train_texts, *task.valid_texts]
@@ -121,6 +124,8 @@ def sample_efficiency(m: LoadedModel, task: ClassificationTask, sizes=SIZES, dra
         feats[name] = (x[:n], x[n:])
     ytr, yva = np.asarray(task.train_labels), np.asarray(task.valid_labels)
     C = len(task.labels)
+    largest = int(np.bincount(ytr, minlength=C).max())
+    sizes = [k for k in sizes if k is None or k < largest]  # k >= every class's count would repeat "all"
     acc = {k: [] for k in ("pretrained", "from scratch", "bag of words")}
     spread = {k: [] for k in acc}
     used, names = [], []

@@ -69,7 +69,7 @@ def test_untrained_copy_beside_the_run_and_the_sample_efficiency_figure():
     at.button(key="ft_sample_btn").click().run()
     assert_ok(at)
     shown = [d.value for d in at.dataframe if "examples per class" in d.value.columns][0]
-    assert list(shown["examples per class"]) == ["2", "4", "8", "16", "32", "all"]
+    assert list(shown["examples per class"]) == ["2", "4", "8", "all"]  # 10 a class: 16 and 32 would be "all"
     assert set(shown.columns) == {"examples per class", "pretrained", "from scratch", "bag of words"}
     at.button(key="ft_reset").click().run()  # a new run forgets the comparison
     assert fs.state == IDLE and fs0.state == IDLE
@@ -104,3 +104,78 @@ def test_labels_only_in_validation_are_refused_by_the_loop():
                               (2, 0))
     with pytest.raises(bert_core.BertCoreError, match="'c' has validation examples but no training example"):
         FineTuner(m, task, replace(finetune_defaults(m, task), epochs=1))
+
+
+TINY_BASE = "tiny, offline: trained from scratch by this project"  # ui.state.BUNDLED_LABEL: seconds, not minutes
+ONE_EACH = "text,label\n" + "".join(f"a short note about {w} number {i},{c}\n" for c, w in
+                                    zip(("food", "sport", "trees", "cars", "songs"),
+                                        ("soup", "goal", "oak", "wheel", "tune")) for i in range(2))
+
+
+def test_one_training_example_a_class_still_compares_and_draws():
+    """Two rows a class (the least a CSV may have): one to train on, one to check. The run, its untrained copy, bag
+    of words and the sample-efficiency figure all work; the figure has the one size there is ("all")."""
+    at = _open_with_csv(ONE_EACH)
+    at.selectbox(key="ft_base").set_value(TINY_BASE).run()
+    at.button(key="ft_ten").click().run()
+    at.button(key="ft_baseline_btn").click().run()
+    at.button(key="ft0_ten").click().run()
+    assert_ok(at)
+    fs = at.session_state["ft_session"]
+    assert len(fs.trainer.train_rows) == 5 and len(fs.trainer.valid_rows) == 5
+    table = [d.value for d in at.dataframe if "learner" in d.value.columns][0]
+    assert len(table) == 3
+    at.button(key="ft_sample_btn").click().run()
+    assert_ok(at)
+    shown = [d.value for d in at.dataframe if "examples per class" in d.value.columns][0]
+    assert list(shown["examples per class"]) == ["all"]  # "2 per class" would be a lie: each class has one
+    assert any("With every training example" in c.value for c in at.caption)
+
+
+def test_sample_efficiency_is_charged_to_the_ledger_and_refused_plainly_when_full():
+    """The figure's untrained copy is charged like a run: with no room left it is refused with the ledger's message
+    (not built, nothing held afterwards); with room it is computed and its charge given back."""
+    at = _open_with_csv()
+    at.selectbox(key="ft_base").set_value(TINY_BASE).run()
+    at.button(key="ft_ten").click().run()
+    from bert_core.runs.memory import MEMORY as ledger  # the process's ledger: the page's runs charge it
+
+    budget = ledger.max_bytes
+    try:
+        ledger.max_bytes = ledger.used() + 1_000  # room for nothing more
+        at.button(key="ft_sample_btn").click().run()
+        assert_ok(at)
+        assert any(e.value.startswith("Cannot compute:") and "memory for users' models" in e.value for e in at.error), \
+            [e.value for e in at.error]
+        assert not [d for d in at.dataframe if "examples per class" in d.value.columns]
+    finally:
+        ledger.max_bytes = budget
+    held = ledger.used()
+    at.button(key="ft_sample_btn").click().run()
+    assert_ok(at)
+    assert [d for d in at.dataframe if "examples per class" in d.value.columns]
+    assert ledger.used() == held  # the copy's charge is given back once the figure is drawn
+
+
+def test_a_run_too_big_for_the_servers_budget_is_said_plainly_and_the_recipe_fits():
+    """On a server whose budget for a user's runs is smaller than MiniLM's recipe (as bert-base's is on a 1,000 MB
+    server), the recipe trains the head only and says why; training every weight is announced as refused before
+    Start, and refused with the same plain message at Start."""
+    from bert_core.runs.memory import MEMORY
+
+    budget = MEMORY.max_bytes
+    try:
+        MEMORY.max_bytes = 100_000_000  # under MiniLM's all-but-word-embeddings run (~180 MB), over its head
+        at = _open_with_csv()
+        assert at.toggle(key="ft_freeze").value is True
+        assert any("more than this server's 100 MB" in i.value and "the recipe trains the head only instead" in i.value
+                   for i in at.info), [i.value for i in at.info]
+        at.toggle(key="ft_freeze").set_value(False).run()
+        assert any("Start will be refused" in w.value for w in at.warning), [w.value for w in at.warning]
+        at.button(key="ft_start").click().run()
+        assert_ok(at)
+        assert any(e.value.startswith("Cannot start:") and "100 MB" in e.value for e in at.error), \
+            [e.value for e in at.error]
+        assert at.session_state["ft_session"].state == IDLE
+    finally:
+        MEMORY.max_bytes = budget

@@ -47,7 +47,7 @@ def test_the_page_starts_on_the_sidebars_model_training_every_weight():
     assert at.selectbox(key="qa_base").value.startswith("the sidebar's model")
     assert at.toggle(key="qa_freeze").value is False
     assert at.select_slider(key="qa_n").value == 1_000
-    assert at.select_slider(key="qa_lr").value == 1e-4 and at.number_input(key="qa_epochs").value == 1
+    assert at.select_slider(key="qa_lr").value == 3e-4 and at.number_input(key="qa_epochs").value == 1  # qa_lr
     assert any("All weights" in c.value for c in at.caption)
 
 

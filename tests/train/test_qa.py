@@ -168,7 +168,7 @@ def test_exported_reader_loads_in_transformers_and_scores_as_answer_does(bases, 
     assert not info["missing_keys"] and not info["unexpected_keys"], info
     hf.eval()
     back = bert_core.load_model(str(tmp_path / "out"))
-    em, f1 = [], []
+    em, f1, spans = [], [], []
     for ex in task.valid:
         enc = base.tokenizer.encode(ex.question, ex.context)
         kw = {"token_type_ids": torch.from_numpy(enc.token_type_ids)[None]} if fam == "bert" else {}
@@ -179,7 +179,9 @@ def test_exported_reader_loads_in_transformers_and_scores_as_answer_does(bases, 
         assert np.abs(r.end_logits - theirs.end_logits[0].numpy()).max() <= ATOL
         em.append(exact_match(r.spans[0][0], ex.answer_text))
         f1.append(token_f1(r.spans[0][0], ex.answer_text))
+        spans.append(r.spans[0][0])
     assert ev.accuracy == pytest.approx(np.mean(em)) and ev.f1 == pytest.approx(np.mean(f1))
+    assert ft.last_predictions == spans  # each question's own span (evaluate batches them by length)
 
 
 def test_reader_learns_the_toy_task(bases):

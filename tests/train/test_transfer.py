@@ -3,28 +3,22 @@ the frozen word-embedding matrix, mean pooling and the head-only run on cached f
 
 from __future__ import annotations
 
+import sys
+from dataclasses import replace
+from pathlib import Path
+
 import pytest
 import torch
 
 import bert_core
 from bert_core.model.classifiers import BertForSequenceClassification
 from bert_core.model.config import BertConfig
-from bert_core.train.budget import activation_bytes, step_seconds
+from bert_core.train.budget import activation_bytes, saved_tensor_bytes, step_seconds
 from bert_core.train.finetuning import FineTuneConfig, FineTuner, finetune_defaults, run_cost
-from bert_core.train.tasks import ClassificationTask, builtin_tasks, task_from_csv
+from bert_core.train.tasks import ClassificationTask, builtin_tasks
 
-ANIMAL = ["the cat sat on the mat", "a dog was playing", "the cat is playing", "she bought a dog",
-          "it was a cat", "the dog sat", "a cat and a dog", "we sat on the cat mat", "the dog is it",
-          "they and the cat"]
-SHOP = ["he went to the store", "she bought milk", "i went to paris", "we bought milk in paris",
-        "the store was in paris", "you went to the store", "milk and the store", "they bought it in the store",
-        "he bought the milk", "a store in paris"]
-
-
-def toy_task() -> ClassificationTask:
-    """Two classes a single word tells apart (the tiny test vocabulary's words), as test_finetuning's."""
-    rows = "text,label\n" + "\n".join(f"{t},animal" for t in ANIMAL) + "\n" + "\n".join(f"{t},shop" for t in SHOP)
-    return task_from_csv(rows, name="toy", valid_fraction=0.3, seed=0)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_finetuning import toy_task  # noqa: E402  (two classes a single word tells apart)
 
 
 @pytest.fixture(scope="module")
@@ -35,19 +29,7 @@ def bases(tiny_dirs):
 def _saved_bytes(model, B: int, T: int) -> int:
     """What autograd really keeps for the backward pass of one forward, counted by torch's saved-tensor hooks."""
     x = torch.randint(5, 90, (B, T))
-    seen = {p.untyped_storage().data_ptr() for p in model.parameters()}
-    total = 0
-
-    def pack(t):
-        nonlocal total
-        if t.untyped_storage().data_ptr() not in seen:
-            seen.add(t.untyped_storage().data_ptr())
-            total += t.untyped_storage().nbytes()
-        return t
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
-        model.logits(x, None, torch.ones_like(x))
-    return total
+    return saved_tensor_bytes(lambda: model.logits(x, None, torch.ones_like(x)), model.parameters())
 
 
 @pytest.mark.parametrize("H,ff,nh,L", [(32, 37, 4, 2), (64, 300, 4, 3), (96, 384, 12, 1)])
@@ -85,6 +67,17 @@ def test_defaults_follow_the_model_and_the_task_size(bases):
     cost = run_cost(minilm, topic, d)
     assert 60 <= cost["seconds"] <= 180  # about two minutes on the reference machine
     assert cost["trainable"] < sum(p.numel() for p in minilm.model.bert.parameters()) - 11_000_000
+
+
+def test_the_recipe_fits_a_servers_budget_freezing_words_then_the_encoder(bases):
+    m, task = bases["mlm"], toy_task()
+    free = finetune_defaults(m, task)
+    assert not free.freeze_encoder and not free.freeze_word_embeddings  # a tiny vocabulary: a small matrix
+    need = run_cost(m, task, free)["bytes"]
+    assert finetune_defaults(m, task, max_bytes=need) == free
+    fewer = finetune_defaults(m, task, max_bytes=need - 1)
+    assert fewer == replace(free, freeze_word_embeddings=True) and run_cost(m, task, fewer)["bytes"] < need
+    assert finetune_defaults(m, task, max_bytes=1) == finetune_defaults(m, task, freeze_encoder=True)
 
 
 def test_frozen_word_embeddings_are_shared_untouched_and_not_trained(bases):

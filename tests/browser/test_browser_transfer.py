@@ -1,0 +1,130 @@
+"""Why pre-train, in a real browser: the Fine-tuning page's three runs (pretrained, the same network untrained, bag
+of words) and its sample-efficiency figure; the Tagging page's comparison and figure. Small tasks (a pasted CSV on
+the tiny bundled base, a pasted CoNLL file with the head fit exactly), so each test takes seconds of training."""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from pathlib import Path
+
+import pytest
+from test_browser import OUT, browser, server, watch  # noqa: F401  (fixtures)
+
+pytestmark = pytest.mark.browser
+
+WORDS = {"cooking": ["soup", "bread", "oven", "pasta", "onion", "cake"],
+         "sport": ["goal", "match", "team", "race", "ball", "coach"]}
+CSV = "text,label\n" + "".join(f"the {w} was good today number {i},{lab}\n"
+                               for lab, ws in WORDS.items() for i, w in enumerate(ws * 2))
+CONLL = "\n\n".join(f"the\tDET\n{w}\tNOUN\n{v}\tVERB\n.\t." for w in ("cat", "dog", "bird", "child", "man", "girl")
+                    for v in ("sat", "ran", "slept")) + "\n"
+TINY_BASE = "tiny, offline: trained from scratch by this project"  # ui.state.BUNDLED_LABEL
+
+
+def main_text(page) -> str:
+    return page.locator('[data-testid="stMain"]').inner_text()
+
+
+def open_with_pasted(w, path: str, choice: str, box: str, text: str):
+    """Open a page, pick its "paste" task and paste `text` into the box; the page."""
+    page = w.open(path)
+    page.get_by_text(choice, exact=True).click()
+    w.settle()
+    page.get_by_label(box).fill(text)
+    page.keyboard.press("Control+Enter")
+    w.settle()
+    return page
+
+
+def wait_for_text(w, text: str, seconds: float = 240) -> None:
+    """Until the main area shows `text` (a live run's fragment redraws on a timer), then settle."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and text not in main_text(w.page):
+        time.sleep(1)
+    assert text in main_text(w.page), f"{text!r} never appeared"
+    w.settle()
+
+
+def download_rows(page, button: str) -> list[dict]:
+    """The rows of a table, through its CSV button (a dataframe is drawn on a canvas: its cells are not text)."""
+    with page.expect_download(timeout=30_000) as d:
+        page.get_by_role("button", name=button).click()
+    return list(csv.DictReader(io.StringIO(Path(d.value.path()).read_text(encoding="utf-8"))))
+
+
+def plot_traces(page) -> dict[str, list]:
+    """Every drawn plotly trace: name -> its y values (Plotly keeps the figure's data on the chart's div)."""
+    return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('.js-plotly-plot')]
+        .flatMap(el => (el.data || []).map(t => [t.name || '', Array.from(t.y || [])])))""")
+
+
+def percent(cell: str) -> float:
+    assert cell.endswith("%"), cell
+    return float(cell[:-1])
+
+
+def test_finetuning_pretrained_untrained_baseline_and_sample_efficiency(watch):  # noqa: F811
+    """A pasted CSV on the tiny base: the run, its untrained copy and bag of words in one table with numbers and one
+    chart; then the sample-efficiency figure and table (2 .. all examples per class, three learners)."""
+    page = open_with_pasted(watch, "/finetuning", "Paste CSV",
+                            "CSV: one example a line, text,label (quote a text that has commas)", CSV)
+    page.locator(".st-key-ft_base").click()
+    page.get_by_role("option", name=TINY_BASE).click()
+    watch.settle()
+    page.locator(".st-key-ft_ten button").click()  # ten steps each: the same budget, seconds on a busy machine
+    watch.settle()
+    page.get_by_role("button", name="Compute the baseline").click()
+    watch.settle()
+    page.locator(".st-key-ft0_ten button").click()
+    wait_for_text(watch, "ahead of the same network trained from scratch")
+    watch.assert_clean()
+    rows = download_rows(page, "Download pretrained vs untrained (CSV)")
+    assert [r["learner"] for r in rows] == ["bundled, pretrained", "the same network, untrained (untrained_copy)",
+                                            "bag of words (no BERT)"]
+    assert all(0 <= percent(r["validation accuracy"]) <= 100 for r in rows)
+    assert rows[0]["step"] == rows[1]["step"] == "10"  # the same budget
+    traces = plot_traces(page)
+    assert {"pretrained", "same network, untrained"} <= set(traces), set(traces)
+    assert all(0 <= y <= 1 for y in traces["same network, untrained"])
+
+    page.get_by_role("button", name="Compute the sample-efficiency figure").click()
+    watch.settle()
+    watch.assert_clean()
+    rows = download_rows(page, "Download sample efficiency (CSV)")
+    assert [r["examples per class"] for r in rows] == ["2", "4", "8", "all"]  # 10 a class: no 16 or 32
+    for learner in ("pretrained", "from scratch", "bag of words"):
+        assert all(0 <= percent(r[learner]) <= 100 for r in rows), learner
+    traces = plot_traces(page)
+    assert {"pretrained", "from scratch", "bag of words"} <= set(traces), set(traces)
+    assert all(len(traces[k]) == 4 for k in ("pretrained", "from scratch", "bag of words"))
+    page.screenshot(path=str(OUT / "page_finetuning_transfer.png"), full_page=True)
+
+
+def test_tagging_pretrained_untrained_baseline_and_sample_efficiency(watch):  # noqa: F811
+    """A pasted CoNLL file, head fit exactly: the from-scratch run beside it and the baseline in one table, then the
+    sample-efficiency figure with a curve for each."""
+    page = open_with_pasted(watch, "/tagging", "Paste CoNLL", "CoNLL: word TAB label a line", CONLL)
+    page.locator(".st-key-tg_start button").click()
+    wait_for_text(watch, "Finished")
+    page.get_by_role("button", name="Train the same network from scratch").click()
+    wait_for_text(watch, "pretraining is worth")
+    deadline = time.time() + 120
+    while time.time() < deadline and "(so far: the runs are not both finished)" in main_text(page):
+        time.sleep(1)
+    watch.settle()
+    watch.assert_clean()
+    rows = download_rows(page, "Download pretrained vs from scratch (CSV)")
+    assert len(rows) == 3 and rows[1]["model"].endswith("fresh weights (from scratch)"), rows
+    assert all(0 <= float(r["validation accuracy"]) <= 1 for r in rows)
+    assert "(so far" not in main_text(page)
+
+    page.get_by_role("button", name="Compute the sample-efficiency figure").click()
+    page.wait_for_selector(".st-key-tg_se_start button[disabled]", state="detached", timeout=120_000)
+    wait_for_text(watch, "Each point: a head fit exactly")
+    watch.assert_clean()
+    traces = plot_traces(page)
+    curves = [k for k in traces if "pretrained" in k or "from scratch" in k]
+    assert len(curves) >= 2 and all(traces[k] and all(0 <= y <= 1 for y in traces[k]) for k in curves), traces
+    page.screenshot(path=str(OUT / "page_tagging_transfer.png"), full_page=True)
