@@ -128,3 +128,22 @@ def test_tagging_pretrained_untrained_baseline_and_sample_efficiency(watch):  # 
     curves = [k for k in traces if "pretrained" in k or "from scratch" in k]
     assert len(curves) >= 2 and all(traces[k] and all(0 <= y <= 1 for y in traces[k]) for k in curves), traces
     page.screenshot(path=str(OUT / "page_tagging_transfer.png"), full_page=True)
+
+
+def test_a_10_mb_csv_upload_is_refused_plainly(watch):  # noqa: F811
+    """The issue's 10 MB CSV, as an upload: the uploader refuses it with a message (its limit is the page's 1 MB CSV
+    limit), nothing is read or trained, and the page still works."""
+    page = watch.open("/finetuning")
+    page.get_by_text("Upload a .csv file", exact=True).click()
+    watch.settle()
+    big = ("text,label\n" + "".join(f"example number {i},{'ab'[i % 2]}\n" for i in range(500_000))).encode()
+    assert len(big) > 10_000_000
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').set_input_files(
+        files=[{"name": "big.csv", "mimeType": "text/csv", "buffer": big}])
+    page.wait_for_selector("text=/must be 1(\\.0)?\\s?MB or smaller/i", timeout=30_000)
+    watch.settle()
+    watch.assert_clean()
+    page.locator(".st-key-ft_start button").click()
+    watch.settle()
+    watch.assert_clean()
+    assert "Cannot start: choose a .csv file to upload first" in main_text(page)
