@@ -32,6 +32,13 @@ def _session() -> tuple[str, str, str] | None:
     return ctx.session_id, ctx.query_string, ctx.page_script_hash
 
 
+def _drop(sid: str, keep: str | None = None) -> None:
+    """Take session `sid` out of every class but `keep` (a class left with nobody goes). Hold _lock."""
+    for c, members in list(_followers.items()):
+        if c != keep and members.pop(sid, None) is not None and not members:
+            del _followers[c]
+
+
 def follow_here(store: classroom.ClassStore, code: str) -> None:
     """This session shows class `code`'s step: redraw it when the class changes."""
     me = _session()
@@ -41,9 +48,7 @@ def follow_here(store: classroom.ClassStore, code: str) -> None:
         if id(store) not in _watched:
             store.watch(push)
             _watched.add(id(store))
-        for c, members in list(_followers.items()):  # one class per session
-            if c != code and members.pop(me[0], None) is not None and not members:
-                del _followers[c]
+        _drop(me[0], keep=code)  # one class per session
         _followers.setdefault(code, {})[me[0]] = me[1:]
 
 
@@ -53,15 +58,7 @@ def forget_here() -> None:
     if me is None:
         return
     with _lock:
-        for c, members in list(_followers.items()):
-            if members.pop(me[0], None) is not None and not members:
-                del _followers[c]
-
-
-def followers(code: str) -> int:
-    """How many of this process's sessions follow class `code`."""
-    with _lock:
-        return len(_followers.get(code, {}))
+        _drop(me[0])
 
 
 def push(code: str) -> int:
@@ -75,7 +72,7 @@ def push(code: str) -> int:
         session = rt.get_app_session(sid)
         if session is None:  # the tab was closed
             with _lock:
-                _followers.get(code, {}).pop(sid, None)
+                _drop(sid)
             continue
         # No widget states: the session keeps its own (as st.rerun does); no fragment id: the whole page.
         session.request_rerun(ClientState(query_string=query, page_script_hash=page))
