@@ -133,6 +133,14 @@ class ByteLRU:
     def __len__(self) -> int:
         return len(self._items)
 
+    def __contains__(self, key: Hashable) -> bool:
+        """Is `key` held now (counts as a use: it moves to the most recent end)?"""
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return True
+            return False
+
     def get_or_compute(self, key: Hashable, compute: Callable[[], Any]) -> Any:
         """The cached value for `key`, or `compute()` stored (when it fits) and returned."""
         with self._lock:

@@ -12,9 +12,7 @@ import contextlib
 import functools
 import json
 import math
-import threading
 import urllib.parse
-from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -36,6 +34,7 @@ from bert_core.inspect.residual import logit_lens, same_word
 from bert_core.lesson import questions
 from bert_core.runs.settings import CORPUS_CHOICES, example_run
 from bert_core.train.toy import farm_tokenizer
+from ui.cache import ByteLRU
 from ui.lesson_heads import view_knockout
 from ui.state import model_cached
 from ui.widgets import lesson_chart as _chart
@@ -101,32 +100,21 @@ def plain(s: str) -> str:
 # ------------------------------------------------------------------------------------------ views
 # (model, step, sentence(s), what) this process has computed once. A spinner starts a timer thread on every run;
 # once a step's numbers are in the shared cache its run is short, and a class's 30 students redraw the same step
-# at once (the teacher computed it first): their pages skip the spinner. Bounded in bytes like every cache here.
-_WARM: OrderedDict[tuple, int] = OrderedDict()
-_WARM_MAX_BYTES = 1 << 20
-_warm = {"bytes": 0, "lock": threading.Lock()}
+# at once (the teacher computed it first): their pages skip the spinner. Bounded in bytes like every cache here
+# (each key is its own value, so its strings are what is counted).
+_WARM = ByteLRU(1 << 20)
 
 
 @contextlib.contextmanager
 def busy(cur, k: int, text: str, pair: str | None, what: str, message: str) -> Iterator[None]:
     """`st.spinner(message)` the first time this process computes `what` of step k for this model and sentence."""
     key = (cur.model_key, k, text, pair, what)
-    with _warm["lock"]:
-        hit = key in _WARM
-        if hit:
-            _WARM.move_to_end(key)
-    if hit:
+    if key in _WARM:
         yield
         return
     with st.spinner(message):
         yield
-    size = 200 + len(text) + len(pair or "") + len(what)
-    with _warm["lock"]:
-        if key not in _WARM:
-            _WARM[key] = size
-            _warm["bytes"] += size
-        while _warm["bytes"] > _WARM_MAX_BYTES:
-            _warm["bytes"] -= _WARM.popitem(last=False)[1]
+    _WARM.get_or_compute(key, lambda: key)
 
 
 def _table(df: pd.DataFrame) -> None:
