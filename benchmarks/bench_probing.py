@@ -41,9 +41,9 @@ def plain_pass(m, sentences) -> float:
 
 
 def bench(m, quick: bool) -> None:
+    from bert_core.finetune.tagging import UNIVERSAL_TAGS, builtin_pos_task
     from bert_core.inspect.neighbours import build_index, sentences_within
-    from bert_core.train import probing
-    from bert_core.train.tagging import UNIVERSAL_TAGS, builtin_pos_task
+    from bert_core.probe import probing
 
     print(f"== {m.name}: {m.config.num_hidden_layers} layers x {m.config.hidden_size}")
     for name, n in ([(probing.POS, 100)] if quick else [(probing.POS, 100), (probing.POS, 300), (probing.SENSE, 0)]):

@@ -23,15 +23,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bert_core  # noqa: E402
-from bert_core.train.finetuning import _pad  # noqa: E402
-from bert_core.train.qa import builtin_qa_task, first_examples  # noqa: E402
-from bert_core.train.tagging import builtin_pos_task, first_sentences  # noqa: E402
-from bert_core.train.token_finetuning import (  # noqa: E402
-    CachedHeadTagger,
-    QAFineTuner,
-    _length_chunks,
-    token_finetune_defaults,
-)
+from bert_core.finetune.cached_head import CachedHeadTagger  # noqa: E402
+from bert_core.finetune.finetuning import _pad  # noqa: E402
+from bert_core.finetune.qa import builtin_qa_task, first_examples  # noqa: E402
+from bert_core.finetune.tagging import builtin_pos_task, first_sentences  # noqa: E402
+from bert_core.finetune.token_finetuning import QAFineTuner, _length_chunks, token_finetune_defaults  # noqa: E402
 
 MINILM = Path(bert_core.__file__).resolve().parent / "bundled_minilm"
 

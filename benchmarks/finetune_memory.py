@@ -34,13 +34,13 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import bert_core  # noqa: E402
+from bert_core.finetune.budget import saved_tensor_bytes  # noqa: E402
+from bert_core.finetune.finetuning import finetune_defaults  # noqa: E402
+from bert_core.finetune.tasks import builtin_tasks  # noqa: E402
 from bert_core.runs.finetune_run import FineTuneSession, finetune_bytes  # noqa: E402
 from bert_core.runs.memory import SessionMemory, budget_bytes, format_mb, tensor_bytes  # noqa: E402
 from bert_core.runs.slots import SlotManager  # noqa: E402
 from bert_core.runs.status import WAITING  # noqa: E402
-from bert_core.train.budget import saved_tensor_bytes  # noqa: E402
-from bert_core.train.finetuning import finetune_defaults  # noqa: E402
-from bert_core.train.tasks import builtin_tasks  # noqa: E402
 
 
 def rss(field: str = "VmRSS") -> int:
@@ -53,7 +53,7 @@ def rss(field: str = "VmRSS") -> int:
 
 def saved_bytes_of_a_step(ft) -> int:
     """Bytes autograd keeps for the backward pass of one of the run's batches (its longest), by saved-tensor hooks."""
-    from bert_core.train.finetuning import _pad
+    from bert_core.finetune.finetuning import _pad
 
     rows = sorted(ft.train_rows, key=len)[-ft.cfg.batch_size:]
     ids, mask = _pad(rows, ft.tok.pad_token_id)

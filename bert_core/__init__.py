@@ -1,7 +1,7 @@
 """bert_core: a readable BERT, its tokenizer, masking, analysis and training, for BERT Explorer.
 
-The public API is this module's names; the packages behind it are layered (README "Architecture"):
-model < objectives < inspect < train < runs, and figures apart.
+The public API is this module's names; the packages behind it are layered (docs/architecture.md):
+model < objectives < inspect < train < finetune < runs (and probe), lesson on top, figures apart.
 
     import bert_core
     m = bert_core.load_model()                       # the default offline model (bundled MiniLM)
@@ -10,6 +10,8 @@ model < objectives < inspect < train < runs, and figures apart.
 """
 
 from .errors import BertCoreError
+from .finetune.finetuning import FineTuneConfig, FineTuner, finetune_defaults, run_cost
+from .finetune.tasks import ClassificationTask, bow_baseline, builtin_tasks, task_from_csv
 from .inspect.analysis import EmbeddingParts, Trace, analyze, analyze_encoding, position_similarity
 from .inspect.attribution import attention_rollout, head_stats, salience
 from .inspect.classify import classify
@@ -65,8 +67,6 @@ from .objectives.masking import (
     mask_tokens,
     masking_statistics,
 )
-from .train.finetuning import FineTuneConfig, FineTuner, finetune_defaults, run_cost
-from .train.tasks import ClassificationTask, bow_baseline, builtin_tasks, task_from_csv
 
 __all__ = [
     "BUNDLED_DIR",

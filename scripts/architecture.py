@@ -30,8 +30,14 @@ def contracts() -> list[dict]:
     return tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
 
 
+def floors() -> list[list[str]]:
+    """The layers contract's floors, top first; a floor of independent siblings ("a | b") holds several packages."""
+    return [[m.strip() for m in layer.split("|")] for layer in next(c["layers"] for c in contracts()
+                                                                     if c["type"] == "layers")]
+
+
 def layers() -> list[str]:
-    return next(c["layers"] for c in contracts() if c["type"] == "layers")
+    return [m for floor in floors() for m in floor]
 
 
 def short(module: str) -> str:
@@ -77,8 +83,9 @@ def mermaid() -> str:
     lines += ['    app["app.py"]', '    views["views/ (pages)"]', '    ui["ui/"]', "  end"]
     lines.append('  subgraph core["bert_core (never imports streamlit or ui)"]')
     lines.append('    api["bert_core/__init__ (public API)"]')
-    for i, layer in enumerate(stack):
-        lines.append(f'    {short(layer)}["{i + 1}. {short(layer)}"]')
+    for i, floor in enumerate(floors()):
+        for layer in floor:
+            lines.append(f'    {short(layer)}["{i + 1}. {short(layer)}"]')
     for extra in packages[len(stack):-2]:
         lines.append(f'    {short(extra)}["{short(extra)} (imports nothing of bert_core)"]')
     lines.append("  end")

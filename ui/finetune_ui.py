@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import streamlit as st
 
+from bert_core.finetune.finetuning import default_lr
+from bert_core.finetune.token_finetuning import token_finetune_defaults
 from bert_core.runs.status import FINISHED, PAUSED, QUEUED, WAITING
-from bert_core.train.finetuning import default_lr
-from bert_core.train.token_finetuning import token_finetune_defaults
 from ui import callbacks
 from ui.state import BUNDLED_LABEL, Current, shared_model
 from ui.widgets import live_run, memory_wait_ui, queued_info

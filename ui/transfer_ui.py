@@ -14,11 +14,12 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.token_transfer import sample_efficiency_figure, transfer_curves_figure
+from bert_core.finetune.cached_head import SampleEfficiency, cached_feature_bytes
+from bert_core.finetune.finetuning import EvalResult
+from bert_core.finetune.token_finetuning import token_finetune_defaults
 from bert_core.runs.memory import MEMORY, tensor_bytes
 from bert_core.runs.slots import SLOTS
 from bert_core.runs.status import FINISHED, IDLE, WAITING
-from bert_core.train.finetuning import EvalResult
-from bert_core.train.token_finetuning import SampleEfficiency, cached_feature_bytes, token_finetune_defaults
 from ui.finetune_ui import QUEUED_TICK_SECONDS, TICK_SECONDS, TRAIN_SECONDS
 from ui.widgets import chart, live_run, table
 

@@ -16,12 +16,8 @@ from bert_core.figures.finetuning import (
     probabilities_figure,
     sample_efficiency_figure,
 )
-from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.memory import format_mb, tensor_bytes
-from bert_core.runs.settings import decode_upload
-from bert_core.runs.status import FINISHED, IDLE, RUNNING, WAITING, format_seconds
-from bert_core.train.finetuning import POOLINGS, FineTuneConfig, finetune_defaults, pca_2d, run_cost
-from bert_core.train.tasks import (
+from bert_core.finetune.finetuning import POOLINGS, FineTuneConfig, finetune_defaults, pca_2d, run_cost
+from bert_core.finetune.tasks import (
     MAX_CSV_BYTES,
     MAX_CSV_ROWS,
     MAX_EPOCHS,
@@ -30,7 +26,11 @@ from bert_core.train.tasks import (
     task_examples,
     task_from_csv,
 )
-from bert_core.train.transfer import sample_efficiency
+from bert_core.finetune.transfer import sample_efficiency
+from bert_core.runs.finetune_run import FineTuneSession
+from bert_core.runs.memory import format_mb, tensor_bytes
+from bert_core.runs.settings import decode_upload
+from bert_core.runs.status import FINISHED, IDLE, RUNNING, WAITING, format_seconds
 from ui import callbacks
 from ui.finetune_ui import keep_ui, run_status
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model

@@ -8,6 +8,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.probing import layer_names, projection_figure, tag_histogram_figure
+from bert_core.finetune.tagging import UNIVERSAL_TAGS, builtin_pos_task
 from bert_core.inspect.neighbours import (
     INDEX_MAX_BYTES,
     build_index,
@@ -18,8 +19,7 @@ from bert_core.inspect.neighbours import (
     query_words,
     sentences_within,
 )
-from bert_core.train.probing import sense_rows, sense_vectors
-from bert_core.train.tagging import UNIVERSAL_TAGS, builtin_pos_task
+from bert_core.probe.probing import sense_rows, sense_vectors
 from ui import callbacks
 from ui.state import model_cached, require_current, url_int
 from ui.widgets import chart, table

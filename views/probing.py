@@ -5,7 +5,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.probing import accuracy_by_layer_figure, layer_names
-from bert_core.train.probing import POS, POS_SIZES, ROWS, SENSE, TASKS, probe_layers, probe_task
+from bert_core.probe.probing import POS, POS_SIZES, ROWS, SENSE, TASKS, probe_layers, probe_task
 from ui.state import model_cached, require_current
 from ui.widgets import chart, table
 

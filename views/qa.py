@@ -8,13 +8,14 @@ import streamlit as st
 import bert_core
 from bert_core.figures.finetuning import curves_figure
 from bert_core.figures.qa import highlighted_passage_html, span_probabilities_figure
+from bert_core.finetune.cached_head import CachedHeadReader
+from bert_core.finetune.finetuning import default_lr
+from bert_core.finetune.qa import builtin_qa_task, first_examples, heuristic_baseline
+from bert_core.finetune.token_finetuning import MAX_ANSWER_TOKENS, qa_lr
 from bert_core.inspect.token_tasks import answer, passage_probabilities
 from bert_core.model.token_heads import BertForQuestionAnswering
 from bert_core.runs.finetune_run import FineTuneSession
 from bert_core.runs.status import IDLE
-from bert_core.train.finetuning import default_lr
-from bert_core.train.qa import builtin_qa_task, first_examples, heuristic_baseline
-from bert_core.train.token_finetuning import MAX_ANSWER_TOKENS, CachedHeadReader, qa_lr
 from ui.finetune_ui import (
     head_run_ui,
     new_head_bases,

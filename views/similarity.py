@@ -5,9 +5,9 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.similarity import cosine_heatmap
+from bert_core.finetune.tasks import search_sentences, similarity_pair_sets, similarity_pairs, word_overlap_auc
 from bert_core.inspect.sentences import POOLINGS, auc_from_embeddings, cosine_matrix, default_pooling, nearest
 from bert_core.model.loading import SENTENCE_MODEL_HUB_ID, SENTENCE_MODEL_NAME
-from bert_core.train.tasks import search_sentences, similarity_pair_sets, similarity_pairs, word_overlap_auc
 from ui.state import Current, model_cached, require_current, shared_model
 from ui.widgets import chart, table
 

@@ -8,12 +8,8 @@ import streamlit as st
 import bert_core
 from bert_core.figures.finetuning import confusion_figure, curves_figure
 from bert_core.figures.tagging import legend_html, per_label_figure, tagged_html
-from bert_core.inspect.token_tasks import tag_words
-from bert_core.model.token_heads import BertForTokenClassification
-from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.settings import decode_upload
-from bert_core.runs.status import IDLE
-from bert_core.train.tagging import (
+from bert_core.finetune.cached_head import CachedHeadTagger
+from bert_core.finetune.tagging import (
     MAX_CONLL_BYTES,
     MAX_CONLL_SENTENCES,
     builtin_pos_task,
@@ -22,7 +18,11 @@ from bert_core.train.tagging import (
     per_label_accuracy,
     task_from_conll,
 )
-from bert_core.train.token_finetuning import CachedHeadTagger
+from bert_core.inspect.token_tasks import tag_words
+from bert_core.model.token_heads import BertForTokenClassification
+from bert_core.runs.finetune_run import FineTuneSession
+from bert_core.runs.settings import decode_upload
+from bert_core.runs.status import IDLE
 from ui.finetune_ui import (
     head_run_ui,
     new_head_bases,

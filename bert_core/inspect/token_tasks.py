@@ -202,7 +202,7 @@ class WordTagging:
 def tag_words(m: LoadedModel, text: str) -> WordTagging:
     """Split `text` into words (as Brown does), tag " ".join(words), and read each word off its first piece.
 
-    This is how the tagger was trained (`train.tagging`): words joined by single spaces, the label on
+    This is how the tagger was trained (`finetune.tagging`): words joined by single spaces, the label on
     each word's first piece, so a typed "stop." reads as the two words "stop" and ".".
     """
     words = split_words(text)

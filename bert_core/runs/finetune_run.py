@@ -14,24 +14,19 @@ from dataclasses import asdict
 import numpy as np
 
 from ..errors import BertCoreError
+from ..finetune.budget import activation_bytes
+from ..finetune.cached_head import CachedHeadReader, CachedHeadTagger, cached_feature_bytes
+from ..finetune.finetuning import EvalResult, FineTuneConfig, FineTuner, FineTuneStep, run_cost
+from ..finetune.qa import QATask
+from ..finetune.tagging import TaggingTask
+from ..finetune.tasks import ClassificationTask
+from ..finetune.token_finetuning import QAFineTuner, TokenFineTuner
 from ..inspect.classify import classify
 from ..inspect.token_tasks import AnswerResult, WordTagging, answer, tag_words
 from ..model.classifier_io import classifier_zip
 from ..model.loaded import LoadedModel
 from ..model.token_heads_io import token_model_zip
 from ..model.untrained import untrained_copy
-from ..train.budget import activation_bytes
-from ..train.finetuning import EvalResult, FineTuneConfig, FineTuner, FineTuneStep, run_cost
-from ..train.qa import QATask
-from ..train.tagging import TaggingTask
-from ..train.tasks import ClassificationTask
-from ..train.token_finetuning import (
-    CachedHeadReader,
-    CachedHeadTagger,
-    QAFineTuner,
-    TokenFineTuner,
-    cached_feature_bytes,
-)
 from .memory import tensor_bytes
 from .settings import MAX_TRAIN_SECONDS, corpus_bytes, ema, ids_bytes
 from .status import FINISHED, STATE_LABELS, format_seconds
@@ -40,7 +35,7 @@ from .training_run import TrainingSession
 
 def tuner_class(task: ClassificationTask | TaggingTask | QATask, cfg: FineTuneConfig | None = None) -> type[FineTuner]:
     """The loop for this kind of task: a classifier per text, a tagger per word, a reader of answer spans (the
-    last two with a frozen encoder: the head fit exactly on cached vectors, `token_finetuning._CachedHead`)."""
+    last two with a frozen encoder: the head fit exactly on cached vectors, `cached_head._CachedHead`)."""
     frozen = cfg is not None and cfg.freeze_encoder
     if isinstance(task, TaggingTask):
         return CachedHeadTagger if frozen else TokenFineTuner
@@ -51,7 +46,7 @@ def tuner_class(task: ClassificationTask | TaggingTask | QATask, cfg: FineTuneCo
 
 def finetune_bytes(base: LoadedModel, task: ClassificationTask | TaggingTask | QATask, cfg: FineTuneConfig) -> int:
     """What a fine-tuning run will hold, before it is built: the weights it trains with their gradients and AdamW's
-    two moments, the activations of one step at the chosen batch and length (`train/budget.py`), its texts.
+    two moments, the activations of one step at the chosen batch and length (`finetune/budget.py`), its texts.
 
     Fine-tuning all weights copies the encoder (but a frozen word-embedding matrix, which stays the base's);
     a frozen encoder is shared with the base (read-only), so only the head is the run's own, plus its cached

@@ -1,2 +1,3 @@
-"""Training: the corpora, the Trainer (MLM + NSP), pre-training and fine-tuning loops, their evaluations.
-May import: `model`, `objectives`, `inspect` (probes and evaluation read the model as the pages do); never `runs`."""
+"""Pre-training: the corpora, batches, the Trainer (MLM, causal LM, ELECTRA), pre-training, the toy corpus, evaluation.
+May import: `model`, `objectives`, `inspect` (probes and evaluation read the model as the pages do); never
+`finetune`, `probe` or `runs`."""

@@ -24,6 +24,7 @@ from ..errors import BertCoreError
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 BUILTIN_CORPUS_FILE = DATA_DIR / "wordnet_glosses.txt.gz"
 BROWN_FILE = DATA_DIR / "brown.txt.gz"
+LABELLED_FILE = DATA_DIR / "finetune_tasks.tsv.gz"  # scripts/build_tasks.py: the built-in classification tasks
 
 MAX_USER_CORPUS_BYTES = 2_000_000
 MIN_USER_CORPUS_WORDS = 10
@@ -46,6 +47,30 @@ def _builtin_lines() -> tuple[str, ...]:
 def load_builtin_corpus() -> list[str]:
     """All lines of the built-in WordNet gloss corpus, in file order (a fresh list each call)."""
     return list(_builtin_lines())
+
+
+Labelled = tuple[tuple[str, ...], list[tuple[str, int]], list[tuple[str, int]]]
+
+
+@functools.lru_cache(maxsize=1)
+def labelled_glosses() -> dict[str, Labelled]:
+    """The built-in labelled WordNet definitions, by task: (labels sorted, train [(text, label index)], validation).
+
+    Read here, below fine-tuning, because pretraining's frozen linear probe (`linear_probe.py`) is scored on the
+    "topic" task too; `finetune.tasks.builtin_tasks` makes them `ClassificationTask`s.
+    """
+    rows: dict[str, list[tuple[str, str, str]]] = {}
+    with gzip.open(LABELLED_FILE, "rt", encoding="utf-8") as f:
+        for line in f:
+            task, split, label, text = line.rstrip("\n").split("\t")
+            rows.setdefault(task, []).append((split, label, text))
+    out = {}
+    for name, rs in rows.items():
+        labels = tuple(sorted({lab for _, lab, _ in rs}))
+        ix = {lab: i for i, lab in enumerate(labels)}
+        out[name] = (labels, [(t, ix[lab]) for s, lab, t in rs if s == "train"],
+                     [(t, ix[lab]) for s, lab, t in rs if s == "validation"])
+    return out
 
 
 @dataclass(frozen=True)

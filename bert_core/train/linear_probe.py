@@ -22,7 +22,7 @@ import torch
 from ..model.heads import BertForPreTraining
 from ..model.tokenization import WordPieceTokenizer
 from .batches import pad_rows
-from .tasks import builtin_tasks
+from .corpus import labelled_glosses
 
 PROBE_TASK = "topic"
 PROBE_TRAIN = 480  # 80 a class, fixed
@@ -44,19 +44,18 @@ class ProbeSet:
 @functools.lru_cache(maxsize=4)
 def probe_set(n_train: int = PROBE_TRAIN, n_valid: int = PROBE_VALID) -> ProbeSet:
     """The first `n_train` training and `n_valid` validation examples of the topic task, balanced per class."""
-    task = builtin_tasks()[PROBE_TASK]
+    labels, train, valid = labelled_glosses()[PROBE_TASK]
 
-    def take(texts, labels, n):
-        per = n // len(task.labels)
-        out, seen = [], {c: 0 for c in range(len(task.labels))}
-        for t, y in zip(texts, labels):
+    def take(pairs, n):
+        per = n // len(labels)
+        out, seen = [], dict.fromkeys(range(len(labels)), 0)
+        for t, y in pairs:
             if seen[y] < per:
                 out.append((t, y))
                 seen[y] += 1
         return tuple(t for t, _ in out), tuple(y for _, y in out)
 
-    return ProbeSet(*take(task.train_texts, task.train_labels, n_train),
-                    *take(task.valid_texts, task.valid_labels, n_valid), task.labels)
+    return ProbeSet(*take(train, n_train), *take(valid, n_valid), labels)
 
 
 def without_probe_texts(lines: list[str], probe: ProbeSet | None = None) -> list[str]:

@@ -199,7 +199,7 @@ def test_a_roberta_base_from_the_sidebar_fine_tunes_with_its_own_head(tmp_path, 
 
 
 def test_a_first_visit_shows_the_built_in_tasks_examples():
-    from bert_core.train.tasks import builtin_tasks, task_examples
+    from bert_core.finetune.tasks import builtin_tasks, task_examples
 
     at = open_page("finetuning", timeout=900)
     assert_ok(at)

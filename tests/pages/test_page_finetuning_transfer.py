@@ -11,9 +11,9 @@ import pytest
 from apptest_util import assert_ok, open_page
 
 import bert_core
+from bert_core.finetune.finetuning import FineTuner, finetune_defaults
+from bert_core.finetune.tasks import task_from_csv
 from bert_core.runs.status import IDLE, PAUSED
-from bert_core.train.finetuning import FineTuner, finetune_defaults
-from bert_core.train.tasks import task_from_csv
 
 pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
 
@@ -98,7 +98,7 @@ def test_bad_input_gets_a_clear_message(csv, message):
 
 
 def test_labels_only_in_validation_are_refused_by_the_loop():
-    from bert_core.train.tasks import ClassificationTask
+    from bert_core.finetune.tasks import ClassificationTask
 
     m = bert_core.load_model("bundled")
     task = ClassificationTask("t", ("a", "b", "c"), ("x y", "y z", "z x", "x x"), (0, 1, 0, 1), ("y y", "x z"),

@@ -10,9 +10,9 @@ from apptest_util import assert_ok, open_page
 from test_page_attention import arr
 
 import bert_core
+from bert_core.finetune.tagging import UNIVERSAL_TAGS, builtin_pos_task
 from bert_core.inspect import neighbours as nb
-from bert_core.train import probing
-from bert_core.train.tagging import UNIVERSAL_TAGS, builtin_pos_task
+from bert_core.probe import probing
 
 
 @pytest.fixture

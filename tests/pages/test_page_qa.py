@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from apptest_util import assert_ok, open_page
 
+from bert_core.finetune.qa import builtin_qa_task, heuristic_baseline
 from bert_core.runs.status import FINISHED, IDLE, PAUSED
-from bert_core.train.qa import builtin_qa_task, heuristic_baseline
 from ui.state import BUNDLED_LABEL
 
 pytestmark = pytest.mark.usefixtures("slots")  # conftest: a fresh slot manager per test
@@ -21,7 +21,7 @@ def small_task(monkeypatch):
     """The built-in task cut to 100 training and 20 validation questions, for speed."""
     import dataclasses
 
-    import bert_core.train.qa as qa
+    import bert_core.finetune.qa as qa
 
     full = qa.builtin_qa_task()
     small = dataclasses.replace(full, train=full.train[:100], valid=full.valid[:20])

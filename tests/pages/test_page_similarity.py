@@ -10,9 +10,9 @@ from apptest_util import assert_ok, open_page
 from test_page_attention import arr
 
 import bert_core
+from bert_core.finetune import tasks
+from bert_core.finetune.tasks import word_overlap, word_overlap_auc
 from bert_core.inspect.sentences import auc_from_embeddings, cosine_matrix, nearest
-from bert_core.train import tasks
-from bert_core.train.tasks import word_overlap, word_overlap_auc
 
 
 def matrix_of(at) -> np.ndarray:
@@ -27,7 +27,7 @@ def tiny():
 
 @pytest.fixture(autouse=True)
 def fewer_pairs(monkeypatch):
-    """90 of the 1,800 built-in pairs (the page reads them through bert_core.train.tasks at every run)."""
+    """90 of the 1,800 built-in pairs (the page reads them through bert_core.finetune.tasks at every run)."""
     few = tasks.similarity_pairs()[:90]
     monkeypatch.setattr(tasks, "similarity_pairs", lambda: few)
 

@@ -13,6 +13,8 @@ from apptest_util import assert_ok, open_page
 
 import bert_core
 from bert_core.errors import BertCoreError
+from bert_core.finetune.finetuning import FineTuneConfig
+from bert_core.finetune.tasks import ClassificationTask
 from bert_core.runs import memory as session_memory
 from bert_core.runs import training_run as session_training
 from bert_core.runs.finetune_run import FineTuneSession, finetune_bytes
@@ -29,8 +31,6 @@ from bert_core.runs.settings import (
 from bert_core.runs.slots import SlotManager
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, RUNNING, WAITING
 from bert_core.runs.training_run import TrainingSession
-from bert_core.train.finetuning import FineTuneConfig
-from bert_core.train.tasks import ClassificationTask
 
 TINY = "tiny (2 layers, 64 wide)"
 SMALL = "small (4 layers, 128 wide)"

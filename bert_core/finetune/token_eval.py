@@ -1,8 +1,8 @@
 """Fine-tune per-token heads on the built-in tasks, pretrained beside from scratch and the baseline (README's numbers).
 
-    python -m bert_core.train.token_eval --task pos --examples 3000      # tagging: the page's default run
-    python -m bert_core.train.token_eval --task qa --examples 1000       # QA: the page's default run
-    python -m bert_core.train.token_eval --task pos --models bundled --all-weights
+    python -m bert_core.finetune.token_eval --task pos --examples 3000      # tagging: the page's default run
+    python -m bert_core.finetune.token_eval --task qa --examples 1000       # QA: the page's default run
+    python -m bert_core.finetune.token_eval --task pos --models bundled --all-weights
 
 For each model: the page's run (`token_finetune_defaults`: tagging, the head fit exactly on a frozen
 encoder's cached vectors; QA, every weight but the word embeddings for one epoch), then the same run on
@@ -28,16 +28,10 @@ import torch
 
 from ..model.loading import load_model
 from ..model.untrained import untrained_copy
+from .cached_head import CachedHeadReader, CachedHeadTagger, SampleEfficiency
 from .qa import builtin_qa_task, first_examples, heuristic_baseline
 from .tagging import builtin_pos_task, first_sentences, most_frequent_tag_baseline
-from .token_finetuning import (
-    CachedHeadReader,
-    CachedHeadTagger,
-    QAFineTuner,
-    SampleEfficiency,
-    TokenFineTuner,
-    token_finetune_defaults,
-)
+from .token_finetuning import QAFineTuner, TokenFineTuner, token_finetune_defaults
 
 
 def _task(name: str, n: int, n_valid: int | None = None):
@@ -122,7 +116,7 @@ def main(argv: list[str] | None = None) -> None:
     env = "".join(f"{k}={os.environ[k]} " for k in ("OMP_NUM_THREADS",) if os.environ.get(k))
     metric = " / ".join(base)
     key = list(base)[-1]
-    print(f"`{env}python -m bert_core.train.token_eval{' ' + flags if flags else ''}` ({what}; seed {args.seed}; "
+    print(f"`{env}python -m bert_core.finetune.token_eval{' ' + flags if flags else ''}` ({what}; seed {args.seed}; "
           f"{when}, {torch.get_num_threads()} torch thread(s), load average {os.getloadavg()[0]:.1f}; times in CPU "
           "seconds of this process):")
     print()

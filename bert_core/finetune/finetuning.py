@@ -1,7 +1,7 @@
 """Fine-tuning BERT as a sentence classifier: the loop and what it shows (tasks and baseline: `tasks.py`).
 
 The loop (`FineTuner`) knows nothing of the UI: the Fine-tuning page and `python -m
-bert_core.train.finetune_eval` both call `step()`; it evaluates on the validation set on its own schedule.
+bert_core.finetune.finetune_eval` both call `step()`; it evaluates on the validation set on its own schedule.
 It uses the pretraining loop's pieces (`training.adamw`, `training.warmup_linear_lr`, gradient
 clipping) with fine-tuning's numbers: a small learning rate (`default_lr`: 3e-5 for bert-base-sized
 models up to 3e-4 for small ones like the bundled model, about 1e-3 for a head alone), a few epochs,
@@ -24,9 +24,9 @@ from ..model.classifier_io import new_classifier
 from ..model.classifiers import mean_pool
 from ..model.loaded import LoadedModel
 from ..model.loading import MINILM_NAME
+from ..train.trainer import adamw, warmup_linear_lr
 from .budget import step_seconds, training_bytes
 from .tasks import MAX_EPOCHS, MAX_EVAL_POOLED, ClassificationTask
-from .trainer import adamw, warmup_linear_lr
 
 POOLINGS = {"cls": "[CLS] + pooler", "mean": "mean of the tokens"}
 

@@ -1,13 +1,14 @@
 """Fine-tune a model on every built-in task and print a table beside the bag-of-words baseline.
 
-    python -m bert_core.train.finetune_eval                       # the bundled model, the page's default settings
-                                                            # (lr: finetuning.default_lr of the model)
-    python -m bert_core.train.finetune_eval --model bert-base-uncased --freeze --lr 1e-3
-    python -m bert_core.train.finetune_eval --tasks topic --epochs 1
-    python -m bert_core.train.finetune_eval --model bundled-minilm --page --compare   # the page's recipe
+    python -m bert_core.finetune.finetune_eval                    # the bundled model, the page's default settings
+                                                                 # (lr: finetuning.default_lr of the model)
+    python -m bert_core.finetune.finetune_eval --model bert-base-uncased --freeze --lr 1e-3
+    python -m bert_core.finetune.finetune_eval --tasks topic --epochs 1
+    python -m bert_core.finetune.finetune_eval --model bundled-minilm --page --compare   # the page's recipe
                           # (finetune_defaults), beside the same network untrained (untrained_copy), same budget
-    python -m bert_core.train.finetune_eval --model bundled-minilm --page --compare --csv tests/data/everyday_topics.csv
-    python -m bert_core.train.finetune_eval --model bundled-minilm --sample-efficiency   # head-only, L-BFGS
+    python -m bert_core.finetune.finetune_eval --model bundled-minilm --page --compare \
+        --csv tests/data/everyday_topics.csv
+    python -m bert_core.finetune.finetune_eval --model bundled-minilm --sample-efficiency   # head-only, L-BFGS
 
 Same loop as the Fine-tuning page (`FineTuner`), the tasks' fixed train/validation splits, fixed seed.
 Time: the fine-tuning steps and evaluations (not loading), in CPU seconds of this process (with
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         digest = hashlib.sha256((BUNDLED_MODELS[m.name] / "model.safetensors").read_bytes()).hexdigest()[:12]
         weights = f", {m.name} model.safetensors sha256 {digest}..."
     env = "".join(f"{k}={os.environ[k]} " for k in ("OMP_NUM_THREADS",) if os.environ.get(k))
-    command = f"`{env}python -m bert_core.train.finetune_eval{' ' + flags if flags else ''}`"
+    command = f"`{env}python -m bert_core.finetune.finetune_eval{' ' + flags if flags else ''}`"
     if args.sample_efficiency:
         blocks = []
         for name in names:

@@ -8,9 +8,9 @@ import pytest
 import torch
 
 import bert_core
+from bert_core.finetune.tagging import UNIVERSAL_TAGS, builtin_pos_task
 from bert_core.inspect import neighbours as nb
-from bert_core.train import probing
-from bert_core.train.tagging import UNIVERSAL_TAGS, builtin_pos_task
+from bert_core.probe import probing
 
 SENTENCES = [["The", "cat", "sat", "on", "the", "mat", "."], ["a", "dog", "was", "playing", "unaffable"],
              ["it", "is", "the", "cafe"]]

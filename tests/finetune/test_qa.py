@@ -16,12 +16,8 @@ import torch
 from plain_loop import assert_same_weights, clip_and_adamw_step, hf_twin
 
 import bert_core
-from bert_core.model.token_heads_io import save_token_model
-from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.slots import SlotManager
-from bert_core.runs.status import FINISHED
-from bert_core.train.finetuning import FineTuneConfig
-from bert_core.train.qa import (
+from bert_core.finetune.finetuning import FineTuneConfig
+from bert_core.finetune.qa import (
     QAExample,
     QATask,
     builtin_qa_task,
@@ -31,7 +27,11 @@ from bert_core.train.qa import (
     normalize_answer,
     token_f1,
 )
-from bert_core.train.token_finetuning import QAFineTuner, answer_tokens
+from bert_core.finetune.token_finetuning import QAFineTuner, answer_tokens
+from bert_core.model.token_heads_io import save_token_model
+from bert_core.runs.finetune_run import FineTuneSession
+from bert_core.runs.slots import SlotManager
+from bert_core.runs.status import FINISHED
 
 ATOL = 1e-5
 THINGS = ["cat", "dog", "mat", "store", "milk", "cafe", "paris"]

@@ -1,6 +1,6 @@
 """Why pre-train: the same task learned by the pretrained model, by the same network untrained, and without BERT.
 
-Two pictures (the Fine-tuning page draws them; `python -m bert_core.train.finetune_eval --compare` prints them):
+Two pictures (the Fine-tuning page draws them; `python -m bert_core.finetune.finetune_eval --compare` prints them):
 
 - side by side at one budget: `FineTuner(model, task, cfg)` and `FineTuner(untrained_copy(model), task, cfg)`
   (same data, settings and seed) and the bag-of-words baseline;

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..errors import BertCoreError
 from ..model.classifier_io import MAX_LABEL_CHARS, MAX_LABELS
-from .corpus import _heldout_score
+from ..train.corpus import _heldout_score
 
 POS_FILE = Path(__file__).resolve().parent.parent / "data" / "pos_brown.tsv.gz"  # scripts/build_pos.py
 UNIVERSAL_TAGS = ("NOUN", "VERB", "ADJ", "ADV", "PRON", "DET", "ADP", "NUM", "CONJ", "PRT", ".", "X")

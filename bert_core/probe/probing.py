@@ -13,7 +13,7 @@ task: each word type gets a random tag (drawn from the tag distribution) and the
 is asked to learn that; a probe that does well on the control task is memorising words, and the
 difference (selectivity) is what the vectors themselves tell.
 
-Two tasks: part of speech (Brown, 12 universal tags, `train.tagging`) and word sense (WordNet: the same word
+Two tasks: part of speech (Brown, 12 universal tags, `finetune.tagging`) and word sense (WordNet: the same word
 in example sentences of its different senses, `scripts/build_senses.py`; the probe picks among the word's
 own senses, the softmax restricted to them).
 """
@@ -32,10 +32,10 @@ import torch
 import torch.nn as nn
 
 from ..errors import BertCoreError
+from ..finetune.tagging import UNIVERSAL_TAGS, builtin_pos_task
 from ..inspect.neighbours import word_vectors
 from ..model.loaded import LoadedModel, Progress
 from ..model.untrained import init_weights
-from .tagging import UNIVERSAL_TAGS, builtin_pos_task
 
 SENSES_FILE = Path(__file__).resolve().parent.parent / "data" / "wordnet_senses.tsv.gz"  # scripts/build_senses.py
 POS, SENSE = "part of speech", "word sense"

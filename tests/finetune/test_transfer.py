@@ -11,11 +11,11 @@ import pytest
 import torch
 
 import bert_core
+from bert_core.finetune.budget import activation_bytes, saved_tensor_bytes, step_seconds
+from bert_core.finetune.finetuning import FineTuneConfig, FineTuner, finetune_defaults, run_cost
+from bert_core.finetune.tasks import ClassificationTask, builtin_tasks
 from bert_core.model.classifiers import BertForSequenceClassification
 from bert_core.model.config import BertConfig
-from bert_core.train.budget import activation_bytes, saved_tensor_bytes, step_seconds
-from bert_core.train.finetuning import FineTuneConfig, FineTuner, finetune_defaults, run_cost
-from bert_core.train.tasks import ClassificationTask, builtin_tasks
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_finetuning import toy_task  # noqa: E402  (two classes a single word tells apart)

@@ -20,8 +20,8 @@ import numpy as np
 from ..errors import BertCoreError
 from ..inspect.sentences import ranking_auc
 from ..model.classifier_io import MAX_LABEL_CHARS
+from ..train.corpus import labelled_glosses
 
-TASKS_FILE = Path(__file__).resolve().parent.parent / "data" / "finetune_tasks.tsv.gz"
 PAIRS_FILE = Path(__file__).resolve().parent.parent / "data" / "wordnet_pairs.tsv.gz"  # scripts/build_similarity.py
 MAX_CSV_BYTES = 1_000_000
 MAX_CSV_ROWS = 5_000
@@ -61,20 +61,9 @@ TASK_DESCRIPTIONS = {
 @functools.lru_cache(maxsize=1)
 def builtin_tasks() -> dict[str, ClassificationTask]:
     """The built-in WordNet tasks (scripts/build_tasks.py; see data/CORPUS.md), by name."""
-    rows: dict[str, list[tuple[str, str, str]]] = {}
-    with gzip.open(TASKS_FILE, "rt", encoding="utf-8") as f:
-        for line in f:
-            task, split, label, text = line.rstrip("\n").split("\t")
-            rows.setdefault(task, []).append((split, label, text))
-    tasks = {}
-    for name, rs in rows.items():
-        labels = tuple(sorted({lab for _, lab, _ in rs}))
-        ix = {lab: i for i, lab in enumerate(labels)}
-        tr = [(t, ix[lab]) for s, lab, t in rs if s == "train"]
-        va = [(t, ix[lab]) for s, lab, t in rs if s == "validation"]
-        tasks[name] = ClassificationTask(name, labels, *map(tuple, zip(*tr)), *map(tuple, zip(*va)),
-                                         description=TASK_DESCRIPTIONS.get(name, ""))
-    return tasks
+    return {name: ClassificationTask(name, labels, *map(tuple, zip(*tr)), *map(tuple, zip(*va)),
+                                     description=TASK_DESCRIPTIONS.get(name, ""))
+            for name, (labels, tr, va) in labelled_glosses().items()}
 
 
 # --- your own data: CSV text,label ------------------------------------------------------------

@@ -14,11 +14,8 @@ import torch
 import bert_core
 from bert_core.errors import BertCoreError
 from bert_core.figures.finetuning import confusion_figure, pca_figure, probabilities_figure
-from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.slots import SlotManager
-from bert_core.runs.status import FINISHED, PAUSED, QUEUED, RUNNING
-from bert_core.train.finetuning import FineTuneConfig, FineTuner, pca_2d
-from bert_core.train.tasks import (
+from bert_core.finetune.finetuning import FineTuneConfig, FineTuner, pca_2d
+from bert_core.finetune.tasks import (
     MAX_CSV_ROWS,
     BagOfWords,
     ClassificationTask,
@@ -27,6 +24,9 @@ from bert_core.train.tasks import (
     parse_labelled_csv,
     task_from_csv,
 )
+from bert_core.runs.finetune_run import FineTuneSession
+from bert_core.runs.slots import SlotManager
+from bert_core.runs.status import FINISHED, PAUSED, QUEUED, RUNNING
 from bert_core.train.trainer import warmup_linear_lr
 
 ATOL = 1e-5

@@ -20,13 +20,8 @@ from plain_loop import assert_same_weights, clip_and_adamw_step, hf_twin
 
 import bert_core
 from bert_core.errors import BertCoreError
-from bert_core.inspect.token_tasks import first_pieces, split_words, tag_words
-from bert_core.model.token_heads_io import save_token_model
-from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.slots import SlotManager
-from bert_core.runs.status import FINISHED, PAUSED
-from bert_core.train.finetuning import FineTuneConfig
-from bert_core.train.tagging import (
+from bert_core.finetune.finetuning import FineTuneConfig
+from bert_core.finetune.tagging import (
     IGNORE,
     UNIVERSAL_TAGS,
     builtin_pos_task,
@@ -35,7 +30,12 @@ from bert_core.train.tagging import (
     per_label_accuracy,
     task_from_conll,
 )
-from bert_core.train.token_finetuning import TokenFineTuner, encode_words
+from bert_core.finetune.token_finetuning import TokenFineTuner, encode_words
+from bert_core.inspect.token_tasks import first_pieces, split_words, tag_words
+from bert_core.model.token_heads_io import save_token_model
+from bert_core.runs.finetune_run import FineTuneSession
+from bert_core.runs.slots import SlotManager
+from bert_core.runs.status import FINISHED, PAUSED
 
 ROOT = Path(__file__).resolve().parents[2]
 ATOL = 1e-5
@@ -331,7 +331,7 @@ def test_session_tags_and_exports_a_tagger_hf_reads(bases, tmp_path):
 def test_evaluation_command_prints_the_readme_table(tmp_path, capsys, task):
     from conftest import write_tiny_checkpoint
 
-    from bert_core.train import token_eval
+    from bert_core.finetune import token_eval
 
     write_tiny_checkpoint(tmp_path, "mlm")
     token_eval.main(["--task", task, "--models", str(tmp_path), "--examples", "16", "--validation", "10",

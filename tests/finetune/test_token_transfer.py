@@ -15,24 +15,20 @@ import torch
 
 import bert_core
 from bert_core.errors import BertCoreError
-from bert_core.runs.finetune_run import FineTuneSession, finetune_bytes, tuner_class
-from bert_core.runs.slots import SlotManager
-from bert_core.runs.status import FINISHED
-from bert_core.train.finetuning import FineTuneConfig
-from bert_core.train.qa import QATask
-from bert_core.train.tagging import first_sentences, most_frequent_tag_baseline, task_from_conll
-from bert_core.train.token_finetuning import (
-    FIT_STEPS,
-    CachedHeadReader,
-    CachedHeadTagger,
-    HeadFit,
+from bert_core.finetune.cached_head import FIT_STEPS, CachedHeadReader, CachedHeadTagger, HeadFit, SampleEfficiency
+from bert_core.finetune.finetuning import FineTuneConfig
+from bert_core.finetune.qa import QATask
+from bert_core.finetune.tagging import first_sentences, most_frequent_tag_baseline, task_from_conll
+from bert_core.finetune.token_finetuning import (
     QAFineTuner,
-    SampleEfficiency,
     TokenFineTuner,
     head_only_by_default,
     qa_lr,
     token_finetune_defaults,
 )
+from bert_core.runs.finetune_run import FineTuneSession, finetune_bytes, tuner_class
+from bert_core.runs.slots import SlotManager
+from bert_core.runs.status import FINISHED
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_qa import toy_task  # noqa: E402
