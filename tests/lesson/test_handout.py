@@ -151,7 +151,7 @@ def test_every_visited_step_and_its_computed_answer_are_in_the_file():
     assert_inert(doc)
     sections = re.findall(r'<section class="step" id="step-(\d+)">(.*?)</section>', doc, flags=re.S)
     assert [int(n) for n, _ in sections] == visited
-    for (n, body), i in zip(sections, visited):
+    for (_, body), i in zip(sections, visited):
         s, q = lesson.STEPS[i - 1], computed(m, i)
         assert f"Step {i} of {len(lesson.STEPS)}: {html.escape(s.title)}</h2>" in body
         answer = re.search(r'<li class="answer">(.*?) <span class="mark model">', body).group(1)
@@ -162,7 +162,7 @@ def test_every_visited_step_and_its_computed_answer_are_in_the_file():
     for s in lesson.STEPS:
         if lesson.STEPS.index(s) + 1 not in visited:
             assert f": {html.escape(s.title)}</h2>" not in doc
-    assert f"4 layers × 256 wide, 4 heads, 1,234,567 parameters" in doc and "2026-11-26 09:00 UTC" in doc
+    assert "4 layers × 256 wide, 4 heads, 1,234,567 parameters" in doc and "2026-11-26 09:00 UTC" in doc
     assert f"BERT Explorer {bert_core.__version__}" in doc
 
 
