@@ -21,7 +21,7 @@ from ui import handout_doc, handout_svg, lesson
 from ui.state import BUNDLED_LABELS, require_current
 
 CHARTS = "lesson_charts"  # session key: {step key: chart records} of what each step drew when last shown
-MAX_CHART_BYTES = 2 * 2**20  # all of a session's kept charts (each record is at most handout_svg.MAX_RECORD_BYTES)
+MAX_CHART_BYTES = 2**20  # all of a session's kept charts (each record is at most handout_svg.MAX_RECORD_BYTES)
 
 
 def keep_charts(k: int) -> None:

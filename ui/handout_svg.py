@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import base64
 import html
-import json
 import math
 import re
 
 import numpy as np
 
 DRAWN = "lesson_drawn"  # session key: {(step number, chart key): record} of the charts drawn in this run
-MAX_RECORD_BYTES = 150_000  # one chart's record as JSON; a larger one (a heatmap past ~80 tokens) is not kept
+MAX_RECORD_BYTES = 50_000  # a chart's numbers and labels; one past it (a map of ~110+ tokens, 1.5 MB SVG) is dropped
 WIDTH = 720
 # The app draws every chart in Streamlit's theme, whose palette replaces the figure template's: a trace with no
 # colour of its own is drawn in these (Streamlit's light theme), as it was on the page.
@@ -36,23 +35,37 @@ _AXIS_KEYS = ("type", "range", "autorange", "tickformat", "tickvals", "ticktext"
 
 # ------------------------------------------------------------------------------------------- record
 def _array(v):
-    """A plotly array (a list, or plotly's base64 typed array {"dtype", "bdata", "shape"}) as a nested list."""
+    """A plotly array (plotly's base64 typed array {"dtype", "bdata", "shape"}, or numpy's) as a numpy copy; a list
+    stays a list. Kept as numbers, not text: formatting 4,096 weights on every rerun cost 25 ms, drawing does it."""
     if isinstance(v, dict) and "bdata" in v:
         a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
-        if "shape" in v:
-            a = a.reshape([int(s) for s in str(v["shape"]).split(",")])
-        return a.tolist()
+        return a.reshape([int(s) for s in str(v["shape"]).split(",")]) if "shape" in v else a
+    if isinstance(v, np.ndarray):
+        return v.copy()
     return v
 
 
-def _round(v):
-    """Floats to 4 significant digits (what a reader of a chart can see), recursively; NaN as None."""
+def _size(v) -> int:
+    """About how many bytes a record holds: its arrays' bytes, its strings' characters."""
+    if isinstance(v, np.ndarray):
+        return v.nbytes
+    if isinstance(v, str):
+        return len(v)
+    if isinstance(v, dict):
+        return sum(_size(k) + _size(x) for k, x in v.items())
+    if isinstance(v, list | tuple):
+        return sum(_size(x) for x in v) + 2 * len(v)
+    return 8
+
+
+def _listed(v):
+    """An array as nested lists of plain numbers, NaN as None (for drawing)."""
     if isinstance(v, np.ndarray | np.generic):
         v = v.tolist()
     if isinstance(v, float):
-        return None if not math.isfinite(v) else float(f"{v:.4g}")
+        return None if not math.isfinite(v) else v
     if isinstance(v, list | tuple):
-        return [_round(x) for x in v]
+        return [_listed(x) for x in v]
     return v
 
 
@@ -63,7 +76,7 @@ def record(fig) -> dict | None:
     lay = d.get("layout", {})
     out_traces = []
     for tr in d.get("data", []):
-        t = {k: _round(_array(tr[k])) for k in _TRACE_KEYS if k in tr}
+        t = {k: _array(tr[k]) for k in _TRACE_KEYS if k in tr}
         t.setdefault("type", "scatter")
         marker, line = tr.get("marker") or {}, tr.get("line") or {}
         if "color" in marker:
@@ -84,15 +97,15 @@ def record(fig) -> dict | None:
         "height": lay.get("height") or 400,
         "colors": list(lay.get("colorway") or DEFAULT_COLORS),
         "showlegend": lay.get("showlegend"),
-        "shapes": [_round(s) for s in lay.get("shapes", [])],
-        "annotations": [_round(a) for a in lay.get("annotations", [])],
+        "shapes": [dict(s) for s in lay.get("shapes", [])],
+        "annotations": [dict(a) for a in lay.get("annotations", [])],
         "data": out_traces,
     }
     for name in ("xaxis", "yaxis", "yaxis2"):
         ax = lay.get(name)
         if ax is not None:
-            rec[name] = {k: _round(_array(ax[k])) for k in _AXIS_KEYS if k in ax} | {"title": _title(ax.get("title"))}
-    rec["bytes"] = len(json.dumps(rec))
+            rec[name] = {k: _listed(_array(ax[k])) for k in _AXIS_KEYS if k in ax} | {"title": _title(ax.get("title"))}
+    rec["bytes"] = _size(rec)
     return rec if rec["bytes"] <= MAX_RECORD_BYTES else None
 
 
@@ -248,7 +261,7 @@ def _categories(traces: list[dict], key: str, spec: dict) -> list[str] | None:
 # ------------------------------------------------------------------------------------------- svg
 def svg(rec: dict, uid: str) -> str:
     """The record as an inline <svg> (no script, no external reference); `uid` keeps its gradient ids unique."""
-    traces = rec.get("data", [])
+    traces = [{k: _listed(v) for k, v in t.items()} for t in rec.get("data", [])]
     heat = next((t for t in traces if t.get("type") == "heatmap"), None)
     y1 = [t for t in traces if t.get("yaxis", "y") == "y"]
     y2 = [t for t in traces if t.get("yaxis") == "y2"]
