@@ -69,7 +69,8 @@ class Handout:
 
 
 def _e(s) -> str:
-    return html.escape("" if s is None else str(s), quote=True)
+    """User text as HTML text: escaped, control characters shown as \ufffd (what a browser would make of them)."""
+    return html.escape(handout_svg.CONTROL.sub("\ufffd", "" if s is None else str(s)), quote=True)
 
 
 def _formula(tex: str) -> str:
@@ -164,7 +165,7 @@ def build(h: Handout) -> str:
             + (f"; live class {_e(h.class_code)}" if h.class_code else "")
             + ".<br>Every answer below was computed by this model on the sentence shown; the model's answer is "
               "what it computed, which is not always the truth.</p></header>")
-    svgs = [[handout_svg.svg(rec, f"{s.number}-{i}") for i, rec in enumerate(s.charts)] for s in h.steps]
+    svgs = [[handout_svg.svg(rec, f"{s.number}-{i}") for i, rec in enumerate(s.charts) if rec] for s in h.steps]
     dropped = 0
     while True:
         body = "".join(_step(s, h.total_steps, c) for s, c in zip(h.steps, svgs))

@@ -29,8 +29,9 @@ DEFAULT_COLORS = ("#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d", "#7defa
 INK, GRID, FONT = "#2a3f5f", "#e5ecf6", "font-family:sans-serif"
 
 _TRACE_KEYS = ("type", "x", "y", "z", "text", "texttemplate", "orientation", "mode", "name", "zmin", "zmax",
-               "colorscale", "reversescale", "yaxis", "showlegend", "connectgaps")
-_AXIS_KEYS = ("type", "range", "autorange", "tickformat", "tickvals", "ticktext", "side", "rangemode", "overlaying")
+               "colorscale", "reversescale", "yaxis", "showlegend", "connectgaps", "showscale")
+_AXIS_KEYS = ("type", "range", "autorange", "tickformat", "tickvals", "ticktext", "side", "rangemode", "overlaying",
+              "scaleanchor")
 
 
 # ------------------------------------------------------------------------------------------- record
@@ -81,6 +82,8 @@ def record(fig) -> dict | None:
         marker, line = tr.get("marker") or {}, tr.get("line") or {}
         if "color" in marker:
             t["color"] = _array(marker["color"])
+        if marker.get("opacity") == 0:  # an invisible layer of points (a heatmap's click targets)
+            t["hidden_markers"] = True
         if "color" in line:
             t["line_color"] = line["color"]
         if "dash" in line:
@@ -97,6 +100,7 @@ def record(fig) -> dict | None:
         "height": lay.get("height") or 400,
         "colors": list(lay.get("colorway") or DEFAULT_COLORS),
         "showlegend": lay.get("showlegend"),
+        "barmode": lay.get("barmode"),
         "shapes": [dict(s) for s in lay.get("shapes", [])],
         "annotations": [dict(a) for a in lay.get("annotations", [])],
         "data": out_traces,
@@ -130,8 +134,12 @@ def _plain(s) -> str:
     return html.unescape(_TAG.sub("", s.replace("<br>", " ")))
 
 
+CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # not allowed in HTML or XML text
+
+
 def _e(s) -> str:
-    return html.escape(_plain(s), quote=True)
+    """A label as SVG text: plain, escaped, control characters as \ufffd (they are not allowed in XML)."""
+    return html.escape(CONTROL.sub("\ufffd", _plain(s)), quote=True)
 
 
 def _fmt(v: float, tickformat: str | None = None) -> str:
@@ -275,9 +283,14 @@ def svg(rec: dict, uid: str) -> str:
         xa, ya = _Axis(xspec, [], xs), _Axis(yspec, [], ys)
     else:
         # A horizontal bar's categories are its y and its values its x (from 0).
-        xa = _Axis(xspec, [v for t in traces for v in (t.get("x") or [])],
-                   _categories(traces, "x", xspec), zero=any(t.get("type") == "bar" for t in traces) and horizontal)
-        ya = _Axis(yspec, [v for t in y1 for v in (t.get("y") or [])], _categories(y1, "y", yspec),
+        # Plotly's autorange takes in the shapes drawn in data coordinates (a line at ln V above every loss).
+        sx = [v for sh in rec.get("shapes", []) if sh.get("xref", "x") == "x" for v in (sh.get("x0"), sh.get("x1"))]
+        sy = [v for sh in rec.get("shapes", []) if sh.get("yref", "y") == "y" for v in (sh.get("y0"), sh.get("y1"))]
+        xcats = _categories(traces, "x", xspec)
+        xa = _Axis(xspec, [v for t in traces for v in (t.get("x") or [])] + ([] if xcats else sx), xcats,
+                   zero=any(t.get("type") == "bar" for t in traces) and horizontal)
+        ycats = _categories(y1, "y", yspec)
+        ya = _Axis(yspec, [v for t in y1 for v in (t.get("y") or [])] + ([] if ycats else sy), ycats,
                    zero=any(t.get("type") == "bar" for t in traces) and not horizontal)
     ya2 = _Axis(y2spec, [v for t in y2 for v in (t.get("y") or [])], None) if y2 else None
 
@@ -295,12 +308,12 @@ def svg(rec: dict, uid: str) -> str:
     spots = _legend_spots([n for n, _ in names]) if legend else []
     legend_rows = 1 + max((r for _, r in spots), default=-1)
     bottom += 22 * legend_rows + (6 if legend_rows else 0)
-    tilt = heat is None and xa.kind == "category" and \
+    tilt = xa.kind == "category" and not (heat is not None and xspec.get("side") == "top") and \
         7 * sum(len(_plain(c)) + 2 for _, c in xa.ticks()) > WIDTH - left - right
     if tilt:  # labels that would overlap side by side are drawn at 45 degrees
         bottom += min(120, 0.71 * label_w(c for _, c in xa.ticks()))
     plot_h = max(120.0, float(rec.get("height", 400)) - 40)
-    if heat is not None:  # square cells, as the app draws them (scaleanchor)
+    if heat is not None and yspec.get("scaleanchor"):  # square cells, as the app draws them
         side = min(WIDTH - left - right, 18 * len(ys) + 200, 640)
         plot_w, plot_h = side, side * len(ys) / max(len(xs), 1)
     else:
@@ -325,11 +338,17 @@ def svg(rec: dict, uid: str) -> str:
     colors = rec.get("colors") or list(DEFAULT_COLORS)
     if heat is not None:
         out += _heatmap(heat, xa, ya, xs, ys, x1, yb, yt, uid)
+    bars = [i for i, t in enumerate(traces) if t.get("type") == "bar"]
+
+    def group(i: int) -> tuple[int, int]:
+        """(place, count) of trace i among bars side by side (barmode "group"); (0, 1) when they overlap."""
+        return (bars.index(i), len(bars)) if rec.get("barmode") == "group" and len(bars) > 1 else (0, 1)
+
     for i, t in enumerate(traces):
         color = t.get("line_color") or (t.get("color") if isinstance(t.get("color"), str) else None) \
             or colors[i % len(colors)]
         if t.get("type") == "bar":
-            out += _bars(t, xa, ya, horizontal, colors[i % len(colors)])
+            out += _bars(t, xa, ya, horizontal, colors[i % len(colors)], *group(i))
         elif t.get("type") == "scatter":
             out += _lines(t, xa, ya2 if t.get("yaxis") == "y2" and ya2 is not None else ya, color)
     out += _shapes(rec, xa, ya, x0, x1, yb, yt, below=False)
@@ -435,7 +454,7 @@ def _heatmap(t, xa, ya, xs, ys, x1, yb, yt, uid) -> list[str]:
     return out
 
 
-def _bars(t, xa, ya, horizontal: bool, default_color: str) -> list[str]:
+def _bars(t, xa, ya, horizontal: bool, default_color: str, place: int = 0, count: int = 1) -> list[str]:
     cats, vals = (t.get("y"), t.get("x")) if horizontal else (t.get("x"), t.get("y"))
     cat_ax, val_ax = (ya, xa) if horizontal else (xa, ya)
     colors, texts, out = t.get("color"), t.get("text"), []
@@ -444,7 +463,7 @@ def _bars(t, xa, ya, horizontal: bool, default_color: str) -> list[str]:
         if pos is None or val is None:
             continue
         color = colors[k] if isinstance(colors, list) else (colors or default_color)
-        a, b = cat_ax.px(pos - 0.4), cat_ax.px(pos + 0.4)
+        a, b = cat_ax.px(pos - 0.4 + 0.8 * place / count), cat_ax.px(pos - 0.4 + 0.8 * (place + 1) / count)
         z, e = val_ax.px(max(val_ax.lo, 0.0)), val_ax.px(min(val, val_ax.hi))
         label = texts[k] if isinstance(texts, list) and k < len(texts) else None
         if horizontal:
@@ -482,7 +501,7 @@ def _lines(t, xa, ya, color: str) -> list[str]:
         if "lines" in mode and len(run) > 1:
             d = " ".join(f"{x:.1f},{y:.1f}" for x, y in run)
             out.append(f'<polyline points="{d}" fill="none" stroke="{_e(color)}" stroke-width="{width}"{dash}/>')
-        if "markers" in mode:
+        if "markers" in mode and not t.get("hidden_markers"):
             out += [f'<circle cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{_e(color)}"/>' for x, y in run]
     return out
 
@@ -513,10 +532,12 @@ def _shapes(rec, xa, ya, x0, x1, yb, yt, below: bool) -> list[str]:
             continue
         line = s.get("line") or {}
         stroke = line.get("color") or INK
-        if s.get("type") == "rect":
+        if s.get("type") == "rect":  # a band (a fill, no line) or a frame (a line, no fill)
+            fill = (f'fill="{_e(s["fillcolor"])}" fill-opacity="{float(s.get("opacity") or 1):.2f}"'
+                    if s.get("fillcolor") else 'fill="none"')
+            edge = f' stroke="{_e(stroke)}" stroke-width="{line.get("width")}"' if line.get("width") else ""
             out.append(f'<rect x="{min(a, b):.1f}" y="{min(c, d):.1f}" width="{abs(b - a):.1f}" '
-                       f'height="{abs(d - c):.1f}" fill="{_e(s.get("fillcolor") or "#888")}" '
-                       f'fill-opacity="{float(s.get("opacity") or 0.2):.2f}"/>')
+                       f'height="{abs(d - c):.1f}" {fill}{edge}/>')
         elif s.get("type") == "line":
             dash = {"dot": ' stroke-dasharray="2 3"', "dash": ' stroke-dasharray="6 4"'}.get(line.get("dash"), "")
             out.append(f'<line x1="{a:.1f}" y1="{c:.1f}" x2="{b:.1f}" y2="{d:.1f}" stroke="{_e(stroke)}" '

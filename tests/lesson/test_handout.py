@@ -13,11 +13,14 @@ import tomllib
 import numpy as np
 import pytest
 from apptest_util import ROOT
+from pages.test_hostile_pages import HOSTILE as PAGE_HOSTILE
 
 import bert_core
 from bert_core.figures.attention import head_heatmap
+from bert_core.figures.heads import importance_figure, without_head_figure
 from bert_core.figures.layers import answer_trajectory, same_word_figure
 from bert_core.figures.predictions import candidates_figure, nsp_figure
+from bert_core.figures.training import loss_figure
 from ui import handout_doc, handout_svg, lesson
 from ui.handout_doc import Handout, Split, StepPage
 
@@ -193,3 +196,42 @@ def test_the_apps_version_is_the_packages():
 def test_every_formula_is_mathml(tex):
     out = handout_doc._formula(tex)
     assert out.startswith('<div class="formula"><math') and "<script" not in out
+
+
+@pytest.mark.parametrize("name", sorted(PAGE_HOSTILE))
+def test_the_hostile_page_texts_reach_the_file_only_as_text(name):
+    text = PAGE_HOSTILE[name]
+    m = bert_core.load_model("bundled")
+    try:
+        t = bert_core.analyze(m, text, None, top_k=5)
+        charts = tuple(r for r in [handout_svg.record(head_heatmap(t.attentions[0, 0], t.tokens, text))] if r)
+    except bert_core.BertCoreError:
+        charts = ()
+    s = lesson.STEPS[1]
+    doc = handout_doc.build(handout([StepPage(2, s.title, s.explain, s.formula, text, text, prompt=text,
+                                              choices=(text, "b"), answer=0, reveal=text, guess=1, charts=charts)]))
+    assert_inert(doc)
+    assert not re.search(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", doc)
+    shown = re.sub(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]", "\ufffd", text)
+    assert f'<span class="user">{html.escape(shown)}</span>' in doc
+
+
+def rects(svg: str) -> list[dict]:
+    return [dict(re.findall(r'([\w-]+)="([^"]*)"', r)) for r in re.findall(r"<rect [^>]*>", svg)]
+
+
+def test_grouped_bars_side_by_side_a_frame_and_a_line_above_the_data():
+    bars = handout_svg.svg(handout_svg.record(without_head_figure(["a", "b"], [0.3, 0.2], [0.1, 0.25], "without")),
+                           "g")
+    drawn = [r for r in rects(bars) if r.get("fill") in ("#1f77b4", "#d62728")]
+    assert len(drawn) == 4
+    spans = sorted((float(r["x"]), float(r["x"]) + float(r["width"])) for r in drawn)
+    assert all(a1 <= b0 + 0.2 for (_, a1), (b0, _) in zip(spans, spans[1:]))  # side by side, not on top
+    frame = handout_svg.svg(handout_svg.record(importance_figure(np.array([[0.1, -0.2, 0.3]]), (0, 2), "sat")), "f")
+    assert [r for r in rects(frame) if r.get("fill") == "none" and r.get("stroke") == "black"]
+    loss = loss_figure({"step": np.arange(0, 50, 10), "loss": np.linspace(9, 5, 5)})
+    loss.add_hline(y=10.33, line_dash="dot", annotation_text="ln V")
+    svg = handout_svg.svg(handout_svg.record(loss), "l")
+    area = next(r for r in rects(svg) if r.get("fill-opacity") == "0.35")  # the plot area
+    line = dict(re.findall(r'([\w-]+)="([^"]*)"', re.search(r"<line [^>]*stroke-dasharray[^>]*>", svg).group(0)))
+    assert float(area["y"]) <= float(line["y1"]) <= float(area["y"]) + float(area["height"])  # inside, as plotly
