@@ -235,3 +235,28 @@ def test_grouped_bars_side_by_side_a_frame_and_a_line_above_the_data():
     area = next(r for r in rects(svg) if r.get("fill-opacity") == "0.35")  # the plot area
     line = dict(re.findall(r'([\w-]+)="([^"]*)"', re.search(r"<line [^>]*stroke-dasharray[^>]*>", svg).group(0)))
     assert float(area["y"]) <= float(line["y1"]) <= float(area["y"]) + float(area["height"])  # inside, as plotly
+
+
+def test_the_charts_a_session_keeps_are_bounded_in_bytes(monkeypatch):
+    """Each step keeps what it drew when last shown; past MAX_CHART_BYTES the other steps' largest charts go."""
+    from types import SimpleNamespace
+
+    from ui import handout
+
+    session: dict = {}
+    monkeypatch.setattr(handout, "st", SimpleNamespace(session_state=session))
+    fig = head_heatmap(np.random.default_rng(0).random((100, 100)), [f"t{i}" for i in range(100)], "100 tokens")
+    for k in range(1, len(lesson.STEPS) + 1):
+        session["lesson_step"] = k
+        for j in range(3):
+            handout_svg.keep(session, fig, f"chart {j}")
+        handout.keep_charts(k)
+        assert handout_svg.DRAWN not in session  # this run's charts went to their step
+    kept = session[handout.CHARTS]
+    one = kept[lesson.STEPS[-1].key][0]["bytes"]
+    assert 3 * 13 * one > handout.MAX_CHART_BYTES  # more was drawn than may be kept
+    assert sum(r["bytes"] for rs in kept.values() for r in rs) <= handout.MAX_CHART_BYTES
+    assert len(kept[lesson.STEPS[-1].key]) == 3  # the step on screen keeps all it drew
+    session["lesson_step"] = 1
+    handout.keep_charts(1)  # step 1 shown again, drawing nothing this time (its answer hidden)
+    assert kept[lesson.STEPS[0].key] == ()
