@@ -180,6 +180,7 @@ def test_all_13_steps_fit_in_5_mb_and_what_is_left_out_is_said():
                       prompt="Which?", choices=("a", "b"), answer=0, reveal=long, charts=(heavy, heavy))
              for i, s in enumerate(lesson.STEPS, 1)]
     doc = handout_doc.build(handout(pages))
+    assert_inert(doc)
     size = len(doc.encode("utf-8"))
     assert size <= handout_doc.MAX_BYTES == 5 * 2**20, size
     left_out = int(re.search(r"(\d+) chart\(s\) left out", doc).group(1))
