@@ -9,6 +9,8 @@ model < objectives < inspect < train < finetune < runs (and probe), lesson on to
     t.predictions                                    # {position: [(token, prob), ...]}
 """
 
+__version__ = "0.1.0"
+
 from .errors import BertCoreError
 from .finetune.finetuning import FineTuneConfig, FineTuner, finetune_defaults, run_cost
 from .finetune.tasks import ClassificationTask, bow_baseline, builtin_tasks, task_from_csv

@@ -28,7 +28,7 @@ import streamlit as st
 
 import classroom
 from classroom import ClassError, Question, View
-from ui import classroom_push, lesson
+from ui import classroom_push, handout, lesson
 from ui.widgets import chart
 
 TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches it within about this
@@ -364,6 +364,7 @@ def _results(live: Live) -> None:
         st.dataframe(table, hide_index=True)
         st.download_button("Download the results (CSV)", results_csv(table, named), file_name="class_results.csv",
                            mime="text/csv", key="class_csv")
+        handout.button(live, "class_handout")  # the Lesson's handout, with the class's split of each question
 
 
 def results_rows(rows: list[classroom.Result]) -> list[dict]:

@@ -12,6 +12,7 @@ import streamlit as st
 from bert_core.figures.style import projector
 from bert_core.runs.settings import MAX_TRAIN_SECONDS
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
+from ui import handout_svg
 
 
 def _slug(name: str) -> str:
@@ -38,6 +39,7 @@ def presenting() -> bool:
 
 def lesson_chart(fig, name: str, key: str) -> None:
     """A Lesson step's chart; on a projector every text in it at least 18 px, in dark ink."""
+    handout_svg.keep(st.session_state, fig, key)  # what the student saw, for the handout (ui/handout.py)
     chart(projector(fig) if presenting() else fig, name, key=key)
 
 

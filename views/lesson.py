@@ -5,7 +5,7 @@ import zlib
 
 import streamlit as st
 
-from ui import callbacks, classroom_ui, lesson
+from ui import callbacks, classroom_ui, handout, lesson
 from ui.state import DEFAULT_MODEL, require_current
 
 cur = require_current()
@@ -115,4 +115,5 @@ if not present:
         st.markdown("\n".join(f"- {lesson.TICK if all(s in visited for s in steps) else lesson.UNTICKED} {item}"
                               for item, steps in lesson.CHECKLIST.items()))
 
+handout.handout_ui(live, None if present else side)  # keeps this step's charts; the handout's button
 classroom_ui.panel(live, present, None if present else side)  # start / join a class; its code, QR and results

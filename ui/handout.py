@@ -1,0 +1,121 @@
+"""The Lesson's "Download the handout": a session's visited steps, their questions and charts, as one HTML file.
+
+views/lesson.py calls `handout_ui` once a run, after the step's view (it keeps the charts that view drew, and
+draws the button in the side column); ui/classroom_ui.py calls `button` in the teacher's results, at the end
+of a class. The file is written by ui/handout_doc.py from plain data; this module gathers that data: each
+visited step's sentence from the session, its question through `lesson.ask` (the same computation and cache
+the step uses), the student's guess, the charts the step last drew, and for a teacher the class's split read
+from the class store.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+
+import streamlit as st
+
+import bert_core
+import classroom
+from ui import handout_doc, handout_svg, lesson
+from ui.state import BUNDLED_LABELS, require_current
+
+CHARTS = "lesson_charts"  # session key: {step key: chart records} of what each step drew when last shown
+MAX_CHART_BYTES = 2**20  # all of a session's kept charts (each record is at most handout_svg.MAX_RECORD_BYTES)
+
+
+def keep_charts(k: int) -> None:
+    """The charts step k drew in this run replace those it drew before (a new sentence draws new charts)."""
+    drawn = st.session_state.pop(handout_svg.DRAWN, {})
+    charts = st.session_state.setdefault(CHARTS, {})
+    charts[lesson.STEPS[k - 1].key] = tuple(r for (step, _), r in drawn.items() if step == k and r is not None)
+    # Bounded in bytes: past the budget, the other steps' largest charts go first.
+    while sum(r["bytes"] for rs in charts.values() for r in rs) > MAX_CHART_BYTES:
+        other = [(r["bytes"], key) for key, rs in charts.items() for r in rs if key != lesson.STEPS[k - 1].key]
+        if not other:
+            break
+        _, key = max(other)
+        charts[key] = tuple(sorted(charts[key], key=lambda r: r["bytes"])[:-1])
+
+
+def handout_ui(live, col) -> None:
+    """Keep this run's charts; in `col` (None: presenter mode, no button), the handout's button."""
+    keep_charts(int(st.session_state.get("lesson_step", 1)))
+    if col is not None:
+        with col:
+            button(live, "lesson_handout")
+
+
+def button(live, key: str) -> None:
+    """"Prepare the handout", then its download button (for this run: the file is not kept in the session)."""
+    if not st.button("Prepare the handout", key=key, width="stretch",
+                     help="One HTML file of the steps you visited: each step's text, your sentence, the question, "
+                          "the model's answer and your guess" + (", the class's split" if _teaching(live) else "")
+                          + ", and the charts. It opens in any browser, with no network."):
+        return
+    doc = handout_html(require_current(), live)
+    st.download_button("Download the handout (HTML)", doc.encode("utf-8"), file_name="bert-lesson-handout.html",
+                       mime="text/html", key=f"{key}_file", type="primary", on_click="ignore", width="stretch")
+
+
+def _teaching(live) -> bool:
+    return live is not None and live.teacher
+
+
+def _splits(live) -> dict[int, list[handout_doc.Split]]:
+    """The class's split of each revealed question, by step number (the teacher's session only)."""
+    if not _teaching(live):
+        return {}
+    try:
+        rows = classroom.open_store().results(live.code, live.secret)
+    except classroom.ClassError as e:
+        st.warning(f"The class's split is not in the handout: {e}")
+        return {}
+    out: dict[int, list[handout_doc.Split]] = {}
+    for r in rows:
+        out.setdefault(r.step, []).append(handout_doc.Split(r.prompt, r.choices, r.answer, r.tally))
+    return out
+
+
+def model_name(cur) -> str:
+    if cur.model_key.startswith("session:"):
+        return "a model trained in this session on the Training page"
+    label = BUNDLED_LABELS.get(cur.model_key)
+    return f"{cur.model_key} ({label})" if label else cur.model_key
+
+
+def handout_html(cur, live) -> str:
+    """The handout of this session: every visited step (and every step the class voted on), in order."""
+    visited = st.session_state.get("lesson_visited", set())
+    splits = _splits(live)
+    wanted = [(i, s) for i, s in enumerate(lesson.STEPS, 1) if s.key in visited or i in splits]
+    charts = st.session_state.get(CHARTS, {})
+    guesses = st.session_state.get("lesson_guesses", {})
+    pages = []
+    bar = st.progress(0.0, text="Writing the handout…")
+    kept_error = st.session_state.get(lesson.QUESTION_ERROR)
+    for n, (i, s) in enumerate(wanted):
+        bar.progress(n / max(len(wanted), 1), text=f"Writing the handout: step {i}, {s.title}")
+        text = st.session_state.get(lesson.text_key(i), s.text)
+        pair = st.session_state.get(lesson.pair_key(i), s.pair) if s.pair is not None else None
+        hush = st.empty()  # ask's own message ("needs another sentence") is for the step's page, not here
+        with hush.container():
+            q = lesson.ask(cur, s, text, pair)
+        hush.empty()
+        note = st.session_state.get(lesson.QUESTION_ERROR) or ""
+        page = handout_doc.StepPage(i, s.title, s.explain, s.formula, text, pair,
+                                    note=f"This step's question needs another sentence: {note}." if note else "",
+                                    charts=charts.get(s.key, ()), splits=tuple(splits.get(i, ())))
+        if q is not None:
+            token = f"{cur.model_key}|{i}|{q.prompt}|{'|'.join(q.choices)}"  # views/lesson.py's question token
+            page = dataclasses.replace(page, prompt=q.prompt, choices=tuple(q.choices), answer=q.answer,
+                                       reveal=q.reveal, guess=guesses.get(token))
+        pages.append(page)
+    st.session_state[lesson.QUESTION_ERROR] = kept_error
+    bar.empty()
+    c = cur.model.config
+    return handout_doc.build(handout_doc.Handout(
+        model_name=model_name(cur), layers=c.num_hidden_layers, width=c.hidden_size, heads=c.num_attention_heads,
+        parameters=sum(p.numel() for p in cur.model.model.parameters()),
+        date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), version=bert_core.__version__,
+        total_steps=len(lesson.STEPS), steps=tuple(pages), class_code=live.code if _teaching(live) else None))
