@@ -174,7 +174,8 @@ class MemoryStore(ClassStore):
             c.set("split", 1)
             c.set("answer", answer)
             d = json.loads(c.get("q"))
-            c.set(f"r:{qid}", json.dumps({"n": c.incr("n_revealed"), "step": int(c.get("step")),
+            text = c.get("text") + (f" · B: {c.get('pair')}" if c.get("has_pair") == "1" else "")
+            c.set(f"r:{qid}", json.dumps({"n": c.incr("n_revealed"), "step": int(c.get("step")), "text": text,
                                           "prompt": d["prompt"], "choices": d["choices"], "answer": answer}))
             c.incr("seq")
         self._changed(codes.clean_code(code))

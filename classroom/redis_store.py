@@ -82,8 +82,10 @@ if redis.call('HGET', k, 'revealed') == '1' then return {'ok'} end
 redis.call('HSET', k, 'revealed', '1', 'split', '1', 'answer', ARGV[4])
 local d = cjson.decode(redis.call('HGET', k, 'q'))
 local n = redis.call('HINCRBY', k, 'n_revealed', 1)
+local text = redis.call('HGET', k, 'text')
+if redis.call('HGET', k, 'has_pair') == '1' then text = text .. ' · B: ' .. redis.call('HGET', k, 'pair') end
 redis.call('HSET', k, 'r:' .. qid, cjson.encode({n = n, step = tonumber(redis.call('HGET', k, 'step')),
-  prompt = d['prompt'], choices = d['choices'], answer = answer}))
+  text = text, prompt = d['prompt'], choices = d['choices'], answer = answer}))
 redis.call('HINCRBY', k, 'seq', 1)
 redis.call('PUBLISH', '@CHANNEL@', string.sub(k, @CUT@))
 return {'ok'}

@@ -16,7 +16,8 @@ A class is one hash of string fields, the same in both stores (in Redis it is li
     t:<qid>:<i>       votes for choice i of that question (atomic increments)
     a:<qid>           students who voted on that question
     p:<qid>           "1": that question was published (counted against the cap)
-    r:<qid>           the revealed question for the end-of-lesson table: {"n", "step", "prompt", "choices", "answer"}
+    r:<qid>           the revealed question for the end-of-lesson table: {"n", "step", "text", "prompt", "choices",
+                      "answer"} (text: the sentence, and " · B: " its pair)
 
 Caps bound a class (students, questions, votes, text lengths), so a class is at most a few hundred KB.
 """
@@ -116,6 +117,7 @@ class Result:
     choices: tuple[str, ...]
     answer: int
     tally: tuple[int, ...]
+    text: str = ""  # the sentence the question was asked on (and " · B: " its pair)
 
     @property
     def answered(self) -> int:
@@ -151,7 +153,8 @@ def results_from(fields: dict) -> list[Result]:
         if k.startswith("r:"):
             qid, d = k[2:], json.loads(v)
             tally = tuple(int(fields.get(f"t:{qid}:{i}", 0)) for i in range(len(d["choices"])))
-            out.append(Result(d["n"], d["step"], d["prompt"], tuple(d["choices"]), d["answer"], tally))
+            out.append(Result(d["n"], d["step"], d["prompt"], tuple(d["choices"]), d["answer"], tally,
+                              d.get("text", "")))
     return sorted(out, key=lambda r: r.n)
 
 

@@ -18,8 +18,8 @@ when the teacher's step, sentence, question or reveal has changed, at once: the 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
-import zlib
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -139,9 +139,19 @@ def _take_step(v: View) -> None:
 
 
 # ------------------------------------------------------------------------------------------ hook 2
+def question_token(model_key: str, k: int, text: str, pair: str | None, q) -> str:
+    """What makes a Lesson question one question: model, step, sentence, pair, prompt and choices ("" for none).
+
+    Any change of sentence or pair (step 7's "Try this" keeps the prompt and the choices) is a new question:
+    its guess, its class vote, its split and its reveal start empty."""
+    if q is None:
+        return ""
+    return "\x1f".join((model_key, str(k), text, "\x00" if pair is None else pair, q.prompt, *q.choices))
+
+
 def question_id(token: str) -> str:
-    """A short id of the Lesson's question token (model, step, prompt, choices)."""
-    return f"{zlib.crc32(token.encode()):08x}"
+    """A short id of the Lesson's question token (model, step, sentence(s), prompt, choices)."""
+    return hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
 def question_ui(live: Live | None, col, q, token: str, k: int, text: str, pair: str | None, revealed: bool) -> bool:
@@ -368,8 +378,9 @@ def _results(live: Live) -> None:
 
 def results_rows(rows: list[classroom.Result]) -> list[dict]:
     """The end-of-lesson table: each revealed question, the share of the class that guessed the model's answer."""
-    return [{"step": r.step, "question": r.prompt, "model's answer": r.choices[r.answer], "answered": r.answered,
-             "right": r.right, "share right": f"{r.right / r.answered:.0%}" if r.answered else "–"} for r in rows]
+    return [{"step": r.step, "sentence": r.text, "question": r.prompt, "model's answer": r.choices[r.answer],
+             "answered": r.answered, "right": r.right,
+             "share right": f"{r.right / r.answered:.0%}" if r.answered else "–"} for r in rows]
 
 
 def results_csv(table: list[dict], named: list[dict]) -> str:

@@ -199,3 +199,59 @@ def test_the_teacher_presents_a_class_and_space_reveals_to_everyone(backend):
     s.run()
     assert_ok(s)
     assert backend.view(code, secret=secret).revealed
+
+
+def _teacher_on(step: int) -> tuple[AppTest, str, str]:
+    at = session({"step": str(step)})
+    at.button(key="class_start").click().run()
+    assert_ok(at)
+    return at, at.session_state["class_code"], at.session_state["class_secret"]
+
+
+def _answered(t: AppTest) -> str:
+    return next(m.value for m in t.markdown if "students have answered" in m.value)
+
+
+@pytest.mark.parametrize("how", ["sentence", "try-pair"])
+def test_a_new_sentence_or_pair_is_a_new_question(backend, how):
+    """Step 4's new sentence, or step 7's "Try this" pair (IsNext -> NotNext, the same prompt and choices): the
+    votes, the split and the reveal start empty on every screen, and the CSV has one row per question."""
+    k = 4 if how == "sentence" else 7
+    t, code, secret = _teacher_on(k)
+    s = student(code, "Ada")
+    assert s.header[0].value.startswith(f"Step {k} of")
+    vote_radio(s).set_value(0).run()
+    t.button(key="class_split").click().run()
+    t.button(key="lesson_reveal").click().run()
+    first = backend.view(code, secret=secret)
+    assert first.revealed and first.answered == 1
+    s.run()
+    assert s.success or s.error  # the answer is on the student's screen
+    if how == "sentence":
+        t.text_input(key=f"w_{lesson.text_key(k)}").set_value("The boy [MASK] the ball to his friend.").run()
+    else:
+        t.button(key="lesson_try").click().run()
+    assert_ok(t)
+    v = backend.view(code, secret=secret)
+    assert v.question.qid != first.question.qid
+    assert not v.revealed and not v.split_shown and v.answered == 0 and sum(v.tally) == 0
+    assert _answered(t) == "**0 of 1** students have answered."
+    assert t.button(key="lesson_reveal") is not None and not t.get("plotly_chart")  # no split, no answer's chart
+    s.run()
+    assert_ok(s)
+    assert not s.success and not s.error and vote_radio(s).value is None  # a fresh vote, no old answer
+    vote_radio(s).set_value(1).run()
+    t.button(key="lesson_reveal").click().run()
+    rows = classroom_ui.results_rows(backend.results(code, secret))
+    assert len(rows) == 2 and rows[0]["sentence"] != rows[1]["sentence"]
+    csv_text = classroom_ui.results_csv(rows, backend.students(code, secret))
+    assert "Ada,2," in csv_text
+
+
+def test_the_question_token_holds_the_sentence_and_the_pair():
+    q = computed(7)
+    tok, qid = classroom_ui.question_token, classroom_ui.question_id
+    a = tok("m", 7, "A.", "B.", q)
+    assert a != tok("m", 7, "A.", "C.", q) != tok("m", 7, "A.", None, q)
+    assert a != tok("m", 7, "A2.", "B.", q) != tok("n", 7, "A.", "B.", q) != tok("m", 8, "A.", "B.", q)
+    assert qid(a) != qid(tok("m", 7, "A.", "C.", q)) and tok("m", 7, "A.", "B.", None) == ""
