@@ -12,6 +12,8 @@ import threading
 import time
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from classroom import codes
 from classroom.store import (
@@ -29,6 +31,8 @@ from classroom.store import (
 )
 
 PREFIX = "bx:class:"
+SOCKET_TIMEOUT = 1.0  # seconds: one try of one command (a class's commands take well under a millisecond)
+RETRIES = 3
 CHANNEL = "bx:class-changed"  # a class's code, published whenever its seq moves (ClassStore.watch)
 
 # Each script returns {"err", message} to refuse, with the same messages as the in-process store.
@@ -166,8 +170,13 @@ class RedisStore(ClassStore):
 
     def __init__(self, url: str, idle_seconds: float = IDLE_HOURS * 3600):
         self.url, self.idle_seconds = url, idle_seconds
-        self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=5,
-                                      health_check_interval=30)
+        # A store that does not answer is retried with a short backoff (0.05, 0.1, 0.2 s), each try bounded by a
+        # 1 s timeout: a killed Redis fails in milliseconds, a frozen one in about 4 s; then StoreUnavailable, and
+        # the page says it is reconnecting. A restarted Redis has lost the scripts: redis-py loads them again.
+        self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=SOCKET_TIMEOUT,
+                                      socket_connect_timeout=SOCKET_TIMEOUT, health_check_interval=30,
+                                      retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), RETRIES),
+                                      retry_on_error=[redis.ConnectionError, redis.TimeoutError])
         self._scripts = {name: self.r.register_script(src) for name, src in
                          (("publish", PUBLISH), ("split", SPLIT), ("reveal", REVEAL), ("join", JOIN),
                           ("vote", VOTE), ("view", VIEW))}
@@ -230,8 +239,10 @@ class RedisStore(ClassStore):
         try:
             key = self._key(code)
             return codes.secret_matches(secret, self.r.hget(key, "secret"))
-        except (ClassError, redis.RedisError):
+        except ClassError:
             return False
+        except redis.RedisError as e:  # not "no": the caller keeps the teacher's key until the store answers
+            raise StoreUnavailable(type(e).__name__) from None
 
     def _secret(self, secret) -> str:
         return codes.hash_secret(secret) if codes.clean_id(secret) else "-"

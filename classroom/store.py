@@ -63,7 +63,8 @@ class NotTeacher(ClassError):
 
 class StoreUnavailable(ClassError):
     def __init__(self, detail: str):
-        super().__init__(f"The class store cannot be reached ({detail}); the Lesson works on without a class.")
+        super().__init__(f"Reconnecting to the class… (its store does not answer: {detail}). The Lesson works on "
+                         "meanwhile.")
 
 
 @dataclass(frozen=True)
@@ -215,7 +216,7 @@ class ClassStore(ABC):
 
     @abstractmethod
     def is_teacher(self, code: str, secret: str | None) -> bool:
-        """Does this secret open this class's teacher controls?"""
+        """Does this secret open this class's teacher controls? (StoreUnavailable when the store cannot say.)"""
 
     @abstractmethod
     def publish(self, code: str, secret: str, step: int, text: str, pair: str | None,

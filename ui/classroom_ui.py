@@ -37,6 +37,8 @@ TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches
 STUDENT_TICK = 2.0
 CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_follow"
 SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
+RECONNECT, LOST = "class_reconnect", "class_lost"  # this run could not reach the store / the teacher's class is gone
+RETRY = 1.0  # seconds between tries of a store that does not answer
 
 
 @dataclass
@@ -75,8 +77,17 @@ def _leave() -> None:
 
 
 # ------------------------------------------------------------------------------------------ hook 1
+ENDED = "The class has ended: ask your teacher for the new code."
+
+
 def follow() -> Live | None:
-    """Join or resume from the URL; a following student's step and sentence become the teacher's. None: no class."""
+    """Join or resume from the URL; a following student's step and sentence become the teacher's. None: no class.
+
+    A store that does not answer (StoreUnavailable, after the store's own retries) drops nothing: the class's code
+    and keys stay in the session and the address, the page runs on without the class and says it is reconnecting
+    (panel), and the next run after the store answers resumes the class. A store that answers without the class
+    (it restarted empty, or the class ended or expired) tells the teacher, who can start a new class in one
+    click, and tells a student to ask for the new code."""
     q = st.query_params
     url_code = classroom.clean_code(q.get("class"))
     if url_code and st.session_state.get(CODE) != url_code:
@@ -93,9 +104,16 @@ def follow() -> Live | None:
                 st.session_state["class_link_code"] = url_code  # the join box shows it
                 q.pop("teacher", None)
                 q.pop("me", None)
+        except classroom.StoreUnavailable:
+            st.session_state[RECONNECT] = url_code  # the address keeps its keys: the next run tries again
+            return None
         except ClassError as e:
-            _say(e)
-            q.pop("class", None)
+            if secret and isinstance(e, classroom.NoSuchClass):
+                st.session_state[LOST] = url_code
+            else:
+                _say(ClassError(ENDED) if sid and isinstance(e, classroom.NoSuchClass) else e)
+            for k in ("class", "teacher", "me"):
+                q.pop(k, None)
     elif q.get("class") is not None and not url_code:
         _say(classroom.NoSuchClass())
         q.pop("class", None)
@@ -106,10 +124,17 @@ def follow() -> Live | None:
     live = Live(code, st.session_state.get(SECRET), st.session_state.get(SID), None)
     try:
         live.view = store().view(code, sid=live.sid) if not live.teacher else store().view(code, secret=live.secret)
+    except classroom.StoreUnavailable:
+        st.session_state[RECONNECT] = code  # nothing dropped: session and address keep the class and its key
+        return None
     except ClassError as e:
-        _say(e)
+        if live.teacher:
+            st.session_state[LOST] = code
+        else:
+            _say(ClassError(ENDED) if isinstance(e, classroom.NoSuchClass) else e)
         _leave()
         return None
+    st.session_state.pop(LOST, None)
     q["class"] = code
     st.session_state.setdefault(FOLLOW, True)
     if live.teacher:
@@ -126,6 +151,32 @@ def follow() -> Live | None:
         else:
             classroom_push.forget_here()
     return live
+
+
+def _reconnecting(code: str) -> None:
+    """The class's store does not answer: say so, and rerun the page as soon as it answers again."""
+    st.info("Reconnecting to the class… The Lesson works on meanwhile; your class and its votes come back when "
+            "the class's store answers.", icon=":material/sync:")
+
+    @st.fragment(run_every=RETRY)
+    def wait_for_store() -> None:
+        try:
+            store().view(code)
+        except classroom.StoreUnavailable:
+            return
+        except ClassError:
+            pass  # it answers without the class: the page's run says so
+        st.rerun()
+
+    wait_for_store()
+
+
+def _lost(code: str, present: bool) -> None:
+    """The teacher's class is gone from a store that answers: say so, and offer a new class in one click."""
+    st.error(f"Your class {code} was lost: the class's store restarted without it (or it expired). Its votes are "
+             "gone; start a new class and give your students its code.")
+    st.button("Start a new class", key="class_restart", on_click=start, type="primary",
+              width="content" if present else "stretch")
 
 
 def _take_step(v: View) -> None:
@@ -192,13 +243,26 @@ def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
     return v.revealed
 
 
+def _read(code: str, sid: str | None = None, secret: str | None = None) -> View | None:
+    """A fragment's read of the class; None after saying why. A class gone from the store reruns the whole page
+    (follow() says what happened); a store that does not answer says the class is reconnecting, nothing dropped."""
+    try:
+        return store().view(code, sid=sid, secret=secret)
+    except classroom.StoreUnavailable:
+        st.caption("Reconnecting to the class…")
+        return None
+    except classroom.NoSuchClass:
+        st.rerun()
+    except ClassError as e:
+        st.warning(str(e))
+        return None
+
+
 def _teacher_live(code: str, secret: str, qid: str) -> None:
     @st.fragment(run_every=TICK)
     def live_count() -> None:
-        try:
-            v = store().view(code, secret=secret)
-        except ClassError as e:
-            st.warning(str(e))
+        v = _read(code, secret=secret)
+        if v is None:
             return
         if v.question is None or v.question.qid != qid:
             return
@@ -239,10 +303,8 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
 def _student_live(code: str, sid: str, drawn: tuple, question: Question | None) -> None:
     @st.fragment(run_every=STUDENT_TICK)
     def live_vote() -> None:
-        try:
-            v = store().view(code, sid=sid)
-        except ClassError as e:
-            st.warning(str(e))
+        v = _read(code, sid=sid)
+        if v is None:
             return
         if not st.session_state.get(FOLLOW, True):
             st.rerun()
@@ -279,16 +341,27 @@ def lesson_labels(choices):
 def panel(live: Live | None, present: bool, side) -> None:
     """Start or join a class (side column), or the class's code, link, QR, count and results."""
     msg = st.session_state.pop(MSG, None)
+    away, lost = st.session_state.pop(RECONNECT, None), st.session_state.get(LOST)  # lost: until a new class
     if present:
         if msg:
             st.warning(msg)
-        if live is not None and live.teacher:
+        if away:
+            _reconnecting(away)
+        elif lost:
+            _lost(lost, present)
+        elif live is not None and live.teacher:
             _join_card(live, big=True)
         return
     with side:
         st.markdown("**A live class**")
         if msg:
             st.warning(msg)
+        if away:
+            _reconnecting(away)
+            return
+        if lost:
+            _lost(lost, present)
+            return
         if live is None:
             st.button("Start a class", key="class_start", on_click=start, width="stretch",
                       help="Students join from their own devices with a code; they follow your step and sentence, "
@@ -349,12 +422,9 @@ def _count(live: Live) -> None:
 
     @st.fragment(run_every=TICK)
     def count() -> None:
-        try:
-            n = store().view(code, secret=secret).students
-        except ClassError as e:
-            st.warning(str(e))
-            return
-        st.metric("Students joined", n)
+        v = _read(code, secret=secret)
+        if v is not None:
+            st.metric("Students joined", v.students)
 
     count()
 
@@ -422,6 +492,7 @@ def start() -> None:
         return
     st.session_state.update({CODE: code, SECRET: secret})
     st.session_state.pop(SID, None)
+    st.session_state.pop(LOST, None)
     st.query_params.update({"class": code, "teacher": secret})
     st.query_params.pop("me", None)
 

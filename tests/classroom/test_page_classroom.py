@@ -140,7 +140,7 @@ def test_an_ended_class_tells_its_students(backend):
     assert "class" not in t.query_params and "class_code" not in t.session_state
     s.run()
     assert_ok(s)
-    assert any("No class with this code" in w.value for w in s.warning)
+    assert any(classroom_ui.ENDED in w.value for w in s.warning)
     assert "class" not in s.query_params and "me" not in s.query_params
 
 
@@ -255,3 +255,62 @@ def test_the_question_token_holds_the_sentence_and_the_pair():
     assert a != tok("m", 7, "A.", "C.", q) != tok("m", 7, "A.", None, q)
     assert a != tok("m", 7, "A2.", "B.", q) != tok("n", 7, "A.", "B.", q) != tok("m", 8, "A.", "B.", q)
     assert qid(a) != qid(tok("m", 7, "A.", "C.", q)) and tok("m", 7, "A.", "B.", None) == ""
+
+
+def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypatch):
+    """A real redis-server frozen (SIGSTOP), then killed, then restarted empty on its port: the teacher keeps the
+    class's key in the session and the address throughout and the page says it is reconnecting; a frozen store
+    that comes back resumes the class; one that comes back empty tells the teacher (a new class in one click) and
+    the students (ask for the new code)."""
+    import shutil
+    import signal
+
+    from appserver import free_port, redis_server
+    from conftest import worker_suffix
+
+    d, port = ROOT / "tests" / "output" / f"redis-restart{worker_suffix()}", free_port()
+    try:
+        with redis_server(d, port=port) as (url, proc):
+            monkeypatch.setenv(classroom.ENV, url)
+            t, code, secret = teacher()
+            s = student(code, "Ada")
+            proc.send_signal(signal.SIGSTOP)  # frozen: every call times out
+            try:
+                t.button(key="lesson_next").click().run()
+                assert_ok(t)
+                assert t.header[0].value.startswith("Step 2 of")  # the Lesson works on
+                assert (t.query_params["class"], t.query_params["teacher"]) == (code, secret)
+                assert t.session_state["class_secret"] == secret
+                assert any("Reconnecting to the class" in i.value for i in t.info)
+                again = session({k: t.query_params[k] for k in t.query_params})  # the teacher's tab, reloaded
+                assert (again.query_params["class"], again.query_params["teacher"]) == (code, secret)
+                assert any("Reconnecting to the class" in i.value for i in again.info)
+            finally:
+                proc.send_signal(signal.SIGCONT)
+            t.run()  # the store answers again: the class resumes on the teacher's step
+            assert_ok(t)
+            assert classroom.open_store().view(code, secret=secret).step == 2
+            again.run()
+            assert again.session_state["class_secret"] == secret
+            s.run()
+            assert s.header[0].value.startswith("Step 2 of")
+            proc.kill()  # killed: the same, and nothing is dropped
+            proc.wait()
+            t.button(key="lesson_next").click().run()
+            assert (t.query_params["class"], t.query_params["teacher"]) == (code, secret)
+            assert any("Reconnecting to the class" in i.value for i in t.info)
+            s.run()
+            assert s.query_params["class"] == code and s.session_state["class_sid"]
+        with redis_server(d, port=port):  # back, empty
+            t.run()
+            assert_ok(t)
+            assert any(f"Your class {code} was lost" in e.value for e in t.error)
+            t.button(key="class_restart").click().run()  # one click: a new class, this session its teacher
+            assert_ok(t)
+            new = t.session_state["class_code"]
+            assert new != code and t.query_params["class"] == new and not t.error
+            assert classroom.open_store().view(new, secret=t.session_state["class_secret"]).step == 3
+            s.run()
+            assert any(classroom_ui.ENDED in w.value for w in s.warning) and "class" not in s.query_params
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -251,7 +251,7 @@ def test_an_unreachable_redis_gives_a_clear_message():
     from classroom.redis_store import RedisStore
 
     s = RedisStore(f"redis://127.0.0.1:{free_port()}/0")
-    with pytest.raises(classroom.StoreUnavailable, match="cannot be reached"):
+    with pytest.raises(classroom.StoreUnavailable, match="Reconnecting to the class"):
         s.create()
     with pytest.raises(classroom.StoreUnavailable):
         s.view(new_code())
