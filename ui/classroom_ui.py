@@ -39,6 +39,9 @@ CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_fo
 SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
 RECONNECT, LOST = "class_reconnect", "class_lost"  # this run could not reach the store / the teacher's class is gone
 RETRY = 1.0  # seconds between tries of a store that does not answer
+SEAT, SEAT_KEPT, SEAT_COOKIE = "class_seat", "class_seat_kept", "bx_seat"
+PRESENT_TICK = 20.0  # seconds between an exploring student's reads (present = read within a minute)
+NICK_BOX = 200  # characters the nickname box takes (the store keeps 24)
 
 
 @dataclass
@@ -368,12 +371,14 @@ def panel(live: Live | None, present: bool, side) -> None:
                            "vote on each question, and see the model's answer when you reveal it.")
             st.text_input("Class code", value=st.session_state.get("class_link_code", ""), key="class_join_code",
                           max_chars=12, placeholder="e.g. K7QM2X")
-            st.text_input("Nickname (optional)", key="class_nick", max_chars=classroom.codes.MAX_NICKNAME,
-                          help="Shown only to the teacher, in the end-of-lesson table. Leave it empty to stay "
-                               "anonymous.")
+            # A longer box than a nickname: a pasted long name is cut to 24 characters, not refused whole.
+            st.text_input("Nickname (optional)", key="class_nick", max_chars=NICK_BOX,
+                          help=f"Shown only to the teacher, in the class's seats and the end-of-lesson table (at most "
+                               f"{classroom.codes.MAX_NICKNAME} characters). Leave it empty to be “Student 7”.")
             st.button("Join the class", key="class_join", on_click=join, width="stretch")
         elif live.teacher:
             _join_card(live, big=False)
+            _seats(live)
             _results(live)
             st.button("End the class", key="class_end", on_click=end, width="stretch",
                       help="Deletes the class and its votes (download the results first).")
@@ -381,7 +386,64 @@ def panel(live: Live | None, present: bool, side) -> None:
             st.caption(f"In class **{live.code}**.")
             st.toggle("Follow the teacher", key=FOLLOW,
                       help="Off: explore the Lesson on your own; on again: back to the teacher's step.")
-            st.button("Leave the class", key="class_leave", on_click=_leave, width="stretch")
+            st.button("Leave the class", key="class_leave", on_click=_leave, width="stretch",
+                      help="Joining again from this browser gives you back your seat and your votes.")
+            _keep_seat()
+            if not live.following:
+                _heartbeat(live.code, live.sid)
+
+
+def _seat() -> str:
+    """This browser's seat token: kept in the session, and in a cookie (a reload, a second tab, a new session)."""
+    seat = st.session_state.get(SEAT) or classroom.clean_id(st.context.cookies.get(SEAT_COOKIE))
+    if seat is None:
+        seat = classroom.codes.new_id()
+    st.session_state[SEAT] = seat
+    return seat
+
+
+def _keep_seat() -> None:
+    """Write the seat token into the browser's cookie once (it has the shape of an id: nothing to escape)."""
+    seat = st.session_state.get(SEAT)
+    if seat and classroom.clean_id(seat) and st.context.cookies.get(SEAT_COOKIE) != seat \
+            and not st.session_state.get(SEAT_KEPT):
+        st.html(f"<script>document.cookie = '{SEAT_COOKIE}={seat}; path=/; max-age=31536000; samesite=lax';</script>",
+                unsafe_allow_javascript=True, width=1)
+        st.session_state[SEAT_KEPT] = True
+
+
+def _heartbeat(code: str, sid: str) -> None:
+    """An exploring student's tab still counts as present (a following one's vote box reads the class already)."""
+
+    @st.fragment(run_every=PRESENT_TICK)
+    def here() -> None:
+        _read(code, sid=sid)
+
+    here()
+
+
+def _seats(live: Live) -> None:
+    """The teacher's seats: who is present, who answered; remove a seat; lock the class."""
+    try:
+        rows = store().seats(live.code, live.secret)
+    except ClassError as e:
+        st.warning(str(e))
+        return
+    locked = live.view is not None and live.view.locked
+    with st.expander(f"Seats: {len(rows)}" + (" (locked)" if locked else ""), expanded=False):
+        st.toggle("Lock the class (no new seats)", value=locked, key="class_lock", on_change=lock_class,
+                  help="The students there keep their seats (and may come back); nobody new can join.")
+        if not rows:
+            st.caption("Nobody has joined yet.")
+            return
+        st.dataframe([{"nickname": r["nickname"], "present": "yes" if r["present"] else "no",
+                       "answered": r["answered"]} for r in rows], hide_index=True)
+        names = {r["sid"]: r["nickname"] for r in rows}
+        st.multiselect("Remove seats", list(names), key="class_remove_pick", format_func=names.__getitem__,
+                       placeholder="Pick a seat to remove")
+        st.button("Remove the picked seats", key="class_remove", on_click=remove_seats, width="stretch",
+                  disabled=not st.session_state.get("class_remove_pick"),
+                  help="A removed seat can no longer vote; its vote on the open question is withdrawn.")
 
 
 def join_url(code: str) -> str:
@@ -424,7 +486,8 @@ def _count(live: Live) -> None:
     def count() -> None:
         v = _read(code, secret=secret)
         if v is not None:
-            st.metric("Students joined", v.students)
+            st.metric("Students present", v.present, help=f"{v.students} seat(s) in the class; a tab gone for more "
+                      f"than a minute is not counted here (its votes are kept).")
 
     count()
 
@@ -503,7 +566,7 @@ def join() -> None:
     try:
         if code is None:
             raise classroom.NoSuchClass()
-        sid = store().join(code, st.session_state.get("class_nick", ""))
+        sid = store().join(code, st.session_state.get("class_nick", ""), seat=_seat())
     except ClassError as e:
         _say(e)
         return
@@ -511,6 +574,22 @@ def join() -> None:
     st.session_state.pop(SECRET, None)
     st.query_params.update({"class": code, "me": sid})
     st.query_params.pop("teacher", None)
+
+
+def lock_class() -> None:
+    try:
+        store().lock(st.session_state[CODE], st.session_state.get(SECRET), bool(st.session_state.get("class_lock")))
+    except ClassError as e:
+        _say(e)
+
+
+def remove_seats() -> None:
+    try:
+        for sid in st.session_state.get("class_remove_pick") or []:
+            store().remove(st.session_state[CODE], st.session_state.get(SECRET), sid)
+    except ClassError as e:
+        _say(e)
+    st.session_state["class_remove_pick"] = []
 
 
 def vote(code: str, sid: str, qid: str, key: str) -> None:

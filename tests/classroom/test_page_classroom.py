@@ -71,7 +71,7 @@ def computed(i: int):
 
 def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend):
     t, code, secret = teacher()
-    assert any(m.label == "Students joined" and m.value == "0" for m in t.metric)
+    assert any(m.label == "Students present" and m.value == "0" for m in t.metric)
     s1 = student(code, "Ada")
     s2 = student(f" {code[:3].lower()}-{code[3:]} ", "=HYPERLINK(\"x\")", by_link=False)  # typed, sloppily
     s3 = student(code)
@@ -83,7 +83,7 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
     vote_radio(s3).set_value((q.answer + 2) % len(q.choices)).run()  # changed before the reveal: replaces
     t.run()
     assert any(m.value == "**3 of 3** students have answered." for m in t.markdown)
-    assert any(m.label == "Students joined" and m.value == "3" for m in t.metric)
+    assert any(m.label == "Students present" and m.value == "3" for m in t.metric)
     assert not t.get("plotly_chart")  # the split waits for the teacher
     t.button(key="class_split").click().run()
     assert len(t.get("plotly_chart")) == 1
@@ -116,7 +116,8 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
     rows = classroom_ui.results_rows(backend.results(code, secret))
     assert [(r["step"], r["answered"], r["right"], r["share right"]) for r in rows] == [(1, 3, 1, "33%")]
     csv_text = classroom_ui.results_csv(rows, backend.students(code, secret))
-    assert "Ada,1,1" in csv_text and "'=HYPERLINK" in csv_text and csv_text.count("\n") == 6
+    assert "Ada,1,1" in csv_text and "'=HYPERLINK" in csv_text and "Student 3,1,0" in csv_text  # nameless: its seat
+    assert csv_text.count("\n") == 7
     assert any(e.label.startswith("Results: 1 question") for e in t.expander)
 
 
@@ -314,3 +315,43 @@ def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypa
             assert any(classroom_ui.ENDED in w.value for w in s.warning) and "class" not in s.query_params
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_leave_and_join_again_is_one_seat_and_the_teacher_removes_and_locks(backend):
+    """Leave then Join in the same browser (its seat token): the same seat, its vote kept, "1 of 1". A second
+    student cannot take the same nickname; the teacher removes a seat and locks the class."""
+    t, code, secret = teacher()
+    s = student(code, "Bob")
+    sid = s.session_state["class_sid"]
+    vote_radio(s).set_value(1).run()
+    s.button(key="class_leave").click().run()
+    assert "class_sid" not in s.session_state and "me" not in s.query_params
+    s.text_input(key="class_join_code").set_value(code)
+    s.button(key="class_join").click().run()
+    assert_ok(s)
+    assert s.session_state["class_sid"] == sid and vote_radio(s).value == 1  # the same seat, its vote
+    t.run()
+    assert _answered(t) == "**1 of 1** students have answered."
+    assert any(m.label == "Students present" and m.value == "1" for m in t.metric)
+    twin = session({"class": code})  # another browser
+    twin.text_input(key="class_nick").set_value("ＢＯＢ").run()
+    twin.button(key="class_join").click().run()
+    assert any("already has the nickname" in w.value for w in twin.warning) and "class_sid" not in twin.session_state
+    long = "Ada " + "x" * 60  # pasted, longer than a nickname
+    twin.text_input(key="class_nick").set_value(long).run()
+    twin.button(key="class_join").click().run()
+    assert_ok(twin)
+    assert [r["nickname"] for r in backend.seats(code, secret)] == ["Bob", long[:24]]
+    t.run()
+    t.multiselect(key="class_remove_pick").set_value([twin.session_state["class_sid"]]).run()
+    t.button(key="class_remove").click().run()
+    t.toggle(key="class_lock").set_value(True).run()
+    assert_ok(t)
+    assert [r["nickname"] for r in backend.seats(code, secret)] == ["Bob"] and backend.view(code).locked
+    twin.run()
+    assert any("no longer knows you" in w.value for w in twin.warning)
+    twin.button(key="class_join").click().run()
+    assert any("locked" in w.value for w in twin.warning)
+    s.button(key="class_leave").click().run()
+    s.button(key="class_join").click().run()  # a seat there comes back into a locked class
+    assert s.session_state["class_sid"] == sid
