@@ -36,6 +36,8 @@ import os
 import random
 import re
 import shutil
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +52,7 @@ from appserver import app_server, proxied_app_servers, redis_server  # noqa: E40
 from load import Client, cpu_seconds, pct, problems_of  # noqa: E402
 from memory import rss_mb  # noqa: E402
 
+MAX_STUDENTS = 200
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
 
 
@@ -120,7 +123,8 @@ def header(run) -> tuple[str | None, float]:
     return None, 0.0
 
 
-async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, after_reveal: float = 3.0) -> dict:
+async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, after_reveal: float = 3.0,
+                 profile: str | None = None) -> dict:
     rnd = random.Random(seed)
     problems: list[str] = []
     # 0. Each process shows each step once (a teacher rehearsing the lesson): the measured step changes are
@@ -178,6 +182,10 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
     tasks = [asyncio.create_task(tk.tick_forever()) for tk in tickers]
     cpu0, wall0 = sum(map(cpu_seconds, pids)), time.monotonic()
     say(f"class {code}: {joined} students joined")
+    spy = None
+    if profile:  # py-spy samples the (first) server process through the class: votes, reveals, step changes
+        spy = subprocess.Popen(["py-spy", "record", "-r", "50", "-f", "raw", "-o", profile, "-p", str(pids[0])],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     votes_sent, vote_lat, step_lat, drawn_lat, reveals_right, per_step = [], [], [], [], 0, []
     try:
@@ -230,6 +238,9 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
         rss_after = [rss_mb(p) for p in pids]
         cores = (sum(map(cpu_seconds, pids)) - cpu0) / (time.monotonic() - wall0)
     finally:
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
         for tk in tickers:
             tk.stop = True
         for task in tasks:
@@ -246,10 +257,14 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             "reveals_seen": reveals_right, "backends": sorted({c.backend_ws for c in students if c.backend_ws})}
 
 
-def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0, after_reveal: float = 3.0) -> dict:
+def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0, after_reveal: float = 3.0,
+        profile: str | None = None) -> dict:
     """Start the server(s) (and Redis for several), run the class, stop them; the report as a dict."""
     with ExitStack() as stack:
-        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        # The students here join within a second or two, faster than the per-class join rate lets a class fill
+        # (a limit against scripts): the benchmark's server lets them all in, and holds them all.
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_CLASS_JOINS_PER_10S": str(max(n, 30)),
+               "BERT_EXPLORER_CLASS_MAX_STUDENTS": str(max(n, 200))}
         if processes > 1:
             d = Path(tempfile.mkdtemp(prefix="class_load_"))
             stack.callback(shutil.rmtree, d, ignore_errors=True)
@@ -260,9 +275,9 @@ def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0, afte
             env.pop("BERT_EXPLORER_CLASS_STORE", None)
             base, proc = stack.enter_context(app_server(env, timeout=300))
             procs = [proc]
-        t0 = time.monotonic()
-        r = asyncio.run(_class(base, n, questions, [p.pid for p in procs], seed, after_reveal))
-        r["wall"] = time.monotonic() - t0
+        t0, load = time.monotonic(), os.getloadavg()
+        r = asyncio.run(_class(base, n, questions, [p.pid for p in procs], seed, after_reveal, profile))
+        r["wall"], r["load"] = time.monotonic() - t0, load
     r["processes"] = processes
     return r
 
@@ -286,17 +301,26 @@ def main() -> None:
     ap.add_argument("--questions", type=int, default=3, help="steps voted on, revealed and left with Next")
     ap.add_argument("--processes", type=int, default=1, help="more than 1: behind HAProxy, with a redis-server")
     ap.add_argument("--after-reveal", type=float, default=3.0, help="seconds between the reveal and Next")
+    ap.add_argument("--py-spy", metavar="FILE", help="sample the first server with py-spy (raw stacks) into FILE")
     a = ap.parse_args()
-    r = run(min(a.students, 60), a.questions, a.processes, after_reveal=a.after_reveal)
+    if not 1 <= a.students <= MAX_STUDENTS:
+        sys.exit(f"--students {a.students}: this benchmark runs 1..{MAX_STUDENTS} students (each is a websocket "
+                 "client in this one asyncio loop; a class holds at most 200 by default)")
+    if not 1 <= a.questions <= 12:
+        sys.exit("--questions: 1..12 (step k's question, then Next to step k + 1)")
+    r = run(a.students, a.questions, a.processes, after_reveal=a.after_reveal, profile=a.py_spy)
     where = f"{r['processes']} process(es)" + (f" behind HAProxy + Redis, students on {r['backends']}"
                                               if r["processes"] > 1 else ", in-process class store")
-    print(f"{a.students} students + a teacher, {a.questions} questions, {where}; {r['wall']:.0f} s")
+    print(f"{a.students} students + a teacher, {a.questions} questions, {where}; {r['wall']:.0f} s; load average "
+          f"{r['load'][0]:.1f} before, {os.getloadavg()[0]:.1f} after (1 min)")
+    step_t, vote_t = (0.5, 0.5) if a.students <= 30 else (1.0, 1.0)  # the targets of a lecture hall
     if not r["vote_lat"] or not r["step_lat"]:
         sys.exit(f"FAILED: nothing measured: {r['problems'][:5]}")
     print(f"vote -> projector, s: p50 {pct(r['vote_lat'], 50):.2f} p95 {pct(r['vote_lat'], 95):.2f} "
-          f"max {max(r['vote_lat']):.2f} (n={len(r['vote_lat'])}; target p95 <= 1.5)")
+          f"max {max(r['vote_lat']):.2f} (n={len(r['vote_lat'])}; target p95 <= {vote_t})")
     print(f"step change -> student, s: p50 {pct(r['step_lat'], 50):.2f} p95 {pct(r['step_lat'], 95):.2f} "
-          f"max {max(r['step_lat']):.2f} (n={len(r['step_lat'])}; target p95 <= 2): the new step's header on screen")
+          f"max {max(r['step_lat']):.2f} (n={len(r['step_lat'])}; target p95 <= {step_t}): the new step's header "
+          "on screen")
     print(f"  ... until the student's page has finished drawing the new step, s: p50 {pct(r['drawn_lat'], 50):.2f} "
           f"p95 {pct(r['drawn_lat'], 95):.2f} max {max(r['drawn_lat']):.2f}")
     print(f"votes sent / counted on the projector per question: {r['votes']}")
@@ -304,7 +328,7 @@ def main() -> None:
           f"(n={len(r['ticks'])}); server CPU during the class: {r['cores']:.2f} cores busy (of {os.cpu_count()})")
     for i, (b, af) in enumerate(zip(r["rss_before"], r["rss_after"])):
         print(f"process {i + 1} RSS: {b:.0f} MB with {a.students} students and no class -> {af:.0f} MB with the "
-              f"class: +{af - b:.0f} MB (target <= 100)")
+              f"class: +{af - b:.0f} MB (target <= 150)")
     print(f"whole-page runs the server pushed to students (no request of theirs): {r['pushed']}")
     print(f"reveals seen by students: {r['reveals_seen']} of {a.students * a.questions}; leaks: {r['leaks'] or 'none'}")
     bad = failures(r)

@@ -40,6 +40,10 @@ SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
 RECONNECT, LOST = "class_reconnect", "class_lost"  # this run could not reach the store / the teacher's class is gone
 RETRY = 1.0  # seconds between tries of a store that does not answer
 SEAT, SEAT_KEPT, SEAT_COOKIE = "class_seat", "class_seat_kept", "bx_seat"
+# Drawings shared by the screens of a class (Streamlit's cached-element replay keeps each drawing's element
+# messages): a step's view is at most a few charts (~50 KB-1 MB of figure JSON), a split a few KB.
+SHARED_VIEWS, SHARED_SPLITS = 24, 64
+UNSHARED = {"masking"}  # views with a widget of their own (a drawing with a widget cannot be replayed)
 PRESENT_TICK = 20.0  # seconds between an exploring student's reads (present = read within a minute)
 NICK_BOX = 200  # characters the nickname box takes (the store keeps 24)
 
@@ -271,7 +275,7 @@ def _teacher_live(code: str, secret: str, qid: str) -> None:
             return
         st.markdown(f"**{v.answered} of {v.students}** students have answered.")
         if (v.split_shown or v.revealed) and v.tally is not None:
-            chart(split_figure(v.question.choices, v.tally, v.answer), "class split", key="class-split-chart")
+            split_chart(v.question.choices, v.tally, v.answer, "class-split-chart")
 
     live_count()
 
@@ -285,7 +289,7 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
             return revealed
         if v.question is None:
             st.caption("The teacher's step has no question to vote on.")
-            _student_live(live.code, live.sid, v.following, None)
+            _student_live(live.code, live.sid, v.following, None, v)
             return False
         if v.revealed:
             shown = lesson.plain(v.question.choices[v.answer])
@@ -298,15 +302,17 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
             if q is not None and tuple(q.choices) == v.question.choices:
                 st.markdown(lesson.plain(q.reveal))
             if v.tally is not None:
-                chart(split_figure(v.question.choices, v.tally, v.answer), "class split", key="class-split-student")
-        _student_live(live.code, live.sid, v.following, v.question)
+                split_chart(v.question.choices, v.tally, v.answer, "class-split-student")
+        _student_live(live.code, live.sid, v.following, v.question, v)
     return v.revealed
 
 
-def _student_live(code: str, sid: str, drawn: tuple, question: Question | None) -> None:
+def _student_live(code: str, sid: str, drawn: tuple, question: Question | None, first: View | None = None) -> None:
+    first_read = [first] if first is not None else []  # the page's own read serves the fragment's first run
+
     @st.fragment(run_every=STUDENT_TICK)
     def live_vote() -> None:
-        v = _read(code, sid=sid)
+        v = first_read.pop() if first_read else _read(code, sid=sid)
         if v is None:
             return
         if not st.session_state.get(FOLLOW, True):
@@ -338,6 +344,43 @@ def _student_live(code: str, sid: str, drawn: tuple, question: Question | None) 
 
 def lesson_labels(choices):
     return [lesson.plain(c) for c in choices].__getitem__
+
+
+# ------------------------------------------------------------------------------------------ the step's view
+def following_student(live: Live | None) -> bool:
+    """A student whose page shows the teacher's step and sentence."""
+    return live is not None and not live.teacher and live.following
+
+
+def draw_step(live: Live | None, step, cur, text: str, pair: str | None, revealed: bool) -> None:
+    """`step.view(cur, text, pair, revealed)`; for a following student, the class's shared drawing of it.
+
+    Every follower of a class draws the same view (the teacher's model, step, sentence(s) and reveal): the first
+    draws it, the others replay its elements (their figures are not built, serialised and hashed again), so a
+    step change costs the server one drawing, not one per student. Not shared: a model a session trains, and a
+    view with a widget of its own."""
+    if not following_student(live) or cur.model_key.startswith("session:") or step.key in UNSHARED:
+        step.view(cur, text, pair, revealed)
+        return
+    _shared_view(cur.model_key, step.key, text, pair, bool(revealed), lesson.presenting(),
+                 bool(st.session_state.get("lesson_large")), st.session_state.get(lesson.QUESTION_ERROR), _cur=cur)
+
+
+@st.cache_data(max_entries=SHARED_VIEWS, show_spinner=False)
+def _shared_view(model_key: str, step_key: str, text: str, pair: str | None, revealed: bool, present: bool,
+                 large: bool, question_error: str | None, _cur) -> None:
+    """One drawing of a step's view, keyed by everything the view reads (the model by its key)."""
+    lesson.STEPS[lesson.KEYS.index(step_key)].view(_cur, text, pair, revealed)
+
+
+def sentence_note(text: str, pair: str | None) -> None:
+    """A following student's sentence: the teacher's, in a box that says why it cannot be changed here."""
+    why = "You follow the teacher: this is the teacher's sentence. Switch “Follow the teacher” off to try your own."
+    for key, label, v in (("class_text_shown", "This step's sentence", text), ("class_pair_shown", "Sentence B", pair)):
+        if v is not None:
+            st.session_state[key] = v  # the box shows the teacher's sentence of this run
+            st.text_input(label, key=key, disabled=True, help=why)
+    st.caption(why)
 
 
 # ------------------------------------------------------------------------------------------ hook 3
@@ -533,6 +576,13 @@ def results_csv(table: list[dict], named: list[dict]) -> str:
 def _cell(v):
     """A CSV cell a spreadsheet will not run as a formula (a nickname or sentence starting with = + - @)."""
     return "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
+
+
+@st.cache_data(max_entries=SHARED_SPLITS, show_spinner=False)
+def split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None, key: str) -> None:
+    """The class's split as a chart, drawn once per (choices, tally, answer) and replayed for every screen that
+    shows the same split (Streamlit's cached-element replay): a reveal is one figure, not one per student."""
+    chart(split_figure(choices, tally, answer), "class split", key=key)
 
 
 def split_figure(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None) -> go.Figure:

@@ -45,6 +45,8 @@ with right if present else left:  # on a projector the formula and the sentence 
         st.latex(step.formula)
     if present:
         st.caption(f"Sentence: {lesson.plain(text)}" + (f" · B: {lesson.plain(pair)}" if pair else ""))
+    elif classroom_ui.following_student(live):  # the teacher's sentence, not editable here (and why)
+        classroom_ui.sentence_note(text, pair)
     else:
         lesson.sentence_ui(k, step)
 
@@ -84,7 +86,7 @@ with left:
                             + ("" if truth.startswith(q.choices[q.answer]) else " The model got it wrong here."))
 
 with right, lesson.busy(cur, k, text, pair, f"view {revealed} {present}", "Drawing…"):
-    step.view(cur, text, pair, revealed)
+    classroom_ui.draw_step(live, step, cur, text, pair, revealed)  # step.view; a class's followers share it
 
 nav = st.columns([1, 1, 4] if present else [1, 1, 3])
 # Presenter keys are Streamlit's own button shortcuts: they work whatever has focus, except a text box.
