@@ -183,11 +183,12 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
     cpu0, wall0 = sum(map(cpu_seconds, pids)), time.monotonic()
     say(f"class {code}: {joined} students joined")
     spy = None
-    if profile:  # py-spy samples the (first) server process through the class: votes, reveals, step changes
-        spy = subprocess.Popen(["py-spy", "record", "-r", "50", "-f", "raw", "-o", profile, "-p", str(pids[0])],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    if profile:  # py-spy samples the (first) server process through the class: votes, reveals, step changes;
+        # --gil: only the thread holding the interpreter lock (the CPU the reruns share), not threads waiting on it
+        spy = subprocess.Popen(["py-spy", "record", "-r", "50", "--gil", "-f", "raw", "-o", profile,
+                                "-p", str(pids[0])], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
-    votes_sent, vote_lat, step_lat, drawn_lat, reveals_right, per_step = [], [], [], [], 0, []
+    votes_sent, vote_lat, step_lat, drawn_lat, reveals_right, per_step, step_cpu = [], [], [], [], 0, [], []
     try:
         for qn in range(questions):
             step = qn + 1
@@ -225,15 +226,20 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             await t.rerun(widgets={"lesson_reveal": True})
             await asyncio.sleep(after_reveal)  # the reveal reaches every student
             reveals_right += len(seen_reveal.get(step, ()))
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), sum(map(cpu_seconds, pids))
             await t.rerun(widgets={"lesson_next": True})
             deadline = time.perf_counter() + 30
             while len(drawn_step.get(step + 1, {})) < n and time.perf_counter() < deadline:
                 await asyncio.sleep(0.1)
+            # The servers' CPU from Next until every student's page has drawn the new step (ticks included): the
+            # cost of a step change per student, which the machine's load does not change as much as the wall time.
+            step_cpu.append((sum(map(cpu_seconds, pids)) - c0, time.perf_counter() - t0))
             step_lat += [seen_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
             drawn_lat += [drawn_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
             per_step.append((step + 1, pct(step_lat[-n:], 50), pct(step_lat[-n:], 95)))
-            say(f"step {step + 1} on the students' screens: p50 {per_step[-1][1]:.2f} s, p95 {per_step[-1][2]:.2f} s")
+            say(f"step {step + 1} on the students' screens: p50 {per_step[-1][1]:.2f} s, p95 {per_step[-1][2]:.2f} s; "
+                f"server CPU {step_cpu[-1][0]:.2f} s in {step_cpu[-1][1]:.2f} s wall = "
+                f"{1000 * step_cpu[-1][0] / n:.0f} ms per student; load average {os.getloadavg()[0]:.1f}")
         await asyncio.sleep(2)
         rss_after = [rss_mb(p) for p in pids]
         cores = (sum(map(cpu_seconds, pids)) - cpu0) / (time.monotonic() - wall0)
@@ -250,7 +256,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
     leaks = [i for i, c in enumerate(students) if other_code.encode() in c.received]
     own = [i for i, c in enumerate(students) if code.encode() not in c.received]
     return {"code": code, "rss_before": rss_before, "rss_after": rss_after, "vote_lat": vote_lat,
-            "step_lat": step_lat, "drawn_lat": drawn_lat, "cores": cores, "per_step": per_step,
+            "step_lat": step_lat, "drawn_lat": drawn_lat, "step_cpu": step_cpu, "cores": cores, "per_step": per_step,
             "ticks": [x for tk in tickers for x in tk.ticks],
             "pushed": sum(tk.pushed for tk in tickers[2:]), "votes": votes_sent, "problems": problems, "leaks": leaks,
             "own_missing": own,
@@ -323,6 +329,9 @@ def main() -> None:
           "on screen")
     print(f"  ... until the student's page has finished drawing the new step, s: p50 {pct(r['drawn_lat'], 50):.2f} "
           f"p95 {pct(r['drawn_lat'], 95):.2f} max {max(r['drawn_lat']):.2f}")
+    cpu, wall = sum(c for c, _ in r["step_cpu"]), sum(w for _, w in r["step_cpu"])
+    print(f"  server CPU per step change: {1000 * cpu / len(r['step_cpu']) / a.students:.1f} ms per student "
+          f"({cpu / wall:.2f} cores busy while the step changed)")
     print(f"votes sent / counted on the projector per question: {r['votes']}")
     print(f"timer ticks (fragment reruns, all clients), s: p50 {pct(r['ticks'], 50):.3f} p95 {pct(r['ticks'], 95):.3f} "
           f"(n={len(r['ticks'])}); server CPU during the class: {r['cores']:.2f} cores busy (of {os.cpu_count()})")

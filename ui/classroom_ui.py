@@ -20,6 +20,9 @@ from __future__ import annotations
 import csv
 import hashlib
 import io
+import os
+import socket
+import urllib.parse
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -44,8 +47,22 @@ SEAT, SEAT_KEPT, SEAT_COOKIE = "class_seat", "class_seat_kept", "bx_seat"
 # messages): a step's view is at most a few charts (~50 KB-1 MB of figure JSON), a split a few KB.
 SHARED_VIEWS, SHARED_SPLITS = 24, 64
 UNSHARED = {"masking"}  # views with a widget of their own (a drawing with a widget cannot be replayed)
-PRESENT_TICK = 20.0  # seconds between an exploring student's reads (present = read within a minute)
 NICK_BOX = 200  # characters the nickname box takes (the store keeps 24)
+PUBLIC_URL = "BERT_EXPLORER_PUBLIC_URL"  # the address students open (e.g. https://bert.school.example)
+LOCAL_HOSTS = {"localhost", "::1", "0.0.0.0", ""}
+CARD_QR = 170  # px: the projector's QR code (a phone reads it from the back of a room at this size on a screen)
+# Presenter mode's join card: fixed at the top right, and the page kept clear of it (1280 x 720: the step gets
+# 1280 - 250 px, the card 230 px above the model corner at the bottom right).
+CARD_CSS = """<style>
+.st-key-class_card {position: fixed; top: 0.4rem; right: 0.6rem; width: 230px !important; z-index: 101;
+  background: #ffffff; border: 1px solid #d0d7de; border-radius: 0.5rem; padding: 0.4rem 0.6rem;
+  gap: 0.2rem !important; max-height: calc(100vh - 4.5rem); overflow: hidden;}
+.st-key-class_card p, .st-key-class_card [data-testid="stCaptionContainer"] p {font-size: 15px !important;
+  line-height: 1.25 !important; overflow-wrap: anywhere;}
+.st-key-class_card [data-testid="stMarkdownContainer"] strong {font-size: 20px;}
+.st-key-class_card [data-testid="stMetricValue"] {font-size: 28px !important;}
+div[data-testid="stMainBlockContainer"], .block-container {padding-right: 250px !important;}
+</style>"""
 
 
 @dataclass
@@ -109,6 +126,8 @@ def follow() -> Live | None:
             else:
                 store().view(url_code)  # a plain join link: the class must exist; the panel asks for a nickname
                 st.session_state["class_link_code"] = url_code  # the join box shows it
+                st.session_state["lesson_present"] = False  # a projector's link (present=1): the join box first
+                q.pop("present", None)
                 q.pop("teacher", None)
                 q.pop("me", None)
         except classroom.StoreUnavailable:
@@ -142,12 +161,14 @@ def follow() -> Live | None:
         _leave()
         return None
     st.session_state.pop(LOST, None)
-    q["class"] = code
+    # A query parameter set is a message to the browser even when unchanged: only what changed is sent (a class's
+    # step change is one rerun per student).
+    _keep_param("class", code)
     st.session_state.setdefault(FOLLOW, True)
     if live.teacher:
-        q["teacher"] = live.secret
+        _keep_param("teacher", live.secret)
     else:
-        q["me"] = live.sid
+        _keep_param("me", live.sid)
         if not live.view.joined:
             _say(ClassError("This class no longer knows you; join it again."))
             _leave()
@@ -158,6 +179,11 @@ def follow() -> Live | None:
         else:
             classroom_push.forget_here()
     return live
+
+
+def _keep_param(k: str, v: str) -> None:
+    if st.query_params.get(k) != v:
+        st.query_params[k] = v
 
 
 def _reconnecting(code: str) -> None:
@@ -284,8 +310,7 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
     v = live.view
     with col:
         if not live.following:
-            st.info(f"You are exploring on your own; the teacher is on step {v.step}. Switch “Follow the teacher” "
-                    "back on to return to the class and vote.")
+            _exploring(live.code, live.sid, v)
             return revealed
         if v.question is None:
             st.caption("The teacher's step has no question to vote on.")
@@ -305,6 +330,21 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
                 split_chart(v.question.choices, v.tally, v.answer, "class-split-student")
         _student_live(live.code, live.sid, v.following, v.question, v)
     return v.revealed
+
+
+def _exploring(code: str, sid: str, first: View) -> None:
+    """An exploring student's note of the teacher's step, read again on the student's timer (this page is not
+    redrawn when the teacher moves: it is the student's own); the reads also keep the seat present."""
+    first_read = [first]
+
+    @st.fragment(run_every=STUDENT_TICK)
+    def where_is_the_teacher() -> None:
+        v = first_read.pop() if first_read else _read(code, sid=sid)
+        if v is not None:
+            st.info(f"You are exploring on your own; the teacher is on step {v.step}. Switch “Follow the "
+                    "teacher” back on to return to the class and vote.")
+
+    where_is_the_teacher()
 
 
 def _student_live(code: str, sid: str, drawn: tuple, question: Question | None, first: View | None = None) -> None:
@@ -396,7 +436,9 @@ def panel(live: Live | None, present: bool, side) -> None:
         elif lost:
             _lost(lost, present)
         elif live is not None and live.teacher:
-            _join_card(live, big=True)
+            _join_card(live, big=True)  # with the presenter's tools in it
+        else:
+            presenter_tools(live)
         return
     with side:
         st.markdown("**A live class**")
@@ -432,8 +474,6 @@ def panel(live: Live | None, present: bool, side) -> None:
             st.button("Leave the class", key="class_leave", on_click=_leave, width="stretch",
                       help="Joining again from this browser gives you back your seat and your votes.")
             _keep_seat()
-            if not live.following:
-                _heartbeat(live.code, live.sid)
 
 
 def _seat() -> str:
@@ -453,16 +493,6 @@ def _keep_seat() -> None:
         st.html(f"<script>document.cookie = '{SEAT_COOKIE}={seat}; path=/; max-age=31536000; samesite=lax';</script>",
                 unsafe_allow_javascript=True, width=1)
         st.session_state[SEAT_KEPT] = True
-
-
-def _heartbeat(code: str, sid: str) -> None:
-    """An exploring student's tab still counts as present (a following one's vote box reads the class already)."""
-
-    @st.fragment(run_every=PRESENT_TICK)
-    def here() -> None:
-        _read(code, sid=sid)
-
-    here()
 
 
 def _seats(live: Live) -> None:
@@ -490,12 +520,47 @@ def _seats(live: Live) -> None:
 
 
 def join_url(code: str) -> str:
-    """The link students open: this server's /lesson?class=CODE."""
-    base = (st.context.url or "").split("?", 1)[0].rstrip("/")
+    """The link students open: /lesson?class=CODE on the public address, or on the address of this page."""
+    return f"{public_base()[0]}/lesson?class={code}"
+
+
+def public_base() -> tuple[str, str | None]:
+    """(the address students open, without a trailing /; a note when the page's own address would not work).
+
+    BERT_EXPLORER_PUBLIC_URL when set (a proxy, a school's name for the server); else this page's address, except
+    that a page opened as localhost / 127.0.0.1 is reached from this machine only: then this machine's network
+    (LAN) address, with the same port, and a note saying so."""
+    public = os.environ.get(PUBLIC_URL, "").strip().rstrip("/")
+    if public.startswith(("http://", "https://")):
+        return public, None
+    parts = urllib.parse.urlsplit(st.context.url or "")
+    path = parts.path.rstrip("/")
     for tail in ("/lesson", "/start"):
-        if base.endswith(tail):
-            base = base[: -len(tail)]
-    return f"{base}/lesson?class={code}"
+        if path.endswith(tail):
+            path = path[: -len(tail)]
+    host = (parts.hostname or "").lower()
+    if host not in LOCAL_HOSTS and not host.startswith("127."):
+        return f"{parts.scheme}://{parts.netloc}{path}", None
+    lan = lan_address()
+    where = f"This page is open as {host}, an address only this computer can reach"
+    if lan is None:
+        return (f"{parts.scheme}://{parts.netloc}{path}", f"{where}, and it has no network address: students "
+                f"cannot join from their devices. Set {PUBLIC_URL} to an address they can open.")
+    port = f":{parts.port}" if parts.port else ""
+    return (f"{parts.scheme or 'http'}://{lan}{port}{path}", f"{where}: the link and QR code use its network address "
+            f"{lan} instead (the server must listen on it, e.g. --server.address 0.0.0.0). Set {PUBLIC_URL} to "
+            "choose the address.")
+
+
+def lan_address() -> str | None:
+    """This machine's address on its network (the interface a packet to the outside would leave by), or None."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # UDP: nothing is sent, the OS only picks the route
+            ip = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if ip.startswith(("127.", "0.")) else ip
 
 
 def qr_png(url: str, scale: int) -> bytes:
@@ -505,21 +570,43 @@ def qr_png(url: str, scale: int) -> bytes:
 
 
 def _join_card(live: Live, big: bool) -> None:
-    url = join_url(live.code)
-    if big:
-        c1, c2 = st.columns([1, 3])
-        c1.image(qr_png(url, 8), width=220)
-        with c2:
-            st.markdown(f"### Join: code **{live.code}**")
-            st.markdown(f"`{url}`")
+    base, note = public_base()
+    url = f"{base}/lesson?class={live.code}"
+    if big:  # the projector: fixed at the top right, beside the step (CARD_CSS keeps the page clear of it)
+        st.html(CARD_CSS)
+        with st.container(key="class_card"):
+            st.image(qr_png(url, 5), width=CARD_QR)
+            st.markdown(f"**Join: code {live.code}**")
+            st.caption(url)
+            if note:
+                st.caption(note)
             _count(live)
+            presenter_tools(live)
     else:
         st.markdown(f"Code: **{live.code}**")
         st.image(qr_png(url, 5), caption=url, width=200)
+        if note:
+            st.warning(note)
         _count(live)
         with st.expander("Your teacher link"):
-            st.caption("This tab's address holds the class's teacher key, so a reload keeps your class. Do not "
-                       "share it, and present full-screen (F11) so the class does not see the address bar.")
+            st.caption("This link opens your class's teacher screen (a reload keeps it too). Do not share it, and "
+                       "present full-screen (F11) so the class does not see the address bar.")
+            st.code(f"{base}/lesson?class={live.code}&teacher={live.secret}", language=None)
+
+
+def presenter_tools(live: Live | None) -> None:
+    """Presenter mode's "Start a class" and sentence box, in a popover at the bottom left (not on the slide)."""
+    if following_student(live):
+        return
+    k = int(st.session_state.get("lesson_step", 1))
+    if live is None:  # no card: the popover alone at the top right
+        st.html("<style>.st-key-class_tools {position: fixed; top: 0.4rem; right: 0.6rem; z-index: 101; "
+                "width: max-content !important;}</style>")
+    with st.container(key="class_tools"), st.popover("Class and sentence", icon=":material/tune:"):
+        if live is None:
+            st.button("Start a class", key="class_start", on_click=start, type="primary",
+                      help="Students join with the code the projector then shows beside the step.")
+        lesson.sentence_ui(k, lesson.STEPS[k - 1])
 
 
 def _count(live: Live) -> None:
@@ -591,7 +678,8 @@ def split_figure(choices: tuple[str, ...], tally: tuple[int, ...], answer: int |
     fig = go.Figure(go.Bar(x=list(tally), y=[f"{i}. {c}" for i, c in enumerate(choices, 1)], orientation="h",
                            marker_color=colors, text=list(tally), textposition="auto"))
     fig.update_layout(height=60 + 40 * len(choices), margin=dict(l=10, r=10, t=30, b=10),
-                      title=f"The class's guesses ({sum(tally)})", yaxis=dict(autorange="reversed"))
+                      title=f"The class's guesses ({sum(tally)})",
+                      yaxis=dict(autorange="reversed", type="category"))  # "4. 4" is a label, not a number
     return fig
 
 

@@ -18,7 +18,8 @@ live = classroom_ui.follow()  # a live class (issue 35): join links; a following
 k = int(st.session_state["lesson_step"])
 step = lesson.STEPS[k - 1]
 present = bool(st.session_state["lesson_present"])
-st.query_params["step"] = str(k)
+if st.query_params.get("step") != str(k):  # a set is a message to the browser even when unchanged
+    st.query_params["step"] = str(k)
 visited = st.session_state.setdefault("lesson_visited", set())
 visited.add(step.key)
 answers = st.session_state.setdefault("lesson_answers", {})  # step key -> True / False (the guess was right)

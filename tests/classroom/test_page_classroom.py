@@ -355,3 +355,27 @@ def test_leave_and_join_again_is_one_seat_and_the_teacher_removes_and_locks(back
     s.button(key="class_leave").click().run()
     s.button(key="class_join").click().run()  # a seat there comes back into a locked class
     assert s.session_state["class_sid"] == sid
+
+
+def test_the_projector_card_link_presenter_tools_and_the_smaller_confusions(backend, monkeypatch):
+    """The join link uses BERT_EXPLORER_PUBLIC_URL; presenter mode has "Start a class" and the sentence box (a
+    popover); a projector's join link (present=1) shows the join box; an exploring student's note of the
+    teacher's step is read again on its timer; the split's labels are categories ("4. 4" is no number)."""
+    monkeypatch.setenv(classroom_ui.PUBLIC_URL, "https://bert.school.example/")
+    p = session({"present": "1"})
+    assert p.button(key="class_start") is not None and p.text_input(key=f"w_{lesson.text_key(1)}") is not None
+    p.button(key="class_start").click().run()
+    assert_ok(p)
+    code = p.session_state["class_code"]
+    card = " ".join(m.value for m in p.markdown) + " ".join(c.value for c in p.caption)
+    assert f"https://bert.school.example/lesson?class={code}" in card and f"Join: code {code}" in card
+    s = session({"class": code, "present": "1"})  # the projector's address, opened by a student
+    assert s.text_input(key="class_join_code").value == code and not s.session_state["lesson_present"]
+    s.button(key="class_join").click().run()
+    s.toggle(key="class_follow").set_value(False).run()
+    assert any("the teacher is on step 1" in i.value for i in s.info)
+    p.button(key="lesson_next").click().run()
+    s.run()  # the student's page, as its timer reruns it
+    assert any("the teacher is on step 2" in i.value for i in s.info)
+    fig = classroom_ui.split_figure(("4", "5"), (1, 2), None)
+    assert fig.layout.yaxis.type == "category"
