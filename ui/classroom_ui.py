@@ -48,6 +48,7 @@ SEAT, SEAT_KEPT, SEAT_COOKIE = "class_seat", "class_seat_kept", "bx_seat"
 SHARED_VIEWS, SHARED_SPLITS = 24, 64
 UNSHARED = {"masking"}  # views with a widget of their own (a drawing with a widget cannot be replayed)
 NICK_BOX = 200  # characters the nickname box takes (the store keeps 24)
+SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
 PUBLIC_URL = "BERT_EXPLORER_PUBLIC_URL"  # the address students open (e.g. https://bert.school.example)
 LOCAL_HOSTS = {"localhost", "::1", "0.0.0.0", ""}
 CARD_QR = 170  # px: the projector's QR code (a phone reads it from the back of a room at this size on a screen)
@@ -496,13 +497,20 @@ def _keep_seat() -> None:
 
 
 def _seats(live: Live) -> None:
-    """The teacher's seats: who is present, who answered; remove a seat; lock the class."""
-    try:
-        rows = store().seats(live.code, live.secret)
-    except ClassError as e:
-        st.warning(str(e))
-        return
-    locked = live.view is not None and live.view.locked
+    """The teacher's seats: who is present, who answered; remove a seat; lock the class (read on a slow timer)."""
+    code, secret = live.code, live.secret
+
+    @st.fragment(run_every=SEATS_TICK)
+    def seats() -> None:
+        try:
+            _seats_now(code, secret, store().seats(code, secret), store().view(code, secret=secret).locked)
+        except ClassError as e:
+            st.warning(str(e))
+
+    seats()
+
+
+def _seats_now(code: str, secret: str, rows: list[dict], locked: bool) -> None:
     with st.expander(f"Seats: {len(rows)}" + (" (locked)" if locked else ""), expanded=False):
         st.toggle("Lock the class (no new seats)", value=locked, key="class_lock", on_change=lock_class,
                   help="The students there keep their seats (and may come back); nobody new can join.")
