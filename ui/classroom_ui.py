@@ -42,6 +42,7 @@ CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_fo
 SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
 RECONNECT, LOST = "class_reconnect", "class_lost"  # this run could not reach the store / the teacher's class is gone
 RETRY = 1.0  # seconds between tries of a store that does not answer
+PUBLISHED = "class_published"  # (code, step, text, pair, question id) this tab last published
 SEAT, SEAT_KEPT, SEAT_COOKIE = "class_seat", "class_seat_kept", "bx_seat"
 # Drawings shared by the screens of a class (Streamlit's cached-element replay keeps each drawing's element
 # messages): a step's view is at most a few charts (~50 KB-1 MB of figure JSON), a split a few KB.
@@ -95,7 +96,7 @@ def _say(e: Exception) -> None:
 def _leave() -> None:
     """Forget the class in this session and in the URL."""
     classroom_push.forget_here()
-    for k in (CODE, SECRET, SID, SEEN):
+    for k in (CODE, SECRET, SID, SEEN, PUBLISHED):
         st.session_state.pop(k, None)
     for k in ("class", "teacher", "me"):
         st.query_params.pop(k, None)
@@ -153,6 +154,7 @@ def follow() -> Live | None:
         live.view = store().view(code, sid=live.sid) if not live.teacher else store().view(code, secret=live.secret)
     except classroom.StoreUnavailable:
         st.session_state[RECONNECT] = code  # nothing dropped: session and address keep the class and its key
+        st.session_state.pop(PUBLISHED, None)  # back, this tab publishes its step again
         return None
     except ClassError as e:
         if live.teacher:
@@ -250,12 +252,23 @@ def question_ui(live: Live | None, col, q, token: str, k: int, text: str, pair: 
 
 def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
     question = Question(question_id(token), q.prompt, tuple(q.choices)) if q is not None else None
+    # Publish only what this tab changed: a teacher's second tab (a laptop beside the projector) that reruns on
+    # an old step must not take the class back to it (its students would find that question's votes closed).
+    mine = (live.code, k, text, pair, question.qid if question else "")
     try:
-        store().publish(live.code, live.secret, k, text, pair, question)
-        live.view = v = store().view(live.code, secret=live.secret)
+        if st.session_state.get(PUBLISHED) != mine or live.view is None:
+            store().publish(live.code, live.secret, k, text, pair, question)
+            st.session_state[PUBLISHED] = mine
+            live.view = store().view(live.code, secret=live.secret)
+        v = live.view
     except ClassError as e:
+        st.session_state.pop(PUBLISHED, None)
         col.warning(str(e))
         return False
+    if (v.step, v.question.qid if v.question else "") != (k, mine[-1]):
+        col.info(f"Another tab of yours has the class on step {v.step}: the students see that one. Change the step "
+                 "or the sentence here to take the class with you.")
+        return v.revealed if question is not None and v.question == question else False
     if q is None:
         return False
     with col:

@@ -379,3 +379,22 @@ def test_the_projector_card_link_presenter_tools_and_the_smaller_confusions(back
     assert any("the teacher is on step 2" in i.value for i in s.info)
     fig = classroom_ui.split_figure(("4", "5"), (1, 2), None)
     assert fig.layout.yaxis.type == "category"
+
+
+def test_a_teachers_second_tab_on_an_old_step_does_not_take_the_class_back(backend):
+    """The teacher's laptop tab (step 1, revealed) reruns after the projector's tab moved the class to step 2:
+    the class stays on step 2 (its students' votes stay open), and the laptop says where the class is."""
+    t, code, secret = teacher()
+    s = student(code)
+    laptop = session({"class": code, "teacher": secret})
+    laptop.button(key="lesson_reveal").click().run()  # step 1's question, revealed from the laptop
+    t.run()
+    t.button(key="lesson_next").click().run()  # the projector moves on
+    laptop.run()  # the laptop reruns on its old step
+    assert_ok(laptop)
+    v = backend.view(code, secret=secret)
+    assert v.step == 2 and not v.revealed
+    assert any("Another tab of yours has the class on step 2" in i.value for i in laptop.info)
+    s.run()
+    vote_radio(s).set_value(0).run()  # the vote is open, not "closed"
+    assert not s.warning and backend.view(code, secret=secret).answered == 1
