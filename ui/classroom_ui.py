@@ -38,6 +38,14 @@ TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches
 # A student's vote box re-reads the class this often: the count of answers, and a fallback for a step change the
 # server's push missed (one timer per student, so 30 students make 15 fragment runs a second, not 30).
 STUDENT_TICK = 2.0
+# ... and no faster than this many students' ticks a second in all: 120 students tick every 4 s, not 2 (a lecture
+# hall's timers alone took a third of a core; the count of answers is what waits, a step change is pushed).
+TICKS_PER_SECOND = 30
+
+
+def student_tick(students: int) -> float:
+    """Seconds between a student's timer reads in a class of `students`."""
+    return max(STUDENT_TICK, students / TICKS_PER_SECOND)
 CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_follow"
 SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
 RECONNECT, LOST = "class_reconnect", "class_lost"  # this run could not reach the store / the teacher's class is gone
@@ -351,7 +359,7 @@ def _exploring(code: str, sid: str, first: View) -> None:
     redrawn when the teacher moves: it is the student's own); the reads also keep the seat present."""
     first_read = [first]
 
-    @st.fragment(run_every=STUDENT_TICK)
+    @st.fragment(run_every=student_tick(first.students))
     def where_is_the_teacher() -> None:
         v = first_read.pop() if first_read else _read(code, sid=sid)
         if v is not None:
@@ -364,7 +372,7 @@ def _exploring(code: str, sid: str, first: View) -> None:
 def _student_live(code: str, sid: str, drawn: tuple, question: Question | None, first: View | None = None) -> None:
     first_read = [first] if first is not None else []  # the page's own read serves the fragment's first run
 
-    @st.fragment(run_every=STUDENT_TICK)
+    @st.fragment(run_every=student_tick(first.students if first is not None else 0))
     def live_vote() -> None:
         v = first_read.pop() if first_read else _read(code, sid=sid)
         if v is None:
