@@ -90,21 +90,28 @@ class Ticker:
             self.on_run(run, time.perf_counter())
 
     async def tick_forever(self):
+        """Each fragment on its own timer, at the interval it asked for (a browser keeps one timer per fragment)."""
+        due: dict[str, float] = {}
         while not self.stop:
-            if not self.c.fragments:
+            now = time.monotonic()
+            for fid, interval in list(self.c.fragments.items()):
+                due.setdefault(fid, now + interval)
+            for fid in [f for f in due if f not in self.c.fragments]:
+                del due[fid]  # a full run replaced it
+            if not due:
                 await asyncio.sleep(0.2)
                 continue
-            interval = min(self.c.fragments.values())
-            await asyncio.sleep(interval)
-            for fid in list(self.c.fragments):
-                if self.stop:
-                    return
-                try:
-                    run = await self.rerun(fragment=fid, timeout=120)
-                    if run is not None:
-                        self.ticks.append(run.seconds)
-                except TimeoutError:
-                    self.problems.append(f"{self.name}: a tick got no answer in 120 s")
+            fid = min(due, key=due.get)
+            await asyncio.sleep(max(0.0, due[fid] - time.monotonic()))
+            if self.stop:
+                return
+            due[fid] = time.monotonic() + self.c.fragments.get(fid, 1.0)
+            try:
+                run = await self.rerun(fragment=fid, timeout=120)
+                if run is not None:
+                    self.ticks.append(run.seconds)
+            except TimeoutError:
+                self.problems.append(f"{self.name}: a tick got no answer in 120 s")
 
 
 def say(msg: str) -> None:
