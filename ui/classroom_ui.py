@@ -13,6 +13,11 @@ fragments on a timer (`st.fragment(run_every=...)`): only they rerun. A followin
 when the teacher's step, sentence, question or reveal has changed, at once: the server requests it
 (ui/classroom_push.py); the student's own timer is a slower fallback. The store is classroom's
 (`BERT_EXPLORER_CLASS_STORE`: in this process, or Redis for several processes).
+
+A student's seat is also kept in the browser (a seat token in the session and a cookie): Leave/Join, a reload or
+a second tab is the same seat. A store that does not answer drops nothing (the page says it is reconnecting);
+a class gone from the store tells the teacher (a new class in one click) and its students. Every follower of a
+class draws the same step view: `draw_step` draws it once and replays it (Streamlit's cached-element replay).
 """
 
 from __future__ import annotations
