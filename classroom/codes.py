@@ -57,14 +57,37 @@ def secret_matches(secret: str | None, stored: str | None) -> bool:
     return hmac.compare_digest(hash_secret(secret), stored)
 
 
+# Letters that draw nothing (Unicode's default-ignorables outside the C* categories): Hangul fillers, the
+# combining grapheme joiner, variation selectors, the braille blank, Mongolian and Khmer vowel fillers.
+_INVISIBLE = {0x115F, 0x1160, 0x3164, 0xFFA0, 0x034F, 0x2800, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180E,
+              0x180F, *range(0xFE00, 0xFE10), *range(0xE0100, 0xE01F0)}
+
+
 def clean_nickname(s) -> str:
-    """A nickname as plain, bounded text: NFKC, no control or format characters, spaces collapsed, 24 chars.
+    """A nickname as plain, bounded, visible text: NFKC, no control, format or invisible characters, spaces
+    collapsed, cut to 24 characters (a longer one pasted is cut, not refused).
 
     Escaping for display is the page's job (it shows the nickname as literal text); this only bounds it.
-    Example: clean_nickname("  Ada\\u202e\\n  <b>L</b> ") -> "Ada <b>L</b>".
+    Example: clean_nickname("  Ada\u202e\n  <b>L</b> ") -> "Ada <b>L</b>"; clean_nickname("\u3164\u3164") -> "".
     """
     if not isinstance(s, str):
         return ""
-    s = unicodedata.normalize("NFKC", s[:200])
-    s = "".join(c if unicodedata.category(c)[0] != "C" else " " for c in s)  # Cc, Cf (bidi overrides), Cs, Co, Cn
-    return " ".join(s.split())[:MAX_NICKNAME].strip()
+    s = unicodedata.normalize("NFKC", s[:400])
+    out = []
+    for c in s:
+        cat = unicodedata.category(c)
+        if cat == "Cc" or cat == "Zl" or cat == "Zp":  # a control (a newline, a tab): a space
+            out.append(" ")
+        elif cat[0] != "C" and ord(c) not in _INVISIBLE:  # Cf (zero-widths, bidi overrides), Cs, Co, Cn: nothing
+            out.append(c)
+    return " ".join("".join(out).split())[:MAX_NICKNAME].strip()
+
+
+def fold_nickname(s: str) -> str:
+    """The form two nicknames are compared in: cleaned, case- and width-folded ("ＡＤＡ" and "ada" are one)."""
+    return unicodedata.normalize("NFKC", clean_nickname(s).casefold())
+
+
+def hash_seat(seat: str) -> str:
+    """What the store keeps of a browser's seat token (a token kept in the browser, one per browser)."""
+    return hashlib.sha256(("seat:" + seat).encode()).hexdigest()[:32]

@@ -15,6 +15,12 @@ from collections.abc import Callable
 from classroom import codes
 from classroom.store import (
     IDLE_HOURS,
+    JOIN_RATE,
+    JOIN_WINDOW,
+    LOCKED,
+    PRESENT_SECONDS,
+    TAKEN,
+    TOO_FAST,
     ClassError,
     ClassStore,
     NoSuchClass,
@@ -58,8 +64,9 @@ class MemoryStore(ClassStore):
     """Classes in this process's memory: at most `max_bytes` in all; a class idle `idle_seconds` is dropped."""
 
     def __init__(self, max_bytes: float = DEFAULT_MB * 2**20, idle_seconds: float = IDLE_HOURS * 3600,
-                 clock: Callable[[], float] = time.monotonic):
+                 clock: Callable[[], float] = time.monotonic, join_rate: int = JOIN_RATE):
         self.max_bytes, self.idle_seconds, self.clock = int(max_bytes), idle_seconds, clock
+        self.join_rate = join_rate
         self._classes: dict[str, _Class] = {}
         self._lock = threading.Lock()
 
@@ -113,7 +120,8 @@ class MemoryStore(ClassStore):
             c = _Class(self.clock())
             for k, v in {"secret": codes.hash_secret(secret), "step": 1, "text": "", "pair": "", "has_pair": 0,
                          "qid": "", "q": "", "nc": 0, "split": 0, "revealed": 0, "answer": "", "n_students": 0,
-                         "n_actions": 0, "n_questions": 0, "n_revealed": 0, "seq": 0}.items():
+                         "n_actions": 0, "n_questions": 0, "n_revealed": 0, "seq": 0, "n_seq": 0, "n_present": 0,
+                         "locked": 0, "jw": 0, "jn": 0}.items():
                 c.set(k, v)
             self._classes[code] = c
             return code, secret
@@ -174,23 +182,80 @@ class MemoryStore(ClassStore):
             c.set("split", 1)
             c.set("answer", answer)
             d = json.loads(c.get("q"))
-            c.set(f"r:{qid}", json.dumps({"n": c.incr("n_revealed"), "step": int(c.get("step")),
+            text = c.get("text") + (f" · B: {c.get('pair')}" if c.get("has_pair") == "1" else "")
+            c.set(f"r:{qid}", json.dumps({"n": c.incr("n_revealed"), "step": int(c.get("step")), "text": text,
                                           "prompt": d["prompt"], "choices": d["choices"], "answer": answer}))
             c.incr("seq")
         self._changed(codes.clean_code(code))
 
-    def join(self, code, nickname="") -> str:
+    def join(self, code, nickname="", seat=None) -> str:
         nick = codes.clean_nickname(nickname)
+        seat_h = codes.hash_seat(seat) if codes.clean_id(seat) else None
         with self._lock:
             c = self._get(code)
+            now = self._now_ms()
+            c.touched = self.clock()
+            sid = c.get(f"seat:{seat_h}") if seat_h else None
+            if sid and f"s:{sid}" in c.fields:  # this browser's seat: the same student again
+                c.set(f"h:{sid}", now)
+                return sid
+            if c.get("locked") == "1":
+                raise ClassError(LOCKED)
             if int(c.get("n_students")) >= self.max_students:
                 raise ClassError(f"This class is full ({self.max_students} students).")
-            self._room(256)
+            if now - int(c.get("jw")) >= JOIN_WINDOW * 1000:
+                c.set("jw", now)
+                c.set("jn", 0)
+            if int(c.get("jn")) >= self.join_rate:
+                raise ClassError(TOO_FAST)
+            n = int(c.get("n_seq")) + 1
+            if nick and f"n:{codes.fold_nickname(nick)}" in c.fields:
+                raise ClassError(TAKEN.format(nick=nick))
+            while not nick or f"n:{codes.fold_nickname(nick)}" in c.fields:  # "Student 7", or the next free one
+                nick, n = f"Student {n}", n + 1
+            self._room(1024)
             sid = codes.new_id()
-            c.set(f"s:{sid}", nick)
-            c.incr("n_students")
-            c.touched = self.clock()
+            for k, v in {f"s:{sid}": nick, f"n:{codes.fold_nickname(nick)}": sid, f"h:{sid}": now,
+                         f"h0:{sid}": now}.items():
+                c.set(k, v)
+            if seat_h:
+                c.set(f"seat:{seat_h}", sid)
+                c.set(f"z:{sid}", seat_h)
+            for k in ("n_students", "n_seq", "jn"):
+                c.incr(k)
             return sid
+
+    def remove(self, code, secret, sid) -> None:
+        with self._lock:
+            c = self._teacher(code, secret)
+            nick = c.get(f"s:{sid}") if codes.clean_id(sid) else None
+            if nick is None:
+                return
+            f = f"n:{codes.fold_nickname(nick)}"
+            if c.get(f) == sid:
+                self._del(c, f)
+            seat_h = c.get(f"z:{sid}")
+            if seat_h and c.get(f"seat:{seat_h}") == sid:
+                self._del(c, f"seat:{seat_h}")
+            for k in (f"s:{sid}", f"h:{sid}", f"h0:{sid}", f"z:{sid}"):
+                self._del(c, k)
+            qid = c.get("qid")
+            old = c.get(f"v:{qid}:{sid}") if qid else None
+            if old is not None and c.get("revealed") != "1":  # the open question's vote goes with the seat
+                self._del(c, f"v:{qid}:{sid}")
+                c.incr(f"t:{qid}:{old}", -1)
+                c.incr(f"a:{qid}", -1)
+            c.incr("n_students", -1)
+
+    @staticmethod
+    def _del(c: _Class, k: str) -> None:
+        v = c.fields.pop(k, None)
+        if v is not None:
+            c.bytes -= len(v.encode()) + len(k.encode()) + FIELD_OVERHEAD
+
+    def lock(self, code, secret, on=True) -> None:
+        with self._lock:
+            self._teacher(code, secret).set("locked", int(bool(on)))
 
     def vote(self, code, sid, qid, choice) -> None:
         with self._lock:
@@ -221,12 +286,18 @@ class MemoryStore(ClassStore):
     def view(self, code, sid=None, secret=None) -> View:
         with self._lock:
             c = self._teacher(code, secret) if secret is not None else self._get(code)
-            meta = {k: c.get(k) for k in ("step", "text", "pair", "has_pair", "qid", "q", "split", "revealed",
-                                          "answer", "n_students", "seq")}
-            qid = meta["qid"]
-            tally = [c.get(f"t:{qid}:{i}", "0") for i in range(int(c.get("nc")))]
             sid_ok = codes.clean_id(sid) is not None
             joined = sid_ok and f"s:{sid}" in c.fields
+            now = self._now_ms()
+            if joined:
+                c.set(f"h:{sid}", now)  # this tab is present
+            if secret is not None:  # the teacher's reads count who is present
+                c.set("n_present", sum(1 for k, v in c.fields.items()
+                                       if k.startswith("h:") and now - int(v) <= PRESENT_SECONDS * 1000))
+            meta = {k: c.get(k) for k in ("step", "text", "pair", "has_pair", "qid", "q", "split", "revealed",
+                                          "answer", "n_students", "seq", "n_present", "locked")}
+            qid = meta["qid"]
+            tally = [c.get(f"t:{qid}:{i}", "0") for i in range(int(c.get("nc")))]
             mine = c.get(f"v:{qid}:{sid}") if joined and qid else None
             return view_from(codes.clean_code(code), meta, tally, int(c.get(f"a:{qid}", "0")), mine, joined,
                              teacher=secret is not None)

@@ -12,11 +12,19 @@ import threading
 import time
 
 import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 
 from classroom import codes
 from classroom.store import (
     IDLE_HOURS,
+    JOIN_RATE,
+    JOIN_WINDOW,
+    LOCKED,
     META,
+    PRESENT_SECONDS,
+    TAKEN,
+    TOO_FAST,
     ClassError,
     ClassStore,
     NoSuchClass,
@@ -29,6 +37,8 @@ from classroom.store import (
 )
 
 PREFIX = "bx:class:"
+SOCKET_TIMEOUT = 1.0  # seconds: one try of one command (a class's commands take well under a millisecond)
+RETRIES = 3
 CHANNEL = "bx:class-changed"  # a class's code, published whenever its seq moves (ClassStore.watch)
 
 # Each script returns {"err", message} to refuse, with the same messages as the in-process store.
@@ -82,20 +92,73 @@ if redis.call('HGET', k, 'revealed') == '1' then return {'ok'} end
 redis.call('HSET', k, 'revealed', '1', 'split', '1', 'answer', ARGV[4])
 local d = cjson.decode(redis.call('HGET', k, 'q'))
 local n = redis.call('HINCRBY', k, 'n_revealed', 1)
+local text = redis.call('HGET', k, 'text')
+if redis.call('HGET', k, 'has_pair') == '1' then text = text .. ' · B: ' .. redis.call('HGET', k, 'pair') end
 redis.call('HSET', k, 'r:' .. qid, cjson.encode({n = n, step = tonumber(redis.call('HGET', k, 'step')),
-  prompt = d['prompt'], choices = d['choices'], answer = answer}))
+  text = text, prompt = d['prompt'], choices = d['choices'], answer = answer}))
 redis.call('HINCRBY', k, 'seq', 1)
 redis.call('PUBLISH', '@CHANNEL@', string.sub(k, @CUT@))
 return {'ok'}
 """
 
+# ARGV: idle ms, new sid, nickname, max students, now ms, seat hash ('' = none), folded nickname, join rate,
+# join window ms. Returns {'ok', sid}: the seat of this seat token if it has one, else a new seat.
 JOIN = """
 local k = KEYS[1]
 if redis.call('EXISTS', k) == 0 then return {'err', 'nosuch'} end
-if tonumber(redis.call('HGET', k, 'n_students')) >= tonumber(ARGV[4]) then return {'err', 'full'} end
-redis.call('HSET', k, 's:' .. ARGV[2], ARGV[3])
-redis.call('HINCRBY', k, 'n_students', 1)
 redis.call('PEXPIRE', k, ARGV[1])
+local now, seat = tonumber(ARGV[5]), ARGV[6]
+if seat ~= '' then
+  local sid = redis.call('HGET', k, 'seat:' .. seat)
+  if sid and redis.call('HEXISTS', k, 's:' .. sid) == 1 then
+    redis.call('HSET', k, 'h:' .. sid, ARGV[5])
+    return {'ok', sid}
+  end
+end
+if redis.call('HGET', k, 'locked') == '1' then return {'err', 'locked'} end
+if tonumber(redis.call('HGET', k, 'n_students')) >= tonumber(ARGV[4]) then return {'err', 'full'} end
+if now - tonumber(redis.call('HGET', k, 'jw') or '0') >= tonumber(ARGV[9]) then
+  redis.call('HSET', k, 'jw', ARGV[5], 'jn', '0')
+end
+if tonumber(redis.call('HGET', k, 'jn') or '0') >= tonumber(ARGV[8]) then return {'err', 'rate'} end
+local nick, fold = ARGV[3], ARGV[7]
+if nick ~= '' and redis.call('HEXISTS', k, 'n:' .. fold) == 1 then return {'err', 'taken'} end
+local n = tonumber(redis.call('HGET', k, 'n_seq') or '0') + 1
+while nick == '' or redis.call('HEXISTS', k, 'n:' .. fold) == 1 do
+  nick, fold, n = 'Student ' .. n, 'student ' .. n, n + 1
+end
+local sid = ARGV[2]
+redis.call('HSET', k, 's:' .. sid, nick, 'n:' .. fold, sid, 'h:' .. sid, ARGV[5], 'h0:' .. sid, ARGV[5])
+if seat ~= '' then redis.call('HSET', k, 'seat:' .. seat, sid, 'z:' .. sid, seat) end
+redis.call('HINCRBY', k, 'n_students', 1)
+redis.call('HINCRBY', k, 'n_seq', 1)
+redis.call('HINCRBY', k, 'jn', 1)
+return {'ok', sid}
+"""
+
+# ARGV[3] the seat's sid, ARGV[4] its folded nickname.
+REMOVE = _TEACHER + """
+local k, sid = KEYS[1], ARGV[3]
+if redis.call('HEXISTS', k, 's:' .. sid) == 0 then return {'ok'} end
+if redis.call('HGET', k, 'n:' .. ARGV[4]) == sid then redis.call('HDEL', k, 'n:' .. ARGV[4]) end
+local seat = redis.call('HGET', k, 'z:' .. sid)
+if seat and redis.call('HGET', k, 'seat:' .. seat) == sid then redis.call('HDEL', k, 'seat:' .. seat) end
+redis.call('HDEL', k, 's:' .. sid, 'h:' .. sid, 'h0:' .. sid, 'z:' .. sid)
+local qid = redis.call('HGET', k, 'qid')
+if qid ~= '' and redis.call('HGET', k, 'revealed') ~= '1' then
+  local old = redis.call('HGET', k, 'v:' .. qid .. ':' .. sid)
+  if old then
+    redis.call('HDEL', k, 'v:' .. qid .. ':' .. sid)
+    redis.call('HINCRBY', k, 't:' .. qid .. ':' .. old, -1)
+    redis.call('HINCRBY', k, 'a:' .. qid, -1)
+  end
+end
+redis.call('HINCRBY', k, 'n_students', -1)
+return {'ok'}
+"""
+
+LOCK = _TEACHER + """
+redis.call('HSET', KEYS[1], 'locked', ARGV[3])
 return {'ok'}
 """
 
@@ -131,9 +194,18 @@ for i = 0, nc - 1 do tally[#tally + 1] = redis.call('HGET', k, 't:' .. qid .. ':
 local joined, mine = 0, ''
 if ARGV[2] ~= '' then
   joined = redis.call('HEXISTS', k, 's:' .. ARGV[2])
+  if joined == 1 then redis.call('HSET', k, 'h:' .. ARGV[2], ARGV[4]) end
   if joined == 1 and qid ~= '' then mine = redis.call('HGET', k, 'v:' .. qid .. ':' .. ARGV[2]) or '' end
 end
-if ARGV[3] == '1' then redis.call('PEXPIRE', k, ARGV[1]) end
+if ARGV[3] == '1' then
+  redis.call('PEXPIRE', k, ARGV[1])
+  local all, since, n = redis.call('HGETALL', k), tonumber(ARGV[4]) - tonumber(ARGV[5]), 0
+  for i = 1, #all, 2 do
+    if string.sub(all[i], 1, 2) == 'h:' and tonumber(all[i + 1]) >= since then n = n + 1 end
+  end
+  redis.call('HSET', k, 'n_present', n)
+  meta[13] = tostring(n)
+end
 local out = {}
 for i = 1, #meta do out[i] = meta[i] or '' end
 out[#out + 1] = tally
@@ -155,6 +227,7 @@ ERRORS = {
     "closed": "The answer has been revealed: votes on this question are closed.",
     "votes": "This class has reached its cap of votes.",
     "full": "This class is full ({max_students} students).",
+    "locked": LOCKED, "rate": TOO_FAST, "taken": TAKEN,
     "questions": "This class has shown its {max_questions} questions; start a new class.",
 }
 
@@ -162,13 +235,18 @@ ERRORS = {
 class RedisStore(ClassStore):
     """Classes in Redis, shared by every process that opens the same URL."""
 
-    def __init__(self, url: str, idle_seconds: float = IDLE_HOURS * 3600):
-        self.url, self.idle_seconds = url, idle_seconds
-        self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=5, socket_connect_timeout=5,
-                                      health_check_interval=30)
+    def __init__(self, url: str, idle_seconds: float = IDLE_HOURS * 3600, clock=time.time, join_rate: int = JOIN_RATE):
+        self.url, self.idle_seconds, self.clock, self.join_rate = url, idle_seconds, clock, join_rate
+        # A store that does not answer is retried with a short backoff (0.05, 0.1, 0.2 s), each try bounded by a
+        # 1 s timeout: a killed Redis fails in milliseconds, a frozen one in about 4 s; then StoreUnavailable, and
+        # the page says it is reconnecting. A restarted Redis has lost the scripts: redis-py loads them again.
+        self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=SOCKET_TIMEOUT,
+                                      socket_connect_timeout=SOCKET_TIMEOUT, health_check_interval=30,
+                                      retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), RETRIES),
+                                      retry_on_error=[redis.ConnectionError, redis.TimeoutError])
         self._scripts = {name: self.r.register_script(src) for name, src in
                          (("publish", PUBLISH), ("split", SPLIT), ("reveal", REVEAL), ("join", JOIN),
-                          ("vote", VOTE), ("view", VIEW))}
+                          ("vote", VOTE), ("view", VIEW), ("remove", REMOVE), ("lock", LOCK))}
         self._listener, self._listen_lock = None, threading.Lock()
 
     def _start_watching(self) -> None:
@@ -201,14 +279,16 @@ class RedisStore(ClassStore):
         if isinstance(out, list) and out and out[0] == "err":
             err = ERRORS[out[1]]
             raise err() if isinstance(err, type) else ClassError(err.format(max_students=self.max_students,
-                                                                             max_questions=self.max_questions))
+                                                                             max_questions=self.max_questions,
+                                                                             nick=args[2] if name == "join" else ""))
         return out
 
     def create(self) -> tuple[str, str]:
         secret = codes.new_id()
         fields = {"secret": codes.hash_secret(secret), "step": 1, "text": "", "pair": "", "has_pair": 0, "qid": "",
                   "q": "", "nc": 0, "split": 0, "revealed": 0, "answer": "", "n_students": 0, "n_actions": 0,
-                  "n_questions": 0, "n_revealed": 0, "seq": 0}
+                  "n_questions": 0, "n_revealed": 0, "seq": 0, "n_seq": 0, "n_present": 0, "locked": 0, "jw": 0,
+                  "jn": 0}
         try:
             for _ in range(20):
                 code = codes.new_code()
@@ -228,8 +308,10 @@ class RedisStore(ClassStore):
         try:
             key = self._key(code)
             return codes.secret_matches(secret, self.r.hget(key, "secret"))
-        except (ClassError, redis.RedisError):
+        except ClassError:
             return False
+        except redis.RedisError as e:  # not "no": the caller keeps the teacher's key until the store answers
+            raise StoreUnavailable(type(e).__name__) from None
 
     def _secret(self, secret) -> str:
         return codes.hash_secret(secret) if codes.clean_id(secret) else "-"
@@ -248,10 +330,24 @@ class RedisStore(ClassStore):
             raise ClassError("No such choice.")
         self._call("reveal", code, self._secret(secret), str(qid or ""), answer)
 
-    def join(self, code, nickname="") -> str:
-        sid = codes.new_id()
-        self._call("join", code, sid, codes.clean_nickname(nickname), self.max_students)
-        return sid
+    def join(self, code, nickname="", seat=None) -> str:
+        nick = codes.clean_nickname(nickname)
+        seat_h = codes.hash_seat(seat) if codes.clean_id(seat) else ""
+        out = self._call("join", code, codes.new_id(), nick, self.max_students, self._now_ms(), seat_h,
+                         codes.fold_nickname(nick), self.join_rate, int(JOIN_WINDOW * 1000))
+        return out[1]
+
+    def remove(self, code, secret, sid) -> None:
+        if codes.clean_id(sid) is None:
+            return
+        try:
+            nick = self.r.hget(self._key(code), f"s:{sid}")
+        except redis.RedisError as e:
+            raise StoreUnavailable(type(e).__name__) from None
+        self._call("remove", code, self._secret(secret), sid, codes.fold_nickname(nick or ""))
+
+    def lock(self, code, secret, on=True) -> None:
+        self._call("lock", code, self._secret(secret), int(bool(on)))
 
     def vote(self, code, sid, qid, choice) -> None:
         if codes.clean_id(sid) is None:
@@ -263,7 +359,7 @@ class RedisStore(ClassStore):
 
     def view(self, code, sid=None, secret=None) -> View:
         sid = sid if codes.clean_id(sid) else ""
-        out = self._call("view", code, sid, int(secret is not None))
+        out = self._call("view", code, sid, int(secret is not None), self._now_ms(), PRESENT_SECONDS * 1000)
         if not out:
             raise NoSuchClass()
         meta = dict(zip(META, out[: len(META)]))

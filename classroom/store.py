@@ -8,15 +8,22 @@ A class is one hash of string fields, the same in both stores (in Redis it is li
     split, revealed   "1" once the teacher shows the split / reveals the answer of `qid`
     answer            the model's answer (a choice index) of `qid`, once revealed
     seq               bumped on every change a student's screen must follow
-    n_students        students joined (an atomic increment, capped)
+    n_students        seats held (an atomic increment, capped; a seat the teacher removes is freed)
     n_actions         votes cast or changed (capped)
     n_questions       distinct questions published (capped)
-    s:<sid>           a student, and its nickname ("" if none)
+    s:<sid>           a student's seat, and its nickname (unique in the class when folded; "Student 7" if none)
+    n:<folded nick>   the seat that holds that nickname
+    h:<sid>           when that seat's tab last read the class (ms): present if within PRESENT_SECONDS
+    seat:<hash>       the seat of a browser's seat token (codes.hash_seat); z:<sid> the other way
+    locked            "1": no new seats (the seats there may come back)
+    jw, jn            the join window's start (ms) and the seats made in it (the join rate limit)
+    n_seq             seats ever made (a nameless student's number), n_present: seats present at the last count
     v:<qid>:<sid>     that student's vote on that question
     t:<qid>:<i>       votes for choice i of that question (atomic increments)
     a:<qid>           students who voted on that question
     p:<qid>           "1": that question was published (counted against the cap)
-    r:<qid>           the revealed question for the end-of-lesson table: {"n", "step", "prompt", "choices", "answer"}
+    r:<qid>           the revealed question for the end-of-lesson table: {"n", "step", "text", "prompt", "choices",
+                      "answer"} (text: the sentence, and " · B: " its pair)
 
 Caps bound a class (students, questions, votes, text lengths), so a class is at most a few hundred KB.
 """
@@ -39,11 +46,19 @@ MAX_PROMPT = 500
 MAX_CHOICES = 8
 MAX_CHOICE = 200
 IDLE_HOURS = float(os.environ.get("BERT_EXPLORER_CLASS_IDLE_HOURS", "4"))
+PRESENT_SECONDS = 60  # a seat whose tab has not read the class for this long is not counted as present
+JOIN_WINDOW = 10.0  # seconds
+JOIN_RATE = int(os.environ.get("BERT_EXPLORER_CLASS_JOINS_PER_10S", "30"))  # new seats per class per window
+
+LOCKED = "This class is locked: ask your teacher to let you in."
+TOO_FAST = "Many students are joining this class right now: try again in a few seconds."
+TAKEN = "Someone in this class already has the nickname “{nick}”: choose another."
 
 _log = logging.getLogger(__name__)
 _watch_lock = threading.Lock()
 
-META = ("step", "text", "pair", "has_pair", "qid", "q", "nc", "split", "revealed", "answer", "n_students", "seq")
+META = ("step", "text", "pair", "has_pair", "qid", "q", "nc", "split", "revealed", "answer", "n_students", "seq",
+        "n_present", "locked")
 
 
 class ClassError(Exception):
@@ -62,7 +77,8 @@ class NotTeacher(ClassError):
 
 class StoreUnavailable(ClassError):
     def __init__(self, detail: str):
-        super().__init__(f"The class store cannot be reached ({detail}); the Lesson works on without a class.")
+        super().__init__(f"Reconnecting to the class… (its store does not answer: {detail}). The Lesson works on "
+                         "meanwhile.")
 
 
 @dataclass(frozen=True)
@@ -99,6 +115,8 @@ class View:
     my_vote: int | None  # the reading student's vote on the current question
     joined: bool  # the reading student is a member of this class
     seq: int
+    present: int = 0  # seats whose tab read the class within PRESENT_SECONDS (counted at the teacher's reads)
+    locked: bool = False
 
     @property
     def following(self) -> tuple:
@@ -116,6 +134,7 @@ class Result:
     choices: tuple[str, ...]
     answer: int
     tally: tuple[int, ...]
+    text: str = ""  # the sentence the question was asked on (and " · B: " its pair)
 
     @property
     def answered(self) -> int:
@@ -141,7 +160,8 @@ def view_from(code: str, meta: dict, tally: list, answered: int, my_vote, joined
                 students=int(meta.get("n_students") or 0), answered=answered,
                 tally=tuple(int(x) for x in tally) if q is not None and (revealed or teacher) else None,
                 my_vote=int(my_vote) if my_vote not in (None, "") else None, joined=joined,
-                seq=int(meta.get("seq") or 0))
+                seq=int(meta.get("seq") or 0), present=int(meta.get("n_present") or 0),
+                locked=meta.get("locked") == "1")
 
 
 def results_from(fields: dict) -> list[Result]:
@@ -151,7 +171,8 @@ def results_from(fields: dict) -> list[Result]:
         if k.startswith("r:"):
             qid, d = k[2:], json.loads(v)
             tally = tuple(int(fields.get(f"t:{qid}:{i}", 0)) for i in range(len(d["choices"])))
-            out.append(Result(d["n"], d["step"], d["prompt"], tuple(d["choices"]), d["answer"], tally))
+            out.append(Result(d["n"], d["step"], d["prompt"], tuple(d["choices"]), d["answer"], tally,
+                              d.get("text", "")))
     return sorted(out, key=lambda r: r.n)
 
 
@@ -167,6 +188,20 @@ def students_from(fields: dict, results: list[Result]) -> list[dict]:
             rows.append({"nickname": nick, "answered": len(votes),
                          "right": sum(v == answers[q] for q, v in votes.items())})
     return sorted(rows, key=lambda r: r["nickname"].lower())
+
+
+def seats_from(fields: dict, now_ms: int) -> list[dict]:
+    """The teacher's list of seats: id, nickname, present, questions answered; in the order they joined."""
+    answered: dict[str, int] = {}
+    for k in fields:
+        if k.startswith("v:"):
+            sid = k.rsplit(":", 1)[1]
+            answered[sid] = answered.get(sid, 0) + 1
+    present = PRESENT_SECONDS * 1000
+    rows = [{"sid": k[2:], "nickname": v, "present": now_ms - int(fields.get(f"h:{k[2:]}", 0)) <= present,
+             "answered": answered.get(k[2:], 0), "joined": int(fields.get(f"h0:{k[2:]}", 0))}
+            for k, v in fields.items() if k.startswith("s:")]
+    return sorted(rows, key=lambda r: (r["joined"], r["nickname"].casefold()))
 
 
 class ClassStore(ABC):
@@ -212,7 +247,7 @@ class ClassStore(ABC):
 
     @abstractmethod
     def is_teacher(self, code: str, secret: str | None) -> bool:
-        """Does this secret open this class's teacher controls?"""
+        """Does this secret open this class's teacher controls? (StoreUnavailable when the store cannot say.)"""
 
     @abstractmethod
     def publish(self, code: str, secret: str, step: int, text: str, pair: str | None,
@@ -228,8 +263,21 @@ class ClassStore(ABC):
         """Reveal the model's answer of question `qid` (the current one) to every device."""
 
     @abstractmethod
-    def join(self, code: str, nickname: str = "") -> str:
-        """A student joins: their id (keep it: it is their vote's key)."""
+    def join(self, code: str, nickname: str = "", seat: str | None = None) -> str:
+        """A student takes a seat: their id (keep it: it is their vote's key).
+
+        `seat` is the browser's seat token: the same token in the same class gives back the same seat (its votes,
+        its nickname), whether the student left and joined again, reloaded or opened a second tab. A new seat is
+        refused when the class is locked or full, when more than JOIN_RATE seats were made in JOIN_WINDOW, or when
+        the nickname (folded) is taken; no nickname gives "Student N"."""
+
+    @abstractmethod
+    def remove(self, code: str, secret: str, sid: str) -> None:
+        """The teacher frees a seat: it can no longer vote; its vote on the open question is withdrawn."""
+
+    @abstractmethod
+    def lock(self, code: str, secret: str, on: bool = True) -> None:
+        """Lock (or unlock) the class: no new seats; the seats there may still come back."""
 
     @abstractmethod
     def vote(self, code: str, sid: str, qid: str, choice: int) -> None:
@@ -250,6 +298,13 @@ class ClassStore(ABC):
     def results(self, code: str, secret: str) -> list[Result]:
         """The end-of-lesson table: each revealed question, how the class voted."""
         return results_from(self.fields(code, secret))
+
+    def seats(self, code: str, secret: str) -> list[dict]:
+        """The teacher's list of seats: {"sid", "nickname", "present", "answered", "joined"}, in joining order."""
+        return seats_from(self.fields(code, secret), self._now_ms())
+
+    def _now_ms(self) -> int:
+        return int(self.clock() * 1000)
 
     def students(self, code: str, secret: str) -> list[dict]:
         """Per named student: answered and right (only students who gave a nickname)."""

@@ -10,9 +10,13 @@
 # One process per core is the measured setting (README, "A school server"). Each process has its
 # own model copy, cache and training slots: BERT_EXPLORER_MAX_TRAINING applies per process.
 # A live class (the Lesson's "Start a class") must be seen by every process: serve.sh also starts
-# Debian's redis-server on loopback port PORT+N+1 (no persistence, --maxmemory BX_REDIS_MB, default 64)
+# Debian's redis-server on loopback port PORT+N+1 (--maxmemory BX_REDIS_MB, default 64; its append-only
+# file in the work directory, so a restarted redis-server comes back with its classes and their votes)
 # and points each process at it (BERT_EXPLORER_CLASS_STORE=redis://127.0.0.1:PORT+N+1/0). An
 # already-set BERT_EXPLORER_CLASS_STORE (your own Redis) is used instead, and no redis-server started.
+# A process that dies (redis-server, a Streamlit process, HAProxy) is started again a second later, and
+# the log says so: the site stays up; while the class store is away the Lesson runs on and a class's
+# pages say they are reconnecting.
 set -euo pipefail
 N=${1:?usage: deploy/serve.sh N PORT [BIND_ADDRESS]}
 PORT=${2:?usage: deploy/serve.sh N PORT [BIND_ADDRESS]}
@@ -26,46 +30,67 @@ fi
 
 work="$(mktemp -d)"
 pids=()
+stopping=0
 stop() {
   trap - EXIT INT TERM
+  stopping=1
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   rm -rf "$work"
 }
 trap stop EXIT INT TERM
 
+# keep NAME LOG CMD...: run CMD (output to LOG) in a loop that starts it again a second after it ends, until
+# serve.sh stops; the loop's pid goes into pids (its TERM stops CMD first).
+keep() {
+  local name=$1 log=$2
+  shift 2
+  (
+    child=""
+    trap 'trap - TERM INT; [ -n "$child" ] && kill "$child" 2>/dev/null; wait 2>/dev/null; exit 0' TERM INT
+    while true; do
+      "$@" >>"$log" 2>&1 &
+      child=$!
+      echo "serve.sh: $name started (pid $child)"
+      status=0
+      wait "$child" || status=$?
+      echo "serve.sh: $name (pid $child) ended with status $status; starting it again in 1 s" >&2
+      sleep 1
+    done
+  ) &
+  pids+=($!)
+}
+
 if [ -z "${BERT_EXPLORER_CLASS_STORE:-}" ]; then
   rport=$((PORT + N + 1))
-  redis-server --port "$rport" --bind 127.0.0.1 --dir "$work" --save "" --appendonly no \
-    --maxmemory "${BX_REDIS_MB:-64}mb" --maxmemory-policy volatile-lru --logfile "$work/redis.log" &
-  pids+=($!)
+  keep redis-server "$work/redis.log" redis-server --port "$rport" --bind 127.0.0.1 --dir "$work" --save "" \
+    --appendonly yes --appendfsync everysec --maxmemory "${BX_REDIS_MB:-64}mb" --maxmemory-policy volatile-lru
   export BERT_EXPLORER_CLASS_STORE="redis://127.0.0.1:$rport/0"
   for _ in $(seq 1 100); do
     python -c "import redis; redis.Redis(port=$rport, socket_timeout=1).ping()" 2>/dev/null && break
-    kill -0 "${pids[0]}" 2>/dev/null || { echo "serve.sh: redis-server died:"; cat "$work/redis.log"; exit 1; } >&2
     sleep 0.2
   done
-  echo "serve.sh: redis-server (pid ${pids[0]}) on 127.0.0.1:$rport for live classes, log $work/redis.log"
+  echo "serve.sh: redis-server on 127.0.0.1:$rport for live classes, log $work/redis.log"
 fi
 
 servers=""
+cd "$ROOT"
 for i in $(seq 1 "$N"); do
   p=$((PORT + i))
-  (cd "$ROOT" && exec python -m streamlit run app.py --server.headless true --server.address 127.0.0.1 \
-      --server.port "$p" --server.scriptHealthCheckEnabled true) >"$work/streamlit-$i.log" 2>&1 &
-  pids+=($!)
+  keep "process $i" "$work/streamlit-$i.log" python -m streamlit run app.py --server.headless true \
+    --server.address 127.0.0.1 --server.port "$p" --server.scriptHealthCheckEnabled true
   servers+="    server s$i 127.0.0.1:$p cookie s$i check"$'\n'
 done
-off=$(( ${#pids[@]} - N ))  # the Streamlit processes come after redis-server in pids
 for i in $(seq 1 "$N"); do
   p=$((PORT + i))
+  ok=0
   for _ in $(seq 1 300); do
     python -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$p/_stcore/health', timeout=2)" \
-      2>/dev/null && break
-    kill -0 "${pids[$((off + i - 1))]}" 2>/dev/null || { echo "serve.sh: process $i died:"; cat "$work/streamlit-$i.log"; exit 1; } >&2
+      2>/dev/null && { ok=1; break; }
     sleep 0.5
   done
-  echo "serve.sh: process $i (pid ${pids[$((off + i - 1))]}) healthy on 127.0.0.1:$p, log $work/streamlit-$i.log"
+  [ "$ok" = 1 ] || { echo "serve.sh: process $i did not answer in 150 s:"; cat "$work/streamlit-$i.log"; exit 1; } >&2
+  echo "serve.sh: process $i healthy on 127.0.0.1:$p, log $work/streamlit-$i.log"
 done
 
 # Warm-up (deploy/warm_up.sh): each process runs app.py once, all at once, before HAProxy lets the
@@ -81,6 +106,6 @@ for w in "${warm[@]}"; do wait "$w" || echo "serve.sh: a warm-up failed; its fir
 awk -v servers="$servers" '/# @SERVERS@/ { printf "%s", servers; next } { print }' \
   "$ROOT/deploy/haproxy.cfg" >"$work/haproxy.cfg"
 echo "serve.sh: HAProxy on http://$BIND:$PORT -> $N processes"
-BX_BIND="$BIND:$PORT" haproxy -db -f "$work/haproxy.cfg" &
-pids+=($!)
-wait -n "${pids[@]}"  # any process ending ends the whole setup
+export BX_BIND="$BIND:$PORT"
+keep haproxy "$work/haproxy.log" haproxy -db -f "$work/haproxy.cfg"
+while [ "$stopping" = 0 ]; do wait || true; done  # until Ctrl-C or SIGTERM (stop)

@@ -13,13 +13,21 @@ fragments on a timer (`st.fragment(run_every=...)`): only they rerun. A followin
 when the teacher's step, sentence, question or reveal has changed, at once: the server requests it
 (ui/classroom_push.py); the student's own timer is a slower fallback. The store is classroom's
 (`BERT_EXPLORER_CLASS_STORE`: in this process, or Redis for several processes).
+
+A student's seat is also kept in the browser (a seat token in the session and a cookie): Leave/Join, a reload or
+a second tab is the same seat. A store that does not answer drops nothing (the page says it is reconnecting);
+a class gone from the store tells the teacher (a new class in one click) and its students. Every follower of a
+class draws the same step view: `draw_step` draws it once and replays it (Streamlit's cached-element replay).
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
-import zlib
+import os
+import socket
+import urllib.parse
 from dataclasses import dataclass
 
 import plotly.graph_objects as go
@@ -35,8 +43,41 @@ TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches
 # A student's vote box re-reads the class this often: the count of answers, and a fallback for a step change the
 # server's push missed (one timer per student, so 30 students make 15 fragment runs a second, not 30).
 STUDENT_TICK = 2.0
+# ... and no faster than this many students' ticks a second in all: 120 students tick every 4 s, not 2 (a lecture
+# hall's timers alone took a third of a core; the count of answers is what waits, a step change is pushed).
+TICKS_PER_SECOND = 30
+
+
+def student_tick(students: int) -> float:
+    """Seconds between a student's timer reads in a class of `students`."""
+    return max(STUDENT_TICK, students / TICKS_PER_SECOND)
 CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_follow"
 SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
+RECONNECT, LOST = "class_reconnect", "class_lost"  # this run could not reach the store / the teacher's class is gone
+RETRY = 1.0  # seconds between tries of a store that does not answer
+PUBLISHED = "class_published"  # (code, step, text, pair, question id) this tab last published
+SEAT, SEAT_KEPT, SEAT_COOKIE = "class_seat", "class_seat_kept", "bx_seat"
+# Drawings shared by the screens of a class (Streamlit's cached-element replay keeps each drawing's element
+# messages): a step's view is at most a few charts (~50 KB-1 MB of figure JSON), a split a few KB.
+SHARED_VIEWS, SHARED_SPLITS = 24, 64
+UNSHARED = {"masking"}  # views with a widget of their own (a drawing with a widget cannot be replayed)
+NICK_BOX = 200  # characters the nickname box takes (the store keeps 24)
+SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
+PUBLIC_URL = "BERT_EXPLORER_PUBLIC_URL"  # the address students open (e.g. https://bert.school.example)
+LOCAL_HOSTS = {"localhost", "::1", "0.0.0.0", ""}
+CARD_QR = 170  # px: the projector's QR code (a phone reads it from the back of a room at this size on a screen)
+# Presenter mode's join card: fixed at the top right, and the page kept clear of it (1280 x 720: the step gets
+# 1280 - 250 px, the card 230 px above the model corner at the bottom right).
+CARD_CSS = """<style>
+.st-key-class_card {position: fixed; top: 0.4rem; right: 0.6rem; width: 230px !important; z-index: 101;
+  background: #ffffff; border: 1px solid #d0d7de; border-radius: 0.5rem; padding: 0.4rem 0.6rem;
+  gap: 0.2rem !important; max-height: calc(100vh - 4.5rem); overflow: hidden;}
+.st-key-class_card p, .st-key-class_card [data-testid="stCaptionContainer"] p {font-size: 15px !important;
+  line-height: 1.25 !important; overflow-wrap: anywhere;}
+.st-key-class_card [data-testid="stMarkdownContainer"] strong {font-size: 20px;}
+.st-key-class_card [data-testid="stMetricValue"] {font-size: 28px !important;}
+div[data-testid="stMainBlockContainer"], .block-container {padding-right: 250px !important;}
+</style>"""
 
 
 @dataclass
@@ -68,15 +109,24 @@ def _say(e: Exception) -> None:
 def _leave() -> None:
     """Forget the class in this session and in the URL."""
     classroom_push.forget_here()
-    for k in (CODE, SECRET, SID, SEEN):
+    for k in (CODE, SECRET, SID, SEEN, PUBLISHED):
         st.session_state.pop(k, None)
     for k in ("class", "teacher", "me"):
         st.query_params.pop(k, None)
 
 
 # ------------------------------------------------------------------------------------------ hook 1
+ENDED = "The class has ended: ask your teacher for the new code."
+
+
 def follow() -> Live | None:
-    """Join or resume from the URL; a following student's step and sentence become the teacher's. None: no class."""
+    """Join or resume from the URL; a following student's step and sentence become the teacher's. None: no class.
+
+    A store that does not answer (StoreUnavailable, after the store's own retries) drops nothing: the class's code
+    and keys stay in the session and the address, the page runs on without the class and says it is reconnecting
+    (panel), and the next run after the store answers resumes the class. A store that answers without the class
+    (it restarted empty, or the class ended or expired) tells the teacher, who can start a new class in one
+    click, and tells a student to ask for the new code."""
     q = st.query_params
     url_code = classroom.clean_code(q.get("class"))
     if url_code and st.session_state.get(CODE) != url_code:
@@ -91,11 +141,20 @@ def follow() -> Live | None:
             else:
                 store().view(url_code)  # a plain join link: the class must exist; the panel asks for a nickname
                 st.session_state["class_link_code"] = url_code  # the join box shows it
+                st.session_state["lesson_present"] = False  # a projector's link (present=1): the join box first
+                q.pop("present", None)
                 q.pop("teacher", None)
                 q.pop("me", None)
+        except classroom.StoreUnavailable:
+            st.session_state[RECONNECT] = url_code  # the address keeps its keys: the next run tries again
+            return None
         except ClassError as e:
-            _say(e)
-            q.pop("class", None)
+            if secret and isinstance(e, classroom.NoSuchClass):
+                st.session_state[LOST] = url_code
+            else:
+                _say(ClassError(ENDED) if sid and isinstance(e, classroom.NoSuchClass) else e)
+            for k in ("class", "teacher", "me"):
+                q.pop(k, None)
     elif q.get("class") is not None and not url_code:
         _say(classroom.NoSuchClass())
         q.pop("class", None)
@@ -106,16 +165,26 @@ def follow() -> Live | None:
     live = Live(code, st.session_state.get(SECRET), st.session_state.get(SID), None)
     try:
         live.view = store().view(code, sid=live.sid) if not live.teacher else store().view(code, secret=live.secret)
+    except classroom.StoreUnavailable:
+        st.session_state[RECONNECT] = code  # nothing dropped: session and address keep the class and its key
+        st.session_state.pop(PUBLISHED, None)  # back, this tab publishes its step again
+        return None
     except ClassError as e:
-        _say(e)
+        if live.teacher:
+            st.session_state[LOST] = code
+        else:
+            _say(ClassError(ENDED) if isinstance(e, classroom.NoSuchClass) else e)
         _leave()
         return None
-    q["class"] = code
+    st.session_state.pop(LOST, None)
+    # A query parameter set is a message to the browser even when unchanged: only what changed is sent (a class's
+    # step change is one rerun per student).
+    _keep_param("class", code)
     st.session_state.setdefault(FOLLOW, True)
     if live.teacher:
-        q["teacher"] = live.secret
+        _keep_param("teacher", live.secret)
     else:
-        q["me"] = live.sid
+        _keep_param("me", live.sid)
         if not live.view.joined:
             _say(ClassError("This class no longer knows you; join it again."))
             _leave()
@@ -126,6 +195,37 @@ def follow() -> Live | None:
         else:
             classroom_push.forget_here()
     return live
+
+
+def _keep_param(k: str, v: str) -> None:
+    if st.query_params.get(k) != v:
+        st.query_params[k] = v
+
+
+def _reconnecting(code: str) -> None:
+    """The class's store does not answer: say so, and rerun the page as soon as it answers again."""
+    st.info("Reconnecting to the class… The Lesson works on meanwhile; your class and its votes come back when "
+            "the class's store answers.", icon=":material/sync:")
+
+    @st.fragment(run_every=RETRY)
+    def wait_for_store() -> None:
+        try:
+            store().view(code)
+        except classroom.StoreUnavailable:
+            return
+        except ClassError:
+            pass  # it answers without the class: the page's run says so
+        st.rerun()
+
+    wait_for_store()
+
+
+def _lost(code: str, present: bool) -> None:
+    """The teacher's class is gone from a store that answers: say so, and offer a new class in one click."""
+    st.error(f"Your class {code} was lost: the class's store restarted without it (or it expired). Its votes are "
+             "gone; start a new class and give your students its code.")
+    st.button("Start a new class", key="class_restart", on_click=start, type="primary",
+              width="content" if present else "stretch")
 
 
 def _take_step(v: View) -> None:
@@ -139,9 +239,19 @@ def _take_step(v: View) -> None:
 
 
 # ------------------------------------------------------------------------------------------ hook 2
+def question_token(model_key: str, k: int, text: str, pair: str | None, q) -> str:
+    """What makes a Lesson question one question: model, step, sentence, pair, prompt and choices ("" for none).
+
+    Any change of sentence or pair (step 7's "Try this" keeps the prompt and the choices) is a new question:
+    its guess, its class vote, its split and its reveal start empty."""
+    if q is None:
+        return ""
+    return "\x1f".join((model_key, str(k), text, "\x00" if pair is None else pair, q.prompt, *q.choices))
+
+
 def question_id(token: str) -> str:
-    """A short id of the Lesson's question token (model, step, prompt, choices)."""
-    return f"{zlib.crc32(token.encode()):08x}"
+    """A short id of the Lesson's question token (model, step, sentence(s), prompt, choices)."""
+    return hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
 def question_ui(live: Live | None, col, q, token: str, k: int, text: str, pair: str | None, revealed: bool) -> bool:
@@ -155,12 +265,23 @@ def question_ui(live: Live | None, col, q, token: str, k: int, text: str, pair: 
 
 def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
     question = Question(question_id(token), q.prompt, tuple(q.choices)) if q is not None else None
+    # Publish only what this tab changed: a teacher's second tab (a laptop beside the projector) that reruns on
+    # an old step must not take the class back to it (its students would find that question's votes closed).
+    mine = (live.code, k, text, pair, question.qid if question else "")
     try:
-        store().publish(live.code, live.secret, k, text, pair, question)
-        live.view = v = store().view(live.code, secret=live.secret)
+        if st.session_state.get(PUBLISHED) != mine or live.view is None:
+            store().publish(live.code, live.secret, k, text, pair, question)
+            st.session_state[PUBLISHED] = mine
+            live.view = store().view(live.code, secret=live.secret)
+        v = live.view
     except ClassError as e:
+        st.session_state.pop(PUBLISHED, None)
         col.warning(str(e))
         return False
+    if (v.step, v.question.qid if v.question else "") != (k, mine[-1]):
+        col.info(f"Another tab of yours has the class on step {v.step}: the students see that one. Change the step "
+                 "or the sentence here to take the class with you.")
+        return v.revealed if question is not None and v.question == question else False
     if q is None:
         return False
     with col:
@@ -182,19 +303,32 @@ def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
     return v.revealed
 
 
+def _read(code: str, sid: str | None = None, secret: str | None = None) -> View | None:
+    """A fragment's read of the class; None after saying why. A class gone from the store reruns the whole page
+    (follow() says what happened); a store that does not answer says the class is reconnecting, nothing dropped."""
+    try:
+        return store().view(code, sid=sid, secret=secret)
+    except classroom.StoreUnavailable:
+        st.caption("Reconnecting to the class…")
+        return None
+    except classroom.NoSuchClass:
+        st.rerun()
+    except ClassError as e:
+        st.warning(str(e))
+        return None
+
+
 def _teacher_live(code: str, secret: str, qid: str) -> None:
     @st.fragment(run_every=TICK)
     def live_count() -> None:
-        try:
-            v = store().view(code, secret=secret)
-        except ClassError as e:
-            st.warning(str(e))
+        v = _read(code, secret=secret)
+        if v is None:
             return
         if v.question is None or v.question.qid != qid:
             return
         st.markdown(f"**{v.answered} of {v.students}** students have answered.")
         if (v.split_shown or v.revealed) and v.tally is not None:
-            chart(split_figure(v.question.choices, v.tally, v.answer), "class split", key="class-split-chart")
+            split_chart(v.question.choices, v.tally, v.answer, "class-split-chart")
 
     live_count()
 
@@ -203,12 +337,11 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
     v = live.view
     with col:
         if not live.following:
-            st.info(f"You are exploring on your own; the teacher is on step {v.step}. Switch “Follow the teacher” "
-                    "back on to return to the class and vote.")
+            _exploring(live.code, live.sid, v)
             return revealed
         if v.question is None:
             st.caption("The teacher's step has no question to vote on.")
-            _student_live(live.code, live.sid, v.following, None)
+            _student_live(live.code, live.sid, v.following, None, v)
             return False
         if v.revealed:
             shown = lesson.plain(v.question.choices[v.answer])
@@ -221,18 +354,33 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
             if q is not None and tuple(q.choices) == v.question.choices:
                 st.markdown(lesson.plain(q.reveal))
             if v.tally is not None:
-                chart(split_figure(v.question.choices, v.tally, v.answer), "class split", key="class-split-student")
-        _student_live(live.code, live.sid, v.following, v.question)
+                split_chart(v.question.choices, v.tally, v.answer, "class-split-student")
+        _student_live(live.code, live.sid, v.following, v.question, v)
     return v.revealed
 
 
-def _student_live(code: str, sid: str, drawn: tuple, question: Question | None) -> None:
-    @st.fragment(run_every=STUDENT_TICK)
+def _exploring(code: str, sid: str, first: View) -> None:
+    """An exploring student's note of the teacher's step, read again on the student's timer (this page is not
+    redrawn when the teacher moves: it is the student's own); the reads also keep the seat present."""
+    first_read = [first]
+
+    @st.fragment(run_every=student_tick(first.students))
+    def where_is_the_teacher() -> None:
+        v = first_read.pop() if first_read else _read(code, sid=sid)
+        if v is not None:
+            st.info(f"You are exploring on your own; the teacher is on step {v.step}. Switch “Follow the "
+                    "teacher” back on to return to the class and vote.")
+
+    where_is_the_teacher()
+
+
+def _student_live(code: str, sid: str, drawn: tuple, question: Question | None, first: View | None = None) -> None:
+    first_read = [first] if first is not None else []  # the page's own read serves the fragment's first run
+
+    @st.fragment(run_every=student_tick(first.students if first is not None else 0))
     def live_vote() -> None:
-        try:
-            v = store().view(code, sid=sid)
-        except ClassError as e:
-            st.warning(str(e))
+        v = first_read.pop() if first_read else _read(code, sid=sid)
+        if v is None:
             return
         if not st.session_state.get(FOLLOW, True):
             st.rerun()
@@ -265,32 +413,84 @@ def lesson_labels(choices):
     return [lesson.plain(c) for c in choices].__getitem__
 
 
+# ------------------------------------------------------------------------------------------ the step's view
+def following_student(live: Live | None) -> bool:
+    """A student whose page shows the teacher's step and sentence."""
+    return live is not None and not live.teacher and live.following
+
+
+def draw_step(live: Live | None, step, cur, text: str, pair: str | None, revealed: bool) -> None:
+    """`step.view(cur, text, pair, revealed)`; for a following student, the class's shared drawing of it.
+
+    Every follower of a class draws the same view (the teacher's model, step, sentence(s) and reveal): the first
+    draws it, the others replay its elements (their figures are not built, serialised and hashed again), so a
+    step change costs the server one drawing, not one per student. Not shared: a model a session trains, and a
+    view with a widget of its own."""
+    if not following_student(live) or cur.model_key.startswith("session:") or step.key in UNSHARED:
+        step.view(cur, text, pair, revealed)
+        return
+    _shared_view(cur.model_key, step.key, text, pair, bool(revealed), lesson.presenting(),
+                 bool(st.session_state.get("lesson_large")), st.session_state.get(lesson.QUESTION_ERROR), _cur=cur)
+
+
+@st.cache_data(max_entries=SHARED_VIEWS, show_spinner=False)
+def _shared_view(model_key: str, step_key: str, text: str, pair: str | None, revealed: bool, present: bool,
+                 large: bool, question_error: str | None, _cur) -> None:
+    """One drawing of a step's view, keyed by everything the view reads (the model by its key)."""
+    lesson.STEPS[lesson.KEYS.index(step_key)].view(_cur, text, pair, revealed)
+
+
+def sentence_note(text: str, pair: str | None) -> None:
+    """A following student's sentence: the teacher's, in a box that says why it cannot be changed here."""
+    why = "You follow the teacher: this is the teacher's sentence. Switch “Follow the teacher” off to try your own."
+    for key, label, v in (("class_text_shown", "This step's sentence", text), ("class_pair_shown", "Sentence B", pair)):
+        if v is not None:
+            st.session_state[key] = v  # the box shows the teacher's sentence of this run
+            st.text_input(label, key=key, disabled=True, help=why)
+    st.caption(why)
+
+
 # ------------------------------------------------------------------------------------------ hook 3
 def panel(live: Live | None, present: bool, side) -> None:
     """Start or join a class (side column), or the class's code, link, QR, count and results."""
     msg = st.session_state.pop(MSG, None)
+    away, lost = st.session_state.pop(RECONNECT, None), st.session_state.get(LOST)  # lost: until a new class
     if present:
         if msg:
             st.warning(msg)
-        if live is not None and live.teacher:
-            _join_card(live, big=True)
+        if away:
+            _reconnecting(away)
+        elif lost:
+            _lost(lost, present)
+        elif live is not None and live.teacher:
+            _join_card(live, big=True)  # with the presenter's tools in it
+        else:
+            presenter_tools(live)
         return
     with side:
         st.markdown("**A live class**")
         if msg:
             st.warning(msg)
+        if away:
+            _reconnecting(away)
+            return
+        if lost:
+            _lost(lost, present)
+            return
         if live is None:
             st.button("Start a class", key="class_start", on_click=start, width="stretch",
                       help="Students join from their own devices with a code; they follow your step and sentence, "
                            "vote on each question, and see the model's answer when you reveal it.")
             st.text_input("Class code", value=st.session_state.get("class_link_code", ""), key="class_join_code",
                           max_chars=12, placeholder="e.g. K7QM2X")
-            st.text_input("Nickname (optional)", key="class_nick", max_chars=classroom.codes.MAX_NICKNAME,
-                          help="Shown only to the teacher, in the end-of-lesson table. Leave it empty to stay "
-                               "anonymous.")
+            # A longer box than a nickname: a pasted long name is cut to 24 characters, not refused whole.
+            st.text_input("Nickname (optional)", key="class_nick", max_chars=NICK_BOX,
+                          help=f"Shown only to the teacher, in the class's seats and the end-of-lesson table (at most "
+                               f"{classroom.codes.MAX_NICKNAME} characters). Leave it empty to be “Student 7”.")
             st.button("Join the class", key="class_join", on_click=join, width="stretch")
         elif live.teacher:
             _join_card(live, big=False)
+            _seats(live)
             _results(live)
             st.button("End the class", key="class_end", on_click=end, width="stretch",
                       help="Deletes the class and its votes (download the results first).")
@@ -298,16 +498,103 @@ def panel(live: Live | None, present: bool, side) -> None:
             st.caption(f"In class **{live.code}**.")
             st.toggle("Follow the teacher", key=FOLLOW,
                       help="Off: explore the Lesson on your own; on again: back to the teacher's step.")
-            st.button("Leave the class", key="class_leave", on_click=_leave, width="stretch")
+            st.button("Leave the class", key="class_leave", on_click=_leave, width="stretch",
+                      help="Joining again from this browser gives you back your seat and your votes.")
+            _keep_seat()
+
+
+def _seat() -> str:
+    """This browser's seat token: kept in the session, and in a cookie (a reload, a second tab, a new session)."""
+    seat = st.session_state.get(SEAT) or classroom.clean_id(st.context.cookies.get(SEAT_COOKIE))
+    if seat is None:
+        seat = classroom.codes.new_id()
+    st.session_state[SEAT] = seat
+    return seat
+
+
+def _keep_seat() -> None:
+    """Write the seat token into the browser's cookie once (it has the shape of an id: nothing to escape)."""
+    seat = st.session_state.get(SEAT)
+    if seat and classroom.clean_id(seat) and st.context.cookies.get(SEAT_COOKIE) != seat \
+            and not st.session_state.get(SEAT_KEPT):
+        st.html(f"<script>document.cookie = '{SEAT_COOKIE}={seat}; path=/; max-age=31536000; samesite=lax';</script>",
+                unsafe_allow_javascript=True, width=1)
+        st.session_state[SEAT_KEPT] = True
+
+
+def _seats(live: Live) -> None:
+    """The teacher's seats: who is present, who answered; remove a seat; lock the class (read on a slow timer)."""
+    code, secret = live.code, live.secret
+
+    @st.fragment(run_every=SEATS_TICK)
+    def seats() -> None:
+        try:
+            _seats_now(code, secret, store().seats(code, secret), store().view(code, secret=secret).locked)
+        except ClassError as e:
+            st.warning(str(e))
+
+    seats()
+
+
+def _seats_now(code: str, secret: str, rows: list[dict], locked: bool) -> None:
+    with st.expander(f"Seats: {len(rows)}" + (" (locked)" if locked else ""), expanded=False):
+        st.toggle("Lock the class (no new seats)", value=locked, key="class_lock", on_change=lock_class,
+                  help="The students there keep their seats (and may come back); nobody new can join.")
+        if not rows:
+            st.caption("Nobody has joined yet.")
+            return
+        st.dataframe([{"nickname": r["nickname"], "present": "yes" if r["present"] else "no",
+                       "answered": r["answered"]} for r in rows], hide_index=True)
+        names = {r["sid"]: r["nickname"] for r in rows}
+        st.multiselect("Remove seats", list(names), key="class_remove_pick", format_func=names.__getitem__,
+                       placeholder="Pick a seat to remove")
+        st.button("Remove the picked seats", key="class_remove", on_click=remove_seats, width="stretch",
+                  disabled=not st.session_state.get("class_remove_pick"),
+                  help="A removed seat can no longer vote; its vote on the open question is withdrawn.")
 
 
 def join_url(code: str) -> str:
-    """The link students open: this server's /lesson?class=CODE."""
-    base = (st.context.url or "").split("?", 1)[0].rstrip("/")
+    """The link students open: /lesson?class=CODE on the public address, or on the address of this page."""
+    return f"{public_base()[0]}/lesson?class={code}"
+
+
+def public_base() -> tuple[str, str | None]:
+    """(the address students open, without a trailing /; a note when the page's own address would not work).
+
+    BERT_EXPLORER_PUBLIC_URL when set (a proxy, a school's name for the server); else this page's address, except
+    that a page opened as localhost / 127.0.0.1 is reached from this machine only: then this machine's network
+    (LAN) address, with the same port, and a note saying so."""
+    public = os.environ.get(PUBLIC_URL, "").strip().rstrip("/")
+    if public.startswith(("http://", "https://")):
+        return public, None
+    parts = urllib.parse.urlsplit(st.context.url or "")
+    path = parts.path.rstrip("/")
     for tail in ("/lesson", "/start"):
-        if base.endswith(tail):
-            base = base[: -len(tail)]
-    return f"{base}/lesson?class={code}"
+        if path.endswith(tail):
+            path = path[: -len(tail)]
+    host = (parts.hostname or "").lower()
+    if host not in LOCAL_HOSTS and not host.startswith("127."):
+        return f"{parts.scheme}://{parts.netloc}{path}", None
+    lan = lan_address()
+    where = f"This page is open as {host}, an address only this computer can reach"
+    if lan is None:
+        return (f"{parts.scheme}://{parts.netloc}{path}", f"{where}, and it has no network address: students "
+                f"cannot join from their devices. Set {PUBLIC_URL} to an address they can open.")
+    port = f":{parts.port}" if parts.port else ""
+    return (f"{parts.scheme or 'http'}://{lan}{port}{path}", f"{where}: the link and QR code use its network address "
+            f"{lan} instead (the server must listen on it, e.g. --server.address 0.0.0.0). Set {PUBLIC_URL} to "
+            "choose the address.")
+
+
+def lan_address() -> str | None:
+    """This machine's address on its network (the interface a packet to the outside would leave by), or None."""
+    try:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.connect(("192.0.2.1", 9))  # UDP: nothing is sent, the OS only picks the route
+            ip = s.getsockname()[0]
+    except OSError:
+        return None
+    return None if ip.startswith(("127.", "0.")) else ip
 
 
 def qr_png(url: str, scale: int) -> bytes:
@@ -317,21 +604,43 @@ def qr_png(url: str, scale: int) -> bytes:
 
 
 def _join_card(live: Live, big: bool) -> None:
-    url = join_url(live.code)
-    if big:
-        c1, c2 = st.columns([1, 3])
-        c1.image(qr_png(url, 8), width=220)
-        with c2:
-            st.markdown(f"### Join: code **{live.code}**")
-            st.markdown(f"`{url}`")
+    base, note = public_base()
+    url = f"{base}/lesson?class={live.code}"
+    if big:  # the projector: fixed at the top right, beside the step (CARD_CSS keeps the page clear of it)
+        st.html(CARD_CSS)
+        with st.container(key="class_card"):
+            st.image(qr_png(url, 5), width=CARD_QR)
+            st.markdown(f"**Join: code {live.code}**")
+            st.caption(url)
+            if note:
+                st.caption(note)
             _count(live)
+            presenter_tools(live)
     else:
         st.markdown(f"Code: **{live.code}**")
         st.image(qr_png(url, 5), caption=url, width=200)
+        if note:
+            st.warning(note)
         _count(live)
         with st.expander("Your teacher link"):
-            st.caption("This tab's address holds the class's teacher key, so a reload keeps your class. Do not "
-                       "share it, and present full-screen (F11) so the class does not see the address bar.")
+            st.caption("This link opens your class's teacher screen (a reload keeps it too). Do not share it, and "
+                       "present full-screen (F11) so the class does not see the address bar.")
+            st.code(f"{base}/lesson?class={live.code}&teacher={live.secret}", language=None)
+
+
+def presenter_tools(live: Live | None) -> None:
+    """Presenter mode's "Start a class" and sentence box, in a popover at the bottom left (not on the slide)."""
+    if following_student(live):
+        return
+    k = int(st.session_state.get("lesson_step", 1))
+    if live is None:  # no card: the popover alone at the top right
+        st.html("<style>.st-key-class_tools {position: fixed; top: 0.4rem; right: 0.6rem; z-index: 101; "
+                "width: max-content !important;}</style>")
+    with st.container(key="class_tools"), st.popover("Class and sentence", icon=":material/tune:"):
+        if live is None:
+            st.button("Start a class", key="class_start", on_click=start, type="primary",
+                      help="Students join with the code the projector then shows beside the step.")
+        lesson.sentence_ui(k, lesson.STEPS[k - 1])
 
 
 def _count(live: Live) -> None:
@@ -339,12 +648,10 @@ def _count(live: Live) -> None:
 
     @st.fragment(run_every=TICK)
     def count() -> None:
-        try:
-            n = store().view(code, secret=secret).students
-        except ClassError as e:
-            st.warning(str(e))
-            return
-        st.metric("Students joined", n)
+        v = _read(code, secret=secret)
+        if v is not None:
+            st.metric("Students present", v.present, help=f"{v.students} seat(s) in the class; a tab gone for more "
+                      f"than a minute is not counted here (its votes are kept).")
 
     count()
 
@@ -369,8 +676,9 @@ def _results(live: Live) -> None:
 
 def results_rows(rows: list[classroom.Result]) -> list[dict]:
     """The end-of-lesson table: each revealed question, the share of the class that guessed the model's answer."""
-    return [{"step": r.step, "question": r.prompt, "model's answer": r.choices[r.answer], "answered": r.answered,
-             "right": r.right, "share right": f"{r.right / r.answered:.0%}" if r.answered else "–"} for r in rows]
+    return [{"step": r.step, "sentence": r.text, "question": r.prompt, "model's answer": r.choices[r.answer],
+             "answered": r.answered, "right": r.right,
+             "share right": f"{r.right / r.answered:.0%}" if r.answered else "–"} for r in rows]
 
 
 def results_csv(table: list[dict], named: list[dict]) -> str:
@@ -392,13 +700,21 @@ def _cell(v):
     return "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
 
 
+@st.cache_data(max_entries=SHARED_SPLITS, show_spinner=False)
+def split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None, key: str) -> None:
+    """The class's split as a chart, drawn once per (choices, tally, answer) and replayed for every screen that
+    shows the same split (Streamlit's cached-element replay): a reveal is one figure, not one per student."""
+    chart(split_figure(choices, tally, answer), "class split", key=key)
+
+
 def split_figure(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None) -> go.Figure:
     """The class's guesses as bars, the model's answer (once revealed) in green."""
     colors = ["#2e7d32" if i == answer else "#90a4ae" for i in range(len(choices))]
     fig = go.Figure(go.Bar(x=list(tally), y=[f"{i}. {c}" for i, c in enumerate(choices, 1)], orientation="h",
                            marker_color=colors, text=list(tally), textposition="auto"))
     fig.update_layout(height=60 + 40 * len(choices), margin=dict(l=10, r=10, t=30, b=10),
-                      title=f"The class's guesses ({sum(tally)})", yaxis=dict(autorange="reversed"))
+                      title=f"The class's guesses ({sum(tally)})",
+                      yaxis=dict(autorange="reversed", type="category"))  # "4. 4" is a label, not a number
     return fig
 
 
@@ -412,6 +728,7 @@ def start() -> None:
         return
     st.session_state.update({CODE: code, SECRET: secret})
     st.session_state.pop(SID, None)
+    st.session_state.pop(LOST, None)
     st.query_params.update({"class": code, "teacher": secret})
     st.query_params.pop("me", None)
 
@@ -422,7 +739,7 @@ def join() -> None:
     try:
         if code is None:
             raise classroom.NoSuchClass()
-        sid = store().join(code, st.session_state.get("class_nick", ""))
+        sid = store().join(code, st.session_state.get("class_nick", ""), seat=_seat())
     except ClassError as e:
         _say(e)
         return
@@ -430,6 +747,22 @@ def join() -> None:
     st.session_state.pop(SECRET, None)
     st.query_params.update({"class": code, "me": sid})
     st.query_params.pop("teacher", None)
+
+
+def lock_class() -> None:
+    try:
+        store().lock(st.session_state[CODE], st.session_state.get(SECRET), bool(st.session_state.get("class_lock")))
+    except ClassError as e:
+        _say(e)
+
+
+def remove_seats() -> None:
+    try:
+        for sid in st.session_state.get("class_remove_pick") or []:
+            store().remove(st.session_state[CODE], st.session_state.get(SECRET), sid)
+    except ClassError as e:
+        _say(e)
+    st.session_state["class_remove_pick"] = []
 
 
 def vote(code: str, sid: str, qid: str, key: str) -> None:

@@ -18,7 +18,8 @@ live = classroom_ui.follow()  # a live class (issue 35): join links; a following
 k = int(st.session_state["lesson_step"])
 step = lesson.STEPS[k - 1]
 present = bool(st.session_state["lesson_present"])
-st.query_params["step"] = str(k)
+if st.query_params.get("step") != str(k):  # a set is a message to the browser even when unchanged
+    st.query_params["step"] = str(k)
 visited = st.session_state.setdefault("lesson_visited", set())
 visited.add(step.key)
 answers = st.session_state.setdefault("lesson_answers", {})  # step key -> True / False (the guess was right)
@@ -45,12 +46,15 @@ with right if present else left:  # on a projector the formula and the sentence 
         st.latex(step.formula)
     if present:
         st.caption(f"Sentence: {lesson.plain(text)}" + (f" · B: {lesson.plain(pair)}" if pair else ""))
+    elif classroom_ui.following_student(live):  # the teacher's sentence, not editable here (and why)
+        classroom_ui.sentence_note(text, pair)
     else:
         lesson.sentence_ui(k, step)
 
 with lesson.busy(cur, k, text, pair, "question", "The model is computing this step's question…"):
     q = lesson.ask(cur, step, text, pair)
-token = f"{cur.model_key}|{k}|{q.prompt}|{'|'.join(q.choices)}" if q is not None else ""
+# A question is its sentence too: a new sentence or pair opens a new question (a new guess, a new class vote).
+token = classroom_ui.question_token(cur.model_key, k, text, pair, q)
 revealed = token in st.session_state.get("lesson_revealed", set())
 revealed = classroom_ui.question_ui(live, left, q, token, k, text, pair, revealed)  # the class's question, if any
 
@@ -83,7 +87,7 @@ with left:
                             + ("" if truth.startswith(q.choices[q.answer]) else " The model got it wrong here."))
 
 with right, lesson.busy(cur, k, text, pair, f"view {revealed} {present}", "Drawing…"):
-    step.view(cur, text, pair, revealed)
+    classroom_ui.draw_step(live, step, cur, text, pair, revealed)  # step.view; a class's followers share it
 
 nav = st.columns([1, 1, 4] if present else [1, 1, 3])
 # Presenter keys are Streamlit's own button shortcuts: they work whatever has focus, except a text box.

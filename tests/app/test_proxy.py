@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import time
@@ -59,7 +60,8 @@ def test_two_processes_serve_the_app_each_browser_stays_on_one_and_sigterm_stops
     proc = _start(port)
     try:
         _check_served(url, port)
-        _check_class(url)  # issue 35: one live class across both processes (serve.sh's redis-server)
+        code, secret = _check_class(url)  # one live class across both processes (serve.sh's redis-server)
+        _check_restarts(url, port, code, secret)  # a dead redis-server or app process is started again
     finally:
         proc.send_signal(signal.SIGTERM)  # serve.sh's trap stops HAProxy and both Streamlit processes
         proc.wait(timeout=60)
@@ -140,12 +142,58 @@ def _check_class(url: str) -> None:
         followed = [any(_heading(r).startswith("Step 2 of") for r in pushed[i]) for i in range(4)]
         for c in [t, *students]:
             await c.close()
-        return [c.backend_ws for c in students], "\n".join(shown), followed
+        return [c.backend_ws for c in students], "\n".join(shown), followed, code, t.page_query
 
-    backends, shown, followed = asyncio.run(go())
+    backends, shown, followed, code, query = asyncio.run(go())
     assert set(backends) == {"s1", "s2"}, backends
     assert "**4 of 4** students have answered." in shown, shown
     assert all(followed), f"students who got the teacher's next step pushed: {followed} (on {backends})"
+    return code, urllib.parse.parse_qs(query)["teacher"][0]
+
+
+def _pids(name: str) -> list[int]:
+    """The pids serve.sh's log says it started `name` with, in order."""
+    log = (ROOT / "tests" / "output" / "serve_sh.log").read_text()
+    return [int(m) for m in re.findall(rf"serve\.sh: {re.escape(name)} started \(pid (\d+)\)", log)]
+
+
+def _check_restarts(url: str, port: int, code: str, secret: str) -> None:
+    """Kill serve.sh's redis-server, then one app process: the site answers all along, each is started again, and
+    the class comes back with its votes (redis-server's append-only file)."""
+    from classroom.redis_store import RedisStore
+
+    store = RedisStore(f"redis://127.0.0.1:{port + 3}/0")
+    before = store.fields(code, secret)  # step 2 now; step 1's four votes are in it
+    assert sum(int(v) for k, v in before.items() if k.startswith("a:")) == 4
+    first = _pids("redis-server")[-1]
+    os.kill(first, signal.SIGKILL)
+    deadline = time.time() + 30
+    while time.time() < deadline and len(_pids("redis-server")) < 2:
+        assert _get(url + "/_stcore/health")[0] == 200  # the site stays up while its class store is away
+        time.sleep(0.2)
+    assert _pids("redis-server")[-1] != first
+    for _ in range(50):  # the new redis-server loads its append-only file
+        try:
+            after = store.fields(code, secret)
+            break
+        except Exception:
+            time.sleep(0.2)
+    assert after == before
+    store.r.close()
+    app = _pids("process 1")[-1]
+    os.kill(app, signal.SIGKILL)
+    deadline = time.time() + 240
+    while time.time() < deadline and len(_pids("process 1")) < 2:
+        time.sleep(0.5)
+    assert _pids("process 1")[-1] != app
+    while time.time() < deadline:
+        try:
+            if _get(f"http://127.0.0.1:{port + 1}/_stcore/health")[0] == 200:
+                break
+        except OSError:
+            time.sleep(0.5)
+    assert _get(f"http://127.0.0.1:{port + 1}/_stcore/health")[0] == 200
+    assert _get(url + "/_stcore/health")[0] == 200
 
 
 def _heading(run: load.Run) -> str:

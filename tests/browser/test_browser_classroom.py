@@ -135,3 +135,116 @@ def test_a_teacher_and_three_students(server, browser):
         assert not pg.errors, pg.errors
     students[2].screenshot(path=str(OUT / "class_student_reveal.png"))
     assert teacher.locator('[data-testid="stException"]').count() == 0 and not teacher.errors
+
+
+def _start_class(pg, server: str, query: str = "") -> str:
+    pg.goto(f"{server}/lesson{query}", wait_until="domcontentloaded")
+    settle(pg)
+    if "present=1" in query:  # presenter mode: "Start a class" is in the popover at the top right
+        pg.get_by_role("button", name="Class and sentence").click()
+    pg.get_by_role("button", name="Start a class").click()
+    pg.wait_for_url(re.compile(r"class=[A-Z0-9]{6}"))
+    settle(pg)
+    return urllib.parse.parse_qs(urllib.parse.urlparse(pg.url).query)["class"][0]
+
+
+def _me(pg) -> str:
+    pg.wait_for_url(re.compile(r"[?&]me="))
+    return urllib.parse.parse_qs(urllib.parse.urlparse(pg.url).query)["me"][0]
+
+
+def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
+    """One browser, one seat: Leave then Join, a reload, and the join link in a second tab of the same browser
+    (its seat token, kept in a cookie) are the same student, with the same vote; the teacher counts one."""
+    teacher = tab(browser, server)
+    code = _start_class(teacher, server)
+    s = tab(browser, server, (900, 900))
+    s.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
+    settle(s)
+    s.get_by_role("textbox", name="Nickname (optional)").fill("Bob")
+    s.get_by_role("textbox", name="Nickname (optional)").press("Enter")
+    settle(s)
+    s.get_by_role("button", name="Join the class").click()
+    sid = _me(s)
+    settle(s)
+    s.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(1).click()
+    s.wait_for_selector("text=Your vote:", timeout=30_000)
+    s.wait_for_function("() => document.cookie.includes('bx_seat=')", timeout=30_000)  # the seat token, kept
+    s.get_by_role("button", name="Leave the class").click()
+    s.wait_for_function("() => !location.search.includes('me=')", timeout=30_000)
+    settle(s)
+    s.get_by_role("textbox", name="Class code").fill(code)
+    s.get_by_role("textbox", name="Class code").press("Enter")
+    settle(s)
+    s.get_by_role("button", name="Join the class").click()
+    assert _me(s) == sid  # the same seat
+    settle(s)
+    s.wait_for_selector("text=Your vote:", timeout=30_000)  # and its vote
+    second = s.context.new_page()  # the link again, in a new tab of the same browser: a new Streamlit session
+    second.set_default_timeout(60_000)
+    second.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
+    settle(second)
+    second.get_by_role("button", name="Join the class").click()
+    assert _me(second) == sid
+    s.reload(wait_until="domcontentloaded")
+    settle(s)
+    assert _me(s) == sid
+    teacher.bring_to_front()
+    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)
+    teacher.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
+                              ".some(e => e.innerText.trim() === '1')", timeout=30_000)
+    assert teacher.get_by_text("Seats: 1").count() == 1
+    for pg in (teacher, s, second):
+        assert pg.locator('[data-testid="stException"]').count() == 0 and not getattr(pg, "errors", [])
+
+
+def _box(pg, selector: str) -> dict:
+    return pg.locator(selector).first.bounding_box()
+
+
+def _overlap(a: dict, b: dict) -> bool:
+    return not (a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"] or
+                a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
+
+
+def test_the_join_card_fits_a_projector_beside_every_step(server, browser):
+    """Presenter mode at 1280 x 720, a class started from the presenter's popover: on steps 1-13, with the class's
+    split shown where there is a question, the QR code and the code are on screen beside the step (the step's
+    content stays left of the card), clear of the model corner; opened as 127.0.0.1, the card says students
+    cannot reach that address and links to this machine's network address."""
+    from ui.classroom_ui import lan_address
+
+    t = tab(browser, server, (1280, 720))
+    code = _start_class(t, server, "?present=1")
+    card, qr = ".st-key-class_card", '.st-key-class_card [data-testid="stImage"] img'
+    lan = lan_address()
+    text = t.locator(card).inner_text()
+    assert f"Join: code {code}" in text and "only this computer can reach" in text, text
+    if lan:
+        assert f"http://{lan}:" in text and "http://127.0.0.1" not in text, text
+    for k in range(1, 14):
+        header_is(t, k)
+        split = t.get_by_role("button", name="Show the class's split")
+        if split.count():
+            split.click()
+            settle(t)
+            split_chart(t).wait_for(timeout=30_000)
+        q, c, corner = _box(t, qr), _box(t, card), _box(t, ".st-key-lesson_corner")
+        assert q and c and corner, (k, q, c, corner)
+        for b in (q, c):
+            assert b["x"] >= 0 and b["y"] >= 0 and b["x"] + b["width"] <= 1280 and b["y"] + b["height"] <= 720, (k, b)
+        assert q["width"] >= 150 and not _overlap(c, corner), (k, c, corner)
+        assert t.get_by_text(f"Join: code {code}").is_visible()
+        # Beside the step: nothing of the step's content (header, text, charts) runs under the card.
+        right = t.evaluate("""() => Math.max(...[...document.querySelectorAll(['h2', '[data-testid="stPlotlyChart"]',
+            '[data-testid="stMarkdownContainer"]'].map(s => '[data-testid="stMainBlockContainer"] ' + s).join(','))]
+            .filter(e => !e.closest('.st-key-class_card') && !e.closest('.st-key-lesson_corner'))
+            .map(e => e.getBoundingClientRect()).filter(r => r.width > 0 && r.top < 720).map(r => r.right))""")
+        assert right <= c["x"] + 1, (k, right, c)
+        if k == 1:
+            t.screenshot(path=str(OUT / "class_card_step1.png"))
+        if k < 13:
+            t.locator(".st-key-lesson_next button").click()
+            settle(t)
+    t.screenshot(path=str(OUT / "class_card_step13.png"))
+    assert t.locator('[data-testid="stException"]').count() == 0 and not t.errors

@@ -71,7 +71,7 @@ def computed(i: int):
 
 def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend):
     t, code, secret = teacher()
-    assert any(m.label == "Students joined" and m.value == "0" for m in t.metric)
+    assert any(m.label == "Students present" and m.value == "0" for m in t.metric)
     s1 = student(code, "Ada")
     s2 = student(f" {code[:3].lower()}-{code[3:]} ", "=HYPERLINK(\"x\")", by_link=False)  # typed, sloppily
     s3 = student(code)
@@ -83,7 +83,7 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
     vote_radio(s3).set_value((q.answer + 2) % len(q.choices)).run()  # changed before the reveal: replaces
     t.run()
     assert any(m.value == "**3 of 3** students have answered." for m in t.markdown)
-    assert any(m.label == "Students joined" and m.value == "3" for m in t.metric)
+    assert any(m.label == "Students present" and m.value == "3" for m in t.metric)
     assert not t.get("plotly_chart")  # the split waits for the teacher
     t.button(key="class_split").click().run()
     assert len(t.get("plotly_chart")) == 1
@@ -116,7 +116,8 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
     rows = classroom_ui.results_rows(backend.results(code, secret))
     assert [(r["step"], r["answered"], r["right"], r["share right"]) for r in rows] == [(1, 3, 1, "33%")]
     csv_text = classroom_ui.results_csv(rows, backend.students(code, secret))
-    assert "Ada,1,1" in csv_text and "'=HYPERLINK" in csv_text and csv_text.count("\n") == 6
+    assert "Ada,1,1" in csv_text and "'=HYPERLINK" in csv_text and "Student 3,1,0" in csv_text  # nameless: its seat
+    assert csv_text.count("\n") == 7
     assert any(e.label.startswith("Results: 1 question") for e in t.expander)
 
 
@@ -140,7 +141,7 @@ def test_an_ended_class_tells_its_students(backend):
     assert "class" not in t.query_params and "class_code" not in t.session_state
     s.run()
     assert_ok(s)
-    assert any("No class with this code" in w.value for w in s.warning)
+    assert any(classroom_ui.ENDED in w.value for w in s.warning)
     assert "class" not in s.query_params and "me" not in s.query_params
 
 
@@ -199,3 +200,201 @@ def test_the_teacher_presents_a_class_and_space_reveals_to_everyone(backend):
     s.run()
     assert_ok(s)
     assert backend.view(code, secret=secret).revealed
+
+
+def _teacher_on(step: int) -> tuple[AppTest, str, str]:
+    at = session({"step": str(step)})
+    at.button(key="class_start").click().run()
+    assert_ok(at)
+    return at, at.session_state["class_code"], at.session_state["class_secret"]
+
+
+def _answered(t: AppTest) -> str:
+    return next(m.value for m in t.markdown if "students have answered" in m.value)
+
+
+@pytest.mark.parametrize("how", ["sentence", "try-pair"])
+def test_a_new_sentence_or_pair_is_a_new_question(backend, how):
+    """Step 4's new sentence, or step 7's "Try this" pair (IsNext -> NotNext, the same prompt and choices): the
+    votes, the split and the reveal start empty on every screen, and the CSV has one row per question."""
+    k = 4 if how == "sentence" else 7
+    t, code, secret = _teacher_on(k)
+    s = student(code, "Ada")
+    assert s.header[0].value.startswith(f"Step {k} of")
+    vote_radio(s).set_value(0).run()
+    t.button(key="class_split").click().run()
+    t.button(key="lesson_reveal").click().run()
+    first = backend.view(code, secret=secret)
+    assert first.revealed and first.answered == 1
+    s.run()
+    assert s.success or s.error  # the answer is on the student's screen
+    if how == "sentence":
+        t.text_input(key=f"w_{lesson.text_key(k)}").set_value("The boy [MASK] the ball to his friend.").run()
+    else:
+        t.button(key="lesson_try").click().run()
+    assert_ok(t)
+    v = backend.view(code, secret=secret)
+    assert v.question.qid != first.question.qid
+    assert not v.revealed and not v.split_shown and v.answered == 0 and sum(v.tally) == 0
+    assert _answered(t) == "**0 of 1** students have answered."
+    assert t.button(key="lesson_reveal") is not None and not t.get("plotly_chart")  # no split, no answer's chart
+    s.run()
+    assert_ok(s)
+    assert not s.success and not s.error and vote_radio(s).value is None  # a fresh vote, no old answer
+    vote_radio(s).set_value(1).run()
+    t.button(key="lesson_reveal").click().run()
+    rows = classroom_ui.results_rows(backend.results(code, secret))
+    assert len(rows) == 2 and rows[0]["sentence"] != rows[1]["sentence"]
+    csv_text = classroom_ui.results_csv(rows, backend.students(code, secret))
+    assert "Ada,2," in csv_text
+
+
+def test_the_question_token_holds_the_sentence_and_the_pair():
+    q = computed(7)
+    tok, qid = classroom_ui.question_token, classroom_ui.question_id
+    a = tok("m", 7, "A.", "B.", q)
+    assert a != tok("m", 7, "A.", "C.", q) != tok("m", 7, "A.", None, q)
+    assert a != tok("m", 7, "A2.", "B.", q) != tok("n", 7, "A.", "B.", q) != tok("m", 8, "A.", "B.", q)
+    assert qid(a) != qid(tok("m", 7, "A.", "C.", q)) and tok("m", 7, "A.", "B.", None) == ""
+
+
+def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypatch):
+    """A real redis-server frozen (SIGSTOP), then killed, then restarted empty on its port: the teacher keeps the
+    class's key in the session and the address throughout and the page says it is reconnecting; a frozen store
+    that comes back resumes the class; one that comes back empty tells the teacher (a new class in one click) and
+    the students (ask for the new code)."""
+    import shutil
+    import signal
+
+    from appserver import free_port, redis_server
+    from conftest import worker_suffix
+
+    d, port = ROOT / "tests" / "output" / f"redis-restart{worker_suffix()}", free_port()
+    try:
+        with redis_server(d, port=port) as (url, proc):
+            monkeypatch.setenv(classroom.ENV, url)
+            t, code, secret = teacher()
+            s = student(code, "Ada")
+            proc.send_signal(signal.SIGSTOP)  # frozen: every call times out
+            try:
+                t.button(key="lesson_next").click().run()
+                assert_ok(t)
+                assert t.header[0].value.startswith("Step 2 of")  # the Lesson works on
+                assert (t.query_params["class"], t.query_params["teacher"]) == (code, secret)
+                assert t.session_state["class_secret"] == secret
+                assert any("Reconnecting to the class" in i.value for i in t.info)
+                again = session({k: t.query_params[k] for k in t.query_params})  # the teacher's tab, reloaded
+                assert (again.query_params["class"], again.query_params["teacher"]) == (code, secret)
+                assert any("Reconnecting to the class" in i.value for i in again.info)
+            finally:
+                proc.send_signal(signal.SIGCONT)
+            t.run()  # the store answers again: the class resumes on the teacher's step
+            assert_ok(t)
+            assert classroom.open_store().view(code, secret=secret).step == 2
+            again.run()
+            assert again.session_state["class_secret"] == secret
+            s.run()
+            assert s.header[0].value.startswith("Step 2 of")
+            proc.kill()  # killed: the same, and nothing is dropped
+            proc.wait()
+            t.button(key="lesson_next").click().run()
+            assert (t.query_params["class"], t.query_params["teacher"]) == (code, secret)
+            assert any("Reconnecting to the class" in i.value for i in t.info)
+            s.run()
+            assert s.query_params["class"] == code and s.session_state["class_sid"]
+        with redis_server(d, port=port):  # back, empty
+            t.run()
+            assert_ok(t)
+            assert any(f"Your class {code} was lost" in e.value for e in t.error)
+            t.button(key="class_restart").click().run()  # one click: a new class, this session its teacher
+            assert_ok(t)
+            new = t.session_state["class_code"]
+            assert new != code and t.query_params["class"] == new and not t.error
+            assert classroom.open_store().view(new, secret=t.session_state["class_secret"]).step == 3
+            s.run()
+            assert any(classroom_ui.ENDED in w.value for w in s.warning) and "class" not in s.query_params
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def test_leave_and_join_again_is_one_seat_and_the_teacher_removes_and_locks(backend):
+    """Leave then Join in the same browser (its seat token): the same seat, its vote kept, "1 of 1". A second
+    student cannot take the same nickname; the teacher removes a seat and locks the class."""
+    t, code, secret = teacher()
+    s = student(code, "Bob")
+    sid = s.session_state["class_sid"]
+    vote_radio(s).set_value(1).run()
+    s.button(key="class_leave").click().run()
+    assert "class_sid" not in s.session_state and "me" not in s.query_params
+    s.text_input(key="class_join_code").set_value(code)
+    s.button(key="class_join").click().run()
+    assert_ok(s)
+    assert s.session_state["class_sid"] == sid and vote_radio(s).value == 1  # the same seat, its vote
+    t.run()
+    assert _answered(t) == "**1 of 1** students have answered."
+    assert any(m.label == "Students present" and m.value == "1" for m in t.metric)
+    twin = session({"class": code})  # another browser
+    twin.text_input(key="class_nick").set_value("ＢＯＢ").run()
+    twin.button(key="class_join").click().run()
+    assert any("already has the nickname" in w.value for w in twin.warning) and "class_sid" not in twin.session_state
+    long = "Ada " + "x" * 60  # pasted, longer than a nickname
+    twin.text_input(key="class_nick").set_value(long).run()
+    twin.button(key="class_join").click().run()
+    assert_ok(twin)
+    assert [r["nickname"] for r in backend.seats(code, secret)] == ["Bob", long[:24]]
+    t.run()
+    t.multiselect(key="class_remove_pick").set_value([twin.session_state["class_sid"]]).run()
+    t.button(key="class_remove").click().run()
+    t.toggle(key="class_lock").set_value(True).run()
+    assert_ok(t)
+    assert [r["nickname"] for r in backend.seats(code, secret)] == ["Bob"] and backend.view(code).locked
+    twin.run()
+    assert any("no longer knows you" in w.value for w in twin.warning)
+    twin.button(key="class_join").click().run()
+    assert any("locked" in w.value for w in twin.warning)
+    s.button(key="class_leave").click().run()
+    s.button(key="class_join").click().run()  # a seat there comes back into a locked class
+    assert s.session_state["class_sid"] == sid
+
+
+def test_the_projector_card_link_presenter_tools_and_the_smaller_confusions(backend, monkeypatch):
+    """The join link uses BERT_EXPLORER_PUBLIC_URL; presenter mode has "Start a class" and the sentence box (a
+    popover); a projector's join link (present=1) shows the join box; an exploring student's note of the
+    teacher's step is read again on its timer; the split's labels are categories ("4. 4" is no number)."""
+    monkeypatch.setenv(classroom_ui.PUBLIC_URL, "https://bert.school.example/")
+    p = session({"present": "1"})
+    assert p.button(key="class_start") is not None and p.text_input(key=f"w_{lesson.text_key(1)}") is not None
+    p.button(key="class_start").click().run()
+    assert_ok(p)
+    code = p.session_state["class_code"]
+    card = " ".join(m.value for m in p.markdown) + " ".join(c.value for c in p.caption)
+    assert f"https://bert.school.example/lesson?class={code}" in card and f"Join: code {code}" in card
+    s = session({"class": code, "present": "1"})  # the projector's address, opened by a student
+    assert s.text_input(key="class_join_code").value == code and not s.session_state["lesson_present"]
+    s.button(key="class_join").click().run()
+    s.toggle(key="class_follow").set_value(False).run()
+    assert any("the teacher is on step 1" in i.value for i in s.info)
+    p.button(key="lesson_next").click().run()
+    s.run()  # the student's page, as its timer reruns it
+    assert any("the teacher is on step 2" in i.value for i in s.info)
+    fig = classroom_ui.split_figure(("4", "5"), (1, 2), None)
+    assert fig.layout.yaxis.type == "category"
+
+
+def test_a_teachers_second_tab_on_an_old_step_does_not_take_the_class_back(backend):
+    """The teacher's laptop tab (step 1, revealed) reruns after the projector's tab moved the class to step 2:
+    the class stays on step 2 (its students' votes stay open), and the laptop says where the class is."""
+    t, code, secret = teacher()
+    s = student(code)
+    laptop = session({"class": code, "teacher": secret})
+    laptop.button(key="lesson_reveal").click().run()  # step 1's question, revealed from the laptop
+    t.run()
+    t.button(key="lesson_next").click().run()  # the projector moves on
+    laptop.run()  # the laptop reruns on its old step
+    assert_ok(laptop)
+    v = backend.view(code, secret=secret)
+    assert v.step == 2 and not v.revealed
+    assert any("Another tab of yours has the class on step 2" in i.value for i in laptop.info)
+    s.run()
+    vote_radio(s).set_value(0).run()  # the vote is open, not "closed"
+    assert not s.warning and backend.view(code, secret=secret).answered == 1

@@ -60,7 +60,8 @@ def test_a_class_votes_changes_a_vote_and_reveals(make_store):
     rows = s.results(code, secret)
     assert [(r.step, r.answered, r.right, r.tally) for r in rows] == [(4, 3, 1, (1, 1, 1))]  # q2 not revealed
     assert s.students(code, secret) == [{"nickname": "Ada", "answered": 1, "right": 1},
-                                       {"nickname": "Bo", "answered": 1, "right": 0}]  # no row for the nameless
+                                       {"nickname": "Bo", "answered": 1, "right": 0},
+                                       {"nickname": "Student 2", "answered": 1, "right": 0}]  # nameless: its seat
 
 
 def test_the_step_and_sentence_reach_students_and_seq_moves_only_on_change(make_store):
@@ -130,8 +131,9 @@ def test_no_vote_on_another_class_and_nothing_of_one_class_in_another(make_store
     assert a.tally == (0, 1, 0) and b.tally == (1 - 1, 1) and a.students == b.students == 1
     assert not s.view(code_b, sid=ann).joined and s.view(code_b, sid=ann).my_vote is None
     fa, fb = s.fields(code_a, secret_a), s.fields(code_b, secret_b)
-    assert "Bob" not in repr(fa) and "qb" not in repr(fa) and "Another" not in repr(fa) and bob not in repr(fa)
-    assert "Ann" not in repr(fb) and "q1" not in repr(fb) and "She [MASK]" not in repr(fb) and ann not in repr(fb)
+    assert "Bob" not in repr(fa) and "Another" not in repr(fa) and bob not in repr(fa)
+    assert "Ann" not in repr(fb) and "She [MASK]" not in repr(fb) and ann not in repr(fb)
+    assert not any("qb" in k.split(":")[:2] for k in fa) and not any("q1" in k.split(":")[:2] for k in fb)
     s.end(code_a, secret_a)
     with pytest.raises(NoSuchClass):
         s.view(code_a, sid=ann)
@@ -170,7 +172,7 @@ def test_nicknames_are_bounded_plain_text(make_store):
     for n in names:
         assert len(n) <= 24 and n == n.strip() and not any(c in n for c in "\x00\x07\x1b\r\n\u202e\u202c"), n
     assert "<img src=x onerror=alert(1)>"[:24] in names and "Zoë Line" in names  # kept as text (escaped on screen)
-    assert len(names) == len(hostile) - 1  # the blank one is nameless
+    assert len(names) == len(hostile) and "Student 6" in names  # the blank one is the sixth seat
 
 
 def test_an_idle_class_expires_and_activity_keeps_it(make_store):
@@ -187,7 +189,7 @@ def test_an_idle_class_expires_and_activity_keeps_it(make_store):
 
 
 def test_votes_from_many_threads_are_all_counted(make_store):
-    s = make_store()
+    s = make_store(join_rate=1000)
     code, secret, sids = started(s, *[f"s{i}" for i in range(40)])
     sent = [0, 0, 0]
     for i in range(40):
@@ -251,7 +253,7 @@ def test_an_unreachable_redis_gives_a_clear_message():
     from classroom.redis_store import RedisStore
 
     s = RedisStore(f"redis://127.0.0.1:{free_port()}/0")
-    with pytest.raises(classroom.StoreUnavailable, match="cannot be reached"):
+    with pytest.raises(classroom.StoreUnavailable, match="Reconnecting to the class"):
         s.create()
     with pytest.raises(classroom.StoreUnavailable):
         s.view(new_code())
@@ -307,3 +309,53 @@ def test_watchers_hear_every_change_a_student_follows_and_only_those(make_store)
         assert set(heard) == {code}
     finally:
         b.unwatch(hear)
+
+
+def test_one_browser_one_seat_present_removed_locked_and_rate_limited(make_store):
+    """A seat token gives back its seat (Leave/Join, a reload, a second tab); the count of present seats drops
+    when a tab has been gone a minute (its votes kept); the teacher removes a seat (its open vote withdrawn) and
+    locks the class; a burst of new seats is slowed; nicknames are unique, folded."""
+    now = [1000.0]
+    s = make_store(clock=lambda: now[0], join_rate=3)
+    code, secret = s.create()
+    s.publish(code, secret, 4, "She [MASK] the letter.", None, Q1)
+    seat = "S" * 22
+    a = s.join(code, "Bob", seat=seat)
+    assert s.join(code, "Bob", seat=seat) == a and s.join(code, "", seat=seat) == a  # the same browser: one seat
+    s.vote(code, a, "q1", 1)
+    assert s.view(code, secret=secret).students == 1 and s.view(code, secret=secret).answered == 1
+    for twin in ("bob", "ＢＯＢ", " B\u200bob ", "Bob\u3164"):  # case, width, invisible characters
+        with pytest.raises(ClassError, match="already has the nickname"):
+            s.join(code, twin)
+    b = s.join(code, "\u3164\u115f\u1160\uffa0\u200b")  # nothing visible: a numbered seat
+    assert [r["nickname"] for r in s.seats(code, secret)] == ["Bob", "Student 2"]
+    s.join(code, "Cy")
+    with pytest.raises(ClassError, match="try again in a few seconds"):  # 3 new seats in 10 s: the fourth waits
+        s.join(code, "Di")
+    assert s.join(code, "x", seat=seat) == a  # a seat coming back is never slowed
+    now[0] += 11
+    s.vote(code, b, "q1", 0)
+    assert s.view(code, secret=secret).present == 3
+    now[0] += 50
+    s.view(code, sid=a)  # Bob's tab still reads the class; b's and c's are gone a minute
+    v = s.view(code, secret=secret)
+    assert (v.students, v.present, v.answered) == (3, 1, 2)  # their votes kept
+    assert {r["nickname"]: r["present"] for r in s.seats(code, secret)} == {"Bob": True, "Student 2": False,
+                                                                           "Cy": False}
+    s.remove(code, secret, b)
+    v = s.view(code, secret=secret)
+    assert (v.students, v.answered, v.tally) == (2, 1, (0, 1, 0))  # the removed seat's open vote withdrawn
+    with pytest.raises(ClassError, match="not in this class"):
+        s.vote(code, b, "q1", 1)
+    assert not s.view(code, sid=b).joined
+    s.lock(code, secret)
+    assert s.view(code, secret=secret).locked
+    with pytest.raises(ClassError, match="locked"):
+        s.join(code, "Eve")
+    assert s.join(code, "", seat=seat) == a  # a seat there may come back
+    s.lock(code, secret, False)
+    assert s.join(code, "Student 2") != a  # a freed nickname is free
+    with pytest.raises(ClassError):
+        s.remove(code, "x" * 22, a)
+    with pytest.raises(ClassError):
+        s.lock(code, "x" * 22)

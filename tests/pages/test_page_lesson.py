@@ -96,10 +96,20 @@ def test_reveal_needs_a_guess_first_but_not_in_presenter_mode():
     assert at.info and "The model's answer" in at.info[0].value
 
 
+def _blocks(node):
+    """A block and every block under it."""
+    yield node
+    for c in getattr(node, "children", {}).values():
+        yield from _blocks(c)
+
+
 def test_step_in_the_url_and_presenter_mode():
     at = open_lesson({"step": "6", "present": "1"})
     assert at.header[0].value.startswith(f"Step 6 of {N}")
-    assert not at.text_input  # on a projector the sentence is shown, not edited
+    # On a projector the sentence is shown, not edited: its box is only in the presenter's "Class and sentence"
+    # popover (closed, off the slide).
+    assert [t.key for t in at.text_input] == ["w_lesson_text_6"]
+    assert any(b.type == "popover" for b in at.main.children.values() for b in _blocks(b))
     assert any("Sentence:" in c.value for c in at.caption)
     assert any("stSidebar" in h.proto.body and "font-size: 22px" in h.proto.body for h in at.get("html"))
     at = open_lesson({"step": "99"})
