@@ -198,8 +198,8 @@ def top_guess(m: LoadedModel, text: str, text_pair: str | None = None, *, run: R
     shown = sorted(tok for tok, _ in cands)
     best = cands[0][0]
     return Question(
-        prompt="Here are the model's four best candidates for the first [MASK], in alphabetical order. "
-               "Which one does it rank first?",
+        prompt=f"Here are {model_name(m).possessive} four best candidates for the first [MASK], in alphabetical "
+               "order. Which one does it rank first?",
         choices=tuple(shown), answer=shown.index(best),
         reveal="The model's probabilities: " + ", ".join(f"{tok} {p:.1%}" for tok, p in cands) + ".")
 
@@ -215,11 +215,15 @@ def right_context(m: LoadedModel, text: str, text_pair: str | None = None, *, ru
     left_tok, left_p = t2.predictions[pos2][0]
     same = left_tok == full_tok
     return Question(
-        prompt=f"With the whole sentence the model's top guess is “{full_tok}”. Now it reads only the words "
-               f"up to the [MASK] (“{left}”), as a left-to-right model must. Does its top guess stay the same?",
+        prompt=f"With the whole sentence {model_name(m).possessive} top guess is “{full_tok}”. Now it reads only "
+               f"the words up to the [MASK] (“{left}”), as a left-to-right model must. Does its top guess stay "
+               "the same?",
         choices=("yes, the same word", "no, a different word"), answer=0 if same else 1,
         reveal=f"With both sides: “{full_tok}” ({full_p:.1%}); with the left side only: “{left_tok}” "
-               f"({left_p:.1%}). BERT reads the words after the gap too.")
+               f"({left_p:.1%}). " + (f"The words after the gap changed {model_name(m).possessive} top guess: it "
+                                      "reads both sides." if not same else
+                                      "Here the words after the gap did not change the top guess; they still "
+                                      "move its probabilities."))
 
 
 # ------------------------------------------------------------------------------------- 5. attention
@@ -319,8 +323,8 @@ def next_sentence(m: LoadedModel, text: str, text_pair: str | None, *, run: Run 
     t = (run or direct(m))(analyze, text, text_pair, **PREDICTIONS)
     p_next, p_not = t.nsp
     return Question(
-        prompt="From the final [CLS] vector, the NSP head decides: does the model take sentence B to follow "
-               "sentence A? Guess what the model says.",
+        prompt=f"From the final [CLS] vector, {model_name(m).possessive} NSP head decides: does it take sentence "
+               "B to follow sentence A? Guess what the model says.",
         choices=("IsNext", "NotNext"), answer=0 if p_next >= p_not else 1,
         reveal=f"{cap(model_name(m).possessive)} NSP head: p(IsNext) = {p_next:.1%}, p(NotNext) = {p_not:.1%}. "
                "That is the model's verdict, not the truth. " + nsp_note(m))
