@@ -475,6 +475,12 @@ def head_outputs(m: LoadedModel, text: str) -> tuple[int, int, int]:
     return len(enc), int(c.numel()), int(g.numel())
 
 
+def classifier_reads(m: LoadedModel) -> str:
+    """What a classifier fine-tuned on `m` reads by default (the Fine-tuning page's pooling for it)."""
+    return ("the mean of the tokens' final vectors (the pooling it was trained with)" if default_pooling(m) == "mean"
+            else "the final [CLS] vector through the pooler, as the paper's")
+
+
 def head_sizes(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = None) -> Question:
     """How many scores do a sentence classifier and a token tagger give for this sentence? (choices shuffled)"""
     if not text.strip():
@@ -489,8 +495,6 @@ def head_sizes(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = No
     random.Random(f"{seed}|{text}").shuffle(order)  # the right choice's place: seeded, not always first
     n_words = len(_words(m, text))
     name = model_name(m)
-    reads = ("the mean of the tokens' final vectors" if default_pooling(m) == "mean" else
-             "the final [CLS] vector through the pooler")
     return Question(
         prompt=f"A sentiment classifier (2 labels) reads one vector for the whole sentence; a named-entity tagger "
                f"(9 labels) reads every token's. Your sentence is {T} tokens with [CLS] and [SEP]. How many "
@@ -500,8 +504,9 @@ def head_sizes(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = No
         reveal=f"Both heads run on {name.short}: the classifier's logits are ({n_clf},), one score per label for "
                f"the whole sentence; the tagger's are ({T}, {len(NER_LABELS)}) = {n_tag}, one row per token. "
                f"The paper's classifier reads [CLS]'s final vector; {name.possessive} classifier on the "
-               f"Fine-tuning page reads {reads}. The paper's tagger is trained and scored at each word's first "
-               f"piece only ({n_words} words here): the rows of [CLS], [SEP] and ## pieces carry no label.")
+               f"Fine-tuning page reads {classifier_reads(m)}. The paper's tagger is trained and scored at each "
+               f"word's first piece only ({n_words} words here): the rows of [CLS], [SEP] and ## pieces carry no "
+               "label.")
 
 
 # ------------------------------------------------------------------------------------- 11. BERT vs GPT
