@@ -12,6 +12,7 @@ import contextlib
 import functools
 import json
 import math
+import re
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -506,13 +507,12 @@ def answer_label(q) -> str:
 def in_the_box(message: str, pair: str | None) -> str:
     """A message about the input, naming the box on the step (not the sidebar); "sentence A" only for a pair."""
     box, box_b = "the box “This step's sentence”", "the box “Sentence B”"
-    message = message.replace("type a sentence in the sidebar", f"type one in {box}")
-    message = message.replace("sentence B is empty: type some text", f"sentence B is empty: type some in {box_b}")
-    if pair is None:
-        message = message.replace("sentence A is empty: type some text", f"the sentence is empty: type one in {box}")
-    else:
-        message = message.replace("sentence A is empty: type some text", f"sentence A is empty: type some in {box}")
-    return message.replace("the text is empty: type a sentence", f"the sentence is empty: type one in {box}")
+    message = re.sub(r"the text is empty: type a sentence( in the sidebar)?", f"sentence A is empty: type one in {box}",
+                     message)
+    message = message.replace("sentence A is empty: type some text", f"sentence A is empty: type one in {box}")
+    message = message.replace("sentence B is empty: type some text", f"sentence B is empty: type one in {box_b}")
+    message = message.replace("in the sidebar", f"in {box}")
+    return message if pair is not None else message.replace("sentence A", "the sentence")
 
 
 def ask(cur, step: Step, text: str, pair: str | None):

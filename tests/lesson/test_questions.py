@@ -303,7 +303,8 @@ def test_model_names_come_from_the_config(m, tiny_dirs):
     from bert_core.lesson.naming import model_name
 
     n = model_name(m)
-    assert n.short == "MiniLM" and n.long == "this model (MiniLM: 6 layers, 384 wide, distilled from a BERT-sized model)"
+    assert n.short == "MiniLM"
+    assert n.long == "this model (MiniLM: 6 layers, 384 wide, distilled from a BERT-sized model)"
     tiny = bert_core.load_model("bundled")
     assert model_name(tiny).long.startswith("this model (a tiny BERT: 4 layers, 256 wide")
     base = bert_core.load_model(str(tiny_dirs["base"][0]))

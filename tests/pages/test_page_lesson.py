@@ -59,6 +59,7 @@ def walk(at: AppTest, m: bert_core.LoadedModel, guess_right: bool = True) -> int
             shown = lesson.plain(q.choices[q.answer])
             alerts = [a.value for a in (*at.success, *at.error)]
             assert len(alerts) == 1 and shown in alerts[0], (i, alerts, shown)
+            assert lesson.answer_label(q) in alerts[0]  # "the model's answer" only for what the model computed
             assert (len(at.success) == 1) == (guess == q.answer)
             assert any(lesson.plain(q.reveal) == md.value for md in at.markdown), i
         if i < N:
@@ -83,7 +84,7 @@ def test_a_wrong_guess_is_counted_wrong():
     at = open_lesson()
     at.radio[0].set_value(0).run()  # "1 piece": "unaffordable" is several pieces in bert-base-uncased's vocabulary
     at.button(key="lesson_reveal").click().run()
-    assert at.error and "the model's answer is" in at.error[0].value
+    assert at.error and "the tokenizer's answer is" in at.error[0].value  # the tokenizer cut it, not the model
     assert at.metric[0].value == "0 / 1"
 
 
@@ -93,9 +94,47 @@ def test_reveal_needs_a_guess_first_but_not_in_presenter_mode():
     at = open_lesson({"present": "1"})
     assert not at.button(key="lesson_reveal").disabled
     at.button(key="lesson_reveal").click().run()
-    assert at.info and "The model's answer" in at.info[0].value
+    assert at.info and "The tokenizer's answer" in at.info[0].value
 
 
+def step_of(question: str) -> int:
+    return next(i for i, s in enumerate(lesson.STEPS, start=1) if s.question == question)
+
+
+@pytest.mark.parametrize("question, label", [("kept_share", "The answer"), ("bert_base_size", "The answer"),
+                                             ("head_sizes", "The answer"), ("learning_signal", "The answer"),
+                                             ("top_guess", "The model's answer")])
+def test_only_what_the_model_computed_is_called_the_models_answer(question, label):
+    at = open_lesson({"step": str(step_of(question)), "present": "1"})
+    assert at.button(key="lesson_reveal").label == f"Reveal {label[0].lower()}{label[1:]}"
+    at.button(key="lesson_reveal").click().run()
+    assert at.info and at.info[0].value.startswith(f"{label}:"), at.info[0].value
+
+
+def test_number_keys_pick_a_guess_in_presenter_mode():
+    at = open_lesson({"step": str(step_of("top_guess")), "present": "1"})
+    keys = [at.button(key=f"lesson_pick_{i}") for i in range(1, 5)]
+    assert [b.proto.shortcut for b in keys] == ["1", "2", "3", "4"]
+    keys[2].click().run()
+    assert_ok(at)
+    assert at.radio[0].value == 2
+    at.button(key="lesson_reveal").click().run()
+    q = expected(bert_core.load_model(), step_of("top_guess"))
+    assert (len(at.success) == 1) == (q.answer == 2)
+    at = open_lesson({"step": str(step_of("top_guess"))})
+    with pytest.raises(KeyError):  # no number keys outside presenter mode
+        at.button(key="lesson_pick_1")
+
+
+def test_every_slide_names_the_model_it_runs():
+    at = open_lesson()
+    m = bert_core.load_model()
+    for i in range(1, N + 1):
+        text = " ".join(md.value for md in at.markdown)
+        assert "MiniLM" in text, (i, text[:300])
+        assert lesson.explain(lesson.STEPS[i - 1], m) in [md.value for md in at.markdown]
+        if i < N:
+            at.button(key="lesson_next").click().run()
 def test_step_in_the_url_and_presenter_mode():
     at = open_lesson({"step": "6", "present": "1"})
     assert at.header[0].value.startswith(f"Step 6 of {N}")
@@ -138,10 +177,56 @@ def test_try_this_changes_the_sentence_in_one_click():
     assert lesson.plain(q.reveal) in [md.value for md in at.markdown]
 
 
+def link_of(at: AppTest) -> tuple[str, str, dict]:
+    """The step's full-page link: (its words, its path, its query)."""
+    import urllib.parse
+
+    md = next(md.value for md in at.markdown if "Open the full" in md.value)
+    words, href = md[1:].split("](", 1)
+    url = urllib.parse.urlparse(href.rstrip(")"))
+    return words, url.path, {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()}
+
+
 def test_full_page_link_carries_the_sentence():
     at = open_lesson({"step": "4"})
     link = next(md.value for md in at.markdown if "Open the full Predictions page" in md.value)
     assert "(/predictions?text=She+%5BMASK%5D+the+letter+to+her+mother." in link
+
+
+def test_full_page_links_open_what_the_slide_showed():
+    from bert_core.lesson import heads as H
+    from bert_core.lesson import questions as Q
+
+    m = bert_core.load_model()
+    k = step_of("attention_target")
+    layer, head = Q.attention_head(m, lesson.STEPS[k - 1].text)
+    at = open_lesson({"step": str(k)})
+    words, path, q = link_of(at)
+    assert path == "/attention" and (q["layer"], q["head"]) == (str(layer + 1), str(head + 1))
+    assert f"at layer {layer + 1}, head {head + 1}" in words and q["text"] == lesson.STEPS[k - 1].text
+    assert f"layer {layer + 1}, head {head + 1}" in " ".join(c.value for c in at.caption)  # the slide's own words
+
+    k = step_of("knockout_head")
+    s = lesson.STEPS[k - 1]
+    layer, head = H.top_head(bert_core.head_importance(m, s.text, None, layers=H.last_layer(m)))
+    words, path, q = link_of(open_lesson({"step": str(k)}))
+    assert path == "/heads" and (q["layer"], q["head"]) == (str(layer + 1), str(head + 1)) and q["text"] == s.text
+
+    k = step_of("learning_signal")
+    layer, head = Q.attention_layer_head(m)
+    at = open_lesson({"step": str(k)})
+    words, path, q = link_of(at)
+    assert path == "/bert-vs-gpt" and (q["layer"], q["head"]) == (str(layer + 1), str(head + 1))
+    assert f"Layer {layer + 1}, head {head + 1}" in " ".join(c.value for c in at.caption)
+
+    k = step_of("next_sentence")
+    s = lesson.STEPS[k - 1]
+    words, path, q = link_of(open_lesson({"step": str(k)}))
+    assert path == "/predictions" and q["section"] == "nsp" and (q["text"], q["pair"]) == (s.text, s.pair)
+
+    for question in ("bert_base_size", "initial_loss", "head_sizes"):  # pages that do not read the sentence
+        words, path, q = link_of(open_lesson({"step": str(step_of(question))}))
+        assert "with this sentence" not in words and "text" not in q, (question, words, q)
 
 
 def test_a_bert_base_sized_checkpoint(tmp_path, monkeypatch):
@@ -213,7 +298,7 @@ def test_a_steps_question_and_view_share_one_computation(i, passes, monkeypatch)
 
 
 def test_a_bad_sentence_gets_one_message_not_two():
-    """The question and the view fail on the same input: each step says so once."""
+    """The question and the view fail on the same input: each step says so once, naming the step's own box."""
     bad = {k: HOSTILE[k] for k in ("empty", "whitespace", "only specials")}
     for i in range(1, N + 1):
         at = open_lesson({"step": str(i)})
@@ -223,6 +308,12 @@ def test_a_bad_sentence_gets_one_message_not_two():
             messages = [x.value for x in (*at.info, *at.warning, *at.error)]
             reads_text = "text" in lesson.QUESTION_INPUTS[lesson.STEPS[i - 1].question]
             assert len(messages) == (1 if reads_text else 0), (i, name, messages)
+            for msg in messages:
+                assert "sidebar" not in msg and "non-empty lines" not in msg, (i, name, msg)
+                if lesson.STEPS[i - 1].pair is None:
+                    assert "sentence A" not in msg, (i, name, msg)
+                if name != "only specials":
+                    assert "“This step's sentence”" in msg, (i, name, msg)
 
 
 def texts(at: AppTest) -> str:
@@ -240,7 +331,7 @@ def test_no_answer_shows_before_the_reveal():
     assert not at.get("plotly_chart") and "ln V" not in texts(at)  # the curve starts at the answer
     at.radio[0].set_value(2).run()
     at.button(key="lesson_reveal").click().run()
-    assert at.get("plotly_chart") and "paper" not in texts(at)
+    assert at.get("plotly_chart") and "The paper's reason" not in texts(at)  # the masking step's reveal stays there
     at = open_lesson({"step": str(step["masking"])})
     at.radio[0].set_value(1).run()
     at.button(key="lesson_reveal").click().run()
