@@ -495,7 +495,9 @@ def explain(step: Step, m) -> str:
     if not step.here:
         return step.explain
     name = model_name(m)
-    return f"{step.explain}\n\n*{questions.cap(step.here.format(model=name.long, names=name.possessive))}*"
+    here = step.here if step.question != "next_sentence" or m.has_nsp else \
+        "{model} has no NSP head: its question is about its segments."
+    return f"{step.explain}\n\n*{questions.cap(here.format(model=name.long, names=name.possessive))}*"
 
 
 def answer_label(q) -> str:

@@ -240,6 +240,7 @@ def test_a_bert_base_sized_checkpoint(tmp_path, monkeypatch):
     m = bert_core.load_model(str(d), local_roots=[str(tmp_path)])
     assert m.config.num_hidden_layers == 12 and m.config.hidden_size == 768
     walk(at, m, guess_right=False)
+    assert "*The maps are one head of BERT-base, under each mask.*" in " ".join(md.value for md in at.markdown)
 
 
 @pytest.mark.parametrize("fam", ["roberta", "distilbert", "albert"])
