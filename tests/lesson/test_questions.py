@@ -330,3 +330,24 @@ def test_a_question_that_cannot_be_asked_says_what_to_change(m):
                      (Q.next_sentence, ("Only one sentence.", None))):
         with pytest.raises(bert_core.BertCoreError):
             fn(m, *args)
+
+
+def test_the_lessons_sentences_make_their_point_on_the_bundled_model(m):
+    """Each step's own sentence and its Try-this show what the slide says, on the model that ships."""
+    from ui import lesson
+
+    step = {s.key: s for s in lesson.STEPS}
+    both = step["both-sides"]
+    q, q_try = Q.right_context(m, both.text), Q.right_context(m, both.try_text)
+    assert q.choices[q.answer] == "no, a different word"  # cut after the gap, the guess changes
+    guess = Q.top_guess(m, both.text)
+    guess_try = Q.top_guess(m, both.try_text)
+    # Changing only the words after the gap changes the guess: "bread" for the oven, "car" for the garage.
+    assert (guess.choices[guess.answer], guess_try.choices[guess_try.answer]) == ("bread", "car"), (q_try.reveal,)
+    nsp = step["nsp"]
+    assert Q.next_sentence(m, nsp.text, nsp.pair).answer == 0  # the real next sentence: IsNext
+    assert Q.next_sentence(m, nsp.try_text, nsp.try_pair).answer == 1  # the penguins: NotNext
+    for s in (step["predictions"], step["layers"], step["knockout"]):
+        for text in (s.text, s.try_text):
+            q = Q.top_guess(m, text)
+            assert q.choices[q.answer] in ("sent", "she", "car", "coffee"), (text, q.reveal)
