@@ -303,16 +303,14 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
         return
     T, n_clf, n_tag = shapes
     name = model_name(cur.model)
+    st.caption(f"The heads' outputs on {name.long}:")
     _table(pd.DataFrame([
-        {"head": "sentence classifier", "reads": f"the paper: the final [CLS] vector; {name.short} here: "
-                                                 f"{questions.classifier_reads(cur.model)}",
+        {"head": "classifier", "reads": f"the paper: [CLS]; {name.short}: {questions.classifier_reads(cur.model)}",
          "outputs": f"({n_clf},)"},
-        {"head": "tagger (NER, part of speech)", "reads": "every token's final vector; the paper labels each "
-                                                          "word at its first piece",
+        {"head": "tagger (NER)", "reads": "every token; labelled at each word's first piece",
          "outputs": f"({T}, {n_tag // max(T, 1)})"},
-        {"head": "question answering", "reads": "question and passage as one pair, [CLS] Q [SEP] P [SEP]: a start "
-                                                "and an end score per token, each softmaxed over the passage",
-         "outputs": f"({T}, 2): start, end"},
+        {"head": "question answering", "reads": "[CLS] Q [SEP] P [SEP]; start and end: a softmax over P",
+         "outputs": f"({T}, 2)"},
     ]))
 
 
@@ -330,7 +328,8 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
         fig.update_layout(height=360, margin=dict(l=10, r=10, t=60, b=10), xaxis_title=None, yaxis_title=None)
         with col:
             _chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
-    st.caption(f"Layer {layer + 1}, head {head + 1} of this model on your sentence, once with each mask (the same "
+    st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).long} on your sentence, once with "
+               "each mask (the same "
                "weights): under GPT's causal mask every weight above the diagonal is exactly 0, so token i can use "
                "only the tokens before it.")
 
@@ -338,35 +337,32 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
 # ------------------------------------------------------------------------------------------ steps
 STEPS: list[Step] = [
     Step("tokens", "Text becomes tokens",
-         "BERT reads neither letters nor whole words but pieces from a fixed WordPiece vocabulary (30,522 in "
-         "the released models). A common word is one piece; a rarer one is cut, longest match first, into "
-         "several, a piece inside a word written with ##. The uncased models lower-case the text first. "
-         "`[CLS]` opens every input and `[SEP]` closes each sentence.",
+         "BERT reads pieces from a fixed WordPiece vocabulary (30,522 in the released models), not letters or "
+         "whole words. A common word is one piece; a rarer one is cut, longest match first, into several (## "
+         "marks a piece inside a word). The uncased models lower-case the text first. `[CLS]` opens every "
+         "input; `[SEP]` closes each sentence.",
          "The unaffordable rent upset everyone.", None, "pieces",
          "Try a made-up word", "The flibbertigibbet zorblaxed everyone.", None,
          "tokenization", "Tokenization", view_tokens,
          here="Below: the pieces {names} tokenizer makes of the sentence."),
     Step("embeddings", "Three embeddings make the input",
-         "Each token's input vector is the sum of three learned rows: the piece's **token** embedding, its "
-         "**segment** (sentence A or B) and its **position** (0, 1, 2, …); the released code then applies "
-         "LayerNorm. The same word twice shares its token row, so at the input only position and segment tell "
-         "the two apart. The layers then mix in the context: a word used in two senses should end further apart "
-         "than a word used twice in one sense.",
+         "Each token's input vector is the sum of three learned rows, the piece's **token** embedding, its "
+         "**segment** (A or B) and its **position** (0, 1, 2, …), then LayerNorm (in the released code). The "
+         "same word twice shares its token row: at the input only position and segment tell the two apart. "
+         "The layers mix in the context: a word in two senses should end further apart than in one sense.",
          "I sat on the bank of the river.", "Then I went to the bank to get money.", "input_cosine",
          "Put “bank” in the same sense twice", "I went to the bank to get money.",
          "Then I went back to the bank to pay.", "embeddings", "Embeddings", view_embeddings,
          r"x_t = \mathrm{LayerNorm}(E_{tok}[id_t] + E_{seg}[s_t] + E_{pos}[t])",
          here="The cosines are {names}, for the repeated word the pair is about."),
     Step("masking", "Masked language modelling: choose 15%, then corrupt them",
-         "To pre-train, BERT chooses 15% of the tokens at random to **predict** (this app draws each ordinary "
-         "token with p = 15%: the same on average), and the loss is taken at those tokens only. A chosen token "
-         "is not always replaced by `[MASK]`: some become a **random** token and some stay **unchanged**. Below, "
-         "one draw; the question asks how often each case happens.",
+         "To pre-train, BERT chooses 15% of the tokens at random (this app: each ordinary token with p = 15%) "
+         "and takes the loss at those only. A chosen token is not always replaced by `[MASK]`: some become a "
+         "**random** token, some stay **unchanged**. Below, one draw.",
          "She wrote the letter to her mother on a rainy Sunday afternoon.", None, "kept_share",
          "A longer sentence", "On a rainy Sunday afternoon she finally wrote the long letter to her old mother "
          "and posted it before the shop closed.", None, "masking", "Masking", view_masking,
-         r"\mathcal{L}_{MLM} = -\frac{1}{|S|}\sum_{i \in S} \log p(x_i \mid \tilde{x})",
-         here="The draws follow the masking rule, on {names} pieces."),
+         r"\mathcal{L}_{MLM} = -\frac{1}{|S|}\sum_{i \in S} \log p(x_i \mid \tilde{x})"),
     Step("predictions", "Filling a [MASK]",
          "At a `[MASK]` the final vector h goes through the MLM head and a softmax over the whole vocabulary: "
          "one probability for every piece. In the released code the head is a dense layer, GELU and LayerNorm, "
@@ -385,26 +381,22 @@ STEPS: list[Step] = [
          "predictions", "Predictions", view_both_sides,
          here="The guesses are {names}, with the whole sentence and with the words up to the gap."),
     Step("attention", "Attention: who looks at whom",
-         "In each layer every token builds a query, a key and a value; a head's weights (a softmax over the "
-         "query's dot products with the keys) say how much of each token's value a token takes in. Each head of "
-         "a layer does this separately, with its own smaller query, key and value (BERT-base: 12 heads of 64 "
-         "in 768); their outputs are joined and projected back.",
+         "In each layer every token builds a query, a key and a value; a head's weights (softmax of query · key) "
+         "say how much of each token's value a token takes in. Each head does this with its own smaller query, "
+         "key and value (BERT-base: 12 heads of 64 in 768); their outputs are joined and projected back.",
          "She gave the letter to her mother.", None, "attention_target",
          "A longer sentence", "After dinner she finally gave the long letter to her grateful mother.", None,
          "attention", "Attention", view_attention,
          r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V",
-         here="The head is the one of {names} heads that links the sentence's last word to another word most."),
+         here="The map is one of {names} heads."),
     Step("nsp", "Next-sentence prediction and [CLS]",
-         "BERT was also pre-trained on sentence pairs: for half of them B is the sentence that follows A, for "
-         "the other half a random sentence from the corpus. The final vector of `[CLS]` (through the pooler, a "
-         "dense layer with tanh, in the released code) feeds a two-way classifier: IsNext or NotNext; the "
-         "paper's model reached 97-98% accuracy on it. Fine-tuning later trains `[CLS]` into the input of a "
-         "task's classifier; without fine-tuning, the paper notes, its vector is not a meaningful sentence "
-         "representation.",
+         "BERT was also pre-trained on sentence pairs: half the time B follows A, half the time B is a random "
+         "sentence from the corpus. The final `[CLS]` vector (through the pooler, in the released code) feeds a "
+         "two-way classifier, IsNext or NotNext: the paper's model reached 97-98% on it. Without fine-tuning, "
+         "the paper notes, that vector is not a meaningful sentence representation.",
          "She opened the door of the house.", "The room inside was dark and cold.", "next_sentence",
          "An unrelated sentence B", "She opened the door of the house.",
-         "Penguins cannot fly but they swim very well.", "predictions", "Predictions", view_nsp,
-         here="The verdict is {names} NSP head's."),
+         "Penguins cannot fly but they swim very well.", "predictions", "Predictions", view_nsp),
     Step("layers", "Layer by layer",
          "Each layer updates every token's vector twice: it adds the attention's output and normalises "
          "(LayerNorm), then adds the feed-forward network's output and normalises again. BERT puts each "
@@ -443,16 +435,14 @@ STEPS: list[Step] = [
          r"\mathcal{L} = -\log p_\theta(x_i \mid \tilde{x}) \text{ at each masked } i",  # not its value: the answer
          here="The question's V is {names} vocabulary."),
     Step("fine-tuning", "Fine-tuning: classification, tagging, question answering",
-         "Fine-tuning puts a small new head on the pre-trained encoder and trains **every weight**, the "
-         "encoder's too, on labelled examples. A **classifier** reads one vector for the whole text (the paper: "
-         "the final `[CLS]` vector) and gives one score per label; a **tagger** scores every token (the paper "
-         "labels each word at its first piece); **question answering** reads question and passage as one pair "
-         "and learns a start vector and an end vector: each passage token's dot product with them, softmaxed "
-         "over the passage's positions, says where the answer starts and where it ends.",
+         "Fine-tuning adds a small head and trains **every weight**, the encoder's too, on labelled examples. A "
+         "**classifier** reads one vector per text (the paper: the final `[CLS]`); a **tagger** scores every "
+         "token (the paper labels each word at its first piece); **question answering** learns a start and an "
+         "end vector: their dot products with the passage's tokens, softmaxed over the passage, pick where the "
+         "answer starts and ends.",
          "Ada Lovelace worked with Charles Babbage in London.", None, "head_sizes",
          "A longer sentence", "In 1843 Ada Lovelace published the first computer program, written for "
-         "Charles Babbage's engine in London.", None, "finetuning", "Fine-tuning", view_fine_tuning,
-         here="The heads run on {model}."),
+         "Charles Babbage's engine in London.", None, "finetuning", "Fine-tuning", view_fine_tuning),
     Step("bert-vs-gpt", "BERT versus GPT: one mask and one loss",
          "BERT is a Transformer **encoder**: every token attends to every other. GPT (Radford et al. 2018) is a "
          "Transformer **decoder**: its attention has a **causal mask** (token i may only look at tokens up to "
@@ -461,8 +451,7 @@ STEPS: list[Step] = [
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
          "bert-vs-gpt", "BERT vs GPT", view_bert_vs_gpt,
-         r"\text{GPT: } \mathcal{L} = -\sum_{t} \log p(x_{t+1} \mid x_{\le t})",
-         here="The maps are one head of {model}, under each mask."),
+         r"\text{GPT: } \mathcal{L} = -\sum_{t} \log p(x_{t+1} \mid x_{\le t})"),
 ]
 KEYS = [s.key for s in STEPS]
 
@@ -492,11 +481,11 @@ QUESTION_PAIR = "_lesson_question_pair"  # this run's sentence B (None: a single
 
 def explain(step: Step, m) -> str:
     """The step's text (the paper's BERT), then what the slide shows of the model on screen, named."""
-    if not step.here:
-        return step.explain
-    name = model_name(m)
     here = step.here if step.question != "next_sentence" or m.has_nsp else \
         "{model} has no NSP head: its question is about its segments."
+    if not here:
+        return step.explain  # the question names the model
+    name = model_name(m)
     return f"{step.explain}\n\n*{questions.cap(here.format(model=name.long, names=name.possessive))}*"
 
 

@@ -176,18 +176,16 @@ def kept_share(m: LoadedModel, text: str, text_pair: str | None = None, seed: in
     sel = s.counts["selected"]
     kept, masked, rnd = (s.counts[f"{k}_rate"] for k in ("kept", "mask", "random"))
     return Question(
-        prompt=f"BERT selects 15% of the tokens to predict. In {n_draws:,} masking draws of this sentence, "
+        prompt=f"BERT selects 15% of the tokens to predict. In {n_draws:,} masking draws of this sentence "
+               f"({model_name(m).possessive} pieces), "
                "what share of the selected tokens does the model read unchanged?",
         choices=tuple(name for name, _ in KEPT_CHOICES), answer=_nearest([v for _, v in KEPT_CHOICES], kept),
         answered_by="",
-        reveal=f"{sel:,} tokens were selected in {n_draws:,} draws: {masked:.1%} became [MASK], {rnd:.1%} a "
-               f"random token and {kept:.1%} stayed unchanged (the rule is 80 / 10 / 10). The paper's reason: "
-               "[MASK] never appears at fine-tuning, so the random and unchanged 10%s reduce the mismatch between "
-               "pre-training and fine-tuning; and since the model cannot tell which tokens were replaced or "
-               "will be asked for, it must keep a good vector for every input token. Its ablation (Table 8) "
-               "shows that always using [MASK] costs little once the model is fine-tuned (MNLI 84.3 vs 84.2 "
-               "dev accuracy; NER 94.9 vs 95.4 dev F1) and most when its vectors are used without fine-tuning "
-               "(feature-based NER 94.0 vs 94.9).")
+        reveal=f"{sel:,} tokens selected in {n_draws:,} draws: {masked:.1%} became [MASK], {rnd:.1%} random, "
+               f"{kept:.1%} unchanged (the rule: 80 / 10 / 10). The paper's reason: [MASK] never appears at "
+               "fine-tuning, and the random and unchanged 10%s reduce that mismatch between pre-training and "
+               "fine-tuning. Its Table 8: always [MASK] costs little after fine-tuning (MNLI 84.3 vs 84.2; NER "
+               "94.9 vs 95.4), most with the vectors used as features (NER 94.0 vs 94.9).")
 
 
 # ----------------------------------------------------------------------------------- 4. predictions
@@ -323,20 +321,21 @@ def next_sentence(m: LoadedModel, text: str, text_pair: str | None, *, run: Run 
     t = (run or direct(m))(analyze, text, text_pair, **PREDICTIONS)
     p_next, p_not = t.nsp
     return Question(
-        prompt=f"From the final [CLS] vector, {model_name(m).possessive} NSP head decides: does it take sentence "
-               "B to follow sentence A? Guess what the model says.",
+        prompt=f"{cap(model_name(m).possessive)} NSP head reads the final [CLS] vector: does it take sentence B "
+               "to follow sentence A?",
         choices=("IsNext", "NotNext"), answer=0 if p_next >= p_not else 1,
-        reveal=f"{cap(model_name(m).possessive)} NSP head: p(IsNext) = {p_next:.1%}, p(NotNext) = {p_not:.1%}. "
-               "That is the model's verdict, not the truth. " + nsp_note(m))
+        reveal=f"p(IsNext) = {p_next:.1%}, p(NotNext) = {p_not:.1%}: the model's verdict, not the truth. "
+               + nsp_note(m))
 
 
 def nsp_note(m: LoadedModel) -> str:
     """How good the model's NSP head is known to be: the paper's number, and where the model on screen differs."""
-    paper = "The paper's BERT reached 97-98% accuracy on next-sentence prediction."
     if m.name == MINILM_NAME:
-        return (paper + " MiniLM was distilled without an NSP head: its head was learned in this project on "
-                "Brown sentence pairs, so its verdicts are not the paper's.")
-    return paper if model_name(m).paper else paper + " This model's head was trained elsewhere: it may do worse."
+        return ("MiniLM was distilled without an NSP head: this one was learned in this project on Brown sentence "
+                "pairs, so its verdicts are not the paper's (97-98% right).")
+    if model_name(m).paper:
+        return "The paper's BERT-base was right on 97-98% of its NSP pairs."
+    return "The paper's BERT was right on 97-98% of its NSP pairs; this model's head was trained elsewhere."
 
 
 def cap(s: str) -> str:
@@ -477,8 +476,7 @@ def head_outputs(m: LoadedModel, text: str) -> tuple[int, int, int]:
 
 def classifier_reads(m: LoadedModel) -> str:
     """What a classifier fine-tuned on `m` reads by default (the Fine-tuning page's pooling for it)."""
-    return ("the mean of the tokens' final vectors (the pooling it was trained with)" if default_pooling(m) == "mean"
-            else "the final [CLS] vector through the pooler, as the paper's")
+    return "the mean of its tokens' vectors" if default_pooling(m) == "mean" else "[CLS] through the pooler"
 
 
 def head_sizes(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = None) -> Question:
@@ -496,17 +494,15 @@ def head_sizes(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = No
     n_words = len(_words(m, text))
     name = model_name(m)
     return Question(
-        prompt=f"A sentiment classifier (2 labels) reads one vector for the whole sentence; a named-entity tagger "
-               f"(9 labels) reads every token's. Your sentence is {T} tokens with [CLS] and [SEP]. How many "
-               "scores does each output?",
+        prompt=f"On {name.short}, a sentiment classifier (2 labels) reads one vector for the whole sentence; a "
+               f"named-entity tagger (9 labels) reads every token's. Your sentence is {T} tokens with [CLS] and "
+               "[SEP]. How many scores does each output?",
         choices=tuple(f"classifier {uniq[i][0]}, tagger {uniq[i][1]}" for i in order), answer=order.index(0),
         answered_by="",
-        reveal=f"Both heads run on {name.short}: the classifier's logits are ({n_clf},), one score per label for "
-               f"the whole sentence; the tagger's are ({T}, {len(NER_LABELS)}) = {n_tag}, one row per token. "
-               f"The paper's classifier reads [CLS]'s final vector; {name.possessive} classifier on the "
-               f"Fine-tuning page reads {classifier_reads(m)}. The paper's tagger is trained and scored at each "
-               f"word's first piece only ({n_words} words here): the rows of [CLS], [SEP] and ## pieces carry no "
-               "label.")
+        reveal=f"Both heads run on {name.short}. The classifier: ({n_clf},), one score per label; the tagger: "
+               f"({T}, {len(NER_LABELS)}) = {n_tag}, one row per token (the paper labels only each word's first "
+               f"piece: {n_words} words here). {cap(name.possessive)} classifier reads {classifier_reads(m)}, the "
+               "paper's [CLS].")
 
 
 # ------------------------------------------------------------------------------------- 11. BERT vs GPT

@@ -239,7 +239,7 @@ def test_head_sizes_are_transformers_head_shapes(m, hf_tok):
         assert tag(**enc).logits.shape == (1, T, 9) and tag(**enc).logits.numel() == n_tag
     q = Q.head_sizes(m, text)
     assert q.choices[q.answer] == f"classifier {n_clf}, tagger {n_tag}"
-    assert "mean of the tokens' final vectors" in q.reveal and "first piece" in q.reveal  # MiniLM's and the paper's
+    assert "mean of its tokens' vectors" in q.reveal and "first piece" in q.reveal  # MiniLM's and the paper's
 
 
 def test_head_sizes_right_choice_moves_with_seed_and_sentence(m):

@@ -130,7 +130,7 @@ def test_every_slide_names_the_model_it_runs():
     at = open_lesson()
     m = bert_core.load_model()
     for i in range(1, N + 1):
-        text = " ".join(md.value for md in at.markdown)
+        text = " ".join(md.value for md in (*at.markdown, *at.caption))
         assert "MiniLM" in text, (i, text[:300])
         assert lesson.explain(lesson.STEPS[i - 1], m) in [md.value for md in at.markdown]
         if i < N:
@@ -240,7 +240,7 @@ def test_a_bert_base_sized_checkpoint(tmp_path, monkeypatch):
     m = bert_core.load_model(str(d), local_roots=[str(tmp_path)])
     assert m.config.num_hidden_layers == 12 and m.config.hidden_size == 768
     walk(at, m, guess_right=False)
-    assert "*The maps are one head of BERT-base, under each mask.*" in " ".join(md.value for md in at.markdown)
+    assert "of BERT-base on your sentence" in " ".join(c.value for c in at.caption)  # step 13 names it
 
 
 @pytest.mark.parametrize("fam", ["roberta", "distilbert", "albert"])
@@ -336,7 +336,7 @@ def test_no_answer_shows_before_the_reveal():
     at = open_lesson({"step": str(step["masking"])})
     at.radio[0].set_value(1).run()
     at.button(key="lesson_reveal").click().run()
-    assert lesson.plain("The paper's reason") in texts(at) and lesson.plain("fine-tuned") in texts(at)
+    assert lesson.plain("The paper's reason") in texts(at) and lesson.plain("mismatch") in texts(at)
 
 
 def test_nsp_says_right_means_the_model_and_shows_the_truth_of_a_built_pair():
