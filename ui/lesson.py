@@ -328,8 +328,7 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
         fig.update_layout(height=360, margin=dict(l=10, r=10, t=60, b=10), xaxis_title=None, yaxis_title=None)
         with col:
             _chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
-    st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).long} on your sentence, once with "
-               "each mask (the same "
+    st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, once with each mask (the same "
                "weights): under GPT's causal mask every weight above the diagonal is exactly 0, so token i can use "
                "only the tokens before it.")
 
@@ -444,10 +443,10 @@ STEPS: list[Step] = [
          "A longer sentence", "In 1843 Ada Lovelace published the first computer program, written for "
          "Charles Babbage's engine in London.", None, "finetuning", "Fine-tuning", view_fine_tuning),
     Step("bert-vs-gpt", "BERT versus GPT: one mask and one loss",
-         "BERT is a Transformer **encoder**: every token attends to every other. GPT (Radford et al. 2018) is a "
-         "Transformer **decoder**: its attention has a **causal mask** (token i may only look at tokens up to "
-         "i), it is trained to predict the next token, and so it can generate text left to right. BERT's loss "
-         "is taken at the 15% of tokens it masks; GPT's at every next token.",
+         "BERT is an **encoder**: every token attends to every other. GPT (Radford et al. 2018) is a "
+         "**decoder**: a **causal mask** lets token i see only tokens up to i, and it is trained to predict the "
+         "next token, so it can generate text left to right. BERT's loss is taken at the 15% of tokens it "
+         "masks; GPT's at every next token.",
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
          "bert-vs-gpt", "BERT vs GPT", view_bert_vs_gpt,

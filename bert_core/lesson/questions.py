@@ -526,9 +526,9 @@ def learning_signal(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None
                f"pass (seed {seed}), on how many positions is BERT's masked-LM loss computed, and on how many "
                "GPT's next-token loss?",
         choices=choices, answer=order.index(0), answered_by="",
-        reveal=f"BERT: the {mlm} position{'s' * (mlm != 1)} this draw selected (15% of the ordinary tokens); "
-               f"GPT: {clm}, every piece that has a next one. A third objective, ELECTRA's replaced-token "
-               "detection (on the BERT vs GPT page), learns from every position: a small generator fills the "
+        reveal=f"BERT: the {mlm} position{'s' * (mlm != 1)} this draw selected (each ordinary token with p = 15%); "
+               f"GPT: {clm}, every piece with a next one. ELECTRA's replaced-token detection (on the BERT vs GPT "
+               "page) learns from every position: a small generator fills the "
                f"masks and the model judges each of its {rtd} input tokens, original or replaced.")
 
 
