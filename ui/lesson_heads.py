@@ -30,7 +30,7 @@ def view_knockout(cur, text, pair, revealed) -> None:
         # Relative to the framed head and without a scale or values: how much the guess loses is the answer.
         fig = importance_figure(imp / max(float(np.nanmax(np.abs(imp))), 1e-12), (layer, head), ko.top_full[pos])
         fig.update_traces(showscale=False, selector=dict(type="heatmap"))
-        fig.update_traces(hovertemplate="%{y}, %{x}<extra></extra>", selector=dict(type="scatter"))
+        fig.update_traces(hovertemplate="%{y}, %{x}<extra></extra>", customdata=None, selector=dict(type="scatter"))
         _chart(fig.update_layout(height=min(fig.layout.height, 380)), "lesson head importance", key="lesson-heads-imp")
         st.caption(f"Each cell of the last layer: how much log p(guess) falls when that head alone is knocked out, "
                    f"relative to the most important head (red: it helps; the Heads & patching page ranks every "

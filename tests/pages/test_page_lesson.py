@@ -375,3 +375,55 @@ def test_presenter_mode_names_the_model_and_has_a_way_out():
     assert "present" not in at.query_params and at.query_params["step"] == "3"
     assert at.toggle(key="lesson_present").value is False and at.text_input  # the normal page, boxes and all
     assert not at.button(key="lesson_next").proto.shortcut  # no keys outside presenter mode
+
+
+def chart_specs(at: AppTest) -> dict[str, dict]:
+    """The plotly figures on the page, by key, as the JSON the browser receives."""
+    import json
+
+    return {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
+def reveal_step(question: str) -> AppTest:
+    at = open_lesson({"step": str(step_of(question)), "present": "1"})
+    at.button(key="lesson_reveal").click().run()
+    assert_ok(at)
+    return at
+
+
+def test_step_1_shows_the_pieces_the_model_reads():
+    at = reveal_step("pieces")
+    chips = next(md.value for md in at.markdown if "<span" in md.value and "[CLS]" in md.value)
+    assert ">the<br>" in chips and ">The<br>" not in chips  # lower-cased, as the uncased tokenizer reads it
+    assert ">##able<br>" in chips
+
+
+def test_step_5s_two_charts_share_one_scale():
+    specs = chart_specs(reveal_step("right_context"))
+    both, left = specs["lesson-both"], specs["lesson-left"]
+    assert both["layout"]["xaxis"]["range"] == left["layout"]["xaxis"]["range"]
+
+
+def test_step_4_says_how_positions_are_counted():
+    specs = chart_specs(reveal_step("top_guess"))
+    assert "[CLS] is 0" in json_title(specs["lesson-pred"])
+
+
+def json_title(spec: dict) -> str:
+    t = spec["layout"]["title"]
+    return t["text"] if isinstance(t, dict) else t
+
+
+def test_step_9_hides_how_much_the_guess_loses_before_the_reveal():
+    at = open_lesson({"step": str(step_of("knockout_head"))})
+    spec = chart_specs(at)["lesson-heads-imp"]
+    heat = next(t for t in spec["data"] if t["type"] == "heatmap")
+    dots = next(t for t in spec["data"] if t["type"] == "scatter")
+    assert heat["showscale"] is False and "customdata" not in dots and "falls by" not in dots["hovertemplate"]
+    assert heat["zmax"] == 1.0  # relative to the framed head, not in nats
+
+
+def test_step_11_labels_each_curve_with_its_own_vocabulary():
+    spec = chart_specs(reveal_step("initial_loss"))["lesson-pretrain"]
+    notes = " ".join(a["text"] for a in spec["layout"]["annotations"])
+    assert "its V = 12,000" in notes and "a fresh model with V = 30,522" in notes and "this model's V" not in notes
