@@ -336,14 +336,14 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
 # ------------------------------------------------------------------------------------------ steps
 STEPS: list[Step] = [
     Step("tokens", "Text becomes tokens",
-         "BERT reads pieces from a fixed WordPiece vocabulary (30,522 in the released models), not letters or "
-         "whole words. A common word is one piece; a rarer one is cut, longest match first, into several (## "
-         "marks a piece inside a word). The uncased models lower-case the text first. `[CLS]` opens every "
-         "input; `[SEP]` closes each sentence.",
+         "BERT reads pieces from a fixed WordPiece vocabulary (about 30,000; 30,522 in the uncased release), not "
+         "letters or whole words. A common word is one piece; a rarer one is cut, longest match first, into "
+         "several (## marks a piece inside a word). The uncased models lower-case the text first. `[CLS]` opens "
+         "every input; `[SEP]` closes each sentence.",
          "The unaffordable rent upset everyone.", None, "pieces",
          "Try a made-up word", "The flibbertigibbet zorblaxed everyone.", None,
          "tokenization", "Tokenization", view_tokens,
-         here="Below: the pieces {names} tokenizer makes of the sentence."),
+         here="The pieces are {names} tokenizer's."),
     Step("embeddings", "Three embeddings make the input",
          "Each token's input vector is the sum of three learned rows, the piece's **token** embedding, its "
          "**segment** (A or B) and its **position** (0, 1, 2, …), then LayerNorm (in the released code). The "
