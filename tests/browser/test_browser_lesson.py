@@ -158,3 +158,19 @@ def test_presenter_keys_survive_a_click_on_a_guess(page):
     press(page, "Escape")  # the way out
     assert "present=1" not in page.url and page.locator('[data-testid="stSidebar"]').is_visible()
     assert not page.errors, page.errors
+
+
+def test_number_keys_pick_a_guess(page):
+    """In presenter mode 1-4 pick the first to fourth choice, as a click would; space then reveals it, counted."""
+    page.goto(page.base + "/lesson?present=1&step=4", wait_until="domcontentloaded")
+    settle(page)
+    inputs = page.locator('[data-testid="stMain"] [role="radiogroup"] input')
+    for key in ("3", "1"):
+        press(page, key)
+        checked = page.locator('[role="radiogroup"] input:checked')
+        assert checked.count() == 1
+        assert checked.evaluate("e => e.value") == inputs.nth(int(key) - 1).evaluate("e => e.value"), key
+    press(page, " ")
+    alert = page.locator('[data-testid="stAlert"]').first.inner_text()
+    assert alert.startswith(("Right", "Not this time")), alert  # the picked guess was counted
+    assert page.locator('[data-testid="stException"]').count() == 0 and not page.errors, page.errors
