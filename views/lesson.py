@@ -67,7 +67,7 @@ with left:
             st.button(f"Reveal {lesson.answer_label(q)}", key="lesson_reveal", type="primary",
                       disabled=guess is None and not present, on_click=lesson.reveal,
                       args=(token, step.key, guess_key, q.answer), shortcut="Space" if present else None,
-                      help="Commit a guess first: the model's answer is computed now, from this sentence.")
+                      help="Commit a guess first: the answer is computed now, from this sentence.")
         else:
             shown, label = lesson.plain(q.choices[q.answer]), lesson.answer_label(q)
             if guess is None:
