@@ -12,6 +12,7 @@ import contextlib
 import functools
 import json
 import math
+import re
 import urllib.parse
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,7 +32,9 @@ from bert_core.inspect.anatomy import anatomy_rows
 from bert_core.inspect.masking_view import masking_draw, md_literal
 from bert_core.inspect.objectives_view import mask_comparison
 from bert_core.inspect.residual import logit_lens, same_word
+from bert_core.lesson import heads as lesson_heads
 from bert_core.lesson import questions
+from bert_core.lesson.naming import model_name
 from bert_core.runs.settings import CORPUS_CHOICES, example_run
 from bert_core.train.toy import farm_tokenizer
 from ui.cache import ByteLRU
@@ -70,6 +73,7 @@ class Step:
     page_title: str
     view: Callable  # (cur, text, pair, revealed) -> None: the live view
     formula: str | None = None
+    here: str = ""  # what the slide shows of the model on screen: {model} / {names} become its name (`explain`)
 
 
 def _analysis(cur, text: str, pair: str | None, **keep):
@@ -89,7 +93,7 @@ def _cached(cur, fn, *args, **kwargs):
 def _warn(e: Exception) -> None:
     """The view's message, unless the step's question has just said the same thing."""
     if str(e) != st.session_state.get(QUESTION_ERROR):
-        st.warning(str(e))
+        st.warning(in_the_box(str(e), st.session_state.get(QUESTION_PAIR)))
 
 
 def plain(s: str) -> str:
@@ -130,8 +134,10 @@ def view_tokens(cur, text, pair, revealed) -> None:
     t = _analysis(cur, text, pair, **questions.PREDICTIONS)
     if t is None:
         return
-    if revealed:
-        st.html(input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
+    if revealed:  # the pieces as the model reads them (lower-cased by an uncased tokenizer, ## inside a word)
+        special = set(tok.all_special_ids) - {tok.unk_token_id, tok.mask_token_id}
+        kinds = ["special" if int(i) in special else "not selected" for i in t.input_ids]
+        st.markdown(chips_html(t.tokens, t.tokens, kinds), unsafe_allow_html=True)
     else:
         st.caption("The pieces, with the special tokens, appear with the answer.")
 
@@ -147,7 +153,8 @@ def view_embeddings(cur, text, pair, revealed) -> None:
     if revealed:
         sw = _cached(cur, same_word, text, pair)
         if sw is not None and sw.words:
-            _chart(same_word_figure(sw.words, "The same word twice: cosine, layer by layer"),
+            w = questions.topic_word(sw)  # the question's word
+            _chart(same_word_figure([w], f"“{w.word}” twice: cosine, layer by layer"),
                   "lesson same word", key="lesson-same-word")
 
 
@@ -171,8 +178,8 @@ def view_predictions(cur, text, pair, revealed) -> None:
         return
     if revealed:
         pos = t.mask_positions[0]
-        _chart(candidates_figure(t.predictions[pos], f"Top 5 at position {pos}"), "lesson predictions",
-              key="lesson-pred")
+        _chart(candidates_figure(t.predictions[pos], f"Top 5 at the [MASK] (position {pos}; [CLS] is 0)"),
+              "lesson predictions", key="lesson-pred")
     else:
         st.caption("The model's bars appear with the answer.")
 
@@ -188,19 +195,21 @@ def view_both_sides(cur, text, pair, revealed) -> None:
     left = text[: t.offsets[pos][1]] if t.offsets[pos] else text
     t2 = _analysis(cur, left, None, **questions.PREDICTIONS)
     c1, c2 = st.columns(2)
-    with c1:
-        _chart(candidates_figure(t.predictions[pos], "Both sides"), "lesson both sides", key="lesson-both")
+    figs = [(c1, candidates_figure(t.predictions[pos], "Both sides"), "lesson both sides", "lesson-both")]
     if t2 is not None and t2.predictions:
-        with c2:
-            _chart(candidates_figure(t2.predictions[t2.mask_positions[0]], "Left side only"), "lesson left only",
-                   key="lesson-left")
+        figs.append((c2, candidates_figure(t2.predictions[t2.mask_positions[0]], "Left side only"),
+                     "lesson left only", "lesson-left"))
+    top = max(f.layout.xaxis.range[1] for _, f, _, _ in figs)  # one scale: equal bars mean equal probabilities
+    for col, fig, name, key in figs:
+        with col:
+            _chart(fig.update_layout(xaxis_range=[0, top]), name, key=key)
 
 
 def view_attention(cur, text, pair, revealed) -> None:
     t = _analysis(cur, text, pair, **questions.ATTENTION)
     if t is None:
         return
-    layer, head = questions.attention_layer_head(cur.model)
+    layer, head = questions.linking_head(t)  # the question's head, from the same analysis
     if revealed:
         fig = head_heatmap(t.attentions[layer, head], t.tokens, f"Layer {layer + 1}, head {head + 1}")
         fig.update_layout(height=min(fig.layout.height or 420, 420))
@@ -264,14 +273,15 @@ def view_pretraining(cur, text, pair, revealed) -> None:
     fig = loss_figure(ex.curves, height=300)
     V, mine = example_vocab_size(), cur.model.tokenizer.vocab_size
     fig.add_hline(y=math.log(V), line_dash="dash", annotation_position="bottom right",
-                  annotation_text=f"ln {V:,} = {math.log(V):.2f}: its start")
-    if mine != V:  # the question's V is the model on screen's
+                  annotation_text=f"ln {V:,} = {math.log(V):.2f}: the example's start (its V = {V:,})")
+    if mine != V:  # the question's V is the model on screen's: its line is labelled with its own V
         fig.add_hline(y=math.log(mine), line_dash="dot", annotation_position="top left",
-                      annotation_text=f"ln {mine:,} = {math.log(mine):.2f}: this model's V")
+                      annotation_text=f"ln {mine:,} = {math.log(mine):.2f}: a fresh model with V = {mine:,}")
     _chart(fig, "lesson pretraining", key="lesson-pretrain")
     st.caption(f"An example: the tiny bundled model ({ex.parameters:,} parameters, its own vocabulary of V = {V:,} "
                f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown: it starts at "
-               "ln V, as the question's model would with its own V.")
+               f"ln {V:,}. A fresh model with {model_name(cur.model).possessive} vocabulary (V = {mine:,}) would "
+               f"start at ln {mine:,}.")
     if not presenting():  # a projector has room for the curve, not this note
         st.caption(f"Live: the Training page opens on {CORPUS_CHOICES['farm'].name} ({farm_tokenizer().vocab_size} "
                    "word pieces, five sentence patterns): press Start and its guesses turn right within about "
@@ -292,14 +302,15 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
     if shapes is None:
         return
     T, n_clf, n_tag = shapes
+    name = model_name(cur.model)
+    st.caption(f"The heads' outputs on {name.long}:")
     _table(pd.DataFrame([
-        {"head": "sentence classifier", "reads": "the pooled [CLS] vector (BERT), or the mean of the tokens' vectors "
-         "for a sentence-transformers model such as MiniLM (the Fine-tuning page's default for it)",
+        {"head": "classifier", "reads": f"the paper: [CLS]; {name.short}: {questions.classifier_reads(cur.model)}",
          "outputs": f"({n_clf},)"},
-        {"head": "tagger (NER, part of speech)", "reads": "every token's final vector",
+        {"head": "tagger (NER)", "reads": "every token; labelled at each word's first piece",
          "outputs": f"({T}, {n_tag // max(T, 1)})"},
-        {"head": "question answering", "reads": "question and passage as one pair: [CLS] Q [SEP] P [SEP], "
-                                                "every token's final vector", "outputs": f"({T}, 2): start, end"},
+        {"head": "question answering", "reads": "[CLS] Q [SEP] P [SEP]; start and end: a softmax over P",
+         "outputs": f"({T}, 2)"},
     ]))
 
 
@@ -317,7 +328,7 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
         fig.update_layout(height=360, margin=dict(l=10, r=10, t=60, b=10), xaxis_title=None, yaxis_title=None)
         with col:
             _chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
-    st.caption(f"Layer {layer + 1}, head {head + 1} of this model on your sentence, once with each mask (the same "
+    st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, once with each mask (the same "
                "weights): under GPT's causal mask every weight above the diagonal is exactly 0, so token i can use "
                "only the tokens before it.")
 
@@ -325,100 +336,117 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
 # ------------------------------------------------------------------------------------------ steps
 STEPS: list[Step] = [
     Step("tokens", "Text becomes tokens",
-         "BERT never sees letters or whole words. WordPiece cuts each word, longest match first, into pieces "
-         "its fixed vocabulary knows (a piece inside a word is written with ##); `[CLS]` opens the input and "
-         "`[SEP]` closes each sentence. Rare words cost several pieces.",
+         "BERT reads pieces from a fixed WordPiece vocabulary (about 30,000; 30,522 in the uncased release), not "
+         "letters or whole words. A common word is one piece; a rarer one is cut, longest match first, into "
+         "several (## marks a piece inside a word). The uncased models lower-case the text first. `[CLS]` opens "
+         "every input; `[SEP]` closes each sentence.",
          "The unaffordable rent upset everyone.", None, "pieces",
          "Try a made-up word", "The flibbertigibbet zorblaxed everyone.", None,
-         "tokenization", "Tokenization", view_tokens),
+         "tokenization", "Tokenization", view_tokens,
+         here="The pieces are {names} tokenizer's."),
     Step("embeddings", "Three embeddings make the input",
-         "Each token's input vector is the sum of three learned rows, then LayerNorm: the piece's **token** "
-         "embedding, its **segment** (sentence A or B) and its **position** (0, 1, 2, …). The same word twice "
-         "shares its token row; only position and segment tell the two apart at the input.",
+         "Each token's input vector is the sum of three learned rows, the piece's **token** embedding, its "
+         "**segment** (A or B) and its **position** (0, 1, 2, …), then LayerNorm (in the released code). The "
+         "same word twice shares its token row: at the input only position and segment tell the two apart. "
+         "The layers mix in the context: a word in two senses should end further apart than in one sense.",
          "I sat on the bank of the river.", "Then I went to the bank to get money.", "input_cosine",
          "Put “bank” in the same sense twice", "I went to the bank to get money.",
          "Then I went back to the bank to pay.", "embeddings", "Embeddings", view_embeddings,
-         r"x_t = \mathrm{LayerNorm}(E_{tok}[id_t] + E_{seg}[s_t] + E_{pos}[t])"),
+         r"x_t = \mathrm{LayerNorm}(E_{tok}[id_t] + E_{seg}[s_t] + E_{pos}[t])",
+         here="The cosines are {names}, for the repeated word the pair is about."),
     Step("masking", "Masked language modelling: choose 15%, then corrupt them",
-         "To pre-train, each ordinary token is **selected** with p = 15%, and the model must recover every "
-         "selected token from what it reads. A selected token is not always replaced by `[MASK]`: some become a "
-         "**random** token and some stay **unchanged**. Below, one draw; the question asks how often each case "
-         "happens.",
+         "To pre-train, BERT chooses 15% of the tokens at random (this app: each ordinary token with p = 15%) "
+         "and takes the loss at those only. A chosen token is not always replaced by `[MASK]`: some become a "
+         "**random** token, some stay **unchanged**. Below, one draw.",
          "She wrote the letter to her mother on a rainy Sunday afternoon.", None, "kept_share",
          "A longer sentence", "On a rainy Sunday afternoon she finally wrote the long letter to her old mother "
          "and posted it before the shop closed.", None, "masking", "Masking", view_masking,
          r"\mathcal{L}_{MLM} = -\frac{1}{|S|}\sum_{i \in S} \log p(x_i \mid \tilde{x})"),
     Step("predictions", "Filling a [MASK]",
          "At a `[MASK]` the final vector h goes through the MLM head and a softmax over the whole vocabulary: "
-         "one probability for every piece. The output matrix is the token-embedding matrix itself (tied).",
+         "one probability for every piece. In the released code the head is a dense layer, GELU and LayerNorm, "
+         "and its output matrix is the token-embedding matrix itself (tied).",
          "She [MASK] the letter to her mother.", None, "top_guess",
          "Mask the subject", "[MASK] wrote the letter to her mother.", None,
          "predictions", "Predictions", view_predictions,
-         r"p = \mathrm{softmax}\big(E_{tok}\,\mathrm{LN}(\mathrm{gelu}(W h + b)) + b_v\big)"),
+         r"p = \mathrm{softmax}\big(E_{tok}\,\mathrm{LN}(\mathrm{gelu}(W h + b)) + b_v\big)",
+         here="The guesses are {names}."),
     Step("both-sides", "BERT reads both sides",
          "BERT is **bidirectional**: a `[MASK]` is guessed from the words before it *and* after it. "
          "A left-to-right model (GPT) only has the words before. Cut the sentence after the gap and see "
          "whether the guess survives.",
-         "The [MASK] of France is Paris.", None, "right_context",
-         "Change the words after the gap", "The [MASK] of France is the euro.", None,
-         "predictions", "Predictions", view_both_sides),
+         "She put the [MASK] in the oven to bake.", None, "right_context",
+         "Change the words after the gap", "She put the [MASK] in the garage.", None,
+         "predictions", "Predictions", view_both_sides,
+         here="The guesses are {names}, with the whole sentence and with the words up to the gap."),
     Step("attention", "Attention: who looks at whom",
-         "In each layer every token builds a query, a key and a value; a head's weights say how much of each "
-         "token's value a token takes in. Each of the H heads of a layer does this separately.",
+         "In each layer every token builds a query, a key and a value; a head's weights (softmax of query · key) "
+         "say how much of each token's value a token takes in. Each head does this with its own smaller query, "
+         "key and value (BERT-base: 12 heads of 64 in 768); their outputs are joined and projected back.",
          "She gave the letter to her mother.", None, "attention_target",
          "A longer sentence", "After dinner she finally gave the long letter to her grateful mother.", None,
          "attention", "Attention", view_attention,
-         r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V"),
+         r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V",
+         here="The map is one of {names} heads."),
     Step("nsp", "Next-sentence prediction and [CLS]",
-         "BERT was also pre-trained on sentence pairs: half the time B really follows A, half the time it is "
-         "a random sentence. The final vector of `[CLS]` (through the pooler) feeds a two-way classifier: "
-         "IsNext or NotNext. Fine-tuning later trains `[CLS]` into the input of a task's classifier; before "
-         "that, a pre-trained `[CLS]` vector is not a good summary of the sentence on its own (for sentence "
-         "similarity, averaged token vectors or a model trained for it do better).",
+         "BERT was also pre-trained on sentence pairs: half the time B follows A, half the time B is a random "
+         "sentence from the corpus. The final `[CLS]` vector (through the pooler, in the released code) feeds a "
+         "two-way classifier, IsNext or NotNext: the paper's model reached 97-98% on it. Without fine-tuning, "
+         "the paper notes, that vector is not a meaningful sentence representation.",
          "She opened the door of the house.", "The room inside was dark and cold.", "next_sentence",
          "An unrelated sentence B", "She opened the door of the house.",
          "Penguins cannot fly but they swim very well.", "predictions", "Predictions", view_nsp),
     Step("layers", "Layer by layer",
-         "Each layer adds an attention update and a feed-forward update to every token's vector (the residual "
-         "stream). Reading the vector after each layer with the MLM head (the *logit lens*) shows when the "
-         "answer appears.",
+         "Each layer updates every token's vector twice: it adds the attention's output and normalises "
+         "(LayerNorm), then adds the feed-forward network's output and normalises again. BERT puts each "
+         "LayerNorm after its residual addition (post-LN). Reading the vector after each layer with the MLM "
+         "head (the *logit lens*) shows how far the answer has come.",
          "She [MASK] the letter to her mother.", None, "lens_layer",
-         "An easier blank", "The capital of France is [MASK].", None,
-         "layers", "Layers", view_layers, r"h_{l} = h_{l-1} + \mathrm{Attn}(h_{l-1}) + \mathrm{FFN}(\cdot)"),
+         "Another blank", "He drove the [MASK] to work.", None,
+         "layers", "Layers", view_layers,
+         r"h' = \mathrm{LN}\big(h + \mathrm{Attn}(h)\big),\quad h_{out} = \mathrm{LN}\big(h' + "
+         r"\mathrm{FFN}(h')\big)",
+         here="The ranks are read from {names} layers."),
     Step("knockout", "Knock out one head",
-         "A layer's heads work side by side; what they write is added into every token's vector. Does a `[MASK]` "
-         "guess need a given head? **Knock it out** (its output set to zero), run again, compare: head by head, "
-         "this ranks the last layer's heads by what the guess loses.",
+         "A layer's heads work side by side; their outputs are joined, projected and added to every token's "
+         "vector. Does a `[MASK]` guess need a given head? **Knock it out** (its output set to zero), run again, "
+         "compare: head by head, this ranks the last layer's heads by what the guess loses.",
          "She [MASK] the letter to her mother.", None, "knockout_head",
-         "Another blank", "The cat sat on the [MASK].", None,
+         "Another blank", "I drank a cup of [MASK] this morning.", None,
          "heads", "Heads & patching", view_knockout,
-         r"\mathrm{importance}(l,h) = \log p(y \mid x) - \log p\big(y \mid x;\ c^{(l)}_h = 0\big)"),
+         r"\mathrm{importance}(l,h) = \log p(y \mid x) - \log p\big(y \mid x;\ c^{(l)}_h = 0\big)",
+         here="The heads are {names} last layer's."),
     Step("anatomy", "How big is BERT?",
-         "BERT-base has 12 layers, 768-wide vectors and 12 heads; BERT-large 24 layers, 1,024 wide and 16 heads. "
-         "Every number is a learned parameter: the embedding tables, four attention matrices and a two-layer "
-         "feed-forward network per layer.",
+         "The paper's BERT-base has 12 layers, 768-wide vectors and 12 heads (110M parameters); BERT-large 24 "
+         "layers, 1,024 wide and 16 heads (340M). Every number is a learned parameter: the embedding tables, "
+         "four attention matrices (query, key, value, output) and a two-layer feed-forward network (3,072 wide "
+         "in BERT-base) per layer.",
          "She [MASK] the letter to her mother.", None, "bert_base_size",
-         "Count BERT-large instead of this model", "", None, "anatomy", "Model anatomy", view_anatomy),
+         "Count BERT-large instead of this model", "", None, "anatomy", "Model anatomy", view_anatomy,
+         here="On screen: {model}."),
     Step("pretraining", "Pre-training starts from nothing",
-         "Pre-training fits all those parameters to the MLM (and NSP) loss on a large corpus. A model with random "
-         "weights spreads its guess over the whole vocabulary; the loss then falls as it learns.",
+         "Pre-training fits all those parameters to the MLM and NSP losses: the paper's corpus was BooksCorpus "
+         "(800M words) and English Wikipedia (2,500M words), 1,000,000 steps of 256 sequences. A model with "
+         "random weights spreads its guess over the whole vocabulary; the loss then falls as it learns.",
          "The cat sat on the mat.", None, "initial_loss",
          "Another sentence", "Children like to play in the park after school.", None,
          "training", "Training", view_pretraining,
-         r"\mathcal{L} = -\log p_\theta(x_i \mid \tilde{x}) \text{ at each masked } i"),  # not its value: the answer
+         r"\mathcal{L} = -\log p_\theta(x_i \mid \tilde{x}) \text{ at each masked } i",  # not its value: the answer
+         here="The question's V is {names} vocabulary."),
     Step("fine-tuning", "Fine-tuning: classification, tagging, question answering",
-         "Fine-tuning puts a small new head on the pre-trained encoder and trains **every weight**, the "
-         "encoder's too, on labelled examples. A **classifier** reads the pooled `[CLS]` vector (one answer per "
-         "text); a **tagger** reads every token (one label per word); **question answering** reads question and "
-         "passage as one pair and scores each passage token as the answer's start and end.",
+         "Fine-tuning adds a small head and trains **every weight**, the encoder's too, on labelled examples. A "
+         "**classifier** reads one vector per text (the paper: the final `[CLS]`); a **tagger** scores every "
+         "token (the paper labels each word at its first piece); **question answering** learns a start and an "
+         "end vector: their dot products with the passage's tokens, softmaxed over the passage, pick where the "
+         "answer starts and ends.",
          "Ada Lovelace worked with Charles Babbage in London.", None, "head_sizes",
          "A longer sentence", "In 1843 Ada Lovelace published the first computer program, written for "
          "Charles Babbage's engine in London.", None, "finetuning", "Fine-tuning", view_fine_tuning),
     Step("bert-vs-gpt", "BERT versus GPT: one mask and one loss",
-         "BERT is an **encoder**: every token attends to every other. GPT is a **decoder**: its attention has a "
-         "**causal mask** (token i may only look at tokens up to i), it is trained to predict the next token, and "
-         "so it generates text left to right. BERT learns from the 15% of tokens it masks; GPT from every next "
-         "token.",
+         "BERT is an **encoder**: every token attends to every other. GPT (Radford et al. 2018) is a "
+         "**decoder**: a **causal mask** lets token i see only tokens up to i, and it is trained to predict the "
+         "next token, so it can generate text left to right. BERT's loss is taken at the 15% of tokens it "
+         "masks; GPT's at every next token.",
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
          "bert-vs-gpt", "BERT vs GPT", view_bert_vs_gpt,
@@ -433,7 +461,7 @@ QUESTION_INPUTS = {
     "pieces": ("text",), "input_cosine": ("text", "pair"), "kept_share": ("text", "pair", "seed"),
     "top_guess": ("text", "pair"), "right_context": ("text", "pair"), "attention_target": ("text", "pair"),
     "next_sentence": ("text", "pair"), "lens_layer": ("text", "pair"), "bert_base_size": (),
-    "initial_loss": ("text", "seed"), "head_sizes": ("text",), "learning_signal": ("text", "seed"),
+    "initial_loss": ("text", "seed"), "head_sizes": ("text", "seed"), "learning_signal": ("text", "seed"),
     "knockout_head": ("text", "pair"),
 }
 
@@ -447,6 +475,34 @@ def question_call(step: Step, text: str, pair: str | None, seed: int) -> tuple[C
 
 
 QUESTION_ERROR = "_lesson_question_error"  # this run's question message, so the view does not repeat it
+QUESTION_PAIR = "_lesson_question_pair"  # this run's sentence B (None: a single-sentence step), for messages
+
+
+def explain(step: Step, m) -> str:
+    """The step's text (the paper's BERT), then what the slide shows of the model on screen, named."""
+    here = step.here if step.question != "next_sentence" or m.has_nsp else \
+        "{model} has no NSP head: its question is about its segments."
+    if not here:
+        return step.explain  # the question names the model
+    name = model_name(m)
+    return f"{step.explain}\n\n*{questions.cap(here.format(model=name.long, names=name.possessive))}*"
+
+
+def answer_label(q) -> str:
+    """"the model's answer" only for what the model computed; "the tokenizer's answer", or "the answer" for a
+    rule, a count or a shape."""
+    return f"{q.answered_by}'s answer" if q.answered_by else "the answer"
+
+
+def in_the_box(message: str, pair: str | None) -> str:
+    """A message about the input, naming the box on the step (not the sidebar); "sentence A" only for a pair."""
+    box, box_b = "the box “This step's sentence”", "the box “Sentence B”"
+    message = re.sub(r"the text is empty: type a sentence( in the sidebar)?", f"sentence A is empty: type one in {box}",
+                     message)
+    message = message.replace("sentence A is empty: type some text", f"sentence A is empty: type one in {box}")
+    message = message.replace("sentence B is empty: type some text", f"sentence B is empty: type one in {box_b}")
+    message = message.replace("in the sidebar", f"in {box}")
+    return message if pair is not None else message.replace("sentence A", "the sentence")
 
 
 def ask(cur, step: Step, text: str, pair: str | None):
@@ -457,11 +513,12 @@ def ask(cur, step: Step, text: str, pair: str | None):
     """
     fn, args, kwargs = question_call(step, text, pair, cur.seed)
     st.session_state[QUESTION_ERROR] = None
+    st.session_state[QUESTION_PAIR] = pair
     try:
         return fn(cur.model, *args, run=functools.partial(model_cached, cur), **kwargs)
     except bert_core.BertCoreError as e:
         st.session_state[QUESTION_ERROR] = str(e)
-        st.info(f"This step's question needs another sentence: {e}.")
+        st.info(f"This step's question needs another sentence: {in_the_box(str(e), pair)}.")
         return None
 
 
@@ -494,13 +551,39 @@ def texts_in_url() -> None:
                 st.query_params[k] = v[:2000]
 
 
-def page_view(step: Step, m) -> dict[str, int]:
-    """What the step's full page should open on besides the sentence: the attention step's layer and head,
-    1-based as every page shows them (the Attention page reads ?layer=4&head=1 as its layer 4, head 1)."""
-    if step.question == "attention_target":
-        layer, head = questions.attention_layer_head(m)
-        return {"layer": layer + 1, "head": head + 1}
-    return {}
+PAGES_WITHOUT_TEXT = ("anatomy", "training", "finetuning")  # full pages that do not read the step's sentence
+
+
+def page_view(cur, step: Step, text: str, pair: str | None) -> dict:
+    """What the step's full page should open on besides the sentence: the layer and head the slide showed,
+    1-based as every page shows them (?layer=4&head=1 is layer 4, head 1), or the NSP section."""
+    m, run = cur.model, functools.partial(model_cached, cur)
+    try:
+        if step.question == "attention_target":
+            layer, head = questions.attention_head(m, text, pair, run=run)
+        elif step.question == "knockout_head":
+            layer, head = lesson_heads.top_head(run(bert_core.head_importance, text, pair,
+                                                    layers=lesson_heads.last_layer(m)))
+        elif step.question == "learning_signal":
+            layer, head = questions.attention_layer_head(m)
+        elif step.question == "next_sentence":
+            return {"section": "nsp"}
+        else:
+            return {}
+    except bert_core.BertCoreError:
+        return {}  # the step has said what its sentence needs
+    return {"layer": layer + 1, "head": head + 1}
+
+
+def link_markdown(cur, step: Step, text: str, pair: str | None, model_param: str | None) -> str:
+    """"[Open the full Attention page at layer 1, head 3 with this sentence ↗](/attention?...)"."""
+    view = page_view(cur, step, text, pair)
+    where = f" at layer {view['layer']}, head {view['head']}" if "layer" in view else ""
+    if step.page in PAGES_WITHOUT_TEXT:
+        return f"[Open the full {step.page_title} page ↗]({full_page_link(step, None, None, model_param)})"
+    section = " at its next-sentence section" if view.get("section") == "nsp" else ""
+    return (f"[Open the full {step.page_title} page{where}{section} with this sentence ↗]"
+            f"({full_page_link(step, text, pair, model_param, view)})")
 
 
 def built_truth(step: Step, text: str, pair: str | None) -> str | None:
@@ -515,10 +598,10 @@ def built_truth(step: Step, text: str, pair: str | None) -> str | None:
     return None
 
 
-def full_page_link(step: Step, text: str, pair: str | None, model_param: str | None,
-                   view: dict[str, int] | None = None) -> str:
-    """A link that opens the step's full page on the same sentence (and model, and layer and head)."""
-    q = {"text": text[:2000]}
+def full_page_link(step: Step, text: str | None, pair: str | None, model_param: str | None,
+                   view: dict | None = None) -> str:
+    """A link that opens the step's full page on the same sentence (and model, and layer and head, or section)."""
+    q = {"text": text[:2000]} if text is not None else {}
     if pair:
         q["pair"] = pair[:2000]
     if model_param:
@@ -626,8 +709,9 @@ def toggle_present() -> None:
         st.query_params.pop("present", None)
 
 
-def more_keys(k: int, n: int, reveal_args: tuple | None) -> None:
-    """Presenter mode's second keys (Page Down / Page Up, as clickers send, and Enter), on buttons kept out of sight.
+def more_keys(k: int, n: int, reveal_args: tuple | None, n_choices: int = 0) -> None:
+    """Presenter mode's second keys (Page Down / Page Up, as clickers send, and Enter), on buttons kept out of sight;
+    with `n_choices` (and a guess still open), the number keys 1-4 pick the guess.
 
     Each is a Streamlit button with its own shortcut: Streamlit listens on the whole document, so a key works
     whatever was clicked last (a guess, a chart), except while typing in a text box.
@@ -637,6 +721,16 @@ def more_keys(k: int, n: int, reveal_args: tuple | None) -> None:
         st.button("Back", key="lesson_back_pu", disabled=k == 1, on_click=move, args=(-1,), shortcut="PageUp")
         if reveal_args is not None:
             st.button("Reveal", key="lesson_reveal_enter", on_click=reveal, args=reveal_args, shortcut="Enter")
+            token, _, guess_key, _ = reveal_args
+            for i in range(min(n_choices, 4)):
+                st.button(f"Guess {i + 1}", key=f"lesson_pick_{i + 1}", on_click=pick, args=(guess_key, token, i),
+                          shortcut=str(i + 1))
+
+
+def pick(guess_key: str, token: str, i: int) -> None:
+    """A number key: choice i (0-based) becomes the guess, as a click on it would."""
+    st.session_state[guess_key] = i
+    keep_guess(guess_key, token)
 
 
 def model_summary(cur) -> str:

@@ -6,6 +6,7 @@ question computed (`bert_core.lesson.heads`), from the same shared cache.
 
 from __future__ import annotations
 
+import numpy as np
 import streamlit as st
 
 import bert_core
@@ -26,11 +27,15 @@ def view_knockout(cur, text, pair, revealed) -> None:
         return  # the step's question has said what to change
     pos = min(ko.guesses)
     if not revealed:
-        fig = importance_figure(imp, (layer, head), ko.top_full[pos])
+        # Relative to the framed head and without a scale or values: how much the guess loses is the answer.
+        fig = importance_figure(imp / max(float(np.nanmax(np.abs(imp))), 1e-12), (layer, head), ko.top_full[pos])
+        fig.update_traces(showscale=False, selector=dict(type="heatmap"))
+        fig.update_traces(hovertemplate="%{y}, %{x}<extra></extra>", customdata=None, selector=dict(type="scatter"))
         _chart(fig.update_layout(height=min(fig.layout.height, 380)), "lesson head importance", key="lesson-heads-imp")
-        st.caption(f"Each cell of the last layer: how much log p(guess) falls when that head alone is knocked out "
-                   f"(red: it helps; the Heads & patching page ranks every layer). The framed cell is layer "
-                   f"{layer + 1}, head {head + 1}. The guesses without it appear with the answer.")
+        st.caption(f"Each cell of the last layer: how much log p(guess) falls when that head alone is knocked out, "
+                   f"relative to the most important head (red: it helps; the Heads & patching page ranks every "
+                   f"layer). The framed cell is layer {layer + 1}, head {head + 1}. How much the guess loses "
+                   "appears with the answer.")
         return
     tokens, p_full, p_without = ko.guesses[pos]
     _chart(without_head_figure(tokens, p_full, p_without, f"without layer {layer + 1}, head {head + 1}"),

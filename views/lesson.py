@@ -40,7 +40,7 @@ else:
     right = left
 
 with left:
-    st.markdown(step.explain)
+    st.markdown(lesson.explain(step, cur.model))
 with right if present else left:  # on a projector the formula and the sentence sit above the view
     if step.formula:
         st.latex(step.formula)
@@ -68,18 +68,18 @@ with left:
                          disabled=revealed, label_visibility="collapsed", on_change=lesson.keep_guess,
                          args=(guess_key, token))
         if not revealed:
-            st.button("Reveal the model's answer", key="lesson_reveal", type="primary",
+            st.button(f"Reveal {lesson.answer_label(q)}", key="lesson_reveal", type="primary",
                       disabled=guess is None and not present, on_click=lesson.reveal,
                       args=(token, step.key, guess_key, q.answer), shortcut="Space" if present else None,
-                      help="Commit a guess first: the model's answer is computed now, from this sentence.")
+                      help="Commit a guess first: the answer is computed now, from this sentence.")
         else:
-            shown = lesson.plain(q.choices[q.answer])
+            shown, label = lesson.plain(q.choices[q.answer]), lesson.answer_label(q)
             if guess is None:
-                st.info(f"The model's answer: **{shown}**")
+                st.info(f"{label[0].upper()}{label[1:]}: **{shown}**")
             elif guess == q.answer:  # "right" means: the same as the model, which is not always the truth
-                st.success(f"Right, the same as the model's answer: **{shown}**")
+                st.success(f"Right, the same as {label}: **{shown}**")
             else:
-                st.error(f"Not this time: the model's answer is **{shown}**")
+                st.error(f"Not this time: {label} is **{shown}**")
             st.markdown(lesson.plain(q.reveal))
             truth = lesson.built_truth(step, text, pair)
             if truth is not None:
@@ -96,16 +96,14 @@ nav[0].button("Back" if present else "← Back", key="lesson_back", disabled=k =
 nav[1].button("Next" if present else "Next →", key="lesson_next", disabled=k == N, on_click=lesson.move,
               args=(1,), width="stretch", shortcut="Right" if present else None)
 if present:
-    nav[2].caption("Keys: → or Page Down next, ← or Page Up back, space or Enter reveals.")
-    lesson.more_keys(k, N, (token, step.key, guess_key, q.answer) if own_guess and not revealed else None)
+    nav[2].caption("Keys: → or Page Down next, ← or Page Up back, 1-4 pick a guess, space or Enter reveals.")
+    lesson.more_keys(k, N, (token, step.key, guess_key, q.answer) if own_guess and not revealed else None,
+                     len(q.choices) if q is not None else 0)
     lesson.presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
 else:
     model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \
         else cur.model_key
-    view = lesson.page_view(step, cur.model)
-    where = f" at layer {view['layer']}, head {view['head']}" if view else ""
-    nav[2].markdown(f"[Open the full {step.page_title} page{where} with this sentence ↗]"
-                    f"({lesson.full_page_link(step, text, pair, model_param, view)})")
+    nav[2].markdown(lesson.link_markdown(cur, step, text, pair, model_param))
 
 if not present:
     with side:

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..inspect.interventions import head_importance, knock_out
 from ..model.loaded import LoadedModel
-from .questions import Question, Run, direct
+from .naming import model_name
+from .questions import Question, Run, cap, direct
 
 # How the guess can fare without the head; "less sure" means it keeps the top spot at under 90% of its probability.
 KNOCKOUT_CHOICES = ("it stays the top guess, about as sure", "it stays the top guess, but clearly less sure",
@@ -53,10 +54,10 @@ def knockout_head(m: LoadedModel, text: str, text_pair: str | None = None, *, ru
     after = (f"the top guess becomes “{other}” ({p_without[tokens.index(other)]:.1%})" if answer == 2
              else f"“{guess}” stays on top")
     return Question(
-        prompt=f"The model's guess at the [MASK] is “{guess}” ({p_full[0]:.1%}). Of the {nh} heads of its last "
-               f"layer, head {head + 1} (layer {layer + 1}, head {head + 1}) is the one {leans} most. Knock that "
-               "one head out (its output set to zero, every other head of every layer untouched): what happens "
-               "to the guess?",
+        prompt=f"{cap(model_name(m).possessive)} guess at the [MASK] is “{guess}” ({p_full[0]:.1%}). Of the {nh} "
+               f"heads of its last layer, head {head + 1} (layer {layer + 1}, head {head + 1}) is the one {leans} "
+               "most. Knock that one head out (its output set to zero, every other head of every layer "
+               "untouched): what happens to the guess?",
         choices=KNOCKOUT_CHOICES, answer=answer,
         reveal=f"Without layer {layer + 1}, head {head + 1}: p(“{guess}”) {p_full[0]:.1%} → {p_without[0]:.1%} "
                f"(log p falls by {nats:.2f}); {after}. Knocked out one at a time, {small} of the {nh} heads of "

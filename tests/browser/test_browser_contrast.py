@@ -14,7 +14,7 @@ from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_browser_lesson import chromium, page, press, settle  # noqa: F401  (chromium, page: the same fixtures)
 
 import bert_core
-from bert_core.lesson.questions import attention_layer_head
+from bert_core.lesson.questions import attention_head
 from ui import lesson
 
 pytestmark = pytest.mark.browser
@@ -59,7 +59,7 @@ def test_no_colour_contrast_failure(page, path):  # noqa: F811
 def test_lesson_attention_link_opens_the_same_layer_and_head(page):  # noqa: F811
     """Step 6 names layer l, head h; its link opens the Attention page on layer l, head h (titles, selectors)."""
     k = next(i for i, s in enumerate(lesson.STEPS, 1) if s.question == "attention_target")
-    layer, head = (i + 1 for i in attention_layer_head(bert_core.load_model()))
+    layer, head = (i + 1 for i in attention_head(bert_core.load_model(), lesson.STEPS[k - 1].text))
     page.goto(f"{page.base}/lesson?step={k}", wait_until="domcontentloaded")
     settle(page)
     main = page.locator('[data-testid="stMain"]')

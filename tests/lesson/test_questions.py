@@ -49,17 +49,40 @@ def test_pieces_as_transformers_tokenizer_cuts_the_word(m, hf_tok):
     assert q.choices[q.answer] == str(n) and "unaffordable" in q.prompt
 
 
-def test_input_cosine_is_transformers_embedding_output(m, hf, hf_tok):
-    text, pair = "I sat on the bank of the river.", "Then I went to the bank to get money."
+BANK = ("I sat on the bank of the river.", "Then I went to the bank to get money.")  # step 2's pair
+BANK_SAME = ("I went to the bank to get money.", "Then I went back to the bank to pay.")  # its Try-this
+
+
+@pytest.mark.parametrize("text, pair, word, effect", [
+    (*BANK, "bank", "pulled them apart"),
+    (*BANK_SAME, "bank", "stay about as alike"),  # "went" repeats too: the pair is about "bank"
+    ("The bat flew out of the dark cave.", "He swung the bat at the ball.", "bat", None),  # "the": four times
+])
+def test_input_cosine_is_transformers_hidden_states_of_the_word_the_pair_is_about(m, hf, hf_tok, text, pair, word,
+                                                                                  effect):
     q = Q.input_cosine(m, text, pair)
-    word = q.prompt.split("”")[0].lstrip("“")
+    assert q.prompt.startswith(f"“{word}” occurs twice")
     enc, out = run(hf, hf_tok, text, pair)
     toks = hf_tok.convert_ids_to_tokens(enc["input_ids"][0])
     a, b = [i for i, t in enumerate(toks) if t == word][:2]
-    h0 = out.hidden_states[0][0]
-    cos = float(torch.nn.functional.cosine_similarity(h0[a], h0[b], dim=0))
-    assert f"cos = {cos:.3f}" in q.reveal
-    assert q.answer == Q._band(cos)
+    cos = [float(torch.nn.functional.cosine_similarity(h[0, a], h[0, b], dim=0)) for h in out.hidden_states]
+    assert f"cos = {cos[0]:.3f} at the input" in q.reveal and f"(layer 6) cos = {cos[-1]:.3f}" in q.reveal
+    assert q.answer == Q._band(cos[0])
+    # The conclusion follows the numbers: "pulled apart" only when the last layer's cosine is clearly lower.
+    want = Q.context_effect(cos[0], cos[-1])
+    assert want in q.reveal and (effect is None or effect in want)
+    assert ("pulled them apart" in q.reveal) == (cos[-1] < cos[0] - Q.MOVED)
+
+
+def test_the_lessons_pair_makes_its_point_on_the_bundled_model(m):
+    """Two senses of "bank" end further apart than one sense twice (the step's own sentences and its Try-this)."""
+    from ui import lesson
+
+    s = lesson.STEPS[lesson.KEYS.index("embeddings")]
+    assert (s.text, s.pair) == BANK and (s.try_text, s.try_pair) == BANK_SAME
+    two = Q.topic_word(Q.same_word(m, *BANK))
+    one = Q.topic_word(Q.same_word(m, *BANK_SAME))
+    assert two.word == one.word == "bank" and two.cos[-1] < one.cos[-1] - Q.MOVED
 
 
 def test_kept_share_counts_a_plain_loop_of_draws(m):
@@ -77,7 +100,7 @@ def test_kept_share_counts_a_plain_loop_of_draws(m):
         for o in row:
             sel += o != NOT_SELECTED
             kept += o == KEPT
-    assert f"{sel:,} tokens were selected" in q.reveal and f"{kept / sel:.1%} stayed unchanged" in q.reveal
+    assert f"{sel:,} tokens selected" in q.reveal and f"{kept / sel:.1%} unchanged" in q.reveal
 
 
 def test_top_guess_and_right_context_are_transformers_argmax(m, hf, hf_tok):
@@ -99,16 +122,32 @@ def test_top_guess_and_right_context_are_transformers_argmax(m, hf, hf_tok):
     assert f"“{a}”" in r.reveal and f"“{b}”" in r.reveal
 
 
-def test_attention_target_is_transformers_attention_argmax(m, hf, hf_tok):
-    text = "She gave the letter to her mother."
+@pytest.mark.parametrize("text", ["She gave the letter to her mother.",
+                                  "After dinner she finally gave the long letter to her grateful mother."])
+def test_attention_target_is_transformers_attention_of_the_head_that_links_words(m, hf, hf_tok, text):
+    from bert_core.finetune.qa import STOPWORDS
+
     q = Q.attention_target(m, text)
-    layer, head = Q.attention_layer_head(m)
     enc, out = run(hf, hf_tok, text)
     toks = hf_tok.convert_ids_to_tokens(enc["input_ids"][0])
-    row = out.attentions[layer][0, head, toks.index("mother")]
+    qi = toks.index("mother")
+    # A plain loop over every head: its top weight from "mother", kept when it lands on another word.
+    best_w, pick = -1.0, None
+    for layer, att in enumerate(out.attentions):
+        for head in range(att.shape[1]):
+            row = att[0, head, qi]
+            j = int(row.argmax())
+            if toks[j].isalnum() and j != qi and toks[j] not in ("[CLS]", "[SEP]") and float(row[j]) > best_w:
+                best_w, pick = float(row[j]), (layer, head)
+    layer, head = pick
+    assert Q.attention_head(m, text) == pick
+    assert f"layer {layer + 1}, head {head + 1} is the one" in q.prompt
+    row = out.attentions[layer][0, head, qi]
     best = int(row.argmax())
+    assert toks[best] != "[CLS]"  # a head that links words, not one parked on [CLS]
     assert q.choices[q.answer] == f"{toks[best]} (position {best})"
     assert f"{toks[best]} ({best}) {float(row[best]):.1%}" in q.reveal
+    assert any(c.split(" (")[0] not in STOPWORDS and c[0] != "[" for c in q.choices)  # a content word to pick
 
 
 def test_next_sentence_is_transformers_nsp(m, hf, hf_tok):
@@ -117,11 +156,14 @@ def test_next_sentence_is_transformers_nsp(m, hf, hf_tok):
     _, out = run(hf, hf_tok, a, b)
     p = out.seq_relationship_logits[0].softmax(-1)
     assert q.answer == int(p.argmax()) and f"p(IsNext) = {float(p[0]):.1%}" in q.reveal
+    # The paper's number, and how the model on screen differs from it.
+    assert "97-98%" in q.reveal and "MiniLM" in q.reveal and "often wrong" not in q.reveal
 
 
-def test_lens_layer_reads_transformers_hidden_states_with_its_head(m, hf, hf_tok):
-    q = Q.lens_layer(m, TEXT)
-    enc, out = run(hf, hf_tok, TEXT)
+@pytest.mark.parametrize("text", [TEXT, "He drove the [MASK] to work."])
+def test_lens_layer_reads_transformers_hidden_states_with_its_head(m, hf, hf_tok, text):
+    q = Q.lens_layer(m, text)
+    enc, out = run(hf, hf_tok, text)
     pos = int((enc["input_ids"][0] == hf_tok.mask_token_id).nonzero()[0])
     with torch.no_grad():
         logits = [hf.cls.predictions(h[0, pos]) for h in out.hidden_states]  # (V,) per state
@@ -130,8 +172,19 @@ def test_lens_layer_reads_transformers_hidden_states_with_its_head(m, hf, hf_tok
     first = len(ranks) - 1
     while first > 0 and ranks[first - 1] == 1:
         first -= 1
-    assert q.answer == first
-    assert q.reveal.endswith(f"layer {len(ranks) - 1}: {ranks[-1]}.") and f"the embeddings: {ranks[0]}," in q.reveal
+    half = (len(ranks) - 1) // 2
+    band = next(i for i, hi in enumerate((1, 10, 100, math.inf)) if ranks[half] <= hi)
+    assert q.answer == band and f"after layer {half} of 6" in q.prompt
+    assert f"After layer {half}: rank {ranks[half]:,}." in q.reveal
+    assert f"the embeddings: {ranks[0]:,}," in q.reveal and f"layer 6: {ranks[-1]:,};" in q.reveal
+    assert f"top guess from {'the embeddings' if first == 0 else f'layer {first}'} on" in q.reveal
+
+
+def test_lens_layer_answers_differ_across_sentences(m):
+    """The halfway rank is read from the sentence: not one answer for every sentence."""
+    answers = {Q.lens_layer(m, t).answer for t in (TEXT, "[MASK] wrote the letter to her mother.",
+                                                   "She put the [MASK] in the oven to bake.")}
+    assert len(answers) >= 2, answers
 
 
 def test_bert_base_size_is_transformers_parameter_count(m):
@@ -141,7 +194,9 @@ def test_bert_base_size_is_transformers_parameter_count(m):
     q = Q.bert_base_size(m)
     assert f"{n:,}" in q.reveal and q.choices[q.answer] == "about 110 million"
     ours = sum(p.numel() for p in m.model.parameters())  # the tied decoder is counted once
-    assert f"This model: {ours:,}," in q.reveal
+    assert f"this model (MiniLM: 6 layers, 384 wide, distilled from a BERT-sized model) has {ours / 1e6:.1f} " \
+           "million" in q.prompt  # asked as BERT-base's fact, with the model on screen beside it
+    assert f"distilled from a BERT-sized model): {ours:,}," in q.reveal and q.answered_by == ""
 
 
 def test_initial_loss_is_a_plain_cross_entropy_of_the_fresh_model(m):
@@ -184,6 +239,15 @@ def test_head_sizes_are_transformers_head_shapes(m, hf_tok):
         assert tag(**enc).logits.shape == (1, T, 9) and tag(**enc).logits.numel() == n_tag
     q = Q.head_sizes(m, text)
     assert q.choices[q.answer] == f"classifier {n_clf}, tagger {n_tag}"
+    assert "mean of its tokens' vectors" in q.reveal and "first piece" in q.reveal  # MiniLM's and the paper's
+
+
+def test_head_sizes_right_choice_moves_with_seed_and_sentence(m):
+    texts = ("Ada Lovelace worked with Charles Babbage in London.", "The cat sat on the mat.", "Paris is big.")
+    places = {Q.head_sizes(m, t, seed=s).answer for t in texts for s in range(4)}
+    assert len(places) >= 3, places
+    q, again = Q.head_sizes(m, texts[0], seed=1), Q.head_sizes(m, texts[0], seed=1)
+    assert q == again  # seeded: the same question for the whole class
 
 
 def test_learning_signal_counts_each_objectives_labels(m, hf_tok):
@@ -201,6 +265,14 @@ def test_learning_signal_counts_each_objectives_labels(m, hf_tok):
     q = Q.learning_signal(m, text)
     assert q.choices[q.answer] == f"BERT {mlm}, GPT {clm}", (q.choices, q.answer)
     assert f"each of its {T} input tokens" in q.reveal and "ELECTRA" in q.reveal
+
+
+def test_learning_signal_counts_a_typed_mask_and_an_unknown_piece(m, hf_tok):
+    text = "The [MASK] sat on the ☃ mat."
+    n = len(hf_tok(text, add_special_tokens=False)["input_ids"])  # [MASK] and [UNK] are pieces of the text
+    T = len(hf_tok(text)["input_ids"])
+    q = Q.learning_signal(m, text)
+    assert f"Your sentence is {n} pieces ({T} tokens with BERT's [CLS] and [SEP]" in q.prompt and T == n + 2
 
 
 def test_the_lesson_draws_the_bert_vs_gpt_pages_maps_which_are_transformers_attention(m, hf, hf_tok):
@@ -221,9 +293,61 @@ def test_the_lesson_draws_the_bert_vs_gpt_pages_maps_which_are_transformers_atte
     assert np.all(np.triu(r.attn_causal[layer, head], 1) == 0)
 
 
+def test_kept_share_gives_the_papers_reason_and_its_ablation(m):
+    q = Q.kept_share(m, TEXT, n_draws=50)
+    assert "mismatch between pre-training and fine-tuning" in q.reveal and "Table 8" in q.reveal
+    assert "84.3 vs 84.2" in q.reveal and "94.9 vs 95.4" in q.reveal and "learn nothing" not in q.reveal
+
+
+def test_model_names_come_from_the_config(m, tiny_dirs):
+    from bert_core.lesson.naming import model_name
+
+    n = model_name(m)
+    assert n.short == "MiniLM"
+    assert n.long == "this model (MiniLM: 6 layers, 384 wide, distilled from a BERT-sized model)"
+    tiny = bert_core.load_model("bundled")
+    assert model_name(tiny).long.startswith("this model (a tiny BERT: 4 layers, 256 wide")
+    base = bert_core.load_model(str(tiny_dirs["base"][0]))
+    c = base.config
+    assert model_name(base).long == f"this model (a BERT: {c.num_hidden_layers} layers, {c.hidden_size} wide)"
+
+
+def test_a_bert_base_shaped_model_is_called_bert_base(tmp_path):
+    from bench_analyze import make_checkpoint
+
+    from bert_core.lesson.naming import model_name
+
+    make_checkpoint(tmp_path)
+    big = bert_core.load_model(str(tmp_path), local_roots=[str(tmp_path)])
+    assert model_name(big).short == model_name(big).long == "BERT-base" and model_name(big).paper
+    q = Q.bert_base_size(big)
+    assert "BERT-base is the model on screen" in q.prompt and "million." not in q.prompt
+
+
 def test_a_question_that_cannot_be_asked_says_what_to_change(m):
     for fn, args in ((Q.pieces, ("...",)), (Q.input_cosine, ("No word repeats here.",)),
                      (Q.top_guess, ("No mask here.",)), (Q.lens_layer, ("No mask here.",)),
                      (Q.next_sentence, ("Only one sentence.", None))):
         with pytest.raises(bert_core.BertCoreError):
             fn(m, *args)
+
+
+def test_the_lessons_sentences_make_their_point_on_the_bundled_model(m):
+    """Each step's own sentence and its Try-this show what the slide says, on the model that ships."""
+    from ui import lesson
+
+    step = {s.key: s for s in lesson.STEPS}
+    both = step["both-sides"]
+    q, q_try = Q.right_context(m, both.text), Q.right_context(m, both.try_text)
+    assert q.choices[q.answer] == "no, a different word"  # cut after the gap, the guess changes
+    guess = Q.top_guess(m, both.text)
+    guess_try = Q.top_guess(m, both.try_text)
+    # Changing only the words after the gap changes the guess: "bread" for the oven, "car" for the garage.
+    assert (guess.choices[guess.answer], guess_try.choices[guess_try.answer]) == ("bread", "car"), (q_try.reveal,)
+    nsp = step["nsp"]
+    assert Q.next_sentence(m, nsp.text, nsp.pair).answer == 0  # the real next sentence: IsNext
+    assert Q.next_sentence(m, nsp.try_text, nsp.try_pair).answer == 1  # the penguins: NotNext
+    for s in (step["predictions"], step["layers"], step["knockout"]):
+        for text in (s.text, s.try_text):
+            q = Q.top_guess(m, text)
+            assert q.choices[q.answer] in ("sent", "she", "car", "coffee"), (text, q.reveal)

@@ -59,6 +59,7 @@ def walk(at: AppTest, m: bert_core.LoadedModel, guess_right: bool = True) -> int
             shown = lesson.plain(q.choices[q.answer])
             alerts = [a.value for a in (*at.success, *at.error)]
             assert len(alerts) == 1 and shown in alerts[0], (i, alerts, shown)
+            assert lesson.answer_label(q) in alerts[0]  # "the model's answer" only for what the model computed
             assert (len(at.success) == 1) == (guess == q.answer)
             assert any(lesson.plain(q.reveal) == md.value for md in at.markdown), i
         if i < N:
@@ -83,7 +84,7 @@ def test_a_wrong_guess_is_counted_wrong():
     at = open_lesson()
     at.radio[0].set_value(0).run()  # "1 piece": "unaffordable" is several pieces in bert-base-uncased's vocabulary
     at.button(key="lesson_reveal").click().run()
-    assert at.error and "the model's answer is" in at.error[0].value
+    assert at.error and "the tokenizer's answer is" in at.error[0].value  # the tokenizer cut it, not the model
     assert at.metric[0].value == "0 / 1"
 
 
@@ -93,7 +94,7 @@ def test_reveal_needs_a_guess_first_but_not_in_presenter_mode():
     at = open_lesson({"present": "1"})
     assert not at.button(key="lesson_reveal").disabled
     at.button(key="lesson_reveal").click().run()
-    assert at.info and "The model's answer" in at.info[0].value
+    assert at.info and "The tokenizer's answer" in at.info[0].value
 
 
 def _blocks(node):
@@ -101,6 +102,46 @@ def _blocks(node):
     yield node
     for c in getattr(node, "children", {}).values():
         yield from _blocks(c)
+
+
+def step_of(question: str) -> int:
+    return next(i for i, s in enumerate(lesson.STEPS, start=1) if s.question == question)
+
+
+@pytest.mark.parametrize("question, label", [("kept_share", "The answer"), ("bert_base_size", "The answer"),
+                                             ("head_sizes", "The answer"), ("learning_signal", "The answer"),
+                                             ("top_guess", "The model's answer")])
+def test_only_what_the_model_computed_is_called_the_models_answer(question, label):
+    at = open_lesson({"step": str(step_of(question)), "present": "1"})
+    assert at.button(key="lesson_reveal").label == f"Reveal {label[0].lower()}{label[1:]}"
+    at.button(key="lesson_reveal").click().run()
+    assert at.info and at.info[0].value.startswith(f"{label}:"), at.info[0].value
+
+
+def test_number_keys_pick_a_guess_in_presenter_mode():
+    at = open_lesson({"step": str(step_of("top_guess")), "present": "1"})
+    keys = [at.button(key=f"lesson_pick_{i}") for i in range(1, 5)]
+    assert [b.proto.shortcut for b in keys] == ["1", "2", "3", "4"]
+    keys[2].click().run()
+    assert_ok(at)
+    assert at.radio[0].value == 2
+    at.button(key="lesson_reveal").click().run()
+    q = expected(bert_core.load_model(), step_of("top_guess"))
+    assert (len(at.success) == 1) == (q.answer == 2)
+    at = open_lesson({"step": str(step_of("top_guess"))})
+    with pytest.raises(KeyError):  # no number keys outside presenter mode
+        at.button(key="lesson_pick_1")
+
+
+def test_every_slide_names_the_model_it_runs():
+    at = open_lesson()
+    m = bert_core.load_model()
+    for i in range(1, N + 1):
+        text = " ".join(md.value for md in (*at.markdown, *at.caption))
+        assert "MiniLM" in text, (i, text[:300])
+        assert lesson.explain(lesson.STEPS[i - 1], m) in [md.value for md in at.markdown]
+        if i < N:
+            at.button(key="lesson_next").click().run()
 
 
 def test_step_in_the_url_and_presenter_mode():
@@ -148,10 +189,56 @@ def test_try_this_changes_the_sentence_in_one_click():
     assert lesson.plain(q.reveal) in [md.value for md in at.markdown]
 
 
+def link_of(at: AppTest) -> tuple[str, str, dict]:
+    """The step's full-page link: (its words, its path, its query)."""
+    import urllib.parse
+
+    md = next(md.value for md in at.markdown if "Open the full" in md.value)
+    words, href = md[1:].split("](", 1)
+    url = urllib.parse.urlparse(href.rstrip(")"))
+    return words, url.path, {k: v[0] for k, v in urllib.parse.parse_qs(url.query).items()}
+
+
 def test_full_page_link_carries_the_sentence():
     at = open_lesson({"step": "4"})
     link = next(md.value for md in at.markdown if "Open the full Predictions page" in md.value)
     assert "(/predictions?text=She+%5BMASK%5D+the+letter+to+her+mother." in link
+
+
+def test_full_page_links_open_what_the_slide_showed():
+    from bert_core.lesson import heads as H
+    from bert_core.lesson import questions as Q
+
+    m = bert_core.load_model()
+    k = step_of("attention_target")
+    layer, head = Q.attention_head(m, lesson.STEPS[k - 1].text)
+    at = open_lesson({"step": str(k)})
+    words, path, q = link_of(at)
+    assert path == "/attention" and (q["layer"], q["head"]) == (str(layer + 1), str(head + 1))
+    assert f"at layer {layer + 1}, head {head + 1}" in words and q["text"] == lesson.STEPS[k - 1].text
+    assert f"layer {layer + 1}, head {head + 1}" in " ".join(c.value for c in at.caption)  # the slide's own words
+
+    k = step_of("knockout_head")
+    s = lesson.STEPS[k - 1]
+    layer, head = H.top_head(bert_core.head_importance(m, s.text, None, layers=H.last_layer(m)))
+    words, path, q = link_of(open_lesson({"step": str(k)}))
+    assert path == "/heads" and (q["layer"], q["head"]) == (str(layer + 1), str(head + 1)) and q["text"] == s.text
+
+    k = step_of("learning_signal")
+    layer, head = Q.attention_layer_head(m)
+    at = open_lesson({"step": str(k)})
+    words, path, q = link_of(at)
+    assert path == "/bert-vs-gpt" and (q["layer"], q["head"]) == (str(layer + 1), str(head + 1))
+    assert f"Layer {layer + 1}, head {head + 1}" in " ".join(c.value for c in at.caption)
+
+    k = step_of("next_sentence")
+    s = lesson.STEPS[k - 1]
+    words, path, q = link_of(open_lesson({"step": str(k)}))
+    assert path == "/predictions" and q["section"] == "nsp" and (q["text"], q["pair"]) == (s.text, s.pair)
+
+    for question in ("bert_base_size", "initial_loss", "head_sizes"):  # pages that do not read the sentence
+        words, path, q = link_of(open_lesson({"step": str(step_of(question))}))
+        assert "with this sentence" not in words and "text" not in q, (question, words, q)
 
 
 def test_a_bert_base_sized_checkpoint(tmp_path, monkeypatch):
@@ -165,6 +252,7 @@ def test_a_bert_base_sized_checkpoint(tmp_path, monkeypatch):
     m = bert_core.load_model(str(d), local_roots=[str(tmp_path)])
     assert m.config.num_hidden_layers == 12 and m.config.hidden_size == 768
     walk(at, m, guess_right=False)
+    assert "of BERT-base, once with each mask" in " ".join(c.value for c in at.caption)  # step 13 names it
 
 
 @pytest.mark.parametrize("fam", ["roberta", "distilbert", "albert"])
@@ -223,7 +311,7 @@ def test_a_steps_question_and_view_share_one_computation(i, passes, monkeypatch)
 
 
 def test_a_bad_sentence_gets_one_message_not_two():
-    """The question and the view fail on the same input: each step says so once."""
+    """The question and the view fail on the same input: each step says so once, naming the step's own box."""
     bad = {k: HOSTILE[k] for k in ("empty", "whitespace", "only specials")}
     for i in range(1, N + 1):
         at = open_lesson({"step": str(i)})
@@ -233,6 +321,12 @@ def test_a_bad_sentence_gets_one_message_not_two():
             messages = [x.value for x in (*at.info, *at.warning, *at.error)]
             reads_text = "text" in lesson.QUESTION_INPUTS[lesson.STEPS[i - 1].question]
             assert len(messages) == (1 if reads_text else 0), (i, name, messages)
+            for msg in messages:
+                assert "sidebar" not in msg and "non-empty lines" not in msg, (i, name, msg)
+                if lesson.STEPS[i - 1].pair is None:
+                    assert "sentence A" not in msg, (i, name, msg)
+                if name != "only specials":
+                    assert "“This step's sentence”" in msg, (i, name, msg)
 
 
 def texts(at: AppTest) -> str:
@@ -250,11 +344,11 @@ def test_no_answer_shows_before_the_reveal():
     assert not at.get("plotly_chart") and "ln V" not in texts(at)  # the curve starts at the answer
     at.radio[0].set_value(2).run()
     at.button(key="lesson_reveal").click().run()
-    assert at.get("plotly_chart") and "paper" not in texts(at)
+    assert at.get("plotly_chart") and "The paper's reason" not in texts(at)  # the masking step's reveal stays there
     at = open_lesson({"step": str(step["masking"])})
     at.radio[0].set_value(1).run()
     at.button(key="lesson_reveal").click().run()
-    assert lesson.plain("The paper's reason") in texts(at) and lesson.plain("fine-tuned") in texts(at)
+    assert lesson.plain("The paper's reason") in texts(at) and lesson.plain("mismatch") in texts(at)
 
 
 def test_nsp_says_right_means_the_model_and_shows_the_truth_of_a_built_pair():
@@ -293,3 +387,55 @@ def test_presenter_mode_names_the_model_and_has_a_way_out():
     assert "present" not in at.query_params and at.query_params["step"] == "3"
     assert at.toggle(key="lesson_present").value is False and at.text_input  # the normal page, boxes and all
     assert not at.button(key="lesson_next").proto.shortcut  # no keys outside presenter mode
+
+
+def chart_specs(at: AppTest) -> dict[str, dict]:
+    """The plotly figures on the page, by key, as the JSON the browser receives."""
+    import json
+
+    return {c.key: json.loads(c.proto.spec) for c in at.get("plotly_chart")}
+
+
+def reveal_step(question: str) -> AppTest:
+    at = open_lesson({"step": str(step_of(question)), "present": "1"})
+    at.button(key="lesson_reveal").click().run()
+    assert_ok(at)
+    return at
+
+
+def test_step_1_shows_the_pieces_the_model_reads():
+    at = reveal_step("pieces")
+    chips = next(md.value for md in at.markdown if "<span" in md.value and "[CLS]" in md.value)
+    assert ">the<br>" in chips and ">The<br>" not in chips  # lower-cased, as the uncased tokenizer reads it
+    assert ">##able<br>" in chips
+
+
+def test_step_5s_two_charts_share_one_scale():
+    specs = chart_specs(reveal_step("right_context"))
+    both, left = specs["lesson-both"], specs["lesson-left"]
+    assert both["layout"]["xaxis"]["range"] == left["layout"]["xaxis"]["range"]
+
+
+def test_step_4_says_how_positions_are_counted():
+    specs = chart_specs(reveal_step("top_guess"))
+    assert "[CLS] is 0" in json_title(specs["lesson-pred"])
+
+
+def json_title(spec: dict) -> str:
+    t = spec["layout"]["title"]
+    return t["text"] if isinstance(t, dict) else t
+
+
+def test_step_9_hides_how_much_the_guess_loses_before_the_reveal():
+    at = open_lesson({"step": str(step_of("knockout_head"))})
+    spec = chart_specs(at)["lesson-heads-imp"]
+    heat = next(t for t in spec["data"] if t["type"] == "heatmap")
+    dots = next(t for t in spec["data"] if t["type"] == "scatter")
+    assert heat["showscale"] is False and "customdata" not in dots and "falls by" not in dots["hovertemplate"]
+    assert heat["zmax"] == 1.0  # relative to the framed head, not in nats
+
+
+def test_step_11_labels_each_curve_with_its_own_vocabulary():
+    spec = chart_specs(reveal_step("initial_loss"))["lesson-pretrain"]
+    notes = " ".join(a["text"] for a in spec["layout"]["annotations"])
+    assert "its V = 12,000" in notes and "a fresh model with V = 30,522" in notes and "this model's V" not in notes
