@@ -24,6 +24,8 @@ import numpy as np
 import torch
 
 from ..errors import BertCoreError
+from ..finetune.finetuning import default_pooling
+from ..finetune.qa import STOPWORDS
 from ..inspect.analysis import analyze
 from ..inspect.input_tables import split_words
 from ..inspect.masking_view import masking_stats
@@ -36,8 +38,6 @@ from ..model.counts import param_counts
 from ..model.loaded import LoadedModel
 from ..model.loading import MINILM_NAME
 from ..model.token_heads import BertForTokenClassification
-from ..finetune.finetuning import default_pooling
-from ..finetune.qa import STOPWORDS
 from ..train.trainer import PRESETS, evaluate_mlm, new_model
 from .naming import model_name
 
