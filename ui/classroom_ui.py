@@ -239,16 +239,6 @@ def _take_step(v: View) -> None:
 
 
 # ------------------------------------------------------------------------------------------ hook 2
-def question_token(model_key: str, k: int, text: str, pair: str | None, q) -> str:
-    """What makes a Lesson question one question: model, step, sentence, pair, prompt and choices ("" for none).
-
-    Any change of sentence or pair (step 7's "Try this" keeps the prompt and the choices) is a new question:
-    its guess, its class vote, its split and its reveal start empty."""
-    if q is None:
-        return ""
-    return "\x1f".join((model_key, str(k), text, "\x00" if pair is None else pair, q.prompt, *q.choices))
-
-
 def question_id(token: str) -> str:
     """A short id of the Lesson's question token (model, step, sentence(s), prompt, choices)."""
     return hashlib.sha256(token.encode()).hexdigest()[:16]
@@ -292,12 +282,12 @@ def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
             c1.button("Hide the split" if v.split_shown else "Show the class's split", key="class_split",
                       on_click=show_split, args=(not v.split_shown,), width="stretch",
                       help="The projector shows how the class's guesses split, before the answer.")
-            c2.button("Reveal the model's answer", key="lesson_reveal", type="primary", on_click=reveal,
+            c2.button(f"Reveal {lesson.answer_label(q)}", key="lesson_reveal", type="primary", on_click=reveal,
                       args=(question.qid, q.answer, token, lesson.STEPS[k - 1].key), width="stretch",
                       shortcut="Space" if lesson.presenting() else None,  # the presenter's key, as for one laptop
                       help="The answer, computed by the model from this sentence, goes to every device.")
         else:
-            st.info(f"The model's answer: **{lesson.plain(q.choices[q.answer])}**")
+            st.info(f"{lesson.answer_label(q, capital=True)}: **{lesson.plain(q.choices[q.answer])}**")
             st.markdown(lesson.plain(q.reveal))
         _teacher_live(live.code, live.secret, question.qid)
     return v.revealed
@@ -345,12 +335,13 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
             return False
         if v.revealed:
             shown = lesson.plain(v.question.choices[v.answer])
+            label = lesson.answer_label(q) if q is not None else "the answer"
             if v.my_vote is None:
-                st.info(f"The model's answer: **{shown}**")
+                st.info(f"{label[0].upper()}{label[1:]}: **{shown}**")
             elif v.my_vote == v.answer:
                 st.success(f"Right: **{shown}**")
             else:
-                st.error(f"Not this time: the model's answer is **{shown}**")
+                st.error(f"Not this time: {label} is **{shown}**")
             if q is not None and tuple(q.choices) == v.question.choices:
                 st.markdown(lesson.plain(q.reveal))
             if v.tally is not None:

@@ -103,11 +103,11 @@ def handout_html(cur, live) -> str:
             q = lesson.ask(cur, s, text, pair)
         hush.empty()
         note = st.session_state.get(lesson.QUESTION_ERROR) or ""
-        page = handout_doc.StepPage(i, s.title, s.explain, s.formula, text, pair,
+        page = handout_doc.StepPage(i, s.title, lesson.explain(s, cur.model), s.formula, text, pair,
                                     note=f"This step's question needs another sentence: {note}." if note else "",
                                     charts=charts.get(s.key, ()), splits=tuple(splits.get(i, ())))
         if q is not None:
-            token = f"{cur.model_key}|{i}|{q.prompt}|{'|'.join(q.choices)}"  # views/lesson.py's question token
+            token = lesson.question_token(cur.model_key, i, text, pair, q)  # the page's own question token
             page = dataclasses.replace(page, prompt=q.prompt, choices=tuple(q.choices), answer=q.answer,
                                        reveal=q.reveal, guess=guesses.get(token))
         pages.append(page)

@@ -488,10 +488,21 @@ def explain(step: Step, m) -> str:
     return f"{step.explain}\n\n*{questions.cap(here.format(model=name.long, names=name.possessive))}*"
 
 
-def answer_label(q) -> str:
+def question_token(model_key: str, k: int, text: str, pair: str | None, q) -> str:
+    """What makes a Lesson question one question: model, step, sentence, pair, prompt and choices ("" for none).
+
+    Any change of sentence or pair (step 7's "Try this" keeps the prompt and the choices) is a new question:
+    its guess, its class vote, its split and its reveal start empty."""
+    if q is None:
+        return ""
+    return "\x1f".join((model_key, str(k), text, "\x00" if pair is None else pair, q.prompt, *q.choices))
+
+
+def answer_label(q, capital: bool = False) -> str:
     """"the model's answer" only for what the model computed; "the tokenizer's answer", or "the answer" for a
-    rule, a count or a shape."""
-    return f"{q.answered_by}'s answer" if q.answered_by else "the answer"
+    rule, a count or a shape (capital: as a sentence's first words)."""
+    label = f"{q.answered_by}'s answer" if q.answered_by else "the answer"
+    return f"{label[0].upper()}{label[1:]}" if capital else label
 
 
 def in_the_box(message: str, pair: str | None) -> str:

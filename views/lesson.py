@@ -54,7 +54,7 @@ with right if present else left:  # on a projector the formula and the sentence 
 with lesson.busy(cur, k, text, pair, "question", "The model is computing this step's question…"):
     q = lesson.ask(cur, step, text, pair)
 # A question is its sentence too: a new sentence or pair opens a new question (a new guess, a new class vote).
-token = classroom_ui.question_token(cur.model_key, k, text, pair, q)
+token = lesson.question_token(cur.model_key, k, text, pair, q)
 revealed = token in st.session_state.get("lesson_revealed", set())
 revealed = classroom_ui.question_ui(live, left, q, token, k, text, pair, revealed)  # the class's question, if any
 

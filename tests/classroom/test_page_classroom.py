@@ -251,7 +251,7 @@ def test_a_new_sentence_or_pair_is_a_new_question(backend, how):
 
 def test_the_question_token_holds_the_sentence_and_the_pair():
     q = computed(7)
-    tok, qid = classroom_ui.question_token, classroom_ui.question_id
+    tok, qid = lesson.question_token, classroom_ui.question_id
     a = tok("m", 7, "A.", "B.", q)
     assert a != tok("m", 7, "A.", "C.", q) != tok("m", 7, "A.", None, q)
     assert a != tok("m", 7, "A2.", "B.", q) != tok("n", 7, "A.", "B.", q) != tok("m", 8, "A.", "B.", q)
