@@ -9,6 +9,8 @@ model < objectives < inspect < train < runs, and figures apart.
     t.predictions                                    # {position: [(token, prob), ...]}
 """
 
+__version__ = "0.1.0"
+
 from .errors import BertCoreError
 from .inspect.analysis import EmbeddingParts, Trace, analyze, analyze_encoding, position_similarity
 from .inspect.attribution import attention_rollout, head_stats, salience
