@@ -130,4 +130,4 @@ SEED = {view.seed!r}
 
 def show_table(df_expr: str, title: str) -> str:
     """Code that prints a table of the page's numbers (probabilities and weights to 4 decimals)."""
-    return f'print({title!r})\nprint(({df_expr}).round(4).to_string(index=False))'
+    return f'print({title!r})\nprint(({df_expr}).round(4).to_string(index=False), end="\\n\\n")'

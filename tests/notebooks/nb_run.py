@@ -52,12 +52,12 @@ def stdout_of(nb: nbformat.NotebookNode) -> str:
 
 
 def printed_table(stdout: str, title: str) -> str:
-    """The table printed under `title` (up to the next blank line or the next title-like line)."""
+    """The table printed under `title` (up to the blank line after it), each line's end spaces dropped."""
     lines = stdout.splitlines()
     i = lines.index(title)
     out = []
     for line in lines[i + 1:]:
         if not line.strip():
             break
-        out.append(line)
+        out.append(line.rstrip())
     return "\n".join(out)

@@ -2,8 +2,9 @@
 
 import tomllib
 
-import bert_core
 from nb_run import ROOT
+
+import bert_core
 
 
 def test_version_matches_pyproject():
