@@ -100,10 +100,9 @@ def setup(view: View, settings_code: str, imports: str = "") -> list:
             "**The page showed a model trained in the app's session.** Its weights stay in the app, so this "
             f"notebook loads the bundled `{FALLBACK_MODEL}` instead: the cells run the same computation, but the "
             "numbers are that model's, not the ones on the page."))
-        model, roots = FALLBACK_MODEL, ""
+        model = FALLBACK_MODEL
     else:
-        model = view.model
-        roots = ", local_roots=[MODEL]" if view.source == "local" else ""
+        model = view.model  # a bundled name, a hub id or a folder: load_model takes each
     cells.append(md("## 2. The model and the input", "The same model, text and settings as on the page."))
     cells.append(code(f"""
 import pandas as pd
@@ -113,7 +112,7 @@ import bert_core
 
 pd.set_option("display.width", 200)
 MODEL = {model!r}
-model = bert_core.load_model(MODEL{roots})
+model = bert_core.load_model(MODEL)
 n_params = sum(p.numel() for p in model.model.parameters())
 cfg = model.config
 print(f"{{model.name}}: {{cfg.num_hidden_layers}} layers, {{cfg.hidden_size}} wide, {{cfg.num_attention_heads}} heads; "

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .cells import FALLBACK_MODEL as FALLBACK
 from .cells import View, code, md, show_table
 
 
@@ -338,6 +339,66 @@ labels = [f"{i} {t}" for i, t in enumerate(tokens)]
     ]
 
 
+def compare(v: View):
+    imports = "from bert_core.inspect.compare import agreement_rows, run_model, summary_rows, token_table"
+    return imports, [
+        md("## 3. The same text through several models",
+           "Each model reads the text through its **own** tokenizer (WordPiece `##`, byte-level BPE `Ġ`, "
+           "SentencePiece `▁`), and each typed [MASK] becomes its own mask token. Top-k overlap = |A ∩ B| / |A ∪ B| "
+           "of two models' top-k word sets. (A model trained in the app's session stays there: `\"session\"` "
+           f"below loads the bundled `{FALLBACK}` in its place.)"),
+        code(f"""
+models = [bert_core.load_model({FALLBACK!r} if name == "session" else name) for name in MODELS]
+runs = [run_model(m, TEXT, top_k=K) for m in models]
+names = [r.name for r in runs]
+for i, r in enumerate(runs):  # two models may share a display name: number them, as the page does
+    if names.count(r.name) > 1:
+        runs[i] = type(r)(**{{**r.__dict__, "name": f"{{r.name}} #{{i + 1}}"}})
+print(pd.DataFrame(summary_rows(runs)).to_string(index=False))  # its times are this machine's
+print()
+""" + show_table("pd.DataFrame(token_table(runs))", "Tokens side by side") + """
+n_masks = min((len(r.predictions) for r in runs if r.has_mlm), default=0)
+rows = [{"model": r.name, "mask": j + 1, "candidate": t, "p": p}
+        for r in runs if r.has_mlm for j in range(n_masks) for t, p in r.predictions[j]]
+""" + show_table("pd.DataFrame(rows)", "Guesses at each [MASK]") + """
+if n_masks:
+""" + "    " + show_table("pd.DataFrame(agreement_rows(runs))", "Agreement").replace("\n", "\n    ")),
+    ]
+
+
+def similarity(v: View):
+    imports = ("from bert_core.figures.similarity import cosine_heatmap\n"
+               "from bert_core.inspect.sentences import cosine_matrix, nearest\n"
+               "from bert_core.model.loading import SENTENCE_MODEL_NAME\n"
+               "from bert_core.train.tasks import search_sentences")
+    return imports, [
+        md("## 3. Sentence vectors and their cosines",
+           "The last layer's token vectors h₁…h_T are pooled into one vector e per sentence; two sentences are as "
+           "similar as the cosine of their vectors:",
+           "",
+           r"$$e_{\text{mean}} = \frac{1}{T}\sum_{t=1}^{T} h_t \qquad "
+           r"\cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}$$",
+           "",
+           "A BERT pre-trained only with masked words was never asked to make e mean anything; Sentence-BERT "
+           "(Reimers & Gurevych, 2019) fine-tunes the encoder so that it does (all-MiniLM-L6-v2 is such a model)."),
+        code("""
+sim_model = bert_core.load_model(SENTENCE_MODEL_NAME) if SENTENCE_MODEL else model
+e = bert_core.sentence_embedding(sim_model, tuple(SENTENCES), POOLING, True)  # (N, H), unit length
+cos = cosine_matrix(e)  # (N, N)
+cosine_heatmap(cos, SENTENCES, f"cos between {POOLING}-pooled vectors ({sim_model.name})").show()
+""" + show_table("pd.DataFrame(cos, columns=[str(i + 1) for i in range(len(SENTENCES))])",
+                 "Cosines (row i, column j: sentences i and j, from 1)")),
+        md("## 4. Search", "The text is the query; the corpus is the built-in WordNet example sentences."),
+        code("""
+corpus = tuple(search_sentences())
+corpus_e = bert_core.sentence_embedding(sim_model, corpus, POOLING, True)
+q = bert_core.sentence_embedding(sim_model, (TEXT.strip()[:2000],), POOLING, True)[0]
+hits = nearest(q, corpus_e, list(corpus), k=5)
+""" + show_table("pd.DataFrame([{'rank': i + 1, 'cosine': round(h.cosine, 4), 'sentence': h.text} "
+                 "for i, h in enumerate(hits)])", "Nearest sentences")),
+    ]
+
+
 PAGES: dict[str, PageSpec] = {
     "tokenization": PageSpec("Tokenization", {}, tokenization),
     "embeddings": PageSpec("Embeddings", {"n_dims": "hidden dimensions shown (the first N)",
@@ -361,4 +422,9 @@ PAGES: dict[str, PageSpec] = {
                       heads),
     "bert_vs_gpt": PageSpec("BERT vs GPT", {"layer": "layer, from 0", "head": "head, from 0",
                                             "token_cap": "tokens shown"}, bert_vs_gpt),
+    "compare": PageSpec("Compare", {"models": "the models compared (\"session\": one trained in the app)",
+                                    "k": "candidates per [MASK]"}, compare),
+    "similarity": PageSpec("Sentence similarity", {"sentence_model": "all-MiniLM-L6-v2 instead of MODEL",
+                                                   "pooling": "mean, cls, pooler or max",
+                                                   "sentences": "the sentences compared"}, similarity),
 }

@@ -183,3 +183,25 @@ def test_hostile_text_stays_a_literal():
             assert "<script" not in cell.source and "<img" not in cell.source
     assert f"TEXT = {evil!r}" in "\n".join(c.source for c in nb.cells)
     json.loads(notebook_bytes(v))
+
+
+def test_compare(kernel):
+    at, view, out = page_notebook("compare", kernel, cmp_k=("slider", 3))
+    assert view.settings == {"models": ["bundled-minilm", "bundled"], "k": 3}
+    shown = [d.value for d in at.dataframe if list(d.value.columns) == ["candidate", "p"]]  # per model, per [MASK]
+    printed = printed_table(out, "Guesses at each [MASK]").splitlines()[1:]
+    assert [(c, f"{p:.4f}") for d in shown for c, p in zip(d["candidate"], d["p"])] == \
+        [tuple(ln.split()[-2:]) for ln in printed]
+    same(out, "Tokens side by side", page_frame(at, "position", "bundled-minilm"))
+    same(out, "Agreement", page_frame(at, "top-1 agree"))
+
+
+def test_similarity(kernel, minilm):
+    lines = ["The fisherman mended his nets.", "He repaired the fishing net.", "Stocks fell sharply today."]
+    at, view, out = page_notebook("similarity", kernel, text="A man fixes a net.",
+                                  sim_sentences=("text_area", "\n".join(lines)))
+    assert view.settings["sentences"] == lines
+    e = bert_core.sentence_embedding(minilm, tuple(lines), view.settings["pooling"], True)
+    same(out, "Cosines (row i, column j: sentences i and j, from 1)",
+         pd.DataFrame(bert_core.cosine_matrix(e), columns=["1", "2", "3"]))
+    same(out, "Nearest sentences", page_frame(at, "rank", "cosine", "sentence"))
