@@ -31,6 +31,7 @@ class View:
     pair: str | None
     seed: int
     settings: dict = field(default_factory=dict)
+    prose: dict = field(default_factory=dict)  # our own Markdown for the notebook (a Lesson step's words), not code
     version: str = ""  # the app's version (bert_core.__version__)
     repo_url: str = ""  # where the project's code is, if the server says so
     created: str = ""  # ISO date; today when empty

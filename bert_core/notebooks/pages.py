@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .cells import FALLBACK_MODEL as FALLBACK
-from .cells import View, code, md, show_table
+from .cells import View, code, md, setting_lines, show_table
 
 
 @dataclass(frozen=True)
@@ -298,10 +298,11 @@ for pos in (sorted(ko.guesses)[:4] if ko is not None else []):
            "come back?"),
         code("""
 try:
-    r = bert_core.patch_activations(model, CLEAN, CORRUPT, TARGET)
+    r = bert_core.patch_activations(model, CLEAN, CORRUPT, TARGET) if CLEAN is not None else None
 except bert_core.BertCoreError as e:
     print(e)
-else:
+    r = None
+if r is not None:
     fh.patching_figure(r.grid, r.tokens, r.target, r.mask_position).show()
     print("target:", r.target)
 """),
@@ -399,6 +400,39 @@ hits = nearest(q, corpus_e, list(corpus), k=5)
     ]
 
 
+def lesson(v: View):
+    """A Lesson step: its words and formula, its question computed by bert_core.lesson, then the full page's view."""
+    s, prose = v.settings, v.prose
+    module, name = s["question"].rsplit(".", 1)
+    cells = [
+        md(f"## 3. Step {s['step']}: {prose['title']}", "", prose["explain"],
+           *(["", f"$${prose['formula']}$$"] if prose.get("formula") else [])),
+        md("### The step's question", "Guess first, then run the cell: the answer is computed from the model."),
+        code(f"""
+from {module} import {name}
+
+q = {name}(model, *QUESTION_ARGS, **QUESTION_KWARGS)
+print(q.prompt)
+for i, choice in enumerate(q.choices):
+    print(f"  {{i + 1}}. {{choice}}")
+"""),
+        code("""
+print("The model's answer:", q.choices[q.answer])
+print(q.reveal)
+"""),
+    ]
+    page = s["page"]
+    if page in PAGES and page != "lesson":
+        spec = PAGES[page]
+        spec.check(s["page_settings"])
+        imports, body = spec.build(v)
+        cells.append(md(f"## The full {spec.title} page on this step's sentence",
+                        "The same computation as the app's page, with its default settings for this model."))
+        cells.append(code(imports + "\n\n" + setting_lines(s["page_settings"], spec.settings)))
+        cells += body
+    return "", cells
+
+
 PAGES: dict[str, PageSpec] = {
     "tokenization": PageSpec("Tokenization", {}, tokenization),
     "embeddings": PageSpec("Embeddings", {"n_dims": "hidden dimensions shown (the first N)",
@@ -427,4 +461,9 @@ PAGES: dict[str, PageSpec] = {
     "similarity": PageSpec("Sentence similarity", {"sentence_model": "all-MiniLM-L6-v2 instead of MODEL",
                                                    "pooling": "mean, cls, pooler or max",
                                                    "sentences": "the sentences compared"}, similarity),
+    "lesson": PageSpec("Lesson", {"step": "the Lesson's step (from 1)",
+                                  "question": "the function that computes the step's question",
+                                  "question_args": "its inputs after the model", "question_kwargs": "and by name",
+                                  "page": "the full page of this step",
+                                  "page_settings": "that page's settings (below)"}, lesson),
 }

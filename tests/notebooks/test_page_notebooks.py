@@ -205,3 +205,23 @@ def test_similarity(kernel, minilm):
     same(out, "Cosines (row i, column j: sentences i and j, from 1)",
          pd.DataFrame(bert_core.cosine_matrix(e), columns=["1", "2", "3"]))
     same(out, "Nearest sentences", page_frame(at, "rank", "cosine", "sentence"))
+
+
+def test_lesson_steps(kernel, minilm):
+    """Every Lesson step's notebook: its question's answer is the one the Lesson computes for the same sentence."""
+    from ui import lesson
+
+    at = open_page("lesson")
+    for k, step in enumerate(lesson.STEPS, start=1):
+        if k > 1:
+            at.button(key="lesson_next").click().run()
+        assert_ok(at)
+        view = at.session_state[VIEWS_KEY]["lesson"]
+        assert view.settings["step"] == k and view.prose["title"] == step.title
+        fn, args, kwargs = lesson.question_call(step, view.text, view.pair, view.seed)
+        assert view.settings["question_args"] == args
+        t = time.perf_counter()
+        _, out = run(notebook_bytes(view), kernel)
+        TIMES[f"lesson {k}"] = time.perf_counter() - t
+        q = fn(minilm, *args, **kwargs)
+        assert f"The model's answer: {q.choices[q.answer]}\n{q.reveal}\n" in out, (k, out[-800:])
