@@ -21,6 +21,7 @@ from bert_core.inspect.neighbours import (
 from bert_core.train.probing import sense_rows, sense_vectors
 from bert_core.train.tagging import UNIVERSAL_TAGS, builtin_pos_task
 from ui import callbacks
+from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, url_int
 from ui.widgets import chart, table
 
@@ -112,6 +113,7 @@ word_ix = by_label.get(picked, default_word)
 layer = st.slider("Layer", 0, L, url_int("nb_layer", L, 0, L), key="nb_layer_slider",
                   help="0 = the embeddings' output")
 k = st.slider("Neighbours", 5, K_MAX, 20, key="nb_k")
+notebook_button(cur, "neighbours", n_sent=n_sent, word=word_ix, layer=layer, k=k)
 if index is None:
     st.stop()
 res = nearest_words(index, q.vectors[layer, word_ix], layer, k)

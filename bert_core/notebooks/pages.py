@@ -400,6 +400,69 @@ hits = nearest(q, corpus_e, list(corpus), k=5)
     ]
 
 
+def neighbours(v: View):
+    imports = ("from bert_core.figures.probing import layer_names, tag_histogram_figure\n"
+               "from bert_core.inspect.neighbours import build_index, nearest_words, query_words\n"
+               "from bert_core.train.tagging import UNIVERSAL_TAGS, builtin_pos_task")
+    return imports, [
+        md("## 3. The corpus words nearest a word of the text",
+           "Every word of a corpus of held-out Brown sentences is read once, in its own sentence, and its vector kept "
+           "at every layer (a word's vector is its first piece's hidden state); the text's word is compared with all "
+           "of them by cosine (exBERT's search, Hoover et al. 2020):",
+           "",
+           r"$$\cos(q, w) = \frac{h^{l}_q \cdot h^{l}_w}{\lVert h^{l}_q\rVert\,\lVert h^{l}_w\rVert}$$"),
+        code("""
+pos = builtin_pos_task()
+index = build_index(model, pos.valid_words[:N_SENT], pos.valid_tags[:N_SENT], UNIVERSAL_TAGS)  # one pass
+q = query_words(model, TEXT)
+res = nearest_words(index, q.vectors[LAYER, WORD], LAYER, K)
+names = layer_names(cfg.num_hidden_layers + 1)
+rows = []
+for rank, (i, cos) in enumerate(zip(res.ids, res.cosines), 1):
+    s, w = int(index.sentence[i]), int(index.word[i])
+    ws = index.sentences[s]
+    rows.append({"rank": rank, "word": ws[w], "tag": index.tag_names[int(index.tags[i])],
+                 "cosine": round(float(cos), 4),
+                 "left": " ".join(ws[max(0, w - 8):w]), "right": " ".join(ws[w + 1:w + 9]),
+                 "sentence": " ".join(ws)})
+print("Word:", q.words[WORD], "at layer", names[LAYER])
+tag_histogram_figure(index.tag_names, res.tag_counts, f"Parts of speech of the {K} neighbours "
+                     f"(layer {names[LAYER]})").show()
+""" + show_table("pd.DataFrame(rows)", "Nearest corpus words")),
+    ]
+
+
+def probing(v: View):
+    imports = ("from bert_core.figures.probing import accuracy_by_layer_figure, layer_names\n"
+               "from bert_core.train.probing import ROWS, probe_layers")
+    return imports, [
+        md("## 3. A linear probe at every layer",
+           "Freeze the model, take every word's vector at one layer, and train a linear probe (multinomial "
+           "logistic regression) to read the word's part of speech or sense, on sentences it never saw (Tenney et "
+           "al. 2019). Two floors: the same architecture with random weights, and a control task where every word "
+           "type gets a random tag (Hewitt & Liang 2019).",
+           "",
+           r"$$p(y = c \mid h^{l}_w) = \operatorname{softmax}(W h^{l}_w + b)_c$$",
+           "",
+           "This takes a minute or more on the bundled models: one pass of the model and of its random twin, then "
+           "L + 1 fits for each row."),
+        code("""
+r = probe_layers(model, TASK, N_TRAIN, SEED)
+names = layer_names(cfg.num_hidden_layers + 1)
+accuracy_by_layer_figure({k: r.accuracy[k] for k in ROWS if k in r.accuracy}, r.majority,
+                         f"{TASK}: held-out accuracy of a linear probe at each layer ({model.name})", {}).show()
+df = pd.DataFrame({"layer": names})
+for k in ROWS:
+    if k in r.accuracy:
+        df[f"{k} (held-out)"] = r.accuracy[k]
+        df[f"{k} (training)"] = r.train_accuracy[k]
+if r.selectivity is not None:
+    df["selectivity"] = r.selectivity
+df["majority label"] = r.majority
+""" + show_table("df", "Probing accuracy by layer")),
+    ]
+
+
 def lesson(v: View):
     """A Lesson step: its words and formula, its question computed by bert_core.lesson, then the full page's view."""
     s, prose = v.settings, v.prose
@@ -461,6 +524,11 @@ PAGES: dict[str, PageSpec] = {
     "similarity": PageSpec("Sentence similarity", {"sentence_model": "all-MiniLM-L6-v2 instead of MODEL",
                                                    "pooling": "mean, cls, pooler or max",
                                                    "sentences": "the sentences compared"}, similarity),
+    "neighbours": PageSpec("Neighbours", {"n_sent": "corpus sentences read", "word": "the text's word (from 0)",
+                                          "layer": "layer (0: the embeddings' output)", "k": "neighbours shown"},
+                           neighbours),
+    "probing": PageSpec("Probing", {"task": "part of speech or word sense", "n_train": "training sentences"},
+                        probing),
     "lesson": PageSpec("Lesson", {"step": "the Lesson's step (from 1)",
                                   "question": "the function that computes the step's question",
                                   "question_args": "its inputs after the model", "question_kwargs": "and by name",

@@ -7,11 +7,15 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
+import bert_core
+
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "tests" / "output" / "notebooks"
+TIMES: dict[str, float] = {}  # notebook -> seconds to run it, printed when a test file ends
 
 
 def kernel_env() -> dict[str, str]:
@@ -61,3 +65,20 @@ def printed_table(stdout: str, title: str) -> str:
             break
         out.append(line.rstrip())
     return "\n".join(out)
+
+
+# Fixtures for the test files that import them (not in a conftest.py: a second module named conftest would shadow
+# tests/conftest.py for the files that import from it).
+@pytest.fixture(scope="module")
+def kernel():
+    """One kernel per test file; each notebook clears its namespace first (`run`)."""
+    km = start_kernel()
+    yield km
+    km.shutdown_kernel(now=True)
+    print("notebook run times (s):", {k: round(v, 1) for k, v in TIMES.items()})
+    TIMES.clear()
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return bert_core.load_model("bundled-minilm")

@@ -13,10 +13,10 @@ import ast
 import json
 import time
 
+import nb_run
 import pandas as pd
-import pytest
 from apptest_util import assert_ok, open_page
-from nb_run import printed_table, run, start_kernel
+from nb_run import TIMES, printed_table, run
 
 import bert_core
 from bert_core.figures import attention as fa
@@ -29,20 +29,7 @@ from ui.notebook_ui import VIEWS_KEY
 TEXT = "The old fisherman [MASK] his boat across the quiet bay."
 PLAIN = "The old fisherman rowed his boat across the quiet bay at dawn."
 PAIR = "Gulls followed him home."
-TIMES: dict[str, float] = {}
-
-
-@pytest.fixture(scope="module")
-def kernel():
-    km = start_kernel()
-    yield km
-    km.shutdown_kernel(now=True)
-    print("notebook run times (s):", {k: round(v, 1) for k, v in TIMES.items()})
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    return bert_core.load_model("bundled-minilm")
+kernel, minilm = nb_run.kernel, nb_run.minilm  # the shared fixtures
 
 
 def page_notebook(page: str, kernel, text: str = TEXT, pair: str | None = None, **widgets):
@@ -207,21 +194,13 @@ def test_similarity(kernel, minilm):
     same(out, "Nearest sentences", page_frame(at, "rank", "cosine", "sentence"))
 
 
-def test_lesson_steps(kernel, minilm):
-    """Every Lesson step's notebook: its question's answer is the one the Lesson computes for the same sentence."""
-    from ui import lesson
 
-    at = open_page("lesson")
-    for k, step in enumerate(lesson.STEPS, start=1):
-        if k > 1:
-            at.button(key="lesson_next").click().run()
-        assert_ok(at)
-        view = at.session_state[VIEWS_KEY]["lesson"]
-        assert view.settings["step"] == k and view.prose["title"] == step.title
-        fn, args, kwargs = lesson.question_call(step, view.text, view.pair, view.seed)
-        assert view.settings["question_args"] == args
-        t = time.perf_counter()
-        _, out = run(notebook_bytes(view), kernel)
-        TIMES[f"lesson {k}"] = time.perf_counter() - t
-        q = fn(minilm, *args, **kwargs)
-        assert f"The model's answer: {q.choices[q.answer]}\n{q.reveal}\n" in out, (k, out[-800:])
+def test_neighbours(kernel):
+    at = open_page("neighbours", text="The fisherman cast his net into the sea.")
+    at.selectbox(key="nb_n_i").set_value(0).run()  # the smallest corpus
+    at.button(key="nb_build").click().run()
+    assert_ok(at)
+    view = at.session_state[VIEWS_KEY]["neighbours"]
+    assert view.settings["n_sent"] == 200
+    _, out = run(notebook_bytes(view), kernel)
+    same(out, "Nearest corpus words", page_frame(at, "rank", "word", "tag", "cosine"))
