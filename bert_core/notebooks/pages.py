@@ -463,6 +463,90 @@ df["majority label"] = r.majority
     ]
 
 
+def head_model(what: str, zip_name: str, head: str, has: str) -> list:
+    """Cells that pick the model with a task head: the sidebar's own, or the one fine-tuned in the app's session."""
+    if head != "session":
+        return [code(f"{what} = model  # the page's {what}: the sidebar's model, which has the head")]
+    return [
+        md(f"**The page's {what} was fine-tuned in the app's session.** Its weights stay in the app unless you "
+           f"download them: the page's download button gives `{zip_name}`, a checkpoint folder. Unzip it next to this "
+           f"notebook and put its folder in `HEAD_MODEL`. Until then the cells use `MODEL`, which has no {has} "
+           "head, and say so instead of answering."),
+        code(f"""
+HEAD_MODEL = None  # e.g. "{zip_name.removesuffix('.zip')}": the unzipped folder
+{what} = bert_core.load_model(HEAD_MODEL) if HEAD_MODEL else model
+"""),
+    ]
+
+
+def tagging(v: View):
+    imports = ("from IPython.display import HTML, display\n\n"
+               "from bert_core.figures.tagging import legend_html, tagged_html\n"
+               "from bert_core.inspect.token_tasks import tag_words\n"
+               "from bert_core.model.token_heads import BertForTokenClassification")
+    return imports, [
+        md("## 3. One label per word",
+           "A linear layer reads each token's final hidden state h_t and gives it a label; a word is labelled on "
+           "its **first piece** (the other pieces are ignored by the loss, as in BERT's paper):",
+           "",
+           r"$$p(y_t = c \mid x) = \operatorname{softmax}(W_c\,h_t + b_c)_c$$"),
+        *head_model("tagger", "bert-explorer-tagger.zip", v.settings["head"], "token-classification"),
+        code("""
+if not isinstance(tagger.model, BertForTokenClassification):
+    print(f"{tagger.name} has no token-classification head, so it cannot tag.")
+else:
+    r = tag_words(tagger, TEXT)  # (an empty or unreadable text raises BertCoreError, saying why)
+    display(HTML(tagged_html(TEXT, r.words, r.labels, r.tokens.label_names) + legend_html(r.tokens.label_names)))
+    words = {t: r.words[w][0] for t, w in enumerate(r.first) if w is not None}
+    probs = pd.DataFrame(r.tokens.probs, columns=r.tokens.label_names)
+    probs.insert(0, "piece", r.tokens.tokens)
+    probs.insert(1, "first piece of", [words.get(t, "") for t in range(len(r.tokens.tokens))])
+    probs.insert(2, "label", r.tokens.labels)
+""" + indent(show_table("probs", "Tag probabilities"))),
+    ]
+
+
+def qa(v: View):
+    imports = ("from IPython.display import HTML, display\n\n"
+               "from bert_core.figures.qa import highlighted_passage_html, span_probabilities_figure\n"
+               "from bert_core.inspect.token_tasks import answer, passage_probabilities\n"
+               "from bert_core.model.token_heads import BertForQuestionAnswering")
+    return imports, [
+        md("## 3. Where in the passage is the answer?",
+           "Question and passage are read as one pair, `[CLS] question [SEP] passage [SEP]`; a new layer gives every "
+           "token a *start* and an *end* score, a softmax over the tokens turns each into a distribution, and the "
+           "answer is the passage span s…e that maximises",
+           "",
+           r"$$\text{score}(s, e) = \operatorname{softmax}(W_{start} h)_s \cdot \operatorname{softmax}(W_{end} h)_e,"
+           r"\quad s \le e,\ e - s + 1 \le L_{max}$$",
+           "",
+           "Here `TEXT` is the passage."),
+        *head_model("reader", "bert-explorer-qa.zip", v.settings["head"], "question-answering"),
+        code("""
+try:
+    r = answer(reader, QUESTION, TEXT, top_k=TOP_K, max_answer_tokens=MAX_TOKENS)
+except bert_core.BertCoreError as e:  # the page says the same
+    print("Cannot answer:", e)
+    r = None
+if not isinstance(reader.model, BertForQuestionAnswering):
+    print(f"{reader.name} has no question-answering head, so it cannot answer.")
+elif r is not None:
+    for note in r.notes:
+        print(note)
+    display(HTML(highlighted_passage_html(TEXT, [(a, b) for _, a, b, _ in r.spans])))
+    spans = pd.DataFrame(r.spans, columns=["answer", "start (character)", "end (character)", "score"]).assign(
+        rank=range(1, len(r.spans) + 1))
+""" + indent(show_table("spans", "Answer spans")) + """
+    tokens, ps, pe, best = passage_probabilities(r, MAX_TOKENS)
+    span_probabilities_figure(tokens, ps, pe, best).show()
+"""),
+    ]
+
+
+def indent(src: str) -> str:
+    return "\n".join("    " + line for line in src.splitlines())
+
+
 def lesson(v: View):
     """A Lesson step: its words and formula, its question computed by bert_core.lesson, then the full page's view."""
     s, prose = v.settings, v.prose
@@ -529,6 +613,11 @@ PAGES: dict[str, PageSpec] = {
                            neighbours),
     "probing": PageSpec("Probing", {"task": "part of speech or word sense", "n_train": "training sentences"},
                         probing),
+    "tagging": PageSpec("Tagging", {"head": "whose tagger: \"sidebar\" (the model's own head) or \"session\""},
+                        tagging),
+    "qa": PageSpec("Question answering", {"question": "the question (TEXT is the passage)",
+                                          "top_k": "spans shown", "max_tokens": "longest answer (tokens)",
+                                          "head": "whose reader: \"sidebar\" or \"session\""}, qa),
     "lesson": PageSpec("Lesson", {"step": "the Lesson's step (from 1)",
                                   "question": "the function that computes the step's question",
                                   "question_args": "its inputs after the model", "question_kwargs": "and by name",

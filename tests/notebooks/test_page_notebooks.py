@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import ast
 import json
+import sys
 import time
 
 import nb_run
 import pandas as pd
+import pytest
 from apptest_util import assert_ok, open_page
-from nb_run import TIMES, printed_table, run
+from nb_run import ROOT, TIMES, printed_table, run
 
 import bert_core
 from bert_core.figures import attention as fa
@@ -202,5 +204,44 @@ def test_neighbours(kernel):
     assert_ok(at)
     view = at.session_state[VIEWS_KEY]["neighbours"]
     assert view.settings["n_sent"] == 200
+    t = time.perf_counter()
     _, out = run(notebook_bytes(view), kernel)
+    TIMES["neighbours"] = time.perf_counter() - t
     same(out, "Nearest corpus words", page_frame(at, "rank", "word", "tag", "cosine"))
+
+
+@pytest.mark.parametrize("kind", ["token", "qa"])
+def test_a_task_head_in_the_sidebar(kernel, tmp_path, monkeypatch, kind):
+    """Tagging and QA on a model with its own head (a local folder): the notebook loads it, prints the page's table."""
+    sys.path.insert(0, str(ROOT / "tests" / "model"))
+    from test_token_heads import hf_head_folder
+
+    hf_head_folder(tmp_path / kind, "bert", kind)
+    folder = str(tmp_path / kind / kind)
+    monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(tmp_path))
+    page = "tagging" if kind == "token" else "qa"
+    at = open_page(page, query={"model": folder, "text": "The fisherman sold fish in Lisbon."})
+    if kind == "qa":  # this tiny model's vocabulary spells the default question out letter by letter
+        at.text_area(key="qa_context").set_value("The fisherman sold fish in Lisbon.")
+        at.text_input(key="qa_question").set_value("Where?").run()
+    assert_ok(at)
+    view = at.session_state[VIEWS_KEY][page]
+    assert (view.model, view.source, view.settings["head"]) == (folder, "local", "sidebar")
+    _, out = run(notebook_bytes(view), kernel)
+    if kind == "token":
+        same(out, "Tag probabilities", page_frame(at, "piece", "first piece of", "label"))
+    else:
+        same(out, "Answer spans", page_frame(at, "answer", "score", "rank"))
+
+
+def test_models_trained_in_the_session_are_said_and_replaced(kernel):
+    """A sidebar model or a tagger trained in the app stays there: the notebook says so and loads the bundled model."""
+    from bert_core.notebooks import View
+
+    v = View("tagging", "session", "session", "4 layers", "The cat sat.", None, 3, {"head": "session"}, "0.1.0")
+    nb = build(v)
+    said = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "trained in the app's session" in said and "fine-tuned in the app's session" in said
+    _, out = run(notebook_bytes(v), kernel)
+    assert out.startswith("bundled-minilm: 6 layers")
+    assert "bundled-minilm has no token-classification head, so it cannot tag." in out
