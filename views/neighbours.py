@@ -13,6 +13,7 @@ from bert_core.inspect.neighbours import (
     build_index,
     index_bytes_per_word,
     nearest_words,
+    neighbour_rows,
     occurrences,
     pca_2d,
     query_words,
@@ -118,14 +119,7 @@ if index is None:
     st.stop()
 res = nearest_words(index, q.vectors[layer, word_ix], layer, k)
 word = q.words[word_ix]
-rows = []
-for rank, (i, cos) in enumerate(zip(res.ids, res.cosines), 1):
-    s, w = int(index.sentence[i]), int(index.word[i])
-    ws = index.sentences[s]
-    rows.append({"rank": rank, "word": ws[w], "tag": index.tag_names[int(index.tags[i])],
-                 "cosine": round(float(cos), 4),
-                 "left": " ".join(ws[max(0, w - 8):w]), "right": " ".join(ws[w + 1:w + 9]),
-                 "sentence": " ".join(ws)})
+rows = neighbour_rows(index, res)
 df = pd.DataFrame(rows)
 same = float(np.mean([r["word"].lower() == word.lower() for r in rows]))
 st.markdown(f"The {k} corpus words nearest **{html.escape(word)}** at layer **{names[layer]}**: "

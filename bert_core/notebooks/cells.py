@@ -65,7 +65,7 @@ def header(view: View, title: str) -> list:
         model = ("a model trained in the app's session (it stays in the app: this notebook loads the bundled "
                  f"`{FALLBACK_MODEL}` instead)")
     else:
-        model = f"`{md_text(view.model)}` ({view.source})"
+        model = f"{md_text(view.model)} ({view.source})"
     return [md(
         f"# {title}: the view, as a notebook",
         "",

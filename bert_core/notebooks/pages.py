@@ -402,7 +402,7 @@ hits = nearest(q, corpus_e, list(corpus), k=5)
 
 def neighbours(v: View):
     imports = ("from bert_core.figures.probing import layer_names, tag_histogram_figure\n"
-               "from bert_core.inspect.neighbours import build_index, nearest_words, query_words\n"
+               "from bert_core.inspect.neighbours import build_index, nearest_words, neighbour_rows, query_words\n"
                "from bert_core.train.tagging import UNIVERSAL_TAGS, builtin_pos_task")
     return imports, [
         md("## 3. The corpus words nearest a word of the text",
@@ -417,14 +417,7 @@ index = build_index(model, pos.valid_words[:N_SENT], pos.valid_tags[:N_SENT], UN
 q = query_words(model, TEXT)
 res = nearest_words(index, q.vectors[LAYER, WORD], LAYER, K)
 names = layer_names(cfg.num_hidden_layers + 1)
-rows = []
-for rank, (i, cos) in enumerate(zip(res.ids, res.cosines), 1):
-    s, w = int(index.sentence[i]), int(index.word[i])
-    ws = index.sentences[s]
-    rows.append({"rank": rank, "word": ws[w], "tag": index.tag_names[int(index.tags[i])],
-                 "cosine": round(float(cos), 4),
-                 "left": " ".join(ws[max(0, w - 8):w]), "right": " ".join(ws[w + 1:w + 9]),
-                 "sentence": " ".join(ws)})
+rows = neighbour_rows(index, res)
 print("Word:", q.words[WORD], "at layer", names[LAYER])
 tag_histogram_figure(index.tag_names, res.tag_counts, f"Parts of speech of the {K} neighbours "
                      f"(layer {names[LAYER]})").show()

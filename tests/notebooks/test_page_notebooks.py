@@ -245,3 +245,17 @@ def test_models_trained_in_the_session_are_said_and_replaced(kernel):
     _, out = run(notebook_bytes(v), kernel)
     assert out.startswith("bundled-minilm: 6 layers")
     assert "bundled-minilm has no token-classification head, so it cannot tag." in out
+
+
+def test_probing_offers_its_settings():
+    """Probing's notebook fits for a minute or more (benchmarks/bench_notebooks.py times it): here, only that the
+    page offers its own settings and the notebook is valid Python that calls the page's probe_layers."""
+    at = open_page("probing")
+    at.select_slider(key="pr_n").set_value(100).run()
+    view = at.session_state[VIEWS_KEY]["probing"]
+    assert view.settings == {"task": "part of speech", "n_train": 100}
+    cells = build(view).cells
+    for c in cells:
+        if c.cell_type == "code":
+            ast.parse(c.source)
+    assert "r = probe_layers(model, TASK, N_TRAIN, SEED)" in "\n".join(c.source for c in cells)
