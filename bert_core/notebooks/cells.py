@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from nbformat import v4
 
-BUNDLED = ("bundled-minilm", "bundled")  # bert_core.BUNDLED_MODELS' names (not imported: no torch here)
 FALLBACK_MODEL = "bundled-minilm"
 # Where a reader gets the project. The app's server can say where its code lives; otherwise a placeholder
 # the reader replaces (the project is not on PyPI, and its bundled MiniLM ships only with the repository).
@@ -35,9 +34,6 @@ class View:
     version: str = ""  # the app's version (bert_core.__version__)
     repo_url: str = ""  # where the project's code is, if the server says so
     created: str = ""  # ISO date; today when empty
-
-    def __hash__(self) -> int:
-        return hash((self.page, self.model, self.text, self.pair, self.seed, repr(sorted(self.settings.items()))))
 
 
 def md_text(s: str) -> str:

@@ -29,9 +29,6 @@ class PageSpec:
             raise ValueError(f"{self.title}: settings {sorted(settings)} != {sorted(self.settings)}")
 
 
-NO_GRAD = "import torch\n\ntorch.set_grad_enabled(False)  # reading the model, not training it"
-
-
 def tokenization(v: View):
     imports = "from bert_core.figures.tokens import pieces_per_word_figure\nfrom bert_core.inspect import input_tables"
     return imports, [
