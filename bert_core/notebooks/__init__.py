@@ -14,7 +14,7 @@ import nbformat
 from nbformat import v4
 
 from .cells import View, header, install, setting_lines, setup
-from .pages import PAGES, PageSpec
+from .pages import LEFT_OUT, PAGES, PageSpec
 
 
 def build(view: View):
@@ -28,6 +28,8 @@ def build(view: View):
     imports, body = spec.build(view)
     nb.cells = [*header(view, spec.title), *install(view),
                 *setup(view, setting_lines(view.settings, spec.settings), imports), *body]
+    if view.page in LEFT_OUT:
+        nb.cells.append(v4.new_markdown_cell(f"**Not in this notebook:** {LEFT_OUT[view.page]}; the page has them."))
     nbformat.validate(nb)
     return nb
 

@@ -68,8 +68,9 @@ def header(view: View, title: str) -> list:
         f"Made by BERT Explorer {md_text(view.version or '(version unknown)')} on {created}. "
         f"Model: {model}; {md_text(view.model_size)}.",
         "",
-        "Each cell recomputes what the page showed, through `bert_core`'s public functions, and draws the same "
-        "figures with `bert_core.figures`. Run the cells top to bottom; change the inputs and run again.",
+        "The cells recompute the page's view through `bert_core`'s public functions, draw its figures with "
+        "`bert_core.figures` and print its numbers as tables (what the notebook leaves out is said at its end). "
+        "Run them top to bottom; change the inputs and run again.",
     )]
 
 

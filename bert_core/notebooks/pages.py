@@ -614,3 +614,25 @@ PAGES: dict[str, PageSpec] = {
                                   "page": "the full page of this step",
                                   "page_settings": "that page's settings (below)"}, lesson),
 }
+
+# What each page shows that its notebook does not recompute (said in the notebook's last cell).
+LEFT_OUT = {
+    "tokenization": "the highlighted text and the look-ups of one word (`input_tables.step_rows`)",
+    "embeddings": "the sentence A / B table (`input_tables.segment_rows`)",
+    "attention": ("bertviz's head and model views (`bert_core.inspect.bertviz_html`), the heads finder and the "
+                  "rollout of one query row"),
+    "predictions": ("salience (`bert_core.salience`), the three filling strategies (`bert_core.fill_masks`) "
+                    "and the pseudo-log-likelihood (`bert_core.pseudo_log_likelihood`)"),
+    "layers": ("the change and update-size maps, the same word in two contexts (`bert_core.same_word`), the "
+               "PCA paths and the [CLS] / pooler vectors"),
+    "inside_layer": ("the query, key and value strips, the context vectors and the feed-forward block's charts "
+                     "(their numbers are all in `p`, the `follow_token` result)"),
+    "heads": ("the ranking of every head and the pruning curve (`bert_core.head_importance`, "
+              "`bert_core.pruning_curve`)"),
+    "bert_vs_gpt": ("which positions each prediction sees, the loss positions, and the three objectives "
+                    "trained live"),
+    "similarity": "the AUC of each pooling on the WordNet pairs",
+    "neighbours": "the PCA of one word's vectors across the corpus",
+    "tagging": "fine-tuning a tagger (the page's live run) and its curves",
+    "qa": "fine-tuning a reader (the page's live run) and its curves",
+}
