@@ -271,7 +271,7 @@ steps = pd.DataFrame({"key": [f"{j} {t}" for j, t in enumerate(tokens)], "q·k":
 
 def heads(v: View):
     imports = "from bert_core.figures import heads as fh"
-    return imports, [
+    cells = [
         md("## 3. Knock out a head",
            "Knocking head h of layer l out sets its context vector to zero before W_O; everything after is "
            "recomputed. What the [MASK]'s top guess loses:",
@@ -290,16 +290,22 @@ for pos in (sorted(ko.guesses)[:4] if ko is not None else []):
     fh.without_head_figure(tokens, p_full, p_without, f"without layer {LAYER + 1}, head {HEAD + 1}").show()
     rows += [{"position": pos, "token": t, "p full": a, "p without": b} for t, a, b in zip(tokens, p_full, p_without)]
 """ + show_table("pd.DataFrame(rows)", "With and without the head")),
+    ]
+    if v.settings.get("clean") is None:  # a Lesson step's notebook: the knock-out only
+        return imports, cells
+    return imports, [
+        *cells,
         md("## 4. Activation patching", "Run the clean sentence, the corrupt one, and the corrupt one with one "
            "layer's vector at one position taken from the clean run: where does the target word's probability "
-           "come back?"),
+           "come back?",
+           "",
+           r"$$\mathrm{grid}[l, t] = p\big(\text{target} \mid \text{corrupt};\ h_l[t] := h^{\text{clean}}_l[t]\big)$$"),
         code("""
 try:
-    r = bert_core.patch_activations(model, CLEAN, CORRUPT, TARGET) if CLEAN is not None else None
-except bert_core.BertCoreError as e:
+    r = bert_core.patch_activations(model, CLEAN, CORRUPT, TARGET)
+except bert_core.BertCoreError as e:  # the page says the same
     print(e)
-    r = None
-if r is not None:
+else:
     fh.patching_figure(r.grid, r.tokens, r.target, r.mask_position).show()
     print("target:", r.target)
 """),

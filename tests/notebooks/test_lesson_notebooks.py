@@ -26,6 +26,7 @@ def test_lesson_steps(kernel, minilm):
         if k > 1:
             at.button(key="lesson_next").click().run()
         assert_ok(at)
+        assert any(b.key == "notebook-lesson" for b in at.get("download_button"))
         view = at.session_state[VIEWS_KEY]["lesson"]
         assert view.settings["step"] == k and view.prose["title"] == step.title
         fn, args, kwargs = lesson.question_call(step, view.text, view.pair, view.seed)

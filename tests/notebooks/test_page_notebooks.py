@@ -40,12 +40,18 @@ def page_notebook(page: str, kernel, text: str = TEXT, pair: str | None = None, 
     for key, (kind, value) in widgets.items():  # key=(widget kind, value), e.g. attn_layer=("selectbox", 3)
         getattr(at, kind)(key=key).set_value(value).run()
     assert_ok(at)
+    assert offers_button(at, page)
     view = at.session_state[VIEWS_KEY][page]
     assert view.model == "bundled-minilm" and view.source == "bundled"
     t = time.perf_counter()
     nb, out = run(notebook_bytes(view), kernel)
     TIMES[page] = time.perf_counter() - t
     return at, view, out
+
+
+def offers_button(at, page: str) -> bool:
+    """The page draws its "Open as a notebook" download button (its data is the View's notebook, made on click)."""
+    return any(b.key == f"notebook-{page}" for b in at.get("download_button"))
 
 
 def same(stdout: str, title: str, df: pd.DataFrame) -> None:
@@ -202,6 +208,7 @@ def test_neighbours(kernel):
     at.selectbox(key="nb_n_i").set_value(0).run()  # the smallest corpus
     at.button(key="nb_build").click().run()
     assert_ok(at)
+    assert offers_button(at, "neighbours")
     view = at.session_state[VIEWS_KEY]["neighbours"]
     assert view.settings["n_sent"] == 200
     t = time.perf_counter()
@@ -225,6 +232,7 @@ def test_a_task_head_in_the_sidebar(kernel, tmp_path, monkeypatch, kind):
         at.text_area(key="qa_context").set_value("The fisherman sold fish in Lisbon.")
         at.text_input(key="qa_question").set_value("Where?").run()
     assert_ok(at)
+    assert offers_button(at, page)
     view = at.session_state[VIEWS_KEY][page]
     assert (view.model, view.source, view.settings["head"]) == (folder, "local", "sidebar")
     _, out = run(notebook_bytes(view), kernel)
