@@ -54,11 +54,16 @@ def lesson_views():
         yield f"lesson {k}", at.session_state[VIEWS_KEY]["lesson"]
 
 
-def timed(data: bytes) -> float:
+def timed(data: bytes, timeout: int) -> float | None:
+    """Seconds to run the notebook in a fresh kernel; None when a cell ran longer than `timeout` seconds."""
     from nb_run import run
+    from nbclient.exceptions import CellTimeoutError
 
     t = time.perf_counter()
-    run(data)  # a fresh kernel each time
+    try:
+        run(data, timeout=timeout)  # a fresh kernel each time
+    except CellTimeoutError:
+        return None
     return time.perf_counter() - t
 
 
@@ -66,16 +71,20 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pages", nargs="*", default=PAGES)
     ap.add_argument("--lesson", action="store_true", help="also every Lesson step")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds one cell may take")
     args = ap.parse_args()
     from bert_core.notebooks import notebook_bytes
 
     views = [(p, offered(p)) for p in args.pages] + (list(lesson_views()) if args.lesson else [])
     print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores")
-    peer = timed(PEER)
+    peer = timed(PEER, args.timeout)
     print(f"{'peer (import + load)':24s} {peer:6.1f} s")
     for name, view in views:
-        t = timed(notebook_bytes(view))
-        print(f"{name:24s} {t:6.1f} s  {t / peer:4.1f}x peer  {'ok' if t <= 60 else 'OVER 60 s'}")
+        t = timed(notebook_bytes(view), args.timeout)
+        if t is None:
+            print(f"{name:24s} a cell took over {args.timeout} s")
+        else:
+            print(f"{name:24s} {t:6.1f} s  {t / peer:4.1f}x peer  {'ok' if t <= 60 else 'OVER 60 s'}")
     print(f"load average {os.getloadavg()[0]:.1f}")
 
 
