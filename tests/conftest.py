@@ -140,7 +140,7 @@ SLOW_FILES_FIRST = ("tests/model/test_bundled.py", "tests/browser/test_browser_c
                     "tests/browser/test_browser_lesson.py", "tests/browser/test_browser.py", "tests/app/test_load.py",
                     "tests/browser/test_browser_classroom.py", "tests/browser/test_offline_server.py",
                     "tests/browser/test_browser_bert_vs_gpt.py", "tests/browser/test_browser_transfer.py",
-                    "tests/browser/test_browser_token_tasks.py")
+                    "tests/browser/test_browser_token_tasks.py", "tests/notebooks/test_page_notebooks.py")
 
 
 def pytest_collection_modifyitems(config, items):

@@ -9,6 +9,7 @@ from bert_core.inspect.attribution import heads_by
 from bert_core.inspect.bertviz_html import head_view_height, head_view_html, model_view_height, model_view_html
 from bert_core.inspect.masking_view import md_literal
 from ui import callbacks
+from ui.notebook_ui import notebook_button
 from ui.state import analysis, model_cached, require_current, set_url, url_index
 from ui.widgets import chart, html_document, numbering_note, table
 
@@ -86,6 +87,7 @@ fixed = st.toggle("Fixed colour scale 0 to 1", key="attn_fixed",
                   help="On: the same scale in every map, so heads and layers compare. "
                        "Off: the scale runs to each map's largest weight, so faint patterns show.")
 zmax = 1.0 if fixed else None
+notebook_button(cur, "attention", layer=layer, head=head, average=average, fixed=fixed)
 
 st.subheader("One head" if not average else "All heads, averaged")
 if average:

@@ -13,6 +13,7 @@ from bert_core.runs.settings import CORPUS_CHOICES, QUICK_PRESET
 from bert_core.train.linear_probe import PROBE_TRAIN, PROBE_VALID, probe_set
 from bert_core.train.toy import ANIMALS, FARM_CLOZE, FARM_PROMPTS
 from ui import callbacks
+from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current
 from ui.widgets import chart, table
 
@@ -70,6 +71,7 @@ if mc is not None:
                          help="Layers 1–L as everywhere in the app (here, inside the model: no embeddings row).")
     head = c2.selectbox("Head", list(range(n_heads)), key="bvg_head",
                         format_func=callbacks.one_based)
+    notebook_button(cur, "bert_vs_gpt", layer=layer, head=head, token_cap=TOKEN_CAP)
     bi, _ = crop(mc.attn_bidirectional, mc.tokens, n)
     ca, _ = crop(mc.attn_causal, mc.tokens, n)
     chart(fo.mask_pair_figure(bi[layer, head], ca[layer, head], tokens,

@@ -5,6 +5,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.inspect.compare import agreement_rows, run_model, summary_rows, token_table
+from ui.notebook_ui import notebook_button
 from ui.state import (
     ALLOW_HUB,
     BUNDLED_LABEL,
@@ -81,6 +82,7 @@ with st.spinner("Running each model on the text…"):
             st.warning(f"{c.model.name}: {e}")
 if len(runs) < 2:
     st.stop()
+notebook_button(cur, "compare", models=["session" if key.startswith("session:") else key for key in keys], k=k)
 # Two models may share a display name (e.g. two local folders called "model"): number them.
 names = [r.name for r in runs]
 for i, r in enumerate(runs):

@@ -6,6 +6,7 @@ import streamlit as st
 import bert_core
 from bert_core.figures.embeddings import embedding_heatmap, norms_figure, position_similarity_figure
 from bert_core.inspect import input_tables
+from ui.notebook_ui import notebook_button
 from ui.state import analysis, require_current
 from ui.widgets import chart, table
 
@@ -103,5 +104,6 @@ st.markdown(
 )
 max_pos = cfg.max_position_embeddings - cfg.position_offset  # RoBERTa: its first 2 rows are no position
 n_pos = st.slider("Positions n", 2, max_pos, min(64, max_pos), key="pos_n")
+notebook_button(cur, "embeddings", n_dims=n_dims, n_pos=n_pos)
 chart(position_similarity_figure(bert_core.position_similarity(cur.model, n_pos)), "position similarity",
       key="chart-pos-sim")

@@ -9,6 +9,7 @@ import bert_core
 from bert_core.figures import heads as fh
 from bert_core.inspect.masking_view import md_literal
 from ui import callbacks, heads_ui
+from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current
 from ui.widgets import chart, table
 
@@ -146,6 +147,8 @@ p1, p2, p3 = st.columns([5, 5, 2])
 clean = p1.text_input("Clean sentence", CLEAN, key="heads_clean", max_chars=500)
 corrupt = p2.text_input("Corrupt sentence", CORRUPT, key="heads_corrupt", max_chars=500)
 target = p3.text_input("Target word", TARGET, key="heads_target", max_chars=50)
+notebook_button(cur, "heads", layer=st.session_state.get(heads_ui.LAYER_KEY, L - 1),
+                head=st.session_state.get(heads_ui.HEAD_KEY, 0), clean=clean, corrupt=corrupt, target=target)
 r = None
 slot, progress = progress_bar(f"Patching every token of each of the {L + 1} hidden states…")
 try:

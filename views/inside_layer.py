@@ -7,6 +7,7 @@ from bert_core.figures import layers as fl
 from bert_core.inspect.inside_layers import follow_token
 from bert_core.inspect.masking_view import md_literal
 from ui import callbacks
+from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, set_url, url_index
 from ui.widgets import chart, numbering_note
 
@@ -53,6 +54,7 @@ masks = [i for i, t in enumerate(tokens) if t == cur.model.tokenizer.mask_token]
 token = index_ui("Query token", "in_token", T, c3, masks[0] if masks else min(1, T - 1),
                  format_func=callbacks.labels(labels), help="The token whose path through the layer is shown.")
 p = follow_token(s, head, token)
+notebook_button(cur, "inside_layer", layer=layer, head=head, token=token)
 name = md_literal(tokens[token])
 nk = min(T, fl.KEY_CAP)
 if nk < T:

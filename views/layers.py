@@ -6,6 +6,7 @@ import bert_core
 from bert_core.figures import layers as fl
 from bert_core.inspect.masking_view import md_literal
 from ui import callbacks
+from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current
 from ui.widgets import chart, numbering_note
 
@@ -118,6 +119,7 @@ else:
         first = next((i for i, r in enumerate(lens.final_rank[pos]) if r == 1), L)
         st.caption(f"Position {pos}: the final answer **{md_literal(ans)}** is the lens's top guess from state "
                    f"{states[first]} on.")
+notebook_button(cur, "layers", state=state, k=st.session_state.get("lay_k", 5))
 
 st.subheader("Same word, two contexts")
 st.markdown(

@@ -5,7 +5,7 @@ import zlib
 
 import streamlit as st
 
-from ui import callbacks, classroom_ui, handout, lesson
+from ui import callbacks, classroom_ui, handout, lesson, notebook_ui
 from ui.state import DEFAULT_MODEL, require_current
 
 cur = require_current()
@@ -112,6 +112,7 @@ if not present:
         st.session_state["lesson_goto"] = k
         st.selectbox("Go to step", range(1, N + 1), key="lesson_goto", on_change=lesson.goto_picked,
                      format_func=callbacks.labels([""] + [f"{i}. {s.title}" for i, s in enumerate(lesson.STEPS, 1)]))
+        notebook_ui.lesson_button(cur, k, text, pair)
         st.metric("Right / answered", f"{sum(answers.values())} / {len(answers)}", help=f"{N} questions in all.")
         st.markdown("**What you have seen**")
         st.markdown("\n".join(f"- {lesson.TICK if all(s in visited for s in steps) else lesson.UNTICKED} {item}"

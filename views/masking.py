@@ -7,6 +7,7 @@ import bert_core
 from bert_core.figures.masking import chips_html, legend_html, position_figure, rates_figure
 from bert_core.inspect.masking_view import draw_loss, draw_rows, masking_draw, masking_stats, stats_rows
 from ui import callbacks
+from ui.notebook_ui import notebook_button
 from ui.state import page_text, require_current
 from ui.widgets import chart, table
 
@@ -101,6 +102,7 @@ st.markdown(
     "happen by chance less than 0.3% of the time."
 )
 n = st.number_input("Number of draws N", min_value=100, max_value=20000, value=1000, step=100, key="mask_n")
+notebook_button(cur, "masking", text, p=p, whole_word=whole_word, draw=int(draw), n_draws=int(n))
 with st.spinner(f"Drawing {int(n):,} maskings…"):
     stats = masking_stats(cur.model, text, cur.text_pair, seed=cur.seed, n_draws=int(n),
                           mlm_probability=p, whole_word=whole_word)

@@ -14,6 +14,7 @@ from bert_core.inspect.neighbours import (
     build_index,
     index_bytes_per_word,
     nearest_words,
+    neighbour_rows,
     occurrences,
     pca_2d,
     query_words,
@@ -21,6 +22,7 @@ from bert_core.inspect.neighbours import (
 )
 from bert_core.probe.probing import sense_rows, sense_vectors
 from ui import callbacks
+from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, url_int
 from ui.widgets import chart, table
 
@@ -112,18 +114,12 @@ word_ix = by_label.get(picked, default_word)
 layer = st.slider("Layer", 0, L, url_int("nb_layer", L, 0, L), key="nb_layer_slider",
                   help="0 = the embeddings' output")
 k = st.slider("Neighbours", 5, K_MAX, 20, key="nb_k")
+notebook_button(cur, "neighbours", n_sent=n_sent, word=word_ix, layer=layer, k=k)
 if index is None:
     st.stop()
 res = nearest_words(index, q.vectors[layer, word_ix], layer, k)
 word = q.words[word_ix]
-rows = []
-for rank, (i, cos) in enumerate(zip(res.ids, res.cosines), 1):
-    s, w = int(index.sentence[i]), int(index.word[i])
-    ws = index.sentences[s]
-    rows.append({"rank": rank, "word": ws[w], "tag": index.tag_names[int(index.tags[i])],
-                 "cosine": round(float(cos), 4),
-                 "left": " ".join(ws[max(0, w - 8):w]), "right": " ".join(ws[w + 1:w + 9]),
-                 "sentence": " ".join(ws)})
+rows = neighbour_rows(index, res)
 df = pd.DataFrame(rows)
 same = float(np.mean([r["word"].lower() == word.lower() for r in rows]))
 st.markdown(f"The {k} corpus words nearest **{html.escape(word)}** at layer **{names[layer]}**: "

@@ -8,6 +8,7 @@ import bert_core
 from bert_core.figures.predictions import candidates_figure, nsp_figure, pll_figure, token_strip_figure
 from bert_core.inspect.masking_view import default_word, fill_at, mask_context, mask_word, md_literal, rank_of, words_of
 from ui import callbacks
+from ui.notebook_ui import notebook_button
 from ui.state import analysis, model_cached, require_current, set_url, url_int
 from ui.widgets import chart, table
 
@@ -148,6 +149,7 @@ else:
     st.button("Put this [MASK] into the text", key="pred-use-mask", on_click=callbacks.put, args=("text", new_text))
     explain = (new_text, cur.text_pair, {pos: t2.predictions[pos]}, t2.tokens, target)
 
+notebook_button(cur, "predictions", k=k, word=None if trace.predictions else st.session_state.get("pred_word"))
 
 st.subheader("Which words did the prediction rely on? (salience)")
 st.markdown("For a [MASK] and one candidate w, salience gives every input token i a number: how much "

@@ -6,6 +6,7 @@ import streamlit as st
 import bert_core
 from bert_core.figures.probing import accuracy_by_layer_figure, layer_names
 from bert_core.probe.probing import POS, POS_SIZES, ROWS, SENSE, TASKS, probe_layers, probe_task
+from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current
 from ui.widgets import chart, table
 
@@ -39,6 +40,7 @@ if task_name == POS:
                                help="~20 words each; tested on 300 held-out Brown sentences (about 6,400 words).")
 task = probe_task(task_name, n_train)
 c3.caption(task.description)
+notebook_button(cur, "probing", task=task_name, n_train=n_train)
 
 key = (cur.model_key, task_name, n_train, cur.seed)
 done: dict = st.session_state.setdefault("pr_results", {})

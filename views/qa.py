@@ -25,6 +25,7 @@ from ui.finetune_ui import (
     recipe_config,
     run_status,
 )
+from ui.notebook_ui import notebook_button
 from ui.state import require_current
 from ui.transfer_ui import TransferTask, transfer_sections
 from ui.widgets import chart, run_buttons, run_controls, table
@@ -77,6 +78,8 @@ def read_ui() -> None:
     c1, c2 = st.columns(2)
     top_k = c1.slider("Spans shown", 1, 10, 3, key="qa_top_k")
     max_tokens = c2.slider("Longest answer (tokens)", 1, 64, MAX_ANSWER_TOKENS, key="qa_max_tokens")
+    notebook_button(cur, "qa", passage, question=question, top_k=top_k, max_tokens=max_tokens,
+                    head="sidebar" if chosen is cur.model else "session")
     if not passage.strip() or not question.strip():
         st.warning("The passage or the question is empty: type both.")
         return

@@ -8,6 +8,7 @@ from bert_core.figures.similarity import cosine_heatmap
 from bert_core.finetune.tasks import search_sentences, similarity_pair_sets, similarity_pairs, word_overlap_auc
 from bert_core.inspect.sentences import POOLINGS, auc_from_embeddings, cosine_matrix, default_pooling, nearest
 from bert_core.model.loading import SENTENCE_MODEL_HUB_ID, SENTENCE_MODEL_NAME
+from ui.notebook_ui import notebook_button
 from ui.state import Current, model_cached, require_current, shared_model
 from ui.widgets import chart, table
 
@@ -76,6 +77,7 @@ lines = [x.strip()[:500] for x in raw.splitlines() if x.strip()]
 if len(lines) > MAX_SENTENCES:
     st.info(f"The matrix shows the first {MAX_SENTENCES} of your {len(lines)} sentences.")
     lines = lines[:MAX_SENTENCES]
+notebook_button(cur, "similarity", sentence_model=choice == SENTENCE, pooling=pooling, sentences=lines)
 if len(lines) < 2:
     st.warning("Type at least two sentences (one per line) to compare them.")
 else:

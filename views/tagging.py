@@ -32,6 +32,7 @@ from ui.finetune_ui import (
     recipe_config,
     run_status,
 )
+from ui.notebook_ui import notebook_button
 from ui.state import page_text, require_current
 from ui.transfer_ui import TransferTask, transfer_sections
 from ui.widgets import chart, run_buttons, run_controls, table
@@ -79,6 +80,7 @@ def tag_ui() -> None:
                 "(for named entities, say), or pick a tagger in the sidebar.")
         return
     chosen = pick_ready(found, "Tagger", "tg_tagger")
+    notebook_button(cur, "tagging", text, head="sidebar" if chosen is cur.model else "session")
     try:
         with st.spinner("Tagging…"):
             r = tag_words(chosen, text)

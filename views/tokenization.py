@@ -7,6 +7,7 @@ from bert_core.figures.tokens import pieces_per_word_figure
 from bert_core.inspect import input_tables
 from bert_core.model.tokenization import SCHEMES, USER_MASK
 from ui import callbacks
+from ui.notebook_ui import notebook_button
 from ui.state import analysis, require_current
 from ui.widgets import chart, table
 
@@ -40,6 +41,7 @@ if trace is None:
 if trace.truncation is not None:
     st.warning(trace.truncation.message + " The struck-through text below is what the model never sees.")
 
+notebook_button(cur, "tokenization")
 counts = input_tables.token_counts(trace, tok.all_special_ids, tok.unk_token_id)
 c1, c2, c3, c4 = st.columns(4)
 c1.metric("Words", counts["words"])

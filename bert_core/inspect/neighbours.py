@@ -203,6 +203,19 @@ def nearest_words(index: NeighbourIndex, query: np.ndarray, layer: int, k: int =
     return Neighbours(best, sims[best].astype(np.float32), counts)
 
 
+def neighbour_rows(index: NeighbourIndex, res: Neighbours) -> list[dict]:
+    """One row per neighbour, best first: rank, word, tag, cosine (4 decimals), 8 words each side, the sentence."""
+    rows = []
+    for rank, (i, cos) in enumerate(zip(res.ids, res.cosines), 1):
+        s, w = int(index.sentence[i]), int(index.word[i])
+        ws = index.sentences[s]
+        rows.append({"rank": rank, "word": ws[w], "tag": index.tag_names[int(index.tags[i])],
+                     "cosine": round(float(cos), 4),
+                     "left": " ".join(ws[max(0, w - 8):w]), "right": " ".join(ws[w + 1:w + 9]),
+                     "sentence": " ".join(ws)})
+    return rows
+
+
 def occurrences(index: NeighbourIndex, word: str) -> np.ndarray:
     """Word ids of every occurrence of `word` (case-insensitive) in the index."""
     w = word.lower()

@@ -1,0 +1,92 @@
+"""Wall time of each page's "Open as a notebook" download, run top to bottom in a fresh kernel, offline.
+
+    python benchmarks/bench_notebooks.py [--pages attention predictions ...] [--lesson]
+
+Each page opens in AppTest on the bundled MiniLM with its default settings (Neighbours builds its index at
+the page's default size; Probing fits at the page's default size); the View its button offers becomes the
+.ipynb it downloads, which nbclient runs in a new python3 kernel with HF_HUB_OFFLINE=1 and the repository on
+the path, as a reader next to the app would. The peer, measured in the same run: a notebook that only imports
+bert_core and loads the model (the fixed cost every notebook pays). Target: <= 60 s per notebook on 2 cores.
+Tagging and Question answering are left out: the bundled models have no task head, so their notebooks only say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "notebooks")]
+
+PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "layers", "inside_layer", "heads",
+         "bert_vs_gpt", "compare", "similarity", "neighbours", "probing"]
+PEER = b"""{"cells": [{"cell_type": "code", "execution_count": null, "id": "a", "metadata": {}, "outputs": [],
+ "source": "import bert_core\\nmodel = bert_core.load_model('bundled-minilm')"}],
+ "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
+ "nbformat": 4, "nbformat_minor": 5}"""
+
+
+def offered(page: str):
+    """The View the page's button offers, from AppTest on its defaults."""
+    from apptest_util import open_page
+
+    from ui.notebook_ui import VIEWS_KEY
+
+    at = open_page(page, text="The harbour master [MASK] the ship into the dock at night.")
+    if page == "neighbours":
+        at.button(key="nb_build").click().run()
+    return at.session_state[VIEWS_KEY][page]
+
+
+def lesson_views():
+    from apptest_util import open_page
+
+    from ui.lesson import STEPS
+    from ui.notebook_ui import VIEWS_KEY
+
+    at = open_page("lesson")
+    for k in range(1, len(STEPS) + 1):
+        if k > 1:
+            at.button(key="lesson_next").click().run()
+        yield f"lesson {k}", at.session_state[VIEWS_KEY]["lesson"]
+
+
+def timed(data: bytes, timeout: int) -> float | None:
+    """Seconds to run the notebook in a fresh kernel; None when a cell ran longer than `timeout` seconds."""
+    from nb_run import run
+    from nbclient.exceptions import CellTimeoutError
+
+    t = time.perf_counter()
+    try:
+        run(data, timeout=timeout)  # a fresh kernel each time
+    except CellTimeoutError:
+        return None
+    return time.perf_counter() - t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pages", nargs="*", default=PAGES)
+    ap.add_argument("--lesson", action="store_true", help="also every Lesson step")
+    ap.add_argument("--timeout", type=int, default=300, help="seconds one cell may take")
+    args = ap.parse_args()
+    from bert_core.notebooks import notebook_bytes
+
+    views = [(p, offered(p)) for p in args.pages] + (list(lesson_views()) if args.lesson else [])
+    print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores")
+    peer = timed(PEER, args.timeout)
+    print(f"{'peer (import + load)':24s} {peer:6.1f} s")
+    for name, view in views:
+        t = timed(notebook_bytes(view), args.timeout)
+        if t is None:
+            print(f"{name:24s} a cell took over {args.timeout} s")
+        else:
+            print(f"{name:24s} {t:6.1f} s  {t / peer:4.1f}x peer  {'ok' if t <= 60 else 'OVER 60 s'}")
+    print(f"load average {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""Each Lesson step's "Open as a notebook": run offline in a shared kernel, it prints the Lesson's own answer.
+
+A file of its own, so that under pytest-xdist it can run beside the pages' notebook tests.
+"""
+
+from __future__ import annotations
+
+import time
+
+import nb_run
+from apptest_util import assert_ok, open_page
+from nb_run import TIMES, run
+
+from bert_core.notebooks import notebook_bytes
+from ui.notebook_ui import VIEWS_KEY
+
+kernel, minilm = nb_run.kernel, nb_run.minilm  # the shared fixtures
+
+
+def test_lesson_steps(kernel, minilm):
+    """Every Lesson step's notebook: its question's answer is the one the Lesson computes for the same sentence."""
+    from ui import lesson
+
+    at = open_page("lesson")
+    for k, step in enumerate(lesson.STEPS, start=1):
+        if k > 1:
+            at.button(key="lesson_next").click().run()
+        assert_ok(at)
+        assert any(b.key == "notebook-lesson" for b in at.get("download_button"))
+        view = at.session_state[VIEWS_KEY]["lesson"]
+        assert view.settings["step"] == k and view.prose["title"] == step.title
+        fn, args, kwargs = lesson.question_call(step, view.text, view.pair, view.seed)
+        assert view.settings["question_args"] == args
+        t = time.perf_counter()
+        _, out = run(notebook_bytes(view), kernel)
+        TIMES[f"lesson {k}"] = time.perf_counter() - t
+        q = fn(minilm, *args, **kwargs)
+        assert f"The model's answer: {q.choices[q.answer]}\n{q.reveal}\n" in out, (k, out[-800:])

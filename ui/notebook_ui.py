@@ -1,0 +1,82 @@
+"""The "Open as a notebook" button: the page's view (bert_core.notebooks.View) as a .ipynb download."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+import streamlit as st
+
+import bert_core
+from bert_core.notebooks import PAGES, View, notebook_bytes
+from ui import lesson
+from ui.state import Current
+
+# Where the project's code lives, for the notebook's install cell; a placeholder the reader fills in otherwise.
+REPO_URL = os.environ.get("BERT_EXPLORER_REPO_URL", "").strip()
+VIEWS_KEY = "notebook_views"  # page -> the View its button offers (read by the tests, which run the notebook)
+
+
+def model_size(m: bert_core.LoadedModel) -> str:
+    """The model's shape and parameter count, in the words the pages use."""
+    c = m.config
+    n = sum(p.numel() for p in m.model.parameters())
+    return (f"{c.num_hidden_layers} layers, {c.hidden_size} wide, {c.num_attention_heads} heads; "
+            f"{n:,} parameters")
+
+
+def view_of(cur: Current, page: str, text: str | None = None, **settings) -> View:
+    """The View a page shows: the sidebar's model and input (or the page's own text) and its settings."""
+    source = "session" if cur.model_key.startswith("session:") else cur.model.source
+    return View(page, cur.model_key if source != "session" else "session", source, model_size(cur.model),
+                cur.text if text is None else text, cur.text_pair, cur.seed,
+                settings, bert_core.__version__, REPO_URL)
+
+
+def notebook_button(cur: Current, page: str, text: str | None = None, **settings) -> None:
+    """"Open as a notebook": a .ipynb that recomputes this view (written only when clicked)."""
+    offer(view_of(cur, page, text, **settings), page)
+
+
+def offer(view: View, name: str) -> None:
+    """The download button for `view`'s notebook, `bert-explorer-<name>.ipynb`."""
+    st.session_state.setdefault(VIEWS_KEY, {})[view.page] = view
+    st.download_button("Open as a notebook (.ipynb)", lambda: notebook_bytes(view),
+                       file_name=f"bert-explorer-{re.sub('[^a-z0-9]+', '-', name)}.ipynb",
+                       mime="application/x-ipynb+json", key=f"notebook-{view.page}", on_click="ignore",
+                       icon=":material/download:",
+                       help="A Jupyter notebook that recomputes this view with bert_core: the same model, text and "
+                            "settings, the same figures and numbers. Runs offline next to the app's code.")
+
+
+def page_defaults(cur: Current, page: str, step) -> dict:
+    """The settings a full page opens with for this model, for a Lesson step's notebook ({} for pages without one)."""
+    c = cur.model.config
+    last = c.num_hidden_layers - 1
+    if page == "attention":
+        at = lesson.page_view(step, cur.model)  # the step's head, 1-based as in its link to the page
+        return {"layer": at.get("layer", 1) - 1, "head": at.get("head", 1) - 1, "average": False, "fixed": False}
+    return {
+        "tokenization": {},
+        "embeddings": {"n_dims": min(64, c.hidden_size),
+                       "n_pos": min(64, c.max_position_embeddings - c.position_offset)},
+        "masking": {"p": 0.15, "whole_word": False, "draw": 1, "n_draws": 1000},
+        "predictions": {"k": 5, "word": None},
+        "layers": {"state": last + 1, "k": 5},
+        "heads": {"layer": last, "head": 0, "clean": None, "corrupt": None, "target": None},
+        "bert_vs_gpt": {"layer": 0, "head": 0, "token_cap": 48},
+    }.get(page, {})
+
+
+def lesson_button(cur: Current, k: int, text: str, pair: str | None) -> None:
+    """"Open as a notebook" for Lesson step k: its words, its question (computed), and its full page's view."""
+    step = lesson.STEPS[k - 1]
+    fn, args, kwargs = lesson.question_call(step, text, pair, cur.seed)
+    page = step.page.replace("-", "_")  # url_path -> PAGES key
+    settings = {"step": k, "question": f"{fn.__module__}.{fn.__name__}", "question_args": args,
+                "question_kwargs": kwargs, "page": page,
+                "page_settings": page_defaults(cur, page, step) if page in PAGES else {}}
+    view = dataclasses.replace(view_of(cur, "lesson", text), pair=pair, settings=settings,
+                               prose={"title": step.title, "explain": step.explain, "formula": step.formula})
+    offer(view, f"lesson-step-{k}")
