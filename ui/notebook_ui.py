@@ -50,13 +50,19 @@ def offer(view: View, name: str) -> None:
                             "settings, the same figures and numbers. Runs offline next to the app's code.")
 
 
-def page_defaults(cur: Current, page: str, step) -> dict:
-    """The settings a full page opens with for this model, for a Lesson step's notebook ({} for pages without one)."""
+def page_defaults(cur: Current, page: str, step, text: str, pair: str | None) -> dict:
+    """The settings the step's full page opens with for this model (the layer and head its link carries), for a
+    Lesson step's notebook ({} for pages without one)."""
     c = cur.model.config
     last = c.num_hidden_layers - 1
+    at = lesson.page_view(cur, step, text, pair)  # the step's head, 1-based as in its link to the page
+    layer, head = at.get("layer", 1) - 1, at.get("head", 1) - 1
     if page == "attention":
-        at = lesson.page_view(step, cur.model)  # the step's head, 1-based as in its link to the page
-        return {"layer": at.get("layer", 1) - 1, "head": at.get("head", 1) - 1, "average": False, "fixed": False}
+        return {"layer": layer, "head": head, "average": False, "fixed": False}
+    if page == "heads" and "layer" in at:
+        return {"layer": layer, "head": head, "clean": None, "corrupt": None, "target": None}
+    if page == "bert_vs_gpt" and "layer" in at:
+        return {"layer": layer, "head": head, "token_cap": 48}
     return {
         "tokenization": {},
         "embeddings": {"n_dims": min(64, c.hidden_size),
@@ -76,7 +82,8 @@ def lesson_button(cur: Current, k: int, text: str, pair: str | None) -> None:
     page = step.page.replace("-", "_")  # url_path -> PAGES key
     settings = {"step": k, "question": f"{fn.__module__}.{fn.__name__}", "question_args": args,
                 "question_kwargs": kwargs, "page": page,
-                "page_settings": page_defaults(cur, page, step) if page in PAGES else {}}
+                "page_settings": page_defaults(cur, page, step, text, pair) if page in PAGES else {}}
     view = dataclasses.replace(view_of(cur, "lesson", text), pair=pair, settings=settings,
-                               prose={"title": step.title, "explain": step.explain, "formula": step.formula})
+                               prose={"title": step.title, "explain": lesson.explain(step, cur.model),
+                                      "formula": step.formula})
     offer(view, f"lesson-step-{k}")
