@@ -7,7 +7,7 @@
 # /_stcore/health, warms each up (deploy/warm_up.sh), then runs HAProxy (Debian package `haproxy`) in
 # the foreground on BIND_ADDRESS:PORT (default 0.0.0.0) with deploy/haproxy.cfg. Ctrl-C (or SIGTERM)
 # stops HAProxy and every process.
-# One process per core is the measured setting (README, "A school server"). Each process has its
+# One process per core is the measured setting (docs/deploying.md, "A school server"). Each process has its
 # own model copy, cache and training slots: BERT_EXPLORER_MAX_TRAINING applies per process.
 # A live class (the Lesson's "Start a class") must be seen by every process: serve.sh also starts
 # Debian's redis-server on loopback port PORT+N+1 (--maxmemory BX_REDIS_MB, default 64; its append-only

@@ -1,12 +1,12 @@
-"""Draw the package picture in README "Architecture" from the import contracts and the real imports.
+"""Draw the package picture in docs/architecture.md from the import contracts and the real imports.
 
     python scripts/architecture.py            # print the Mermaid block
-    python scripts/architecture.py --write    # put it in README.md between the architecture markers
+    python scripts/architecture.py --write    # put it in docs/architecture.md between the architecture markers
 
 The boxes are the layers of pyproject.toml's `layers` contract (top imports bottom, never the other way)
 and the packages outside it; every arrow is an import that exists in the code today, found by grimp (the
-graph import-linter checks), with how many module-to-module imports it stands for. tests/test_architecture.py
-fails when README's picture is not what this script prints.
+graph import-linter checks), with how many module-to-module imports it stands for. tests/app/test_architecture.py
+fails when docs/architecture.md's picture is not what this script prints.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import grimp
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+DOC = ROOT / "docs" / "architecture.md"
 START, END = "<!-- architecture:start -->", "<!-- architecture:end -->"
 APP = ("app", "views")  # the Streamlit side: app.py and the pages (not packages, read from their files)
 
@@ -98,20 +98,20 @@ def mermaid() -> str:
     return "\n".join(lines)
 
 
-def readme_block() -> str:
-    text = README.read_text()
+def doc_block() -> str:
+    text = DOC.read_text()
     return text[text.index(START) + len(START):text.index(END)].strip()
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--write", action="store_true", help="write the picture into README.md")
+    ap.add_argument("--write", action="store_true", help="write the picture into docs/architecture.md")
     args = ap.parse_args(argv)
     block = mermaid()
     if args.write:
-        text = README.read_text()
+        text = DOC.read_text()
         i, j = text.index(START) + len(START), text.index(END)
-        README.write_text(text[:i] + "\n" + block + "\n" + text[j:])
+        DOC.write_text(text[:i] + "\n" + block + "\n" + text[j:])
     else:
         print(block)
     return 0

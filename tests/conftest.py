@@ -132,7 +132,7 @@ def pytest_configure(config):
 
 
 # The longest files, first: under pytest-xdist (--dist loadfile) a file runs whole on one worker in collection
-# order, so the README evaluation rerun (7-8 min, tests/model/test_bundled.py) collected last ran alone at the end
+# order, so the models doc's evaluation rerun (7-8 min, tests/model/test_bundled.py) collected last ran alone at the end
 # of the suite while the other worker idled (a full run: 21.4 min wall for 12.8 min of work per core).
 # A clean-clone run with only the first three listed: 19.3 min, the browser files still ending on one worker.
 SLOW_FILES_FIRST = ("tests/model/test_bundled.py", "tests/browser/test_browser_contrast.py",

@@ -9,7 +9,7 @@ Values are returned as they are stored (not copied): callers must treat them as 
 
 Memory freed is only memory saved if the allocator gives it back: `tune_allocator` (called on
 import) makes glibc serve every block of 1 MB or more with its own mmap, returned to the system on
-free, instead of keeping it in per-thread heaps (see README, "Memory").
+free, instead of keeping it in per-thread heaps (see docs/benchmarks.md, "Memory").
 
 Memory dropped is only memory freed if nothing else holds it: a page script that defines a function
 runs in a namespace that refers to itself (function -> globals -> function), so the result it drew
@@ -38,7 +38,7 @@ import numpy as np
 
 log = logging.getLogger("bert_explorer.cache")
 
-DEFAULT_CACHE_MB = 400  # fits a 2.7 GB Streamlit Cloud container beside bert-base (README)
+DEFAULT_CACHE_MB = 400  # fits a 2.7 GB Streamlit Cloud container beside bert-base (docs/benchmarks.md)
 COLLECT_BYTES = 100 * 2**20  # dropped results that trigger one gc.collect() (module docstring)
 MMAP_THRESHOLD = 1 << 20  # bytes: blocks this large get their own mmap (glibc's M_MMAP_THRESHOLD)
 

@@ -11,6 +11,9 @@ Three things kept a server's memory up long after its tabs had closed (benchmark
 So one daemon thread per process, every `period` s: reap expired sessions; and once the app has
 been idle (no page run started) for `idle` s after some run, one `gc.collect()` and one
 `malloc_trim(0)`. It does nothing while a class is working.
+
+The state (the last run, whether there is garbage, how many closed sessions were stored) is a `Housekeeper`'s,
+not the module's: the app uses the process's `HOUSEKEEPER`, a test makes its own and no thread touches it.
 """
 
 from __future__ import annotations
@@ -22,21 +25,12 @@ import logging
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 
 log = logging.getLogger("bert_explorer.housekeeping")
 
 PERIOD_S = 15.0
 IDLE_S = 20.0
-
-_last_run = 0.0  # time.monotonic() of the latest page run
-_dirty = False  # a run happened (or closed sessions were dropped) since the last collection
-_stored = 0  # closed sessions Streamlit still kept at the last pass
-
-
-def note_run() -> None:
-    """Called at the top of every app run (cheap): the idle collector waits until these stop."""
-    global _last_run, _dirty
-    _last_run, _dirty = time.monotonic(), True
 
 
 def reap_closed_sessions() -> int | None:
@@ -64,45 +58,83 @@ def _malloc_trim() -> bool:
         return False
 
 
-def tidy(now: float | None = None, idle: float = IDLE_S) -> bool:
-    """One housekeeping pass; True when it collected (idle `idle` s since a run, after runs or dropped sessions)."""
-    global _dirty, _stored
-    stored = reap_closed_sessions()
-    if stored is not None and stored < _stored:  # sessions were dropped: their objects are garbage now
-        _dirty = True
-    _stored = stored if stored is not None else 0
-    now = time.monotonic() if now is None else now
-    if not _dirty or now - _last_run < idle:
-        return False
-    _dirty = False
-    t = time.perf_counter()
-    urllib.parse.urlsplit.cache_clear()  # it keeps its last 128 arguments: ui.widgets.html_document says why
-    found = gc.collect()
-    trimmed = _malloc_trim()
-    log.info("housekeeping: idle %.0f s: collected %d objects, heap trimmed: %s (%.0f ms)",
-             now - _last_run, found, trimmed, 1000 * (time.perf_counter() - t))
-    return True
+class Housekeeper:
+    """One process's housekeeping state and its thread: `note_run` at every page run, `tidy` every `period` s.
+
+    reap: what reaps closed sessions and says how many stay stored (`reap_closed_sessions`; a test gives its own).
+    """
+
+    def __init__(self, reap: Callable[[], int | None] | None = None):
+        self.reap = reap or reap_closed_sessions
+        self.last_run = 0.0  # time.monotonic() of the latest page run
+        self.dirty = False  # a run happened (or closed sessions were dropped) since the last collection
+        self.stored = 0  # closed sessions Streamlit still kept at the last pass
+        self._lock = threading.Lock()  # page runs (script threads) and the housekeeping thread share the state
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()  # the running thread's own: a restarted thread gets a fresh one
+
+    def note_run(self) -> None:
+        """Called at the top of every app run (cheap): the idle collector waits until these stop."""
+        with self._lock:
+            self.last_run, self.dirty = time.monotonic(), True
+
+    def tidy(self, now: float | None = None, idle: float = IDLE_S) -> bool:
+        """One pass; True when it collected (idle `idle` s since a run, after runs or dropped sessions)."""
+        stored = self.reap()
+        with self._lock:
+            if stored is not None and stored < self.stored:  # sessions were dropped: their objects are garbage now
+                self.dirty = True
+            self.stored = stored if stored is not None else 0
+            now = time.monotonic() if now is None else now
+            if not self.dirty or now - self.last_run < idle:
+                return False
+            self.dirty = False
+            quiet = now - self.last_run
+        t = time.perf_counter()
+        urllib.parse.urlsplit.cache_clear()  # it keeps its last 128 arguments: ui.widgets.html_document says why
+        found = gc.collect()
+        trimmed = _malloc_trim()
+        log.info("housekeeping: idle %.0f s: collected %d objects, heap trimmed: %s (%.0f ms)",
+                 quiet, found, trimmed, 1000 * (time.perf_counter() - t))
+        return True
+
+    def _loop(self, period: float, stopping: threading.Event) -> None:
+        while not stopping.wait(period):
+            try:
+                self.tidy()
+            except Exception:  # never let housekeeping take the server down
+                log.exception("housekeeping failed")
+
+    def start(self, period: float = PERIOD_S) -> bool:
+        """Start this housekeeper's thread unless it runs; True when this call started it."""
+        with self._lock:
+            if self._thread is not None:
+                return False
+            self._stopping = threading.Event()
+            self._thread = threading.Thread(target=self._loop, args=(period, self._stopping),
+                                            name="bert-explorer-housekeeping", daemon=True)
+            self._thread.start()
+        return True
+
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Stop the thread and wait for it (a pass under way finishes first); True when one was running."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+            self._stopping.set()
+        if thread is None:
+            return False
+        thread.join(timeout)
+        return True
 
 
-def _loop(period: float) -> None:
-    while True:
-        time.sleep(period)
-        try:
-            tidy()
-        except Exception:  # never let housekeeping take the server down
-            log.exception("housekeeping failed")
+HOUSEKEEPER = Housekeeper()  # the process's: every session's page runs note into it
 
 
-_started = False
-_lock = threading.Lock()
+def note_run() -> None:
+    """At the top of every app run: the process's housekeeper waits until these stop."""
+    HOUSEKEEPER.note_run()
 
 
 def start(period: float = PERIOD_S) -> bool:
     """Start the process's housekeeping thread once; True the first time."""
-    global _started
-    with _lock:
-        if _started:
-            return False
-        _started = True
-    threading.Thread(target=_loop, args=(period,), name="bert-explorer-housekeeping", daemon=True).start()
-    return True
+    return HOUSEKEEPER.start(period)

@@ -167,4 +167,4 @@ chart(projection_figure(coords, groups, hover, share, f"“{pick}” at layer {n
                         "occurrences"), "word projection", key="nb-pca")
 table(pd.DataFrame({"sentence": hover, "colour": groups, "pc1": coords[:, 0].round(4), "pc2": coords[:, 1].round(4)}),
       f"projection of {pick} at layer {p_layer}", key="nb-pca-csv", hide_index=True)
-st.caption("PCA, not UMAP: see the README (umap-learn pulls numba and llvmlite; measured there).")
+st.caption("PCA, not UMAP: umap-learn pulls numba and llvmlite, too slow and big here (docs/benchmarks.md).")

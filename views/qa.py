@@ -128,8 +128,8 @@ def settings_ui(locked: bool) -> tuple[int, str, dict]:
     if not freeze:
         st.caption("**All weights** (the default): a reader must relate the question to the passage, which a "
                    "frozen encoder was never trained to do; training every weight for one epoch of 1,000 questions "
-                   "at 3e-4 takes about two minutes of one core's time with MiniLM (README: 60% F1, against 29% "
-                   "for the heuristic baseline). The word-embedding matrix stays "
+                   "at 3e-4 takes about two minutes of one core's time with MiniLM (docs/models.md: 60% F1, "
+                   "against 29% for the heuristic baseline). The word-embedding matrix stays "
                    "frozen when it is a third of the model or more (MiniLM: 11.7M of 22.7M weights).")
     return n, base, {"freeze": freeze, "lr": lr, "epochs": epochs, "batch_size": batch}
 

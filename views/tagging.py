@@ -143,7 +143,7 @@ def settings_ui(locked: bool) -> tuple[str, dict]:
         st.caption("**Head only, fit exactly** (the default): the frozen encoder reads every sentence once and "
                    "keeps each word's vector; the head (softmax regression on those vectors) is then fit to "
                    "convergence by L-BFGS. No learning rate or epochs to get wrong, and for 3,000 sentences under a "
-                   "minute of one core's time with MiniLM (51 CPU seconds measured; README), most of it reading. "
+                   "minute of one core's time with MiniLM (51 CPU seconds: docs/benchmarks.md), most of it reading. "
                    "Switch it off to train every weight "
                    "(slower: each step runs the encoder forwards and backwards).")
     return base, {"freeze": freeze, "lr": lr, "epochs": epochs, "batch_size": batch}

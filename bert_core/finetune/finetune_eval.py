@@ -12,7 +12,7 @@
 
 Same loop as the Fine-tuning page (`FineTuner`), the tasks' fixed train/validation splits, fixed seed.
 Time: the fine-tuning steps and evaluations (not loading), in CPU seconds of this process (with
-OMP_NUM_THREADS=1: one quiet core's time) and wall-clock. It ends with the block README.md's fine-tuning
+OMP_NUM_THREADS=1: one quiet core's time) and wall-clock. It ends with the block docs/models.md's fine-tuning
 section shows (the command, the date, the bundled weights' hash, a Markdown table): paste it over the old one.
 """
 

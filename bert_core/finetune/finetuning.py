@@ -65,7 +65,7 @@ def default_lr(config, freeze_encoder: bool = False) -> float:
     A head alone (frozen encoder) learns from scratch: 1e-3. All weights: small encoders want a larger
     rate than bert-base's classic 2e-5 .. 5e-5 (Devlin et al.; Turc et al. tune BERT-Tiny..Mini in
     1e-4 .. 3e-4): the bundled model (H = 256) on the topic task reaches 87.7% validation at 1e-4, barely
-    above the bag-of-words baseline's 87.0%, and 91.3% at 3e-4 (README).
+    above the bag-of-words baseline's 87.0%, and 91.3% at 3e-4 (docs/models.md).
     Example: H=256 -> 3e-4; H=512 -> 1e-4; H=768 (bert-base, roberta-base, ...) -> 3e-5; frozen -> 1e-3.
     """
     if freeze_encoder:

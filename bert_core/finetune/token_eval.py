@@ -1,4 +1,4 @@
-"""Fine-tune per-token heads on the built-in tasks, pretrained beside from scratch and the baseline (README's numbers).
+"""Fine-tune per-token heads on the built-in tasks, pretrained beside from scratch and the baseline (docs/models.md).
 
     python -m bert_core.finetune.token_eval --task pos --examples 3000      # tagging: the page's default run
     python -m bert_core.finetune.token_eval --task qa --examples 1000       # QA: the page's default run
@@ -10,7 +10,7 @@ encoder's cached vectors; QA, every weight but the word embeddings for one epoch
 task's baseline (most-frequent tag; the heuristic reader). pos: the Tagging page's loop on the Brown
 part-of-speech task, word accuracy. qa: the Question answering page's loop on the WordNet task, exact match
 and token F1. Fixed splits (validation never read by the bundled models in pretraining). `--head-only` /
-`--all-weights` override the page's choice. It ends with the Markdown table README.md shows (the command, the
+`--all-weights` override the page's choice. It ends with the Markdown table docs/models.md shows (the command, the
 date): paste it over the old one.
 """
 

@@ -42,7 +42,7 @@ def qa_lr(config) -> float:
     """The rate a reader trains every weight at: about 3x the classifier's `default_lr`, on the page's ladder.
 
     A new start/end head and one epoch: the bundled MiniLM (H = 384) on 1,000 WordNet questions reaches 51.1% F1
-    at 1e-4, 60.2% at 3e-4 (README). Models wider than 512 (bert-base: classifier 3e-5) get 1e-4 (not measured).
+    at 1e-4, 60.2% at 3e-4 (docs/models.md). Models wider than 512 (bert-base: classifier 3e-5) get 1e-4 (not measured).
     Example: H=256 -> 3e-4; H=384 -> 3e-4; H=768 -> 1e-4.
     """
     return 3e-4 if config.hidden_size <= 512 else 1e-4
@@ -242,7 +242,7 @@ def _length_chunks(rows: list[list[int]], size: int) -> list[list[int]]:
 def head_only_by_default(task: TaggingTask | QATask) -> bool:
     """Tagging: head only (a word's tag is mostly in its pretrained vector: 95.7% on Brown POS with MiniLM).
     QA: all weights (a reader must relate question and passage, which a frozen encoder never learned: head only,
-    fit exactly, gives 43.5% F1 on 1,000 WordNet questions, every weight for one epoch 60.2%; README)."""
+    fit exactly, gives 43.5% F1 on 1,000 WordNet questions, every weight for one epoch 60.2%; docs/models.md)."""
     return isinstance(task, TaggingTask)
 
 

@@ -1,4 +1,4 @@
-"""The three pre-training objectives this project trains, in words and formulas (for pages and the README).
+"""The three pre-training objectives this project trains, in words and formulas (for pages and docs/models.md).
 
 mlm (BERT), clm (GPT) and rtd (ELECTRA) run on the same encoder layers; they differ in one mask (causal or
 not) and one loss. The code is `masking.py` (mlm), `train/trainer.py` (clm: next-token targets) and `rtd.py`.

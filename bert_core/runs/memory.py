@@ -24,7 +24,7 @@ import torch
 
 from ..errors import BertCoreError
 
-# Beside bert-base (~0.5 GB), the analysis cache (400 MB) and the server: README. 1,000 MB holds three runs
+# Beside bert-base (~0.5 GB), the analysis cache (400 MB) and the server: docs/benchmarks.md. 1,000 MB holds three runs
 # fine-tuning the bundled MiniLM's weights (~0.29 GB each: weights, gradients, AdamW, activations); a fourth waits.
 DEFAULT_SESSION_MB = 1000
 IDLE_EVICT_SECONDS = 600.0  # a run untouched this long may be dropped to make room for someone else

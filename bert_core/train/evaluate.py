@@ -1,4 +1,4 @@
-"""Measure a model as the README reports it: `python -m bert_core.train.evaluate [model] [--markdown]`.
+"""Measure a model as docs/models.md reports it: `python -m bert_core.train.evaluate [model] [--markdown]`.
 
 Four measurements, each seeded and in a fixed order, so the same model prints the same numbers:
 - held-out MLM on the bundled corpus's held-out split (cleaned WordNet lines and Brown sentences never
@@ -181,7 +181,7 @@ def everyday_cloze_lists(m: LoadedModel) -> dict[str, dict]:
 
 
 def bundled_report(source: str | None = None, seed: int = 0) -> dict:
-    """Every measurement the README reports, for the model `source` (the default offline model when None)."""
+    """Every measurement docs/models.md reports, for the model `source` (the default offline model when None)."""
     m = load_model(source)
     _, _, heldout_lines, heldout_docs = load_pretraining_corpus(seed=0, fraction=HELDOUT_FRACTION)
     brown = [s for d in heldout_docs for s in d.sentences]
@@ -197,7 +197,7 @@ def bundled_report(source: str | None = None, seed: int = 0) -> dict:
 
 
 def markdown(report: dict) -> str:
-    """The README's evaluation table."""
+    """docs/models.md's evaluation table."""
     rows = ["| set | masked tokens | loss | perplexity | top-1 | top-5 |", "| --- | --- | --- | --- | --- | --- |"]
     for key, name in (("heldout_wordnet", "held-out WordNet lines (cleaned)"),
                       ("heldout_brown", "held-out Brown sentences"),
@@ -226,7 +226,7 @@ def main(argv=None) -> None:
     ap.add_argument("model", nargs="?", default=None,
                     help="bundled (the tiny one), bundled-minilm, a local folder or hub id; default: bundled-minilm")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--markdown", action="store_true", help="print the README's table")
+    ap.add_argument("--markdown", action="store_true", help="print docs/models.md's table")
     ap.add_argument("--cloze-rows", action="store_true", help="also print every cloze sentence's top-5")
     args = ap.parse_args(argv)
     report = bundled_report(args.model, args.seed)

@@ -1,5 +1,5 @@
 """The layout's contracts: import-linter keeps them on the real tree, fails on a planted violation, and
-README's "Architecture" picture is the one scripts/architecture.py draws from them."""
+docs/architecture.md's picture is the one scripts/architecture.py draws from them."""
 
 import shutil
 import subprocess
@@ -67,6 +67,6 @@ def test_a_planted_violation_breaks_its_contract(tree, rel, line, contract):
     assert contract in r.stdout.split("Broken contracts")[1], r.stdout
 
 
-def test_readme_draws_the_current_contracts_and_imports():
-    assert architecture.readme_block() == architecture.mermaid(), (
-        "README's Architecture picture is stale: run `python scripts/architecture.py --write`")
+def test_the_architecture_doc_draws_the_current_contracts_and_imports():
+    assert architecture.doc_block() == architecture.mermaid(), (
+        "docs/architecture.md's picture is stale: run `python scripts/architecture.py --write`")

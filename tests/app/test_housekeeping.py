@@ -1,4 +1,8 @@
-"""The idle housekeeping: collects only after the app went quiet, and reaps closed sessions from Streamlit's store."""
+"""The idle housekeeping: collects only after the app went quiet, and reaps closed sessions from Streamlit's store.
+
+Each test owns its state: a `Housekeeper` of its own (the process's `HOUSEKEEPER` is the app's, and its thread,
+started by any page test that ran app.py in this worker, would share the state), and the process's thread is
+stopped where a test looks at what a collection or a reap by anyone would change."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import time
 import types
 import weakref
 
+import pytest
 from streamlit.runtime import Runtime
 from streamlit.runtime.memory_session_storage import MemorySessionStorage
 
@@ -24,17 +29,28 @@ def cyclic_garbage() -> weakref.ref:
     return weakref.ref(a)
 
 
-def test_collects_only_when_idle_after_a_run():
-    hk.note_run()
+@pytest.fixture
+def no_process_thread():
+    """The process's housekeeping thread stopped (and joined) for the test, started again after if it ran: its
+    `gc.collect()` and its reaps would free what the test means to see freed only by its own calls."""
+    was_running = hk.HOUSEKEEPER.stop()
+    yield
+    if was_running:
+        hk.HOUSEKEEPER.start()
+
+
+def test_collects_only_when_idle_after_a_run(no_process_thread):
+    h = hk.Housekeeper(reap=lambda: None)
+    h.note_run()
     gc.disable()  # make the collection below ours, not Python's
     try:
         ref = cyclic_garbage()
-        assert not hk.tidy(now=hk._last_run + 1, idle=20)  # the class is still working
+        assert not h.tidy(now=h.last_run + 1, idle=20)  # the class is still working
         assert ref() is not None
-        assert hk.tidy(now=hk._last_run + 21, idle=20)  # idle long enough: one collection
+        assert h.tidy(now=h.last_run + 21, idle=20)  # idle long enough: one collection
         assert ref() is None
         ref = cyclic_garbage()
-        assert not hk.tidy(now=hk._last_run + 60, idle=20)  # no run since: nothing to do
+        assert not h.tidy(now=h.last_run + 60, idle=20)  # no run since: nothing to do
         assert ref() is not None
     finally:
         gc.enable()
@@ -45,7 +61,7 @@ class FakeSession:
         self.id = sid
 
 
-def test_reaps_expired_sessions_from_streamlits_store(monkeypatch):
+def test_reaps_expired_sessions_from_streamlits_store(monkeypatch, no_process_thread):
     """Streamlit's store drops an expired session only on a later write; the reaper drops it without one."""
     storage = MemorySessionStorage(ttl_seconds=0.05)
     info = types.SimpleNamespace(session=FakeSession("a"))
@@ -66,12 +82,36 @@ def test_no_runtime_no_reaping():
     assert hk.reap_closed_sessions() is None  # pytest has no Streamlit server
 
 
-def test_dropping_closed_sessions_leads_to_a_collection(monkeypatch):
+def test_dropping_closed_sessions_leads_to_a_collection():
     """A reaped session is cyclic garbage: the next idle pass collects even without a new run."""
     counts = iter([3, 3, 0, 0])
-    monkeypatch.setattr(hk, "reap_closed_sessions", lambda: next(counts))
+    h = hk.Housekeeper(reap=lambda: next(counts))
+    h.note_run()
+    assert h.tidy(now=h.last_run + 30, idle=20)  # after the runs
+    assert not h.tidy(now=h.last_run + 60, idle=20)  # still 3 stored: nothing new
+    assert h.tidy(now=h.last_run + 200, idle=20)  # 3 -> 0: dropped, collect
+    assert not h.tidy(now=h.last_run + 300, idle=20)
+
+
+def test_a_housekeepers_thread_stops_and_joins():
+    """Started once; stop() ends the thread (no pass after it returns); it can start again."""
+    passes = []
+    h = hk.Housekeeper(reap=lambda: passes.append(time.monotonic()))
+    assert h.start(period=0.005)
+    assert not h.start(period=0.005)  # one thread per housekeeper
+    deadline = time.monotonic() + 10
+    while len(passes) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(passes) >= 3
+    assert h.stop()
+    done = len(passes)
+    time.sleep(0.05)
+    assert len(passes) == done  # joined: nothing runs after stop()
+    assert not h.stop()
+    assert h.start(period=0.005) and h.stop()
+
+
+def test_the_app_notes_runs_into_the_process_housekeeper():
+    before = hk.HOUSEKEEPER.last_run
     hk.note_run()
-    assert hk.tidy(now=hk._last_run + 30, idle=20)  # after the runs
-    assert not hk.tidy(now=hk._last_run + 60, idle=20)  # still 3 stored: nothing new
-    assert hk.tidy(now=hk._last_run + 200, idle=20)  # 3 -> 0: dropped, collect
-    assert not hk.tidy(now=hk._last_run + 300, idle=20)
+    assert hk.HOUSEKEEPER.last_run > before and hk.HOUSEKEEPER.dirty

@@ -3,7 +3,7 @@
 A page script runs in a fresh namespace that holds everything it computed (traces, attention maps).
 When Streamlit keeps a function defined in that script (a widget callback, a selectbox format_func,
 a fragment) in the session's state, the whole namespace stays alive for as long as the session does,
-on every page the user goes to next: 170 MB per session on bert-base at 512 tokens (README "Memory").
+on every page the user goes to next: 170 MB per session on bert-base at 512 tokens (docs/benchmarks.md, "Memory").
 """
 
 from __future__ import annotations

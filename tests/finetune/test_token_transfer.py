@@ -121,7 +121,7 @@ def test_the_pages_defaults_tagging_head_only_qa_all_weights(base):
     assert token_finetune_defaults(base, tag).freeze_encoder
     c = token_finetune_defaults(base, qa)
     assert not c.freeze_encoder and c.epochs >= 1 and c.max_len >= 64
-    assert c.lr == qa_lr(base.config) == 3e-4 and c.evals_per_epoch == 2  # the reader's rate (README's runs)
+    assert c.lr == qa_lr(base.config) == 3e-4 and c.evals_per_epoch == 2  # the reader's rate (docs/models.md's runs)
     assert tuner_class(tag, token_finetune_defaults(base, tag)) is CachedHeadTagger
     assert tuner_class(qa, token_finetune_defaults(base, qa, True)) is CachedHeadReader
     assert tuner_class(qa, c) is QAFineTuner and tuner_class(tag) is TokenFineTuner

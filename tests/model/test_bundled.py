@@ -1,4 +1,4 @@
-"""The bundled offline models: load fast with no network, have both heads, and the README's numbers are real.
+"""The bundled offline models: load fast with no network, have both heads, and docs/models.md's numbers are real.
 
 Two ship: `bundled-minilm` (the default: MiniLM's encoder with MLM and NSP heads our loop re-learned) and
 `bundled` (tiny, trained from scratch by this project).
@@ -17,7 +17,7 @@ from safetensors import safe_open
 import bert_core
 from bert_core.train.evaluate import bundled_report, markdown
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+MODELS_DOC = Path(__file__).resolve().parents[2] / "docs/models.md"  # the evaluation tables between markers
 
 
 @pytest.mark.parametrize("name, folder, max_mb", [("bundled", bert_core.BUNDLED_DIR, 30),
@@ -27,7 +27,7 @@ def test_bundled_model_loads_and_predicts(name, folder, max_mb):
     m = bert_core.load_model(name)
     elapsed = time.perf_counter() - t0
     assert m.source == "bundled" and m.name == name and m.has_mlm and m.has_nsp
-    assert elapsed < 10  # the README gives the measured load time; this only guards against pathologies
+    assert elapsed < 10  # docs/models.md gives the measured load time; this only guards against pathologies
     size = sum(f.stat().st_size for f in folder.iterdir())
     assert size <= max_mb * 2**20
     t = bert_core.analyze(m, "The cat [MASK] on the mat.", "It was warm.")
@@ -75,7 +75,7 @@ def _numbers(text: str) -> list[float]:
 
 
 def _readme_block(marker: str) -> str:
-    return README.read_text().split(f"<!-- {marker}:start -->")[1].split(f"<!-- {marker}:end -->")[0]
+    return MODELS_DOC.read_text().split(f"<!-- {marker}:start -->")[1].split(f"<!-- {marker}:end -->")[0]
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +90,7 @@ def minilm_report():
 
 
 @pytest.mark.parametrize("marker, which", [("heldout", "report"), ("minilm", "minilm_report")])
-def test_readme_evaluation_matches_a_rerun(marker, which, request):
+def test_the_models_doc_evaluation_matches_a_rerun(marker, which, request):
     want, got = _numbers(_readme_block(marker)), _numbers(markdown(request.getfixturevalue(which)))
     assert len(got) == len(want)
     # Counts are exact; a loss may move in the 4th decimal and a top-k by an argmax tie between CPUs.
@@ -107,7 +107,7 @@ def test_bundled_model_is_no_worse_than_the_previous_one(report):
 
 
 def test_bundled_model_is_no_worse_than_before_phases_3_and_4(report):
-    # The model after phases 1-2 (shipped before this session), same sets: README's table.
+    # The model after phases 1-2 (shipped before this session), same sets: docs/models.md's table.
     assert report["heldout_previous"]["top5"] >= 0.4331
     assert report["heldout_wordnet"]["top5"] >= 0.4265
     assert report["heldout_brown"]["top5"] >= 0.4502
@@ -116,7 +116,7 @@ def test_bundled_model_is_no_worse_than_before_phases_3_and_4(report):
 
 
 def test_minilm_model_knows_more_everyday_english_than_the_tiny_one(minilm_report, report):
-    # Measured on the shipped weights (README, fifth stage): everyday cloze 21.43% / 42.86% on the 70 sentences,
+    # Measured on the shipped weights (docs/models.md): everyday cloze 21.43% / 42.86% on the 70 sentences,
     # 38.42% top-5 on the three lists (190), NSP 84.38% on Brown pairs, 73.33% and 72.50% on the two everyday pairs
     # lists, held-out Brown 36.85% / 53.73%, WordNet 33.36% / 50.73%. Floors a little under those, and above the
     # fourth stage's weights where this stage gained (three lists 35.26%, everyday pairs 71.67% and 70.83%, Brown

@@ -1,4 +1,4 @@
-"""The evaluation the README reports: batched NSP equals the page's one-pair analysis; held-out sets stay held out."""
+"""The evaluation docs/models.md reports: batched NSP equals the page's one-pair analysis; held-out sets stay out."""
 
 from __future__ import annotations
 
