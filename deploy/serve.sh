@@ -13,6 +13,9 @@
 # Debian's redis-server on loopback port PORT+N+1 (no persistence, --maxmemory BX_REDIS_MB, default 64)
 # and points each process at it (BERT_EXPLORER_CLASS_STORE=redis://127.0.0.1:PORT+N+1/0). An
 # already-set BERT_EXPLORER_CLASS_STORE (your own Redis) is used instead, and no redis-server started.
+# The model every process shows a fresh visitor: BERT_EXPLORER_MODEL (unset: the bundled MiniLM, offline).
+# With the network, `BERT_EXPLORER_MODEL=bert-base-uncased deploy/serve.sh 2 8501`: each warm-up loads it, the
+# first downloading it (440 MB) into the shared Hugging Face cache (HF_HOME), the others waiting for that copy.
 set -euo pipefail
 N=${1:?usage: deploy/serve.sh N PORT [BIND_ADDRESS]}
 PORT=${2:?usage: deploy/serve.sh N PORT [BIND_ADDRESS]}
