@@ -8,8 +8,6 @@ placed in a Hugging Face cache under tests/output in the layout a download leave
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 from apptest_util import ROOT, assert_ok, open_page
 from hub_cache import hub_cache_checkpoint
@@ -27,15 +25,8 @@ def bert_base_snapshot():
 
 
 @pytest.fixture
-def hub_down(monkeypatch):
-    """No network at all (every connection and DNS look-up fails), and no answer cached about the hub."""
-    def refuse(*args, **kwargs):
-        raise OSError("network disabled by the test")
-
-    for name in ("connect", "connect_ex"):
-        monkeypatch.setattr(socket.socket, name, refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
+def hub_down(no_network, monkeypatch):
+    """No network at all (tests/conftest.py), and no answer about the hub remembered from before."""
     monkeypatch.setattr(model_choice, "_reach", {})
 
 
