@@ -8,6 +8,8 @@ placed in a Hugging Face cache under tests/output in the layout a download leave
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 from apptest_util import ROOT, assert_ok, open_page
 from hub_cache import hub_cache_checkpoint
@@ -204,3 +206,67 @@ def test_docker_and_the_cloud_secrets_example_set_bert_base():
     example = tomllib.loads((ROOT / ".streamlit" / "secrets.toml.example").read_text())
     assert example == {"BERT_EXPLORER_MODEL": "bert-base-uncased"}
     assert not (ROOT / ".streamlit" / "secrets.toml").exists()  # a laptop's checkout has no setting: bundled
+
+
+# ------------------------------------------------------------------------------------------ a download
+@pytest.fixture
+def local_hub(monkeypatch):
+    """huggingface_hub pointed at a hub on loopback (tests/hub_server.py): `serve(repo_id, folder)`."""
+    from hub_server import hub_server
+    from huggingface_hub import constants
+
+    stack = contextlib.ExitStack()
+
+    def serve(repo_id, folder):
+        url, requests = stack.enter_context(hub_server(repo_id, folder))
+        monkeypatch.setattr(constants, "ENDPOINT", url)
+        monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE", url + "/{repo_id}/resolve/{revision}/{filename}")
+        monkeypatch.setattr(model_choice, "_reach", {})
+        return requests
+
+    with stack:
+        yield serve
+
+
+def test_a_download_reports_its_bytes_and_then_loads_with_the_hub_gone(local_hub, cache_at, tmp_path):
+    src = hub_cache_checkpoint(tmp_path / "src", "org/tiny", hidden_size=32, num_hidden_layers=2,
+                               num_attention_heads=2, intermediate_size=37)
+    cache_at(tmp_path / "cache")
+    requests = local_hub("org/tiny", src)
+    heard = []
+    path = bert_core.download_model("org/tiny", progress=lambda msg, frac: heard.append((msg, frac)))
+    assert path == bert_core.cached_hub_snapshot("org/tiny") and (path / "model.safetensors").is_file()
+    assert any(r.startswith("GET /org/tiny/resolve/") and r.endswith("model.safetensors") for r in requests)
+    fracs = [f for m, f in heard if "MB" in m and " of " in m]  # "Downloading org/tiny: 3 of 5 MB"
+    assert fracs and fracs == sorted(fracs) and fracs[-1] == pytest.approx(0.8), heard
+    requests.clear()
+    local_hub_gone = bert_core.load_model("org/tiny")  # from the cache: not one request
+    assert local_hub_gone.config.hidden_size == 32 and requests == []
+
+
+def test_a_hub_repo_with_pickles_only_is_refused_before_a_byte_is_fetched(local_hub, cache_at, tmp_path):
+    src = hub_cache_checkpoint(tmp_path / "src", "org/pickled", hidden_size=32, num_hidden_layers=1,
+                               num_attention_heads=2, intermediate_size=37)
+    (src / "model.safetensors").rename(src / "pytorch_model.bin")
+    cache_at(tmp_path / "cache")
+    requests = local_hub("org/pickled", src)
+    with pytest.raises(bert_core.BertCoreError, match="safetensors only"):
+        bert_core.download_model("org/pickled")
+    assert not any("/resolve/" in r for r in requests)
+
+
+def test_use_bert_base_downloads_it_in_one_click_from_a_reachable_hub(bert_base_snapshot, local_hub, cache_at,
+                                                                       tmp_path):
+    cache_at(tmp_path / "cache")  # nothing downloaded yet
+    requests = local_hub("bert-base-uncased", bert_base_snapshot)  # the hub: our bert-base-sized checkpoint
+    at = open_page("lesson", timeout=300)
+    assert_ok(at)
+    offer = next(b for b in at.button if b.key == "bert_base_offer_lesson")
+    assert offer.label == model_choice.OFFER_LABEL  # reachable, not on disk: the download is announced
+    offer.click().run()
+    assert_ok(at)
+    assert sum(r.startswith("GET /bert-base-uncased/resolve/") for r in requests) >= 3  # config, weights, vocab
+    cur = at.session_state["current"]
+    assert cur.model_key == "bert-base-uncased" and cur.model.config.num_hidden_layers == 12
+    assert bert_core.cached_hub_snapshot("bert-base-uncased") is not None  # on disk: the next visitor's is instant
+    assert model_choice.offer_label() == model_choice.CACHED_LABEL
