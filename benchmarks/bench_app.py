@@ -78,6 +78,8 @@ def time_lesson(model_dir: str | None, reps: int) -> dict[str, float]:
             at.query_params["model"] = model_dir
         at.run()
         assert not at.exception, [e.value for e in at.exception]
+        if model_dir:  # not a fallback to the bundled model after a failed load
+            assert at.session_state["current"].model_key == model_dir, at.session_state["current"].model_key
         times = []
         for r in range(reps + 1):
             at.text_input(key=f"w_lesson_text_{i}").set_value(f"{step.text.rstrip('.')} number {r} of {i}.")
