@@ -9,11 +9,16 @@
 # wheel index, so torch is 2.13.0+cpu and none of the CUDA packages come along).
 FROM python:3.11-slim
 
+# BERT_EXPLORER_MODEL: the model a fresh visitor sees. A container usually has the network: the real
+# bert-base-uncased (440 MB, downloaded into HF_HOME by the warm-up before the first visitor; keep it across
+# restarts with -v bert-cache:/home/app/.cache/huggingface). Offline, or to start at once:
+# docker run -e BERT_EXPLORER_MODEL=bundled-minilm ... (the bundled MiniLM, inside the image).
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PIP_NO_CACHE_DIR=1 \
-    HF_HOME=/home/app/.cache/huggingface
+    HF_HOME=/home/app/.cache/huggingface \
+    BERT_EXPLORER_MODEL=bert-base-uncased
 
 RUN useradd --create-home --uid 1000 app
 WORKDIR /app

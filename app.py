@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from ui import classroom_push, housekeeping, theme
+from ui import classroom_push, housekeeping, model_choice, theme
 from ui.state import sidebar_ui
 from ui.threads import fit_torch_threads
 
@@ -38,5 +38,6 @@ PAGES = [
 nav = st.navigation(PAGES, expanded=True)  # every page in the menu: no "View 3 more" hiding some
 if nav.url_path not in ("", "start", "lesson"):
     classroom_push.forget_here()  # a student exploring another page is not redrawn by the class's steps
-st.session_state["current"] = sidebar_ui()
+st.session_state["current"] = sidebar_ui(lesson_page=nav.url_path in ("", "start", "lesson"))
+model_choice.bert_base_offer(st.sidebar, key="sidebar")  # where the hub is reachable or it is on disk already
 nav.run()

@@ -55,6 +55,9 @@ from .model.loading import (
     MINILM_DIR,
     MINILM_NAME,
     SUGGESTED_HUB_IDS,
+    cached_hub_snapshot,
+    download_model,
+    is_hub_id,
     load_model,
 )
 from .model.tokenization import MAX_TEXT_CHARS, Encoding, Truncation, WordPieceTokenizer, WordSplit, wordpiece_steps
@@ -84,6 +87,9 @@ __all__ = [
     "OUTCOME_NAMES",
     "RANDOM",
     "SUGGESTED_HUB_IDS",
+    "cached_hub_snapshot",
+    "download_model",
+    "is_hub_id",
     "BertConfig",
     "AnswerResult",
     "Generation",

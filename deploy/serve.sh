@@ -17,6 +17,9 @@
 # A process that dies (redis-server, a Streamlit process, HAProxy) is started again a second later, and
 # the log says so: the site stays up; while the class store is away the Lesson runs on and a class's
 # pages say they are reconnecting.
+# The model every process shows a fresh visitor: BERT_EXPLORER_MODEL (unset: the bundled MiniLM, offline).
+# With the network, `BERT_EXPLORER_MODEL=bert-base-uncased deploy/serve.sh 2 8501`: each warm-up loads it, the
+# first downloading it (440 MB) into the shared Hugging Face cache (HF_HOME), the others waiting for that copy.
 set -euo pipefail
 N=${1:?usage: deploy/serve.sh N PORT [BIND_ADDRESS]}
 PORT=${2:?usage: deploy/serve.sh N PORT [BIND_ADDRESS]}

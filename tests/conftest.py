@@ -106,6 +106,20 @@ def markup_default_model(markup_dir, monkeypatch):
 
 
 @pytest.fixture
+def no_network(monkeypatch):
+    """Every socket connection and DNS look-up fails, as on a machine with no network."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise OSError("network disabled by the test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setattr(socket, "getaddrinfo", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.fixture
 def slots(monkeypatch):
     """A fresh process-wide training slot manager (capacity 2), so one test's run cannot hold another's slot."""
     from bert_core.runs import training_run as session_training

@@ -134,10 +134,8 @@ def view_tokens(cur, text, pair, revealed) -> None:
     t = _analysis(cur, text, pair, **questions.PREDICTIONS)
     if t is None:
         return
-    if revealed:  # the pieces as the model reads them (lower-cased by an uncased tokenizer, ## inside a word)
-        special = set(tok.all_special_ids) - {tok.unk_token_id, tok.mask_token_id}
-        kinds = ["special" if int(i) in special else "not selected" for i in t.input_ids]
-        st.markdown(chips_html(t.tokens, t.tokens, kinds), unsafe_allow_html=True)
+    if revealed:
+        st.html(input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id, as_read=True))
     else:
         st.caption("The pieces, with the special tokens, appear with the answer.")
 
@@ -226,7 +224,7 @@ def view_nsp(cur, text, pair, revealed) -> None:
     t = _analysis(cur, text, pair, **questions.PREDICTIONS)
     if t is None:
         return
-    st.html(input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
+    st.html(input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id, as_read=True))
     if revealed and t.nsp is not None:
         _chart(nsp_figure(*t.nsp), "lesson nsp", key="lesson-nsp")
 
@@ -776,11 +774,21 @@ div[data-testid="stMainBlockContainer"], .block-container {padding: 0.6rem 1.5re
   max-width: 100% !important;}
 [data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stMain"] label,
 [data-testid="stMain"] label p, [data-testid="stMain"] [role="radiogroup"] p,
-[data-testid="stMain"] [data-testid="stCaptionContainer"] p,
 [data-testid="stMain"] button p {font-size: 22px !important; line-height: 1.3 !important;}
+[data-testid="stMain"] [data-testid="stCaptionContainer"] p {font-size: 20px !important; line-height: 1.3 !important;}
+[data-testid="stMain"] p code, [data-testid="stMain"] li code {font-size: 0.9em !important;}  /* [CLS] at 19.8 px */
+[data-testid="stMain"] .katex-display {margin: 0.3em 0 0.45em 0 !important;}
 [data-testid="stMain"] h2 {font-size: 34px !important; padding: 0 0 0.2rem 0 !important;}
-[data-testid="stMain"] .katex {font-size: 24px !important;}
-div[data-testid="stVerticalBlock"] {gap: 0.45rem !important;}
+[data-testid="stMain"] .katex {font-size: 23px !important;}
+/* KaTeX draws a script at 0.7 of its formula (16 px): 0.79 of 23 px keeps every sub- and superscript at 18 px. */
+[data-testid="stMain"] .katex .reset-size6.size3, [data-testid="stMain"] .katex .reset-size6.size1
+  {font-size: 0.79em !important;}
+[data-testid="stMain"] .katex .reset-size3.size1 {font-size: 1em !important;}
+[data-testid="stMain"] button kbd, .st-key-lesson_corner kbd {font-size: 18px !important;}
+/* Token chips (steps 1, 3, 7: bert_core's chips_html and tokens_html) and their labels at 22 px. */
+.bx-tokens, .bx-tokens *, .bx-chips .bx-chip, .bx-chips .bx-chip * {font-size: 22px !important;}
+.bx-legend span {font-size: 18px !important;}
+div[data-testid="stVerticalBlock"] {gap: 0.35rem !important;}
 .st-key-lesson_keys {display: none !important;}
 [data-testid="stMain"] button kbd {color: inherit !important; opacity: 1 !important;}  /* AA on a red button */
 [data-testid="stMain"] [data-testid="stTable"] td, [data-testid="stMain"] [data-testid="stTable"] th

@@ -13,6 +13,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.model.layers import fuse_qkv_storage
+from ui import hub_download
 from ui.cache import RESULTS
 
 # The two models that ship with the app, in plain words (bert_core.BUNDLED_MODELS).
@@ -29,9 +30,31 @@ ALLOW_FREE_HUB = os.environ.get("BERT_EXPLORER_ALLOW_FREE_HUB", "1") == "1"
 ALLOW_HUB = os.environ.get("BERT_EXPLORER_ALLOW_HUB", "1") == "1"
 
 
+MODEL_SETTING = "BERT_EXPLORER_MODEL"
+OLD_MODEL_SETTING = "BERT_EXPLORER_DEFAULT_MODEL"  # its earlier name, still read
+
+
+def configured_model() -> str:
+    """The deployment's default model: BERT_EXPLORER_MODEL from the environment, else from Streamlit's secrets
+    (.streamlit/secrets.toml, Community Cloud's "Secrets"), else BERT_EXPLORER_DEFAULT_MODEL; unset, the bundled
+    MiniLM (offline, instant)."""
+    for value in (os.environ.get(MODEL_SETTING), _secret(MODEL_SETTING), os.environ.get(OLD_MODEL_SETTING)):
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return bert_core.DEFAULT_BUNDLED
+
+
+def _secret(key: str):
+    """A top-level Streamlit secret, or None: no secrets file is no error (a laptop has none)."""
+    try:
+        return st.secrets.get(key) if st.secrets.load_if_toml_exists() else None
+    except Exception:  # an unreadable secrets file: Streamlit reports it itself; the setting is then unset
+        return None
+
+
 # The model a fresh visitor sees: "bundled-minilm" (offline), "bundled" (the tiny offline one), a hub
 # id such as bert-base-uncased (a Cloud deploy with network), or a local folder on the server.
-DEFAULT_MODEL = os.environ.get("BERT_EXPLORER_DEFAULT_MODEL", "").strip() or bert_core.DEFAULT_BUNDLED
+DEFAULT_MODEL = configured_model()
 
 
 def local_roots() -> list[str]:
@@ -167,14 +190,17 @@ def _model_options() -> list[str]:
     return opts
 
 
+PENDING_MODEL = "_model_pending"  # a model a button chose, for the sidebar's box on the next run
 _READY: set[str] = set()  # models this process has loaded (their later reruns need no status box)
 
 
 def _load_with_progress(name: str) -> bert_core.LoadedModel:
-    """Load a shared model, showing progress only the first time (a hub download can take minutes)."""
+    """Load a shared model, showing progress only the first time (a hub download can take minutes: a bar)."""
     if name in _READY:
         return shared_model(name)
     box = st.empty()  # the box goes once the model is there: it would sit over slide 1 of the Lesson
+    if hub_download.needs_download(name, ALLOW_HUB):
+        hub_download.fetch_with_bar(name, box)
     with box.status(f"Loading {name}…", expanded=False):
         m = shared_model(name)
     box.empty()
@@ -182,11 +208,17 @@ def _load_with_progress(name: str) -> bert_core.LoadedModel:
     return m
 
 
-def sidebar_ui() -> Current | None:
-    """The shared sidebar: model, text, optional second sentence, seed. Returns the current choice."""
+def sidebar_ui(lesson_page: bool = False) -> Current | None:
+    """The shared sidebar: model, text, optional second sentence, seed. Returns the current choice.
+
+    On the Lesson (`lesson_page`) each step has its own sentence, so the Text boxes are not shown there: two
+    sentence boxes, one of which did nothing, confused students. What was typed in them is kept for the other pages.
+    """
     _init_from_url()
     sb = st.sidebar
     opts = _model_options()
+    if PENDING_MODEL in st.session_state:  # a button chose it (ui/model_choice.py): the box shows it from now on
+        st.session_state["model_choice"] = _label(st.session_state.pop(PENDING_MODEL))
     if st.session_state.get("model_choice") not in opts:
         st.session_state["model_choice"] = _label(DEFAULT_MODEL)
     choice = sb.selectbox("Model", opts, key="model_choice",
@@ -203,10 +235,18 @@ def sidebar_ui() -> Current | None:
         name = "session"
     else:
         name = name_of(choice)
-    sb.text_area("Text", key="text", height=100, max_chars=bert_core.MAX_TEXT_CHARS,
-                 help="Use [MASK] where BERT should guess a word.")
-    use_pair = sb.checkbox("Add a second sentence (B)", key="use_pair")
-    pair = sb.text_area("Sentence B", key="pair", height=70, max_chars=bert_core.MAX_TEXT_CHARS) if use_pair else None
+    if lesson_page:
+        for key in ("text", "use_pair", "pair"):  # a widget not drawn in a run loses its value: keep these
+            st.session_state[key] = st.session_state[key]
+        sb.caption("Each step of the Lesson has its own sentence, on the step itself. The Text box is on the "
+                   "other pages.")
+        pair = st.session_state["pair"] if st.session_state["use_pair"] else None
+    else:
+        sb.text_area("Text", key="text", height=100, max_chars=bert_core.MAX_TEXT_CHARS,
+                     help="Use [MASK] where BERT should guess a word.")
+        use_pair = sb.checkbox("Add a second sentence (B)", key="use_pair")
+        pair = (sb.text_area("Sentence B", key="pair", height=70, max_chars=bert_core.MAX_TEXT_CHARS)
+                if use_pair else None)
     sb.number_input("Seed", min_value=0, max_value=2**31 - 1, step=1, key="seed",
                     help="Drives the masking draws and training; same seed, same draw.")
 

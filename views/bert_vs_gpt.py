@@ -14,7 +14,7 @@ from bert_core.train.linear_probe import PROBE_TRAIN, PROBE_VALID, probe_set
 from bert_core.train.toy import ANIMALS, FARM_CLOZE, FARM_PROMPTS
 from ui import callbacks
 from ui.notebook_ui import notebook_button
-from ui.state import model_cached, require_current
+from ui.state import model_cached, require_current, set_url, url_index
 from ui.widgets import chart, table
 
 TOKEN_CAP = 48  # the maps draw at most this many tokens (the first ones)
@@ -63,7 +63,9 @@ if mc is not None:
           "bert vs gpt masks", key="bvg-masks")
     n_layers, n_heads = mc.attn_bidirectional.shape[:2]  # (L, nh, T, T)
     for k, hi in (("bvg_layer", n_layers), ("bvg_head", n_heads)):
-        if st.session_state.get(k, 0) >= hi:  # a smaller model than before
+        # First visit: the link's ?layer=&head= (1-based; the Lesson's last step links the head it showed).
+        st.session_state.setdefault(k, url_index(k.removeprefix("bvg_"), hi))
+        if st.session_state[k] >= hi:  # a smaller model than before
             st.session_state[k] = 0
     c1, c2 = st.columns(2)
     layer = c1.selectbox("Layer", list(range(n_layers)), key="bvg_layer",
@@ -71,6 +73,7 @@ if mc is not None:
                          help="Layers 1–L as everywhere in the app (here, inside the model: no embeddings row).")
     head = c2.selectbox("Head", list(range(n_heads)), key="bvg_head",
                         format_func=callbacks.one_based)
+    set_url(layer=layer + 1, head=head + 1)
     notebook_button(cur, "bert_vs_gpt", layer=layer, head=head, token_cap=TOKEN_CAP)
     bi, _ = crop(mc.attn_bidirectional, mc.tokens, n)
     ca, _ = crop(mc.attn_causal, mc.tokens, n)

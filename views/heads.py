@@ -10,7 +10,7 @@ from bert_core.figures import heads as fh
 from bert_core.inspect.masking_view import md_literal
 from ui import callbacks, heads_ui
 from ui.notebook_ui import notebook_button
-from ui.state import model_cached, require_current
+from ui.state import model_cached, require_current, set_url, url_index, url_int
 from ui.widgets import chart, table
 
 CLEAN, CORRUPT, TARGET = "The king said that [MASK] was tired.", "The queen said that [MASK] was tired.", "he"
@@ -46,9 +46,10 @@ if not m.has_mlm:
     problem = ("This model has no masked-language-model head, so there is no guess to knock out: pick a model with "
                "one in the sidebar (both bundled models have one). Patching below needs one too.")
 else:
-    # The chosen head's knock-out is the page's one pass per text edit; the first visit starts at the last layer.
-    st.session_state.setdefault(heads_ui.LAYER_KEY, L - 1)
-    st.session_state.setdefault(heads_ui.HEAD_KEY, 0)
+    # The chosen head's knock-out is the page's one pass per text edit; the first visit starts at the link's
+    # ?layer=&head= (1-based: the Lesson's knock-out step links the head it knocked out), else the last layer.
+    st.session_state.setdefault(heads_ui.LAYER_KEY, url_int("layer", L, 1, L) - 1)
+    st.session_state.setdefault(heads_ui.HEAD_KEY, url_index("head", nh))
     if st.session_state[heads_ui.LAYER_KEY] >= L or st.session_state[heads_ui.HEAD_KEY] >= nh:  # a smaller model
         heads_ui.pick_head(min(st.session_state[heads_ui.LAYER_KEY], L - 1),
                            min(st.session_state[heads_ui.HEAD_KEY], nh - 1))
@@ -100,6 +101,7 @@ if can_knock:
                          format_func=callbacks.labels(f"layer {i + 1}" for i in range(L)))
     head = s2.selectbox("Head", list(range(nh)), key=heads_ui.HEAD_KEY,
                         format_func=callbacks.labels(f"head {i + 1}" for i in range(nh)))
+    set_url(layer=layer + 1, head=head + 1)  # a shared link opens this head
     if (layer, head) not in ko.heads:  # changed by a click or the selectboxes after the pass above
         ko = model_cached(cur, bert_core.knock_out, cur.text, cur.text_pair, ((layer, head),))
     label = f"without layer {layer + 1}, head {head + 1}"

@@ -5,7 +5,7 @@ import zlib
 
 import streamlit as st
 
-from ui import callbacks, classroom_ui, handout, lesson, notebook_ui
+from ui import callbacks, classroom_ui, handout, lesson, model_choice, notebook_ui
 from ui.state import DEFAULT_MODEL, require_current
 
 cur = require_current()
@@ -109,6 +109,7 @@ if not present:
     with side:
         st.toggle("Presenter mode", key="lesson_present", on_change=lesson.toggle_present,
                   help="For a projector: no sidebar, large type, one step per screen; → / ← / space as keys.")
+        model_choice.bert_base_offer(st, key="lesson")  # the real BERT-base, where it can be had
         st.session_state["lesson_goto"] = k
         st.selectbox("Go to step", range(1, N + 1), key="lesson_goto", on_change=lesson.goto_picked,
                      format_func=callbacks.labels([""] + [f"{i}. {s.title}" for i, s in enumerate(lesson.STEPS, 1)]))

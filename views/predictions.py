@@ -13,6 +13,7 @@ from ui.state import analysis, model_cached, require_current, set_url, url_int
 from ui.widgets import chart, table
 
 cur = require_current()
+NSP_FIRST = st.query_params.get("section") == "nsp"  # the Lesson's NSP step links here for the pair's verdict
 st.header("Predictions")
 st.markdown(
     "At a [MASK] position, BERT turns the final hidden state h (one vector of size H) into a probability "
@@ -40,6 +41,28 @@ if trace is None:
 if trace.truncation is not None:
     st.caption(trace.truncation.message)
 specials = set(cur.model.tokenizer.specials.values())
+
+
+def nsp_section(trace) -> None:
+    """The NSP head's verdict on the pair: at the end of the page, or first when the link asks (?section=nsp)."""
+    st.subheader("Next sentence prediction (NSP)")
+    st.caption(
+        "In pre-training, half of the pairs were real (B follows A) and half random. The NSP head reads the "
+        "pooled [CLS] vector: P(IsNext), P(NotNext) = softmax(W_nsp tanh(W_p h_[CLS] + b_p) + b_nsp)."
+    )
+    if not cur.model.has_nsp:
+        st.info("This model has no NSP head (its checkpoint has no cls.seq_relationship weights), so it "
+                "cannot say whether B follows A (models pre-trained with MLM only lack it).")
+    elif cur.text_pair is None:
+        st.info("Add a second sentence (B) in the sidebar to see whether BERT thinks it follows the first.")
+    else:
+        p_is, p_not = trace.nsp
+        chart(nsp_figure(p_is, p_not), "next sentence prediction", key="chart-nsp")
+
+
+if NSP_FIRST:
+    nsp_section(trace)
+    st.subheader("Masked-word predictions")
 
 
 def candidate_buttons(t, pos: int, cands: list[tuple[str, float]], per_row: int = 5) -> None:
@@ -118,7 +141,9 @@ elif trace.predictions:
         chart(candidates_figure(cands, title), f"predictions position {pos}", key=f"chart-pred-{pos}")
         candidate_buttons(trace, pos, cands)
 else:
-    st.info("There is no [MASK] in the text. Pick a word to hide: BERT then guesses it from both sides.")
+    st.info("There is no [MASK] in the text. Pick a word to hide: BERT then guesses it from both sides."
+            + (" The pair's next-sentence prediction is at the end of this page." if cur.text_pair is not None
+               and not NSP_FIRST else ""))
     words = words_of(trace, 0)
     i = st.selectbox("Word to mask (sentence A)", range(len(words)), index=default_word(words), key="pred_word",
                      format_func=callbacks.labels(f"{w.text}  (word {j + 1}, pieces: {' '.join(w.pieces)})"
@@ -236,16 +261,5 @@ elif st.toggle("Compare sentences", key="pred_pll"):
             st.success(f"BERT finds sentence {a} the most natural: PLL {ra.total:.2f} against {rb.total:.2f} for "
                        f"sentence {b} (a difference of {ra.total - rb.total:.2f} nats).")
 
-st.subheader("Next sentence prediction (NSP)")
-st.caption(
-    "In pre-training, half of the pairs were real (B follows A) and half random. The NSP head reads the "
-    "pooled [CLS] vector: P(IsNext), P(NotNext) = softmax(W_nsp tanh(W_p h_[CLS] + b_p) + b_nsp)."
-)
-if not cur.model.has_nsp:
-    st.info("This model has no NSP head (its checkpoint has no cls.seq_relationship weights), so it "
-            "cannot say whether B follows A (models pre-trained with MLM only lack it).")
-elif cur.text_pair is None:
-    st.info("Add a second sentence (B) in the sidebar to see whether BERT thinks it follows the first.")
-else:
-    p_is, p_not = trace.nsp
-    chart(nsp_figure(p_is, p_not), "next sentence prediction", key="chart-nsp")
+if not NSP_FIRST:
+    nsp_section(trace)

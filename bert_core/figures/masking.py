@@ -29,10 +29,12 @@ def _esc(s: str) -> str:
 
 
 def _chip(top: str, bottom: str, kind: str, title: str) -> str:
-    return (f'<span title="{html.escape(title)}" style="display:inline-block;margin:2px;padding:2px 6px;'
-            f'border-radius:6px;background:{KIND_COLORS[kind]};color:#111;font-family:monospace;'
+    # Classes bx-chip / bx-chip-label: presenter mode sets their size (ui/lesson.py).
+    return (f'<span class="bx-chip" title="{html.escape(title)}" style="display:inline-block;margin:2px;'
+            f'padding:2px 6px;border-radius:6px;background:{KIND_COLORS[kind]};color:#111;font-family:monospace;'
             f'text-align:center;line-height:1.2">{html.escape(top)}'
-            f'<br><span style="font-size:0.75em;color:#222">{html.escape(bottom) or "&nbsp;"}</span></span>')
+            f'<br><span class="bx-chip-label" style="font-size:0.75em;color:#222">{html.escape(bottom) or "&nbsp;"}'
+            '</span></span>')
 
 
 def chips_html(tokens: list[str], read: list[str], kinds: list[str]) -> str:
@@ -44,15 +46,15 @@ def chips_html(tokens: list[str], read: list[str], kinds: list[str]) -> str:
     for i, (orig, r, kind) in enumerate(zip(tokens, read, kinds)):
         bottom = f"was {orig}" if kind in ("mask", "random") else ("kept" if kind == "kept" else "")
         chips.append(_chip(r, bottom, kind, f"position {i}: {orig} → {r} ({KIND_LABELS[kind]})"))
-    return '<div style="line-height:2.6">' + "".join(chips) + "</div>"
+    return '<div class="bx-chips" style="line-height:2.6">' + "".join(chips) + "</div>"
 
 
 def legend_html() -> str:
     """The colour key of `chips_html`."""
-    return " ".join(
+    return '<span class="bx-legend">' + " ".join(
         f'<span style="display:inline-block;margin:2px;padding:1px 6px;border-radius:6px;'
         f'background:{c};color:#111;font-size:0.85em">{html.escape(KIND_LABELS[k])}</span>'
-        for k, c in KIND_COLORS.items())
+        for k, c in KIND_COLORS.items()) + "</span>"
 
 
 def rates_figure(names: list[str], observed: np.ndarray, expected: np.ndarray, sigma: np.ndarray,

@@ -46,7 +46,8 @@ def accuracy_by_layer_figure(accuracy: dict[str, np.ndarray], majority: float, t
         fig.add_trace(go.Scatter(x=x, y=[value * 100] * n, name=f"{esc(name)} ({value:.1%})", mode="lines",
                                  line=dict(color=["#7f7f7f", "#bcbd22", "#17becf"][i % 3], dash="longdash"),
                                  hoverinfo="skip"))
-    fig.update_layout(title=esc(title), height=height, margin=MARGIN, xaxis_title="layer",
+    # Category axis: left to guess, plotly reads "1", "2"... as numbers and drops "0 (embeddings)", layer 0.
+    fig.update_layout(title=esc(title), height=height, margin=MARGIN, xaxis_title="layer", xaxis_type="category",
                       yaxis_title="held-out accuracy (%)", yaxis_range=[0, 100], legend=dict(orientation="h", y=-0.2))
     return fig
 

@@ -35,7 +35,62 @@ def projector(fig: go.Figure, size: int = PROJECTOR_PX) -> go.Figure:
     if fig.layout.coloraxis and fig.layout.coloraxis.colorbar:
         fig.layout.coloraxis.colorbar.tickfont = font
         fig.layout.coloraxis.colorbar.title.font = font
+    _nothing_cut(fig)
+    _no_text_shrunk(fig, size)
+    _legible_maps(fig)
     return fig
+
+
+TITLE_CHARS = 42  # a projected chart's title longer than this is wrapped: at 20 px it would run past a half-slide
+
+
+def _nothing_cut(fig: go.Figure) -> None:
+    """Margins that grow to hold every tick label, axis title and the chart's title (wrapped when long)."""
+    for ax in (*fig.select_xaxes(), *fig.select_yaxes()):
+        ax.automargin = True
+    text = fig.layout.title.text
+    if text and len(text) > TITLE_CHARS and "<br>" not in text:
+        lines, line = [], ""
+        for word in text.split(" "):
+            if line and len(line) + 1 + len(word) > TITLE_CHARS:
+                lines.append(line)
+                line = word
+            else:
+                line = f"{line} {word}" if line else word
+        fig.layout.title.text = "<br>".join([*lines, line])
+    if text:  # above the plot and its top ticks, the margin grown to hold it
+        fig.update_layout(title={"automargin": True, "yref": "paper", "y": 1, "yanchor": "bottom", "pad": {"b": 8}})
+
+
+def _no_text_shrunk(fig: go.Figure, size: int) -> None:
+    """Numbers on bars outside the bar, never scaled down to fit inside one, with the room they need kept free."""
+    widest = 0
+    for tr in fig.data:
+        if tr.type == "bar" and tr.text is not None:
+            tr.textposition, tr.cliponaxis = "outside", False
+            widest = max([widest, *(len(str(t)) for t in (tr.text if isinstance(tr.text, tuple) else [tr.text]))])
+            horizontal = tr.orientation == "h"
+    if widest:
+        need = int(0.62 * size * widest) + 12  # px of the widest number beside the longest bar
+        m = fig.layout.margin
+        if horizontal:
+            m.r = max(m.r or 0, need)
+        else:
+            m.t = max(m.t or 0, (m.t or 0) + size + 8)
+        fig.update_layout(uniformtext={"minsize": size, "mode": "show"})
+
+
+def _legible_maps(fig: go.Figure) -> None:
+    """A heatmap's token ticks at the projector's size: plotly leaves out labels that would overlap (instead of
+    every token labelled into a smear), and the map fills its height (no square cells in a narrow column)."""
+    if not any(tr.type == "heatmap" for tr in fig.data):
+        return
+    for ax in (*fig.select_xaxes(), *fig.select_yaxes()):
+        if ax.type == "category" and ax.tickmode == "linear":
+            ax.tickmode, ax.dtick = "auto", None
+        ax.scaleanchor, ax.constrain = None, None
+    for ax in fig.select_xaxes():
+        ax.side = "bottom"  # ticks on top ran into the chart's title
 
 
 def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:

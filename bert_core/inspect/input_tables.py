@@ -101,7 +101,8 @@ def _esc(s: str) -> str:
 
 def _chip(token: str, pos: int, tok_id: int, kind: str) -> str:
     title = _esc(f"#{pos} {token} (id {tok_id}): special token")
-    return f'<span title="{title}" style="{_CHIP_STYLE}background:{_CHIP_COLORS[kind]};">{_esc(token)}</span>'
+    return (f'<span class="bx-chip" title="{title}" style="{_CHIP_STYLE}background:{_CHIP_COLORS[kind]};">'
+            f'{_esc(token)}</span>')
 
 
 def _closes(trace: Trace, i: int) -> int:
@@ -109,10 +110,14 @@ def _closes(trace: Trace, i: int) -> int:
     return next((s for s in reversed(trace.sequence_ids[:i]) if s is not None), 0)
 
 
-def tokens_html(trace: Trace, special_ids, unk_id: int, mask_id: int | None = None) -> str:
+def tokens_html(trace: Trace, special_ids, unk_id: int, mask_id: int | None = None, as_read: bool = False) -> str:
     """The input as BERT reads it, as HTML: each piece highlighted over its characters, specials as chips.
 
-    Every fragment of user text goes through html.escape; whitespace is kept (`pre-wrap`).
+    `as_read` (the Lesson's chips): each piece shows the token the model reads (lower-cased by an uncased model,
+    [UNK] for an unknown piece), a piece that continues a word with its ## in grey; off, the text reads as
+    typed, each piece highlighted over its own characters. Every fragment of user text goes through
+    html.escape; whitespace is kept (`pre-wrap`). Pieces and chips carry the class bx-chip, the whole
+    bx-tokens (presenter mode sizes them).
     """
     special_ids = set(int(i) for i in special_ids) - {int(unk_id)}
     ids = [int(i) for i in trace.input_ids]
@@ -134,27 +139,32 @@ def tokens_html(trace: Trace, special_ids, unk_id: int, mask_id: int | None = No
                 parts.append(f'<span title="cut: beyond the model\'s positions" '
                              f'style="color:#999;text-decoration:line-through;">{_esc(shown)}</span>')
             else:
-                parts.append(_piece_html(trace, span, ids, special_ids, unk_id, mask_id, piece_in_word))
+                parts.append(_piece_html(trace, span, ids, special_ids, unk_id, mask_id, piece_in_word, as_read))
         parts += [_chip(trace.tokens[i], i, ids[i], "other") for i in trail]
         lines.append(f'<div style="margin:4px 0;">{"".join(parts)}</div>')
-    return ('<div style="white-space:pre-wrap;line-height:2.1;font-size:1.05em;">'
+    return ('<div class="bx-tokens" style="white-space:pre-wrap;line-height:2.1;font-size:1.05em;">'
             + "".join(lines) + "</div>")
 
 
-def _piece_html(trace, span: Span, ids, special_ids, unk_id, mask_id, piece_in_word) -> str:
+def _piece_html(trace, span: Span, ids, special_ids, unk_id, mask_id, piece_in_word, as_read: bool = False) -> str:
     first = span.positions[0]
     tip = "; ".join(f"#{p} {trace.tokens[p]} (id {ids[p]})" for p in span.positions)
     if all(ids[p] in special_ids for p in span.positions):  # e.g. a [MASK] typed in the text
         kind = "mask" if mask_id is not None and ids[first] == mask_id else "other"
-        return (f'<span title="{_esc(tip)}: special token" style="{_CHIP_STYLE}background:{_CHIP_COLORS[kind]};">'
-                f"{_esc(span.text)}</span>")
+        return (f'<span class="bx-chip" title="{_esc(tip)}: special token" '
+                f'style="{_CHIP_STYLE}background:{_CHIP_COLORS[kind]};">{_esc(span.text)}</span>')
     if any(ids[p] == unk_id for p in span.positions):
         style = _PIECE_STYLE + _UNK_STYLE
         tip += ": not in the vocabulary"
     else:
         word = trace.word_ids[first] or 0
         style = _PIECE_STYLE + f"background:{_WORD_SHADES[word % 2][piece_in_word[first] % 2]};"
-    return f'<span title="{_esc(tip)}" style="{style}">{_esc(span.text)}</span>'
+    shown = _esc(span.text)
+    if as_read:  # the tokens themselves, ## in grey, a hair apart
+        shown = " ".join(f'<span style="color:#555">##</span>{_esc(trace.tokens[p][2:])}'
+                         if trace.tokens[p].startswith("##") else _esc(trace.tokens[p]) for p in span.positions)
+        style += "margin-left:2px;padding:1px 2px;"
+    return f'<span class="bx-chip" title="{_esc(tip)}" style="{style}">{shown}</span>'
 
 
 def _piece_index_in_word(trace: Trace) -> list[int]:

@@ -14,6 +14,7 @@ higher up the same role or meaning in context (Reif et al. 2019; exBERT, Hoover 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -166,7 +167,10 @@ class QueryWords:
 
 def query_words(m: LoadedModel, text: str) -> QueryWords:
     """Split `text` into words and read every word's vector at every layer (the corpus is read the same way)."""
-    words = [w for w, _, _ in split_words(text or "")]
+    # A special token typed in the text ([MASK]) is one word, as the tokenizer reads it, not "[", "MASK", "]".
+    specials = sorted({t for t in m.tokenizer.specials.values() if t}, key=len, reverse=True)
+    parts = re.split("(" + "|".join(map(re.escape, specials)) + ")", text or "") if specials else [text or ""]
+    words = [w for part in parts for w in ([part] if part in specials else [w for w, _, _ in split_words(part)])]
     if not words:
         raise BertCoreError("type a sentence with some words")
     wv = word_vectors(m.model.bert, m.tokenizer, [words], max_len=min(MAX_WORDS_PIECES, m.max_length))

@@ -12,6 +12,7 @@ import math
 import os
 import re
 import struct
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -111,8 +112,87 @@ def _is_dir(path: Path) -> bool:
         return False
 
 
+def is_hub_id(name: str) -> bool:
+    """Whether `name` has the form of a hub id ('bert-base-uncased', 'org/name'); it may still not exist."""
+    return bool(HUB_ID_RE.match(name)) and ".." not in name
+
+
+def cached_hub_snapshot(repo_id: str) -> Path | None:
+    """The Hugging Face cache's complete copy of `repo_id` (main), or None; reads the disk only, no network.
+
+    Complete: config.json, a tokenizer file and every safetensors weight file (all shards an index lists).
+    """
+    try:
+        from huggingface_hub import constants
+    except ImportError:  # pragma: no cover - huggingface_hub is a requirement
+        return None
+    if not is_hub_id(repo_id):
+        return None
+    # The cache layout: HF_HUB_CACHE/models--ORG--NAME/refs/main holds the revision, snapshots/REV the files.
+    repo = Path(constants.HF_HUB_CACHE) / ("models--" + repo_id.replace("/", "--"))
+    try:
+        snap = repo / "snapshots" / (repo / "refs" / "main").read_text().strip()
+    except (OSError, ValueError):
+        return None
+    if not (snap / "config.json").is_file() or not any((snap / f).is_file() for f in TOKENIZER_FILES):
+        return None
+    index = snap / "model.safetensors.index.json"
+    try:
+        weights = ([snap / s for s in set(json.loads(index.read_text())["weight_map"].values())]
+                   if index.is_file() else [snap / "model.safetensors"])
+    except (ValueError, KeyError, TypeError, AttributeError, OSError):
+        return None
+    return snap if all(w.is_file() for w in weights) else None
+
+
+def _bytes_tqdm(report: Callable[[int, int], None]) -> type:
+    """A tqdm class for snapshot_download that tells `report(done, total)` the bytes written so far.
+
+    snapshot_download makes one bar per kind: the bytes written ("Reconstructing", unit B, fed by plain and Xet
+    downloads alike), the bytes received (Xet only) and the files done; only the first is reported. Its updates
+    come from download threads. The bars draw into a string buffer, not a terminal.
+    """
+    import io
+
+    from tqdm.auto import tqdm
+
+    class Bar(tqdm):
+        def __init__(self, *args, **kwargs):
+            kwargs.update(file=io.StringIO(), disable=False)
+            super().__init__(*args, **kwargs)
+
+        def _counts(self) -> bool:
+            return self.unit == "B" and str(self.desc).startswith("Reconstructing")
+
+        def update(self, n=1):
+            out = super().update(n)
+            if self._counts():
+                report(int(self.n), int(self.total or 0))
+            return out
+
+    return Bar
+
+
+def download_model(repo_id: str, max_bytes: int = MAX_DOWNLOAD_BYTES, progress: Progress | None = None) -> Path:
+    """`repo_id`'s config, safetensors weights and tokenizer in the HF cache (downloaded unless cached); its folder.
+
+    `progress(message, fraction)` hears the bytes as they arrive (from download threads).
+    """
+    if not is_hub_id(repo_id):
+        raise BertCoreError(f"{repo_id[:80]!r} is not a hub id like 'bert-base-uncased' or 'org/name'")
+    return _download(repo_id, max_bytes, progress or (lambda msg, frac: None))
+
+
 def _download(repo_id: str, max_bytes: int, progress: Progress) -> Path:
-    """Fetch config, safetensors weights and tokenizer files of `repo_id` into the HF cache."""
+    """Fetch config, safetensors weights and tokenizer files of `repo_id` into the HF cache.
+
+    A complete copy already in the cache is used as it is, without the network: a model downloaded once loads
+    at once for the next visitor, and with the hub down (or HF_HUB_OFFLINE=1).
+    """
+    cached = cached_hub_snapshot(repo_id)
+    if cached is not None:
+        progress(f"{repo_id} is in this server's download cache", 0.8)
+        return cached
     try:
         from huggingface_hub import HfApi, snapshot_download
         from huggingface_hub.errors import (
@@ -147,7 +227,14 @@ def _download(repo_id: str, max_bytes: int, progress: Progress) -> Path:
         if "model.safetensors.index.json" in files:
             wanted.append("model.safetensors.index.json")
         progress(f"Downloading {repo_id} ({size / 1e6:.0f} MB of weights)", 0.1)
-        path = snapshot_download(repo_id, allow_patterns=wanted)
+        total = sum(files.get(f, 0) for f in wanted)
+
+
+        def report(done: int, of: int) -> None:
+            of = max(of, total, 1)
+            progress(f"Downloading {repo_id}: {done / 1e6:,.0f} of {of / 1e6:,.0f} MB", 0.1 + 0.7 * min(done / of, 1))
+
+        path = snapshot_download(repo_id, allow_patterns=wanted, tqdm_class=_bytes_tqdm(report))
     except BertCoreError:
         raise
     except RepositoryNotFoundError as e:

@@ -4,26 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 
 import pytest
 import torch
 
 import bert_core
 from bert_core import BertCoreError
-
-
-@pytest.fixture
-def no_network(monkeypatch):
-    """Every socket connection and DNS look-up fails, as on a machine with no network."""
-
-    def refuse(*args, **kwargs):
-        raise OSError("network disabled by the test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
-    monkeypatch.setattr(socket, "getaddrinfo", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
 
 
 def test_local_models_load_with_sockets_blocked(tiny_dirs, no_network):

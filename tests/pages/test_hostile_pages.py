@@ -15,7 +15,8 @@ PAGES += ["layers", "inside_layer"]
 PAGES.append("compare")
 PAGES.append("finetuning")
 PAGES.append("similarity")
-PAGES.append("lesson")  # its own sentences get the same list: tests/pages/test_page_lesson.py
+# Not the Lesson: it has no sidebar Text box (each step has its own sentence, which gets the same list in
+# tests/pages/test_page_lesson.py).
 PAGES.append("tagging")
 PAGES.append("qa")
 PAGES.append("bert_vs_gpt")

@@ -1,0 +1,155 @@
+"""Readable from the back row: every Lesson step in presenter mode at 1280x720, before and after the reveal, on its
+own sentence and on its "Try this" sentence, measured in chromium.
+
+Measured: the font size of every visible text on the slide (each text node's element in the page, and every
+<text> of the plotly charts' SVG): at least 18 px, and at least 22 px on token chips and their labels; no chart
+text outside its chart's box (a cut title or tick label); no box that hides text by scrolling sideways; and the
+slide within 720 px (the main area does not scroll).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+
+import pytest
+import test_browser
+import test_browser_lesson
+from test_browser_lesson import OUT, main_scrolls, settle
+
+import bert_core
+from ui import lesson
+
+pytestmark = pytest.mark.browser
+
+server = test_browser.server  # the shared offline server, and the Lesson tests' browser and 1280x720 page
+chromium, page = test_browser_lesson.chromium, test_browser_lesson.page
+MIN_PX, CHIP_PX = 18, 22
+
+# Every visible text of the main area: [size px, text, on a chip, where]. Icons (a ligature font) and the
+# MathML copy of a formula (read by screen readers, drawn 1 px wide) are not text on the slide.
+TEXTS_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const shown = el => {
+    const r = el.getBoundingClientRect();
+    if (r.width < 1 || r.height < 1) return false;
+    for (let e = el; e && e !== main; e = e.parentElement) {
+      const cs = getComputedStyle(e);
+      if (cs.visibility === 'hidden' || cs.display === 'none' || parseFloat(cs.opacity) === 0) return false;
+    }
+    return true;
+  };
+  const out = [];
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+    const text = n.textContent.replace(/[\u200b\u200c\u200d\ufeff]/g, '').trim();  // KaTeX's struts
+    const el = n.parentElement;
+    if (!text || !el || el.closest('svg') || el.closest('.katex-mathml') || el.closest('style, script')) continue;
+    const cs = getComputedStyle(el);
+    if (/Material Symbols|Material Icons/.test(cs.fontFamily)) continue;
+    if (!shown(el)) continue;
+    out.push([parseFloat(cs.fontSize), text.slice(0, 40), !!el.closest('.bx-chip, .bx-chip-label'), 'html']);
+  }
+  for (const t of main.querySelectorAll('.js-plotly-plot svg text')) {
+    const text = t.textContent.trim();
+    if (!text || !shown(t)) continue;
+    // Plotly shrinks a bar's text to fit by a transform, not by its font size: the size drawn is both.
+    const m = t.getScreenCTM();
+    out.push([parseFloat(getComputedStyle(t).fontSize) * Math.hypot(m.a, m.b), text.slice(0, 40), false, 'chart']);
+  }
+  return out;
+}"""
+
+# Chart texts that stick out of their chart (cut off by the SVG's edge), and boxes whose text is scrolled
+# sideways out of sight (a formula wider than its column).
+CUT_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const cut = [];
+  for (const plot of main.querySelectorAll('.js-plotly-plot')) {
+    const box = plot.querySelector('svg.main-svg').getBoundingClientRect();
+    for (const t of plot.querySelectorAll('svg text')) {
+      const r = t.getBoundingClientRect();
+      if (!t.textContent.trim() || r.width < 1) continue;
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+        cut.push('chart text out of its chart: ' + t.textContent.slice(0, 40));
+    }
+  }
+  // Presenter mode's corner (the model, the way out) is fixed over the slide's bottom right: nothing under it.
+  const corner = document.querySelector('.st-key-lesson_corner');
+  const c = corner && corner.getBoundingClientRect();
+  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+  for (let n = walker.nextNode(); c && n; n = walker.nextNode()) {
+    const el = n.parentElement;
+    if (!n.textContent.trim() || !el || corner.contains(el) || el.closest('.st-key-lesson_keys')) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width >= 1 && r.right > c.left && r.left < c.right && r.bottom > c.top && r.top < c.bottom)
+      cut.push('under the corner: ' + n.textContent.trim().slice(0, 40));
+  }
+  for (const el of main.querySelectorAll('*')) {
+    if (el.closest('.js-plotly-plot') || el.closest('.katex-mathml')) continue;
+    const cs = getComputedStyle(el);
+    if (!/(auto|scroll|hidden)/.test(cs.overflowX) || el.clientWidth === 0) continue;
+    if (el.scrollWidth > el.clientWidth + 2 && el.innerText && el.innerText.trim())
+      cut.push('scrolled sideways (' + el.scrollWidth + ' > ' + el.clientWidth + ' px): '
+               + el.innerText.trim().slice(0, 40));
+  }
+  return cut;
+}"""
+
+
+def slide_problems(pg, what: str) -> list[str]:
+    """Everything on the slide a back row cannot read: small text, cut text, a slide taller than the screen."""
+    pg.wait_for_timeout(1500)  # charts draw after the script has finished
+    out = []
+    for size, text, chip, where in pg.evaluate(TEXTS_JS):
+        floor = CHIP_PX if chip else MIN_PX
+        if size < floor - 0.05:
+            out.append(f"{what}: {where} text {size:.1f} px < {floor}{' (chip)' if chip else ''}: {text!r}")
+    out += [f"{what}: {c}" for c in pg.evaluate(CUT_JS)]
+    scroll, height = main_scrolls(pg)
+    if scroll > height + 1:
+        out.append(f"{what}: the slide is {scroll} px tall in a {height} px screen")
+    return out
+
+
+def variants():
+    """(step number, name, query) for each step on its own sentence and on its "Try this" sentence."""
+    for i, s in enumerate(lesson.STEPS, start=1):
+        yield i, "own", {}
+        if s.try_text:
+            q = {f"t{i}": s.try_text}
+            if s.pair is not None and s.try_pair is not None:
+                q[f"b{i}"] = s.try_pair
+            yield i, "try", q
+
+
+@pytest.mark.parametrize("sentence", ["own", "try"])
+def test_every_presenter_step_is_readable_from_the_back_row(page, sentence):
+    problems = []
+    chips_seen = hashes = 0
+    model = bert_core.load_model()  # the server's default model, the bundled MiniLM
+    for i, name, q in variants():
+        if name != sentence:
+            continue
+        query = urllib.parse.urlencode({"present": "1", "step": str(i), **q})
+        page.goto(f"{page.base}/lesson?{query}", wait_until="domcontentloaded")
+        settle(page)
+        problems += slide_problems(page, f"step {i} ({name} sentence), before the reveal")
+        page.keyboard.press(" ")  # space reveals
+        page.wait_for_selector('[data-testid="stAlert"]', timeout=120_000)
+        settle(page)
+        problems += slide_problems(page, f"step {i} ({name} sentence), after the reveal")
+        chips_seen += page.locator('[data-testid="stMain"] .bx-chip').count()
+        if i in (1, 7):  # the token steps: one chip per token as the model reads it, ## on a word's later pieces
+            step = lesson.STEPS[i - 1]
+            text, pair = q.get(f"t{i}", step.text), q.get(f"b{i}", step.pair)
+            tokens = bert_core.analyze(model, text, pair).tokens
+            shown = [c.replace("\u00a0", " ").strip()
+                     for c in page.locator('[data-testid="stMain"] .bx-chip').all_inner_texts()]
+            if shown != tokens:
+                problems.append(f"step {i} ({name} sentence): the chips {shown} are not the tokens {tokens}")
+            hashes += sum(t.startswith("##") for t in tokens)
+        page.screenshot(path=str(OUT / f"lesson_readable_{sentence}_{i}.png"))
+    assert not problems, "\n".join(problems)
+    assert chips_seen, "no token chip was measured: the chips' class is gone"
+    assert hashes or sentence == "try", "the own sentences of steps 1 and 7 cut no word: the ## check checked nothing"
+    assert not page.errors, page.errors
