@@ -14,7 +14,7 @@ lesson.init_texts()
 if "lesson_step" not in st.session_state:
     st.session_state["lesson_step"] = lesson.step_from_url(st.query_params.get("step"))
 st.session_state.setdefault("lesson_present", st.query_params.get("present") == "1")
-live = classroom_ui.follow()  # a live class (issue 35): join links; a following student takes the teacher's step
+live = classroom_ui.follow()  # a live class: join links; a following student takes the teacher's step
 k = int(st.session_state["lesson_step"])
 step = lesson.STEPS[k - 1]
 present = bool(st.session_state["lesson_present"])

@@ -98,7 +98,7 @@ def load_brown_documents() -> list[Document]:
     return list(_brown())
 
 
-# Dictionary shorthand that a model trained on glosses learns to predict everywhere (issue 13):
+# Dictionary shorthand that a model trained on glosses learns to predict everywhere:
 # "e.g." and "i.e." become words, "etc." and parenthesised asides go.
 _ABBREVIATIONS = ((re.compile(r"\be\.g\.,?", re.I), "for example"), (re.compile(r"\bi\.e\.,?", re.I), "that is"))
 _ETC = re.compile(r",?\s*\betc\b\.?", re.I)
