@@ -36,7 +36,7 @@ import streamlit as st
 
 import classroom
 from classroom import ClassError, Question, View
-from ui import classroom_push, handout, lesson
+from ui import classroom_push, handout, lesson, state
 from ui.widgets import chart
 
 TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches it within about this
@@ -55,7 +55,8 @@ CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_fo
 SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
 RECONNECT, LOST = "class_reconnect", "class_lost"  # this run could not reach the store / the teacher's class is gone
 RETRY = 1.0  # seconds between tries of a store that does not answer
-PUBLISHED = "class_published"  # (code, step, text, pair, question id) this tab last published
+PUBLISHED = "class_published"  # (code, step, text, pair, question id, model) this tab last published
+MODEL_TRIED = "class_model_tried"  # the teacher's model this student's page was last switched to
 SEAT, SEAT_KEPT, SEAT_COOKIE = "class_seat", "class_seat_kept", "bx_seat"
 # Drawings shared by the screens of a class (Streamlit's cached-element replay keeps each drawing's element
 # messages): a step's view is at most a few charts (~50 KB-1 MB of figure JSON), a split a few KB.
@@ -190,6 +191,7 @@ def follow() -> Live | None:
             _leave()
             return None
         if live.following:
+            _take_model(live.view)
             _take_step(live.view)
             classroom_push.follow_here(store(), code)  # the next change of step redraws this page at once
         else:
@@ -238,6 +240,42 @@ def _take_step(v: View) -> None:
     st.session_state[SEEN] = v.following
 
 
+def _current_model() -> str:
+    """This session's model key ("" before the sidebar has chosen one)."""
+    cur = st.session_state.get("current")
+    return cur.model_key if cur is not None else ""
+
+
+def _take_model(v: View) -> None:
+    """A following student's page runs the teacher's model: the sidebar loads it on a rerun now.
+
+    Not a model only the teacher's session has ("session:..."): the student stays on their own (the vote box says
+    so). A model tried once that did not come (it failed to load here) is not tried again on every run."""
+    mine = _current_model()
+    if not v.model or not mine or v.model.startswith("session:"):
+        return
+    if mine == v.model:
+        st.session_state.pop(MODEL_TRIED, None)
+        return
+    if st.session_state.get(MODEL_TRIED) == v.model:
+        return
+    st.session_state[MODEL_TRIED] = v.model
+    st.session_state[state.PENDING_MODEL] = v.model
+    st.rerun()
+
+
+def _model_note(v: View) -> None:
+    """Say so when this student's charts are not drawn with the teacher's model."""
+    mine = _current_model()
+    if not v.model or not mine or mine == v.model:
+        return
+    why = ("it was trained in the teacher's own session, so it is not on this server for you" if
+           v.model.startswith("session:") else "it could not be loaded here")
+    st.warning(f"The teacher's model is {lesson.plain(v.model[:80])}, and {why}: your page shows "
+               f"{lesson.plain(mine[:80])}. The class's question and its answer are the teacher's model's; your "
+               "charts are your model's and may differ.", icon=":material/info:")
+
+
 # ------------------------------------------------------------------------------------------ hook 2
 def question_id(token: str) -> str:
     """A short id of the Lesson's question token (model, step, sentence(s), prompt, choices)."""
@@ -257,10 +295,11 @@ def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
     question = Question(question_id(token), q.prompt, tuple(q.choices)) if q is not None else None
     # Publish only what this tab changed: a teacher's second tab (a laptop beside the projector) that reruns on
     # an old step must not take the class back to it (its students would find that question's votes closed).
-    mine = (live.code, k, text, pair, question.qid if question else "")
+    model = _current_model()  # the class follows it (a student's page switches to it)
+    mine = (live.code, k, text, pair, question.qid if question else "", model)
     try:
         if st.session_state.get(PUBLISHED) != mine or live.view is None:
-            store().publish(live.code, live.secret, k, text, pair, question)
+            store().publish(live.code, live.secret, k, text, pair, question, model=model)
             st.session_state[PUBLISHED] = mine
             live.view = store().view(live.code, secret=live.secret)
         v = live.view
@@ -268,7 +307,7 @@ def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
         st.session_state.pop(PUBLISHED, None)
         col.warning(str(e))
         return False
-    if (v.step, v.question.qid if v.question else "") != (k, mine[-1]):
+    if (v.step, v.question.qid if v.question else "") != (k, mine[4]):
         col.info(f"Another tab of yours has the class on step {v.step}: the students see that one. Change the step "
                  "or the sentence here to take the class with you.")
         return v.revealed if question is not None and v.question == question else False
@@ -329,6 +368,7 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
         if not live.following:
             _exploring(live.code, live.sid, v)
             return revealed
+        _model_note(v)
         if v.question is None:
             st.caption("The teacher's step has no question to vote on.")
             _student_live(live.code, live.sid, v.following, None, v)

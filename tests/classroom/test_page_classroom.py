@@ -398,3 +398,41 @@ def test_a_teachers_second_tab_on_an_old_step_does_not_take_the_class_back(backe
     s.run()
     vote_radio(s).set_value(0).run()  # the vote is open, not "closed"
     assert not s.warning and backend.view(code, secret=secret).answered == 1
+
+
+def test_students_follow_the_teachers_model_and_not_a_session_trained_one(backend):
+    """The teacher switches model: every following student's page switches to it (the charts under the class's
+    answer are the same model's), and the vote reopens. A model trained in the teacher's session cannot be
+    followed: the students stay on theirs and their page says so."""
+    from ui import state
+
+    t, code, secret = _teacher_on(4)
+    s = student(code, "Ada")
+    assert s.session_state["current"].model_key == state.DEFAULT_MODEL == bert_core.DEFAULT_BUNDLED
+    vote_radio(s).set_value(0).run()
+    first = backend.view(code, secret=secret)
+    assert first.model == state.DEFAULT_MODEL and first.answered == 1
+    t.selectbox(key="model_choice").set_value(state.BUNDLED_LABEL).run()  # the tiny model, offline
+    assert_ok(t)
+    v = backend.view(code, secret=secret)
+    assert v.model == bert_core.BUNDLED_NAME and v.question.qid != first.question.qid and v.answered == 0
+    s.run()
+    assert_ok(s)
+    assert s.session_state["current"].model_key == bert_core.BUNDLED_NAME  # the student's page runs it
+    assert s.selectbox(key="model_choice").value == state.BUNDLED_LABEL
+    assert vote_radio(s).value is None and not s.warning  # a new vote; nothing to warn of
+    # The student picks another model while following: the class takes the page back to the teacher's.
+    s.selectbox(key="model_choice").set_value(state.MINILM_LABEL).run()
+    assert_ok(s)
+    assert s.session_state["current"].model_key == bert_core.BUNDLED_NAME
+    # A model the teacher trained in their own session: the students stay on theirs, and are told.
+    t.session_state["session_model"] = bert_core.load_model(bert_core.BUNDLED_NAME)
+    t.run()
+    t.selectbox(key="model_choice").set_value(state.SESSION_LABEL).run()
+    assert_ok(t)
+    assert backend.view(code, secret=secret).model.startswith("session:")
+    s.run()
+    assert_ok(s)
+    assert s.session_state["current"].model_key == bert_core.BUNDLED_NAME
+    assert any("trained in the teacher's own session" in w.value for w in s.warning)
+    assert vote_radio(s) is not None  # the class's question still reaches the student
