@@ -436,3 +436,31 @@ def test_students_follow_the_teachers_model_and_not_a_session_trained_one(backen
     assert s.session_state["current"].model_key == bert_core.BUNDLED_NAME
     assert any("trained in the teacher's own session" in w.value for w in s.warning)
     assert vote_radio(s) is not None  # the class's question still reaches the student
+
+
+def test_class_load_counts_every_reveal_whoever_answers(monkeypatch):
+    """benchmarks/class_load.py reads a reveal off each page: the teacher's and every student's, right, wrong or
+    not voted, on a step the tokenizer answers (1) and one a rule answers (3), not only the model's."""
+    import class_load  # benchmarks/ is on pytest's pythonpath
+
+    monkeypatch.delenv(classroom.ENV, raising=False)
+    for k in (1, 3):
+        t, code, _ = _teacher_on(k)
+        q = computed(k)
+        right, wrong, silent = student(code, "Ada"), student(code, "Bo"), student(code, "Cy")
+        vote_radio(right).set_value(q.answer).run()
+        vote_radio(wrong).set_value((q.answer + 1) % len(q.choices)).run()
+        t.button(key="lesson_reveal").click().run()
+        assert_ok(t)
+        shown = lesson.plain(q.choices[q.answer])
+
+        def answer_on(at: AppTest) -> str | None:
+            bodies = [a.value for a in (*at.info, *at.success, *at.error)]
+            return next((m.group(1) for b in bodies for m in [class_load.REVEALED.search(b)] if m), None)
+
+        assert answer_on(t) == shown
+        for at in (right, wrong, silent):
+            at.run()
+            assert_ok(at)
+            assert answer_on(at) == shown, [a.value for a in (*at.info, *at.success, *at.error)]
+        assert wrong.error and "model's answer" not in wrong.error[0].value  # what the old count looked for
