@@ -59,8 +59,24 @@ PUBLISHED = "class_published"  # (code, step, text, pair, question id, model) th
 MODEL_TRIED = "class_model_tried"  # the teacher's model this student's page was last switched to
 SEAT, SEAT_KEPT, SEAT_COOKIE = "class_seat", "class_seat_kept", "bx_seat"
 # Drawings shared by the screens of a class (Streamlit's cached-element replay keeps each drawing's element
-# messages): a step's view is at most a few charts (~50 KB-1 MB of figure JSON), a split a few KB.
-SHARED_VIEWS, SHARED_SPLITS = 24, 64
+# messages), bounded in bytes as every cache here: st.cache_data's max_size counts the pickled entry, messages
+# included, and drops the least recently used. On the bundled model a step's drawing pickles to 0.6-13 KB (steps
+# 1-13, the Lesson's sentences), more on bert-base and long sentences; a split a few KB. One drawing larger than
+# the whole budget is kept alone until the next one (Streamlit's rule): the bound is the budget or that one drawing.
+VIEWS_MB = "BERT_EXPLORER_CLASS_VIEWS_MB"
+
+
+def _mb(name: str, default: float) -> float:
+    """A size setting in MB from the environment; unset or not a positive number: the default."""
+    try:
+        v = float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+    return v if v > 0 else default
+
+
+SHARED_VIEWS_MB = _mb(VIEWS_MB, 32.0)
+SHARED_SPLITS_MB = 1.0
 UNSHARED = {"masking"}  # views with a widget of their own (a drawing with a widget cannot be replayed)
 NICK_BOX = 200  # characters the nickname box takes (the store keeps 24)
 SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
@@ -464,7 +480,7 @@ def draw_step(live: Live | None, step, cur, text: str, pair: str | None, reveale
                  bool(st.session_state.get("lesson_large")), st.session_state.get(lesson.QUESTION_ERROR), _cur=cur)
 
 
-@st.cache_data(max_entries=SHARED_VIEWS, show_spinner=False)
+@st.cache_data(max_size=int(SHARED_VIEWS_MB * 2**20), show_spinner=False)
 def _shared_view(model_key: str, step_key: str, text: str, pair: str | None, revealed: bool, present: bool,
                  large: bool, question_error: str | None, _cur) -> None:
     """One drawing of a step's view, keyed by everything the view reads (the model by its key)."""
@@ -731,7 +747,7 @@ def _cell(v):
     return "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
 
 
-@st.cache_data(max_entries=SHARED_SPLITS, show_spinner=False)
+@st.cache_data(max_size=int(SHARED_SPLITS_MB * 2**20), show_spinner=False)
 def split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None, key: str) -> None:
     """The class's split as a chart, drawn once per (choices, tally, answer) and replayed for every screen that
     shows the same split (Streamlit's cached-element replay): a reveal is one figure, not one per student."""

@@ -464,3 +464,44 @@ def test_class_load_counts_every_reveal_whoever_answers(monkeypatch):
             assert_ok(at)
             assert answer_on(at) == shown, [a.value for a in (*at.info, *at.success, *at.error)]
         assert wrong.error and "model's answer" not in wrong.error[0].value  # what the old count looked for
+
+
+def _cached_bytes(name: str) -> int:
+    """Bytes st.cache_data holds now for the cached function `name` (its pickled entries, replay messages included)."""
+    from streamlit.runtime.caching import cache_data_api
+
+    return sum(s.byte_length for family in cache_data_api._data_caches.get_stats().values() for s in family
+               if s.cache_name.endswith(name))
+
+
+def test_the_followers_shared_step_views_are_bounded_in_bytes(monkeypatch):
+    """draw_step's shared drawings stay under their byte budget (BERT_EXPLORER_CLASS_VIEWS_MB) while a class walks
+    12 steps, the least recently used dropped; a step whose drawing was dropped is drawn again, whole."""
+    import importlib
+
+    monkeypatch.delenv(classroom.ENV, raising=False)
+    budget = 20_000  # bytes: above any one step's drawing on the bundled model (13 KB), below the 13 steps' (37 KB)
+    monkeypatch.setenv("BERT_EXPLORER_CLASS_VIEWS_MB", str(budget / 2**20))
+    importlib.reload(classroom_ui)
+    try:
+        classroom_ui._shared_view.clear()
+        t, code, _ = _teacher_on(2)
+        s = student(code, "Ada")
+        charts_on_step_2 = len(s.get("plotly_chart"))
+        assert charts_on_step_2 > 0
+        peak = 0
+        for k in range(3, 14):
+            t.button(key="lesson_next").click().run()
+            s.run()
+            assert_ok(s)
+            assert s.header[0].value.startswith(f"Step {k} of")
+            peak = max(peak, _cached_bytes("_shared_view"))
+        assert 0 < peak <= budget
+        t.selectbox(key="lesson_goto").set_value(2).run()  # back to step 2: its drawing was dropped
+        s.run()
+        assert_ok(s)
+        assert s.header[0].value.startswith("Step 2 of") and len(s.get("plotly_chart")) == charts_on_step_2
+        assert _cached_bytes("_shared_view") <= budget
+    finally:
+        monkeypatch.delenv("BERT_EXPLORER_CLASS_VIEWS_MB")
+        importlib.reload(classroom_ui)
