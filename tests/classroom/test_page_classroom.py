@@ -505,3 +505,25 @@ def test_the_followers_shared_step_views_are_bounded_in_bytes(monkeypatch):
     finally:
         monkeypatch.delenv("BERT_EXPLORER_CLASS_VIEWS_MB")
         importlib.reload(classroom_ui)
+
+
+def test_a_teachers_model_that_cannot_load_here_is_tried_once_and_said(monkeypatch, no_network):
+    """A hub id of no option goes to the sidebar's hub id box; where it cannot load (no network here), the student's
+    page stays on its model, says why, and is not rerun again and again."""
+    from ui import state
+
+    monkeypatch.delenv(classroom.ENV, raising=False)
+    t, code, secret = _teacher_on(4)
+    s = student(code, "Ada")
+    v = classroom.open_store().view(code, secret=secret)
+    classroom.open_store().publish(code, secret, 4, v.text, v.pair, v.question, model="nobody/no-such-bert")
+    s.run()
+    assert_ok(s)
+    assert s.session_state["model_choice"] == state.OTHER_LABEL
+    assert s.session_state["other_model"] == "nobody/no-such-bert"
+    assert s.session_state["current"].model_key == state.DEFAULT_MODEL  # the model that worked
+    assert any("could not be loaded here" in w.value for w in s.warning)
+    s.run()  # the next run does not switch (and rerun) again
+    assert_ok(s)
+    assert s.session_state[classroom_ui.MODEL_TRIED] == "nobody/no-such-bert"
+    assert any("could not be loaded here" in w.value for w in s.warning) and vote_radio(s) is not None
