@@ -54,6 +54,9 @@ from memory import rss_mb  # noqa: E402
 
 MAX_STUDENTS = 200
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
+# The answer in a reveal's alert, whoever's answer it is: "Right: **x**", "The model's answer: **x**", "The answer:
+# **x**", "Not this time: the tokenizer's answer is **x**" (steps 1 and 3 are not the model's: their label says so).
+REVEALED = re.compile(r"(?:^Right: |answer: |answer is )\*\*(.+)\*\*")
 
 
 class Ticker:
@@ -118,6 +121,15 @@ def say(msg: str) -> None:
     print(time.strftime("%H:%M:%S"), msg, flush=True)
 
 
+def revealed_answer(run) -> str | None:
+    """The answer a page's reveal alert shows (the teacher's or a student's), or None before the reveal."""
+    for a in run.of("alert"):
+        m = REVEALED.search(a.body)
+        if m:
+            return m.group(1)
+    return None
+
+
 def texts(run) -> list[str]:
     return [e.body for e in run.of("markdown")]
 
@@ -165,7 +177,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
     tickers = [t, Ticker(other, "other", problems)]
     seen_step: dict[int, dict[int, float]] = {}  # step -> student -> when its page first showed its header
     drawn_step: dict[int, dict[int, float]] = {}  # step -> student -> when that page had finished drawing
-    seen_reveal: dict[int, set[int]] = {}  # step -> students whose page showed the model's answer
+    seen_reveal: dict[int, dict[int, str]] = {}  # step -> student -> the answer its page showed once revealed
     for i, c in enumerate(students):
         # A student whose Lesson is open types the code (a link opened in a new tab would be a new session).
         joined_run = await c.rerun(widgets={"class_join_code": code.lower(), "class_nick": f"student {i}",
@@ -178,8 +190,9 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             if m:
                 seen_step.setdefault(int(m.group(1)), {}).setdefault(i, h_at)
                 drawn_step.setdefault(int(m.group(1)), {}).setdefault(i, at)
-                if any(x in a.body for a in run.of("alert") for x in ("model's answer", "Right: ")):
-                    seen_reveal.setdefault(int(m.group(1)), set()).add(i)
+                shown = revealed_answer(run)
+                if shown is not None:
+                    seen_reveal.setdefault(int(m.group(1)), {})[i] = shown
         tk.on_run = on_run
         tk._took(joined_run)  # the vote box the join drew (the first timer tick may come after the first vote)
         tickers.append(tk)
@@ -196,6 +209,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
                                 "-p", str(pids[0])], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     votes_sent, vote_lat, step_lat, drawn_lat, reveals_right, per_step, step_cpu = [], [], [], [], 0, [], []
+    reveals_other = 0  # a student's page showed an answer other than the teacher's
     try:
         for qn in range(questions):
             step = qn + 1
@@ -230,9 +244,13 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             say(f"step {step}: {votes_sent[-1][0]} votes sent, {votes_sent[-1][1]} on the projector")
             await t.rerun(widgets={"class_split": True})
             await asyncio.sleep(1.0)
-            await t.rerun(widgets={"lesson_reveal": True})
+            answer = revealed_answer(await t.rerun(widgets={"lesson_reveal": True}))
+            if answer is None:
+                problems.append(f"teacher: no answer on screen after the reveal of step {step}")
             await asyncio.sleep(after_reveal)  # the reveal reaches every student
-            reveals_right += len(seen_reveal.get(step, ()))
+            shown_answers = seen_reveal.get(step, {})
+            reveals_right += sum(a == answer for a in shown_answers.values())
+            reveals_other += sum(a != answer for a in shown_answers.values())
             t0, c0 = time.perf_counter(), sum(map(cpu_seconds, pids))
             await t.rerun(widgets={"lesson_next": True})
             deadline = time.perf_counter() + 30
@@ -267,7 +285,8 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             "ticks": [x for tk in tickers for x in tk.ticks],
             "pushed": sum(tk.pushed for tk in tickers[2:]), "votes": votes_sent, "problems": problems, "leaks": leaks,
             "own_missing": own,
-            "reveals_seen": reveals_right, "backends": sorted({c.backend_ws for c in students if c.backend_ws})}
+            "reveals_seen": reveals_right, "reveals_other": reveals_other,
+            "backends": sorted({c.backend_ws for c in students if c.backend_ws})}
 
 
 def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0, after_reveal: float = 3.0,
@@ -291,7 +310,7 @@ def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0, afte
         t0, load = time.monotonic(), os.getloadavg()
         r = asyncio.run(_class(base, n, questions, [p.pid for p in procs], seed, after_reveal, profile))
         r["wall"], r["load"] = time.monotonic() - t0, load
-    r["processes"] = processes
+    r["processes"], r["n"], r["questions"] = processes, n, questions
     return r
 
 
@@ -305,6 +324,9 @@ def failures(r: dict) -> list[str]:
         out.append(f"the other class's code reached students {r['leaks']}; own code missing {r['own_missing']}")
     if any(x == float("inf") for x in r["vote_lat"] + r["step_lat"]):
         out.append("a vote never reached the projector or a student never followed a step")
+    if r["reveals_seen"] != r["n"] * r["questions"] or r["reveals_other"]:
+        out.append(f"reveals: {r['reveals_seen']} students saw the teacher's answer, {r['reveals_other']} another, "
+                   f"of {r['n'] * r['questions']}")
     return out
 
 
@@ -346,7 +368,8 @@ def main() -> None:
         print(f"process {i + 1} RSS: {b:.0f} MB with {a.students} students and no class -> {af:.0f} MB with the "
               f"class: +{af - b:.0f} MB (target <= 150)")
     print(f"whole-page runs the server pushed to students (no request of theirs): {r['pushed']}")
-    print(f"reveals seen by students: {r['reveals_seen']} of {a.students * a.questions}; leaks: {r['leaks'] or 'none'}")
+    print(f"reveals seen by students: {r['reveals_seen']} of {a.students * a.questions} (the teacher's answer; "
+          f"another answer: {r['reveals_other']}); leaks: {r['leaks'] or 'none'}")
     bad = failures(r)
     for f in bad:
         print("FAILED:", f)

@@ -121,7 +121,7 @@ class MemoryStore(ClassStore):
             for k, v in {"secret": codes.hash_secret(secret), "step": 1, "text": "", "pair": "", "has_pair": 0,
                          "qid": "", "q": "", "nc": 0, "split": 0, "revealed": 0, "answer": "", "n_students": 0,
                          "n_actions": 0, "n_questions": 0, "n_revealed": 0, "seq": 0, "n_seq": 0, "n_present": 0,
-                         "locked": 0, "jw": 0, "jn": 0}.items():
+                         "locked": 0, "jw": 0, "jn": 0, "model": ""}.items():
                 c.set(k, v)
             self._classes[code] = c
             return code, secret
@@ -134,11 +134,12 @@ class MemoryStore(ClassStore):
             except ClassError:
                 return False
 
-    def publish(self, code, secret, step, text, pair, question: Question | None) -> None:
-        step, text, pair_s = check_publish(step, text, pair)
+    def publish(self, code, secret, step, text, pair, question: Question | None, model: str = "") -> None:
+        step, text, pair_s, model = check_publish(step, text, pair, model)
+        screen = ("step", "text", "pair", "has_pair", "qid", "model")
         with self._lock:
             c = self._teacher(code, secret)
-            before = (c.get("step"), c.get("text"), c.get("pair"), c.get("has_pair"), c.get("qid"))
+            before = tuple(c.get(k) for k in screen)
             qid = question.qid if question else ""
             new_q = qid != c.get("qid")
             if new_q and qid and f"p:{qid}" not in c.fields:
@@ -151,6 +152,7 @@ class MemoryStore(ClassStore):
             c.set("text", text)
             c.set("pair", pair_s)
             c.set("has_pair", int(pair is not None))
+            c.set("model", model)
             if new_q:
                 c.set("q", question.payload() if question else "")
                 c.set("nc", len(question.choices) if question else 0)
@@ -159,7 +161,7 @@ class MemoryStore(ClassStore):
                 c.set("split", int(done is not None))
                 c.set("revealed", int(done is not None))
                 c.set("answer", json.loads(done)["answer"] if done else "")
-            changed = (c.get("step"), c.get("text"), c.get("pair"), c.get("has_pair"), c.get("qid")) != before
+            changed = tuple(c.get(k) for k in screen) != before
             if changed:
                 c.incr("seq")
         if changed:
@@ -295,7 +297,7 @@ class MemoryStore(ClassStore):
                 c.set("n_present", sum(1 for k, v in c.fields.items()
                                        if k.startswith("h:") and now - int(v) <= PRESENT_SECONDS * 1000))
             meta = {k: c.get(k) for k in ("step", "text", "pair", "has_pair", "qid", "q", "split", "revealed",
-                                          "answer", "n_students", "seq", "n_present", "locked")}
+                                          "answer", "n_students", "seq", "n_present", "locked", "model")}
             qid = meta["qid"]
             tally = [c.get(f"t:{qid}:{i}", "0") for i in range(int(c.get("nc")))]
             mine = c.get(f"v:{qid}:{sid}") if joined and qid else None

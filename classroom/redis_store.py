@@ -53,14 +53,19 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 PUBLISH = _TEACHER + """
 local k = KEYS[1]
 local step, text, pair, has_pair, qid, q, nc = ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9]
-local before = table.concat(redis.call('HMGET', k, 'step', 'text', 'pair', 'has_pair', 'qid'), '\\0')
+local function screen()  -- what a student's page is drawn from ('' for a field a class made earlier lacks)
+  local f = redis.call('HMGET', k, 'step', 'text', 'pair', 'has_pair', 'qid', 'model')
+  for i = 1, 6 do f[i] = f[i] or '' end
+  return table.concat(f, '\\0')
+end
+local before = screen()
 local new_q = qid ~= redis.call('HGET', k, 'qid')
 if new_q and qid ~= '' and redis.call('HEXISTS', k, 'p:' .. qid) == 0 then
   if tonumber(redis.call('HGET', k, 'n_questions')) >= tonumber(ARGV[10]) then return {'err', 'questions'} end
   redis.call('HSET', k, 'p:' .. qid, '1')
   redis.call('HINCRBY', k, 'n_questions', 1)
 end
-redis.call('HSET', k, 'step', step, 'text', text, 'pair', pair, 'has_pair', has_pair)
+redis.call('HSET', k, 'step', step, 'text', text, 'pair', pair, 'has_pair', has_pair, 'model', ARGV[11])
 if new_q then
   local done = false
   if qid ~= '' then done = redis.call('HGET', k, 'r:' .. qid) end
@@ -71,7 +76,7 @@ if new_q then
     redis.call('HSET', k, 'split', '0', 'revealed', '0', 'answer', '')
   end
 end
-local after = table.concat(redis.call('HMGET', k, 'step', 'text', 'pair', 'has_pair', 'qid'), '\\0')
+local after = screen()
 if after ~= before then
   redis.call('HINCRBY', k, 'seq', 1)
   redis.call('PUBLISH', '@CHANNEL@', string.sub(k, @CUT@))
@@ -288,7 +293,7 @@ class RedisStore(ClassStore):
         fields = {"secret": codes.hash_secret(secret), "step": 1, "text": "", "pair": "", "has_pair": 0, "qid": "",
                   "q": "", "nc": 0, "split": 0, "revealed": 0, "answer": "", "n_students": 0, "n_actions": 0,
                   "n_questions": 0, "n_revealed": 0, "seq": 0, "n_seq": 0, "n_present": 0, "locked": 0, "jw": 0,
-                  "jn": 0}
+                  "jn": 0, "model": ""}
         try:
             for _ in range(20):
                 code = codes.new_code()
@@ -316,11 +321,12 @@ class RedisStore(ClassStore):
     def _secret(self, secret) -> str:
         return codes.hash_secret(secret) if codes.clean_id(secret) else "-"
 
-    def publish(self, code, secret, step, text, pair, question: Question | None) -> None:
-        step, text, pair_s = check_publish(step, text, pair)
+    def publish(self, code, secret, step, text, pair, question: Question | None, model: str = "") -> None:
+        step, text, pair_s, model = check_publish(step, text, pair, model)
         q = question.payload() if question else ""
         self._call("publish", code, self._secret(secret), step, text, pair_s, int(pair is not None),
-                   question.qid if question else "", q, len(question.choices) if question else 0, self.max_questions)
+                   question.qid if question else "", q, len(question.choices) if question else 0, self.max_questions,
+                   model)
 
     def show_split(self, code, secret, on=True) -> None:
         self._call("split", code, self._secret(secret), int(bool(on)))

@@ -4,6 +4,7 @@ A class is one hash of string fields, the same in both stores (in Redis it is li
 
     secret            sha256 of the teacher's secret
     step, text, pair  what the teacher shows (pair "" = none; has_pair "1" when there is one)
+    model             the teacher's model key (a hub id, "bundled-minilm", "session:<n>" for one only the teacher has)
     qid, q, nc        the question on screen: its id, {"prompt", "choices"} as JSON, the number of choices
     split, revealed   "1" once the teacher shows the split / reveals the answer of `qid`
     answer            the model's answer (a choice index) of `qid`, once revealed
@@ -58,7 +59,8 @@ _log = logging.getLogger(__name__)
 _watch_lock = threading.Lock()
 
 META = ("step", "text", "pair", "has_pair", "qid", "q", "nc", "split", "revealed", "answer", "n_students", "seq",
-        "n_present", "locked")
+        "n_present", "locked", "model")
+MAX_MODEL = 200  # characters of a model key (a hub id, a local folder)
 
 
 class ClassError(Exception):
@@ -117,11 +119,13 @@ class View:
     seq: int
     present: int = 0  # seats whose tab read the class within PRESENT_SECONDS (counted at the teacher's reads)
     locked: bool = False
+    model: str = ""  # the teacher's model key ("" before the teacher's first publish)
 
     @property
     def following(self) -> tuple:
         """What a student's page is drawn from: when it changes, the page reruns."""
-        return (self.step, self.text, self.pair, self.question.qid if self.question else "", self.revealed)
+        return (self.step, self.text, self.pair, self.question.qid if self.question else "", self.revealed,
+                self.model)
 
 
 @dataclass(frozen=True)
@@ -161,7 +165,7 @@ def view_from(code: str, meta: dict, tally: list, answered: int, my_vote, joined
                 tally=tuple(int(x) for x in tally) if q is not None and (revealed or teacher) else None,
                 my_vote=int(my_vote) if my_vote not in (None, "") else None, joined=joined,
                 seq=int(meta.get("seq") or 0), present=int(meta.get("n_present") or 0),
-                locked=meta.get("locked") == "1")
+                locked=meta.get("locked") == "1", model=meta.get("model") or "")
 
 
 def results_from(fields: dict) -> list[Result]:
@@ -251,8 +255,10 @@ class ClassStore(ABC):
 
     @abstractmethod
     def publish(self, code: str, secret: str, step: int, text: str, pair: str | None,
-                question: Question | None) -> None:
-        """The teacher's screen: step, sentence(s) and question. A new question starts unrevealed, split hidden."""
+                question: Question | None, model: str = "") -> None:
+        """The teacher's screen: step, sentence(s), question and model. A new question starts unrevealed, split
+        hidden. A change of any of them moves `seq` (the students follow); a new model, like a new sentence, is a
+        new question because the question's id holds both (ui.lesson.question_token)."""
 
     @abstractmethod
     def show_split(self, code: str, secret: str, on: bool = True) -> None:
@@ -312,8 +318,8 @@ class ClassStore(ABC):
         return students_from(f, results_from(f))
 
 
-def check_publish(step: int, text: str, pair: str | None) -> tuple[int, str, str]:
-    """Bounds on what a teacher publishes: step 1..99, texts cut to MAX_TEXT."""
+def check_publish(step: int, text: str, pair: str | None, model: str = "") -> tuple[int, str, str, str]:
+    """Bounds on what a teacher publishes: step 1..99, texts cut to MAX_TEXT, a model key to MAX_MODEL."""
     if not isinstance(step, int) or not 1 <= step <= 99:
         raise ClassError("A step is a number from 1 to 99.")
-    return step, str(text)[:MAX_TEXT], ("" if pair is None else str(pair)[:MAX_TEXT])
+    return step, str(text)[:MAX_TEXT], ("" if pair is None else str(pair)[:MAX_TEXT]), str(model or "")[:MAX_MODEL]

@@ -36,7 +36,7 @@ import streamlit as st
 
 import classroom
 from classroom import ClassError, Question, View
-from ui import classroom_push, handout, lesson
+from ui import classroom_push, handout, lesson, state
 from ui.widgets import chart
 
 TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches it within about this
@@ -55,11 +55,28 @@ CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_fo
 SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
 RECONNECT, LOST = "class_reconnect", "class_lost"  # this run could not reach the store / the teacher's class is gone
 RETRY = 1.0  # seconds between tries of a store that does not answer
-PUBLISHED = "class_published"  # (code, step, text, pair, question id) this tab last published
+PUBLISHED = "class_published"  # (code, step, text, pair, question id, model) this tab last published
+MODEL_TRIED = "class_model_tried"  # the teacher's model this student's page was last switched to
 SEAT, SEAT_KEPT, SEAT_COOKIE = "class_seat", "class_seat_kept", "bx_seat"
 # Drawings shared by the screens of a class (Streamlit's cached-element replay keeps each drawing's element
-# messages): a step's view is at most a few charts (~50 KB-1 MB of figure JSON), a split a few KB.
-SHARED_VIEWS, SHARED_SPLITS = 24, 64
+# messages), bounded in bytes as every cache here: st.cache_data's max_size counts the pickled entry, messages
+# included, and drops the least recently used. On the bundled model a step's drawing pickles to 0.6-13 KB (steps
+# 1-13, the Lesson's sentences), more on bert-base and long sentences; a split a few KB. One drawing larger than
+# the whole budget is kept alone until the next one (Streamlit's rule): the bound is the budget or that one drawing.
+VIEWS_MB = "BERT_EXPLORER_CLASS_VIEWS_MB"
+
+
+def _mb(name: str, default: float) -> float:
+    """A size setting in MB from the environment; unset or not a positive number: the default."""
+    try:
+        v = float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default
+    return v if v > 0 else default
+
+
+SHARED_VIEWS_MB = _mb(VIEWS_MB, 32.0)
+SHARED_SPLITS_MB = 1.0
 UNSHARED = {"masking"}  # views with a widget of their own (a drawing with a widget cannot be replayed)
 NICK_BOX = 200  # characters the nickname box takes (the store keeps 24)
 SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
@@ -190,6 +207,7 @@ def follow() -> Live | None:
             _leave()
             return None
         if live.following:
+            _take_model(live.view)
             _take_step(live.view)
             classroom_push.follow_here(store(), code)  # the next change of step redraws this page at once
         else:
@@ -238,6 +256,42 @@ def _take_step(v: View) -> None:
     st.session_state[SEEN] = v.following
 
 
+def _current_model() -> str:
+    """This session's model key ("" before the sidebar has chosen one)."""
+    cur = st.session_state.get("current")
+    return cur.model_key if cur is not None else ""
+
+
+def _take_model(v: View) -> None:
+    """A following student's page runs the teacher's model: the sidebar loads it on a rerun now.
+
+    Not a model only the teacher's session has ("session:..."): the student stays on their own (the vote box says
+    so). A model tried once that did not come (it failed to load here) is not tried again on every run."""
+    mine = _current_model()
+    if not v.model or not mine or v.model.startswith("session:"):
+        return
+    if mine == v.model:
+        st.session_state.pop(MODEL_TRIED, None)
+        return
+    if st.session_state.get(MODEL_TRIED) == v.model:
+        return
+    st.session_state[MODEL_TRIED] = v.model
+    st.session_state[state.PENDING_MODEL] = v.model
+    st.rerun()
+
+
+def _model_note(v: View) -> None:
+    """Say so when this student's charts are not drawn with the teacher's model."""
+    mine = _current_model()
+    if not v.model or not mine or mine == v.model:
+        return
+    why = ("it was trained in the teacher's own session, so it is not on this server for you" if
+           v.model.startswith("session:") else "it could not be loaded here")
+    st.warning(f"The teacher's model is {lesson.plain(v.model[:80])}, and {why}: your page shows "
+               f"{lesson.plain(mine[:80])}. The class's question and its answer are the teacher's model's; your "
+               "charts are your model's and may differ.", icon=":material/info:")
+
+
 # ------------------------------------------------------------------------------------------ hook 2
 def question_id(token: str) -> str:
     """A short id of the Lesson's question token (model, step, sentence(s), prompt, choices)."""
@@ -257,10 +311,11 @@ def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
     question = Question(question_id(token), q.prompt, tuple(q.choices)) if q is not None else None
     # Publish only what this tab changed: a teacher's second tab (a laptop beside the projector) that reruns on
     # an old step must not take the class back to it (its students would find that question's votes closed).
-    mine = (live.code, k, text, pair, question.qid if question else "")
+    model = _current_model()  # the class follows it (a student's page switches to it)
+    mine = (live.code, k, text, pair, question.qid if question else "", model)
     try:
         if st.session_state.get(PUBLISHED) != mine or live.view is None:
-            store().publish(live.code, live.secret, k, text, pair, question)
+            store().publish(live.code, live.secret, k, text, pair, question, model=model)
             st.session_state[PUBLISHED] = mine
             live.view = store().view(live.code, secret=live.secret)
         v = live.view
@@ -268,7 +323,7 @@ def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
         st.session_state.pop(PUBLISHED, None)
         col.warning(str(e))
         return False
-    if (v.step, v.question.qid if v.question else "") != (k, mine[-1]):
+    if (v.step, v.question.qid if v.question else "") != (k, mine[4]):
         col.info(f"Another tab of yours has the class on step {v.step}: the students see that one. Change the step "
                  "or the sentence here to take the class with you.")
         return v.revealed if question is not None and v.question == question else False
@@ -329,6 +384,7 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
         if not live.following:
             _exploring(live.code, live.sid, v)
             return revealed
+        _model_note(v)
         if v.question is None:
             st.caption("The teacher's step has no question to vote on.")
             _student_live(live.code, live.sid, v.following, None, v)
@@ -424,7 +480,7 @@ def draw_step(live: Live | None, step, cur, text: str, pair: str | None, reveale
                  bool(st.session_state.get("lesson_large")), st.session_state.get(lesson.QUESTION_ERROR), _cur=cur)
 
 
-@st.cache_data(max_entries=SHARED_VIEWS, show_spinner=False)
+@st.cache_data(max_size=int(SHARED_VIEWS_MB * 2**20), show_spinner=False)
 def _shared_view(model_key: str, step_key: str, text: str, pair: str | None, revealed: bool, present: bool,
                  large: bool, question_error: str | None, _cur) -> None:
     """One drawing of a step's view, keyed by everything the view reads (the model by its key)."""
@@ -691,7 +747,7 @@ def _cell(v):
     return "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
 
 
-@st.cache_data(max_entries=SHARED_SPLITS, show_spinner=False)
+@st.cache_data(max_size=int(SHARED_SPLITS_MB * 2**20), show_spinner=False)
 def split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None, key: str) -> None:
     """The class's split as a chart, drawn once per (choices, tally, answer) and replayed for every screen that
     shows the same split (Streamlit's cached-element replay): a reveal is one figure, not one per student."""

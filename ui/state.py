@@ -217,8 +217,12 @@ def sidebar_ui(lesson_page: bool = False) -> Current | None:
     _init_from_url()
     sb = st.sidebar
     opts = _model_options()
-    if PENDING_MODEL in st.session_state:  # a button chose it (ui/model_choice.py): the box shows it from now on
-        st.session_state["model_choice"] = _label(st.session_state.pop(PENDING_MODEL))
+    if PENDING_MODEL in st.session_state:  # a button (ui/model_choice.py) or the class's teacher chose it
+        pending = st.session_state.pop(PENDING_MODEL)
+        if _label(pending) not in opts and OTHER_LABEL in opts:  # a hub id of no option: the hub id box holds it
+            st.session_state.update({"model_choice": OTHER_LABEL, "other_model": pending[:200]})
+        else:
+            st.session_state["model_choice"] = _label(pending)
     if st.session_state.get("model_choice") not in opts:
         st.session_state["model_choice"] = _label(DEFAULT_MODEL)
     choice = sb.selectbox("Model", opts, key="model_choice",

@@ -398,3 +398,132 @@ def test_a_teachers_second_tab_on_an_old_step_does_not_take_the_class_back(backe
     s.run()
     vote_radio(s).set_value(0).run()  # the vote is open, not "closed"
     assert not s.warning and backend.view(code, secret=secret).answered == 1
+
+
+def test_students_follow_the_teachers_model_and_not_a_session_trained_one(backend):
+    """The teacher switches model: every following student's page switches to it (the charts under the class's
+    answer are the same model's), and the vote reopens. A model trained in the teacher's session cannot be
+    followed: the students stay on theirs and their page says so."""
+    from ui import state
+
+    t, code, secret = _teacher_on(4)
+    s = student(code, "Ada")
+    assert s.session_state["current"].model_key == state.DEFAULT_MODEL == bert_core.DEFAULT_BUNDLED
+    vote_radio(s).set_value(0).run()
+    first = backend.view(code, secret=secret)
+    assert first.model == state.DEFAULT_MODEL and first.answered == 1
+    t.selectbox(key="model_choice").set_value(state.BUNDLED_LABEL).run()  # the tiny model, offline
+    assert_ok(t)
+    v = backend.view(code, secret=secret)
+    assert v.model == bert_core.BUNDLED_NAME and v.question.qid != first.question.qid and v.answered == 0
+    s.run()
+    assert_ok(s)
+    assert s.session_state["current"].model_key == bert_core.BUNDLED_NAME  # the student's page runs it
+    assert s.selectbox(key="model_choice").value == state.BUNDLED_LABEL
+    assert vote_radio(s).value is None and not s.warning  # a new vote; nothing to warn of
+    # The student picks another model while following: the class takes the page back to the teacher's.
+    s.selectbox(key="model_choice").set_value(state.MINILM_LABEL).run()
+    assert_ok(s)
+    assert s.session_state["current"].model_key == bert_core.BUNDLED_NAME
+    # A model the teacher trained in their own session: the students stay on theirs, and are told.
+    t.session_state["session_model"] = bert_core.load_model(bert_core.BUNDLED_NAME)
+    t.run()
+    t.selectbox(key="model_choice").set_value(state.SESSION_LABEL).run()
+    assert_ok(t)
+    assert backend.view(code, secret=secret).model.startswith("session:")
+    s.run()
+    assert_ok(s)
+    assert s.session_state["current"].model_key == bert_core.BUNDLED_NAME
+    assert any("trained in the teacher's own session" in w.value for w in s.warning)
+    assert vote_radio(s) is not None  # the class's question still reaches the student
+
+
+def test_class_load_counts_every_reveal_whoever_answers(monkeypatch):
+    """benchmarks/class_load.py reads a reveal off each page: the teacher's and every student's, right, wrong or
+    not voted, on a step the tokenizer answers (1) and one a rule answers (3), not only the model's."""
+    import class_load  # benchmarks/ is on pytest's pythonpath
+
+    monkeypatch.delenv(classroom.ENV, raising=False)
+    for k in (1, 3):
+        t, code, _ = _teacher_on(k)
+        q = computed(k)
+        right, wrong, silent = student(code, "Ada"), student(code, "Bo"), student(code, "Cy")
+        vote_radio(right).set_value(q.answer).run()
+        vote_radio(wrong).set_value((q.answer + 1) % len(q.choices)).run()
+        t.button(key="lesson_reveal").click().run()
+        assert_ok(t)
+        shown = lesson.plain(q.choices[q.answer])
+
+        def answer_on(at: AppTest) -> str | None:
+            bodies = [a.value for a in (*at.info, *at.success, *at.error)]
+            return next((m.group(1) for b in bodies for m in [class_load.REVEALED.search(b)] if m), None)
+
+        assert answer_on(t) == shown
+        for at in (right, wrong, silent):
+            at.run()
+            assert_ok(at)
+            assert answer_on(at) == shown, [a.value for a in (*at.info, *at.success, *at.error)]
+        assert wrong.error and "model's answer" not in wrong.error[0].value  # what the old count looked for
+
+
+def _cached_bytes(name: str) -> int:
+    """Bytes st.cache_data holds now for the cached function `name` (its pickled entries, replay messages included)."""
+    from streamlit.runtime.caching import cache_data_api
+
+    return sum(s.byte_length for family in cache_data_api._data_caches.get_stats().values() for s in family
+               if s.cache_name.endswith(name))
+
+
+def test_the_followers_shared_step_views_are_bounded_in_bytes(monkeypatch):
+    """draw_step's shared drawings stay under their byte budget (BERT_EXPLORER_CLASS_VIEWS_MB) while a class walks
+    12 steps, the least recently used dropped; a step whose drawing was dropped is drawn again, whole."""
+    import importlib
+
+    monkeypatch.delenv(classroom.ENV, raising=False)
+    budget = 20_000  # bytes: above any one step's drawing on the bundled model (13 KB), below the 13 steps' (37 KB)
+    monkeypatch.setenv("BERT_EXPLORER_CLASS_VIEWS_MB", str(budget / 2**20))
+    importlib.reload(classroom_ui)
+    try:
+        classroom_ui._shared_view.clear()
+        t, code, _ = _teacher_on(2)
+        s = student(code, "Ada")
+        charts_on_step_2 = len(s.get("plotly_chart"))
+        assert charts_on_step_2 > 0
+        peak = 0
+        for k in range(3, 14):
+            t.button(key="lesson_next").click().run()
+            s.run()
+            assert_ok(s)
+            assert s.header[0].value.startswith(f"Step {k} of")
+            peak = max(peak, _cached_bytes("_shared_view"))
+        assert 0 < peak <= budget
+        t.selectbox(key="lesson_goto").set_value(2).run()  # back to step 2: its drawing was dropped
+        s.run()
+        assert_ok(s)
+        assert s.header[0].value.startswith("Step 2 of") and len(s.get("plotly_chart")) == charts_on_step_2
+        assert _cached_bytes("_shared_view") <= budget
+    finally:
+        monkeypatch.delenv("BERT_EXPLORER_CLASS_VIEWS_MB")
+        importlib.reload(classroom_ui)
+
+
+def test_a_teachers_model_that_cannot_load_here_is_tried_once_and_said(monkeypatch, no_network):
+    """A hub id of no option goes to the sidebar's hub id box; where it cannot load (no network here), the student's
+    page stays on its model, says why, and is not rerun again and again."""
+    from ui import state
+
+    monkeypatch.delenv(classroom.ENV, raising=False)
+    t, code, secret = _teacher_on(4)
+    s = student(code, "Ada")
+    v = classroom.open_store().view(code, secret=secret)
+    classroom.open_store().publish(code, secret, 4, v.text, v.pair, v.question, model="nobody/no-such-bert")
+    s.run()
+    assert_ok(s)
+    assert s.session_state["model_choice"] == state.OTHER_LABEL
+    assert s.session_state["other_model"] == "nobody/no-such-bert"
+    assert s.session_state["current"].model_key == state.DEFAULT_MODEL  # the model that worked
+    assert any("could not be loaded here" in w.value for w in s.warning)
+    s.run()  # the next run does not switch (and rerun) again
+    assert_ok(s)
+    assert s.session_state[classroom_ui.MODEL_TRIED] == "nobody/no-such-bert"
+    assert any("could not be loaded here" in w.value for w in s.warning) and vote_radio(s) is not None

@@ -82,6 +82,48 @@ def test_the_step_and_sentence_reach_students_and_seq_moves_only_on_change(make_
         s.publish(code, secret, 0, "x", None, None)
 
 
+def test_the_teachers_model_reaches_students_and_a_new_model_is_a_new_screen(make_store):
+    """The class carries the teacher's model key: a switch moves seq (the students follow) and, with the question
+    id holding the model (ui.lesson.question_token), opens a new vote; the same model again changes nothing."""
+    s = make_store()
+    heard = []
+    s.watch(heard.append)
+    try:
+        code, secret = s.create()
+        a = s.join(code, "Ada")
+        assert s.view(code, sid=a).model == ""  # nothing published yet
+        s.publish(code, secret, 4, "She [MASK] the letter.", None, Q1, model="bundled-minilm")
+        s.vote(code, a, "q1", 1)
+        v = s.view(code, sid=a)
+        assert v.model == "bundled-minilm" and v.my_vote == 1
+        seq, following = v.seq, v.following
+        s.publish(code, secret, 4, "She [MASK] the letter.", None, Q1, model="bundled-minilm")
+        assert s.view(code, sid=a).seq == seq  # nothing new
+        # The teacher switches to BERT-base on the same step, sentence and question text: a new screen.
+        s.publish(code, secret, 4, "She [MASK] the letter.", None, Q1, model="bert-base-uncased")
+        v = s.view(code, sid=a)
+        assert v.model == "bert-base-uncased" and v.seq == seq + 1 and v.following != following
+        s.publish(code, secret, 4, "She [MASK] the letter.", None, Question("q1b", Q1.prompt, Q1.choices),
+                  model="bert-base-uncased")  # the page's question id holds the model: a new question
+        v = s.view(code, sid=a)
+        assert v.question.qid == "q1b" and v.my_vote is None and v.answered == 0 and not v.revealed
+        assert s.view(code, secret=secret).model == "bert-base-uncased"
+        s.publish(code, secret, 4, "She [MASK] the letter.", None, Q1, model="x" * 5000)
+        assert len(s.view(code, sid=a).model) == 200  # bounded, like the sentence
+        if make_store.backend == "redis":
+            deadline = time.monotonic() + 5
+            while len(heard) < 4 and time.monotonic() < deadline:
+                time.sleep(0.05)
+        assert len(heard) == 4  # the first publish, the switch, the new question, the long key: each pushed
+        if make_store.backend == "redis":  # a class a server made before classes had a model: publish still works
+            s.r.hdel(f"bx:class:{code}", "model")
+            assert s.view(code, sid=a).model == ""
+            s.publish(code, secret, 4, "She [MASK] the letter.", None, Q1, model="bundled")
+            assert s.view(code, sid=a).model == "bundled"
+    finally:
+        s.unwatch(heard.append)
+
+
 def test_wrong_and_hostile_codes_get_a_clear_refusal(make_store):
     s = make_store()
     code, secret, (a,) = started(s, "Ada")
