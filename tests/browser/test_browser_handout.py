@@ -40,7 +40,7 @@ def test_the_downloaded_handout_opens_offline_with_every_visited_step_and_no_scr
             page.locator('[data-testid="stMain"] [role="radiogroup"] label').first.click()
             watch.settle()
         if i == 1:
-            click(watch, "Reveal the model's answer")
+            click(watch, "Reveal the tokenizer's answer")  # step 1's answer is the tokenizer's
         if i < VISITED[-1]:
             click(watch, "Next →")
     click(watch, "Prepare the handout")

@@ -422,8 +422,9 @@ def test_step_4_says_how_positions_are_counted():
 
 
 def json_title(spec: dict) -> str:
+    """A chart's title as read (a long title is wrapped with <br> for the projector)."""
     t = spec["layout"]["title"]
-    return t["text"] if isinstance(t, dict) else t
+    return (t["text"] if isinstance(t, dict) else t).replace("<br>", " ")
 
 
 def test_step_9_hides_how_much_the_guess_loses_before_the_reveal():
