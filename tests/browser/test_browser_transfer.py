@@ -70,6 +70,7 @@ def test_finetuning_pretrained_untrained_baseline_and_sample_efficiency(watch): 
     chart; then the sample-efficiency figure and table (2 .. all examples per class, three learners)."""
     page = open_with_pasted(watch, "/finetuning", "Paste CSV",
                             "CSV: one example a line, text,label (quote a text that has commas)", CSV)
+    page.locator(".st-key-ft_base").scroll_into_view_if_needed()  # a box at the window's lower edge opens no list
     page.locator(".st-key-ft_base").click()
     page.get_by_role("option", name=TINY_BASE).click()
     watch.settle()
