@@ -35,6 +35,7 @@ import segno
 import streamlit as st
 
 import classroom
+from bert_core.figures.style import projector
 from classroom import ClassError, Question, View
 from ui import classroom_push, handout, lesson, state
 from ui.widgets import chart
@@ -373,7 +374,7 @@ def _teacher_live(code: str, secret: str, qid: str) -> None:
             return
         st.markdown(f"**{v.answered} of {v.students}** students have answered.")
         if (v.split_shown or v.revealed) and v.tally is not None:
-            split_chart(v.question.choices, v.tally, v.answer, "class-split-chart")
+            split_chart(v.question.choices, v.tally, v.answer, "class-split-chart", large=lesson.presenting())
 
     live_count()
 
@@ -748,10 +749,13 @@ def _cell(v):
 
 
 @st.cache_data(max_size=int(SHARED_SPLITS_MB * 2**20), show_spinner=False)
-def split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None, key: str) -> None:
+def split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None, key: str,
+                large: bool = False) -> None:
     """The class's split as a chart, drawn once per (choices, tally, answer) and replayed for every screen that
-    shows the same split (Streamlit's cached-element replay): a reveal is one figure, not one per student."""
-    chart(split_figure(choices, tally, answer), "class split", key=key)
+    shows the same split (Streamlit's cached-element replay): a reveal is one figure, not one per student.
+    `large`: on the projector, every text at least 18 px (bert_core.figures.style.projector)."""
+    fig = split_figure(choices, tally, answer)
+    chart(projector(fig) if large else fig, "class split", key=key)
 
 
 def split_figure(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None) -> go.Figure:

@@ -5,6 +5,8 @@ Each flow runs on both stores (in this process, and a real redis-server through 
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from apptest_util import ROOT, assert_ok
 from pages.test_hostile_pages import HOSTILE
@@ -195,11 +197,16 @@ def test_the_teacher_presents_a_class_and_space_reveals_to_everyone(backend):
     reveal = present.button(key="lesson_reveal")
     assert reveal.proto.shortcut.lower() == "space"  # what a presenter's space bar clicks
     assert not [r for r in present.radio if (r.key or "").startswith("lesson_guess_")]  # the class votes instead
+    vote_radio(s).set_value(0).run()
     reveal.click().run()
     assert_ok(present)
     s.run()
     assert_ok(s)
     assert backend.view(code, secret=secret).revealed
+    # On the projector the class's split is readable from the back row: its fonts at least 18 px.
+    split = next(json.loads(c.proto.spec) for c in present.get("plotly_chart")
+                 if "The class's guesses" in c.proto.spec)
+    assert split["layout"]["font"]["size"] >= 18 and split["layout"]["title"]["font"]["size"] >= 18
 
 
 def _teacher_on(step: int) -> tuple[AppTest, str, str]:
