@@ -128,3 +128,8 @@ SEED = {view.seed!r}
 def show_table(df_expr: str, title: str) -> str:
     """Code that prints a table of the page's numbers (probabilities and weights to 4 decimals)."""
     return f'print({title!r})\nprint(({df_expr}).round(4).to_string(index=False), end="\\n\\n")'
+
+
+def indent(src: str) -> str:
+    """Code indented by one level (a table's cell lines inside an `if` of the notebook's code)."""
+    return "\n".join("    " + line for line in src.splitlines())
