@@ -762,7 +762,8 @@ def split_figure(choices: tuple[str, ...], tally: tuple[int, ...], answer: int |
     """The class's guesses as bars, the model's answer (once revealed) in green."""
     colors = ["#2e7d32" if i == answer else "#90a4ae" for i in range(len(choices))]
     fig = go.Figure(go.Bar(x=list(tally), y=[f"{i}. {c}" for i, c in enumerate(choices, 1)], orientation="h",
-                           marker_color=colors, text=list(tally), textposition="auto"))
+                           marker_color=colors, text=[str(n) if n else "" for n in tally],
+                           textposition="auto"))  # no "0" beside an empty bar
     fig.update_layout(height=60 + 40 * len(choices), margin=dict(l=10, r=10, t=30, b=10),
                       title=f"The class's guesses ({sum(tally)})",
                       yaxis=dict(autorange="reversed", type="category"))  # "4. 4" is a label, not a number
