@@ -140,6 +140,8 @@ def test_every_presenter_step_is_readable_from_the_back_row(page, sentence):
         try:
             page.wait_for_selector('[data-testid="stAlert"]', timeout=20_000)
         except PlaywrightTimeout:  # a key pressed before the page's shortcuts were bound: the button itself
+            page.screenshot(path=str(OUT / f"lesson_readable_{sentence}_{i}_no_reveal.png"))
+            (OUT / f"lesson_readable_{sentence}_{i}_no_reveal.txt").write_text(page.inner_text("body"))
             page.locator(".st-key-lesson_reveal button").click()
             page.wait_for_selector('[data-testid="stAlert"]', timeout=120_000)
         settle(page)
