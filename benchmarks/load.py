@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -445,7 +446,7 @@ def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_step
     n_sessions = min(n_sessions, MAX_SESSIONS)
     seconds = min(seconds, MAX_SECONDS)
     expect = Expect(model)
-    with tempfile.TemporaryDirectory() as d:
+    with tempfile.TemporaryDirectory() as d, contextlib.ExitStack() as stack:
         monitors = [Path(d) / f"monitor-{i}.json" for i in range(processes)]  # one per process: its own cap
         site = os.pathsep.join([str(ROOT / "benchmarks" / "load_site"), os.environ.get("PYTHONPATH", "")])
         envs = [{**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_MAX_TRAINING": str(cap),
@@ -455,7 +456,7 @@ def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_step
         if processes > 1 or proxy:
             servers = proxied_app_servers(processes, envs)
         else:
-            servers = app_server(envs[0])
+            servers = app_server(envs[0], log=stack.enter_context(open(Path(d) / "server.log", "w")))
         with servers as (url, procs):
             procs = procs if isinstance(procs, list) else [procs]
             t0 = time.monotonic()
@@ -467,8 +468,13 @@ def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_step
             time.sleep(1.0)  # the monitor writes every half second
             rss = [peak_rss_mb(p.pid) for p in procs]
             mons = [json.loads(m.read_text()) if m.exists() else {} for m in monitors]
+        log_file = Path(d) / "server.log"
+        # What the server said went wrong (a model that did not load, a traceback): part of the report.
+        said = [line for line in log_file.read_text(errors="replace").splitlines()
+                if "could not load" in line or "Traceback" in line] if log_file.exists() else []
     r = report(solo, logs, leavers, merge_monitors(mons), max(rss), wall, cap)
     r["processes"], r["proxied"] = processes, processes > 1 or proxy
+    r["server_said"] = said
     r["all_train"] = all_train
     r["peak_rss_mb_per_process"] = rss
     r["client_cpu_seconds"] = client_cpu - cpu0  # this script's own share of the two cores
@@ -550,6 +556,8 @@ def failures(r: dict) -> list[str]:
     out = []
     if r["problems"]:
         out.append(f"sessions saw problems: {r['problems']}")
+    if r.get("server_said"):
+        out.append(f"the server's log: {r['server_said'][:5]}")
     if r["unanswered"]:
         out.append(f"sessions got no answer: {r['unanswered']}")
     if r["leaks"] or r["own_marker_missing"]:

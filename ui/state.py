@@ -6,6 +6,7 @@ here either: this module picks and caches, `bert_core` computes.
 
 from __future__ import annotations
 
+import logging
 import os
 from dataclasses import dataclass
 
@@ -15,6 +16,8 @@ import bert_core
 from bert_core.model.layers import fuse_qkv_storage
 from ui import hub_download
 from ui.cache import RESULTS
+
+log = logging.getLogger("bert_explorer.models")
 
 # The two models that ship with the app, in plain words (bert_core.BUNDLED_MODELS).
 MINILM_LABEL = "MiniLM, offline: a pretrained BERT that knows everyday English"
@@ -278,6 +281,7 @@ def _resolve_model(name: str) -> tuple[bert_core.LoadedModel | None, str]:
         st.session_state["last_good_model"] = name
         return m, name
     except bert_core.BertCoreError as e:
+        log.warning("could not load %r: %s", name[:80], e)  # the server's log says why a page fell back
         st.sidebar.error(f"Could not load {name[:80]}: {e}")
         fallback = st.session_state.get("last_good_model", "bundled")
         if fallback == name:

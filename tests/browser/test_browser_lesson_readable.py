@@ -141,8 +141,11 @@ def test_every_presenter_step_is_readable_from_the_back_row(page, sentence):
             page.wait_for_selector('[data-testid="stAlert"]', timeout=20_000)
         except PlaywrightTimeout:  # a key pressed before the page's shortcuts were bound: the button itself
             page.screenshot(path=str(OUT / f"lesson_readable_{sentence}_{i}_no_reveal.png"))
-            (OUT / f"lesson_readable_{sentence}_{i}_no_reveal.txt").write_text(page.inner_text("body"))
-            page.locator(".st-key-lesson_reveal button").click()
+            body = page.inner_text("body")
+            (OUT / f"lesson_readable_{sentence}_{i}_no_reveal.txt").write_text(body)
+            button = page.locator(".st-key-lesson_reveal button")
+            assert button.count(), f"step {i}: no reveal button; the page says: {body[:1500]}"
+            button.click()
             page.wait_for_selector('[data-testid="stAlert"]', timeout=120_000)
         settle(page)
         problems += slide_problems(page, f"step {i} ({name} sentence), after the reveal")
