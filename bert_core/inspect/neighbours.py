@@ -159,7 +159,7 @@ def build_index(m: LoadedModel, sentences, tags, tag_names, budget: int = INDEX_
 
     # The same corpus on the same model gives the same index: a page and a notebook on this machine share it.
     args = [sentences, [list(t) for t in tags], list(tag_names)] if store else None
-    a, _ = stored.stored("neighbour-index", m, __file__, args, compute) if store else (compute(), False)
+    a, _ = stored.stored("neighbour-index", m, args, compute) if store else (compute(), False)
     return NeighbourIndex(a["units"], a["sentence"], a["word"], a["tags"], sentences, tuple(tag_names))
 
 

@@ -5,8 +5,8 @@ a minute or more on two cores. Stored here, the app's page and a notebook run on
 arrays back instead of computing them again: the numbers are the same because they are the same bytes.
 
 The key is what the result depends on: the model's weights, config and tokenizer (`fingerprint`), the
-function's arguments, bert_core's version and the source of the module that computes it (a code change is a
-new key). A model trained in a session (`LoadedModel.source == "session"`) is never stored: its weights change.
+function's arguments and bert_core's source code (`code_hash`: any code change is a new key). A model trained in
+a session (`LoadedModel.source == "session"`) is never stored: its weights change.
 Files are `.npz` of plain arrays (no pickle), written atomically; the folder is bounded in bytes, the least
 recently read files go first.
 
@@ -17,6 +17,7 @@ recently read files go first.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -28,7 +29,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import __version__
 from ..model.loaded import LoadedModel
 
 OFF = "off"
@@ -76,16 +76,23 @@ def fingerprint(m: LoadedModel) -> str | None:
     return fp
 
 
-def _source_hash(module_file: str) -> str:
-    return hashlib.blake2b(Path(module_file).read_bytes(), digest_size=8).hexdigest()
+@functools.lru_cache(maxsize=1)
+def code_hash() -> str:
+    """A hash of bert_core's source (every .py file): changed code makes new keys, whatever it changed."""
+    root = Path(__file__).resolve().parent.parent
+    h = hashlib.blake2b(digest_size=12)
+    for f in sorted(root.rglob("*.py")):
+        h.update(str(f.relative_to(root)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()
 
 
-def key_of(kind: str, m: LoadedModel, module_file: str, args) -> str | None:
+def key_of(kind: str, m: LoadedModel, args) -> str | None:
     """The file name of a result of `kind` for `m` and `args` (JSON-able), or None when it is not to be stored."""
     fp = fingerprint(m)
     if fp is None:
         return None
-    what = json.dumps([kind, fp, __version__, _source_hash(module_file), args], sort_keys=True, default=str)
+    what = json.dumps([kind, fp, code_hash(), args], sort_keys=True, default=str)
     return f"{kind}-{hashlib.blake2b(what.encode(), digest_size=16).hexdigest()}.npz"
 
 
@@ -144,10 +151,10 @@ def _trim(d: Path) -> None:
             pass
 
 
-def stored(kind: str, m: LoadedModel, module_file: str, args, compute: Callable[[], dict[str, np.ndarray]]
+def stored(kind: str, m: LoadedModel, args, compute: Callable[[], dict[str, np.ndarray]]
            ) -> tuple[dict[str, np.ndarray], bool]:
     """(arrays, read from disk?): the stored result of `kind` for `m` and `args`, or `compute()` stored now."""
-    name = key_of(kind, m, module_file, args)
+    name = key_of(kind, m, args)
     got = load(name)
     if got is not None:
         return got, True

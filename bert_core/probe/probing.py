@@ -319,7 +319,7 @@ def probe_layers(m: LoadedModel, task_name: str = POS, n_train: int = POS_SIZES[
     if not store:
         return _probe_layers(m, task, seed, control, progress)
     args = [task_digest(task), seed, control]
-    a, _ = stored.stored("probes", m, __file__, args, lambda: _arrays(_probe_layers(m, task, seed, control, progress)))
+    a, _ = stored.stored("probes", m, args, lambda: _arrays(_probe_layers(m, task, seed, control, progress)))
     return _from_arrays(a, task)
 
 
