@@ -68,7 +68,7 @@ def fingerprint(m: LoadedModel) -> str | None:
     for name, t in sorted(m.model.state_dict().items()):
         h.update(name.encode())
         h.update(str(tuple(t.shape)).encode())
-        h.update(t.detach().contiguous().cpu().numpy().tobytes())
+        h.update(np.ascontiguousarray(t.detach().cpu().numpy()).view(np.uint8))  # no copy of the weights
     tok = m.tokenizer
     h.update(repr((type(tok).__name__, tok.encode(_SAMPLE).input_ids, tok.vocab_size)).encode())
     fp = h.hexdigest()
