@@ -1,12 +1,15 @@
 """Wall time of each page's "Open as a notebook" download, run top to bottom in a fresh kernel, offline.
 
-    python benchmarks/bench_notebooks.py [--pages attention predictions ...] [--lesson]
+    python benchmarks/bench_notebooks.py [--pages attention predictions ...] [--lesson] [--cold]
 
 Each page opens in AppTest on the bundled MiniLM with its default settings (Neighbours builds its index at
 the page's default size; Probing fits at the page's default size); the View its button offers becomes the
 .ipynb it downloads, which nbclient runs in a new python3 kernel with HF_HUB_OFFLINE=1 and the repository on
-the path, as a reader next to the app would. The peer, measured in the same run: a notebook that only imports
-bert_core and loads the model (the fixed cost every notebook pays). Target: <= 60 s per notebook on 2 cores.
+the path, as a reader next to the app would. Page and kernel share a fresh results folder
+(BERT_EXPLORER_RESULTS_DIR, bert_core/inspect/stored.py): the notebook of a page that computed its index or
+probes reads them back, as on the app's machine; `--cold` turns that off in the kernel (a reader elsewhere).
+The peer, measured in the same run: a notebook that only imports bert_core and loads the model (the fixed cost
+every notebook pays). Target: <= 60 s per notebook on 2 cores.
 Tagging and Question answering are left out: the bundled models have no task head, so their notebooks only say so.
 """
 
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,9 +39,11 @@ def offered(page: str):
 
     from ui.notebook_ui import VIEWS_KEY
 
-    at = open_page(page, text="The harbour master [MASK] the ship into the dock at night.")
+    at = open_page(page, text="The harbour master [MASK] the ship into the dock at night.", timeout=900)
     if page == "neighbours":
         at.button(key="nb_build").click().run()
+    if page == "probing":
+        at.button(key="pr_fit").click().run()
     return at.session_state[VIEWS_KEY][page]
 
 
@@ -72,10 +78,16 @@ def main() -> None:
     ap.add_argument("--pages", nargs="*", default=PAGES)
     ap.add_argument("--lesson", action="store_true", help="also every Lesson step")
     ap.add_argument("--timeout", type=int, default=300, help="seconds one cell may take")
+    ap.add_argument("--cold", action="store_true", help="the kernels store and read no results (a reader elsewhere)")
     args = ap.parse_args()
     from bert_core.notebooks import notebook_bytes
 
+    os.environ["BERT_EXPLORER_RESULTS_DIR"] = tempfile.mkdtemp(prefix="bench-notebooks-")
+    t = time.perf_counter()
     views = [(p, offered(p)) for p in args.pages] + (list(lesson_views()) if args.lesson else [])
+    print(f"the pages (AppTest, building what they show): {time.perf_counter() - t:.1f} s")
+    if args.cold:
+        os.environ["BERT_EXPLORER_RESULTS_DIR"] = "off"  # the kernels inherit it
     print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores")
     peer = timed(PEER, args.timeout)
     print(f"{'peer (import + load)':24s} {peer:6.1f} s")

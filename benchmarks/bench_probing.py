@@ -50,7 +50,7 @@ def bench(m, quick: bool) -> None:
         task = probing.probe_task(name, n or 300)
         peer = plain_pass(m, task.sentences)
         t = time.perf_counter()
-        r = probing.probe_layers(m, name, n or 300)
+        r = probing.probe_layers(m, name, n or 300, store=False)
         dt = time.perf_counter() - t
         print(f"probe {name} ({n or 'all'} sentences): {dt:.1f} s = {dt / peer:.0f} x one plain pass ({peer:.1f} s); "
               + ", ".join(f"{k} {v:.1f} s" for k, v in r.seconds.items())
@@ -61,7 +61,7 @@ def bench(m, quick: bool) -> None:
         n = min(n, sentences_within(m, pos.valid_words))
         peer = plain_pass(m, pos.valid_words[:n])
         t = time.perf_counter()
-        index = build_index(m, pos.valid_words[:n], pos.valid_tags[:n], UNIVERSAL_TAGS)
+        index = build_index(m, pos.valid_words[:n], pos.valid_tags[:n], UNIVERSAL_TAGS, store=False)
         dt = time.perf_counter() - t
         print(f"index of {n} sentences ({index.n_words:,} words, {index.nbytes / 2**20:.1f} MB): {dt:.1f} s = "
               f"{dt / peer:.1f} x one plain pass ({peer:.1f} s)")

@@ -7,6 +7,11 @@ import shutil
 
 import pytest
 
+# Results bert_core keeps on disk (a neighbours index, a probing run; bert_core/inspect/stored.py) go under
+# tests/output, shared by the test processes, the app servers and the notebooks' kernels they start.
+os.environ.setdefault("BERT_EXPLORER_RESULTS_DIR",
+                      os.path.join(os.path.dirname(os.path.abspath(__file__)), "output", "results"))
+
 # A small vocabulary with real words, `##` pieces, accents and punctuation, so tokenization
 # tests see every case; the parity models use it too.
 VOCAB = list(dict.fromkeys(

@@ -21,6 +21,8 @@ from ui import handout_doc, handout_svg, lesson
 from ui.state import BUNDLED_LABELS, require_current
 
 CHARTS = "lesson_charts"  # session key: {step key: chart records} of what each step drew when last shown
+SEEN_SPLITS = "class_splits_seen"  # session key: {(class code, qid): (step, Split)} revealed splits a student saw
+MAX_SEEN_SPLITS = 64  # a class publishes at most classroom.MAX_QUESTIONS questions; the oldest go first past this
 MAX_CHART_BYTES = 2**20  # all of a session's kept charts (each record is at most handout_svg.MAX_RECORD_BYTES)
 
 
@@ -38,9 +40,24 @@ def keep_charts(k: int) -> None:
         charts[key] = tuple(sorted(charts[key], key=lambda r: r["bytes"])[:-1])
 
 
+def remember_split(live) -> None:
+    """A student's page after a reveal: keep the class's split of that question and the student's vote, for the
+    handout (the class's results table is the teacher's; a student sees each split only once it is revealed)."""
+    v = live.view if live is not None and not live.teacher else None
+    if v is None or not v.revealed or v.question is None or v.tally is None or v.answer is None:
+        return
+    seen = st.session_state.setdefault(SEEN_SPLITS, {})
+    seen.pop((live.code, v.question.qid), None)  # re-inserted last: the order is the order of reveals
+    seen[(live.code, v.question.qid)] = (v.step, handout_doc.Split(v.question.prompt, v.question.choices, v.answer,
+                                                                   tuple(v.tally), v.my_vote))
+    while len(seen) > MAX_SEEN_SPLITS:
+        seen.pop(next(iter(seen)))
+
+
 def handout_ui(live, col) -> None:
-    """Keep this run's charts; in `col` (None: presenter mode, no button), the handout's button."""
+    """Keep this run's charts (and a revealed class split); in `col` (None: presenter mode), the handout's button."""
     keep_charts(int(st.session_state.get("lesson_step", 1)))
+    remember_split(live)
     if col is not None:
         with col:
             button(live, "lesson_handout")
@@ -50,7 +67,8 @@ def button(live, key: str) -> None:
     """"Prepare the handout", then its download button (for this run: the file is not kept in the session)."""
     if not st.button("Prepare the handout", key=key, width="stretch",
                      help="One HTML file of the steps you visited: each step's text, your sentence, the question, "
-                          "the model's answer and your guess" + (", the class's split" if _teaching(live) else "")
+                          "the model's answer and your guess"
+                          + (", the class's split" if _teaching(live) or st.session_state.get(SEEN_SPLITS) else "")
                           + ", and the charts. It opens in any browser, with no network."):
         return
     doc = handout_html(require_current(), live)
@@ -63,9 +81,13 @@ def _teaching(live) -> bool:
 
 
 def _splits(live) -> dict[int, list[handout_doc.Split]]:
-    """The class's split of each revealed question, by step number (the teacher's session only)."""
+    """The class's split of each revealed question, by step number: from the class store for the teacher, as the
+    student saw them revealed for a student (kept after the class ends or the student leaves it)."""
     if not _teaching(live):
-        return {}
+        out: dict[int, list[handout_doc.Split]] = {}
+        for step, split in st.session_state.get(SEEN_SPLITS, {}).values():
+            out.setdefault(step, []).append(split)
+        return out
     try:
         rows = classroom.open_store().results(live.code, live.secret)
     except classroom.ClassError as e:
@@ -118,4 +140,12 @@ def handout_html(cur, live) -> str:
         model_name=model_name(cur), layers=c.num_hidden_layers, width=c.hidden_size, heads=c.num_attention_heads,
         parameters=sum(p.numel() for p in cur.model.model.parameters()),
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), version=bert_core.__version__,
-        total_steps=len(lesson.STEPS), steps=tuple(pages), class_code=live.code if _teaching(live) else None))
+        total_steps=len(lesson.STEPS), steps=tuple(pages), class_code=_class_code(live)))
+
+
+def _class_code(live) -> str | None:
+    """The class the handout's splits come from: the teacher's, or the last one whose split this student saw."""
+    if _teaching(live):
+        return live.code
+    seen = st.session_state.get(SEEN_SPLITS, {})
+    return next(reversed(seen))[0] if seen else None

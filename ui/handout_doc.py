@@ -32,6 +32,7 @@ class Split:
     choices: tuple[str, ...]
     answer: int  # the model's answer, as revealed to the class
     tally: tuple[int, ...]
+    mine: int | None = None  # the reading student's own vote (None: the teacher's handout, or no vote)
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,8 @@ def _split(sp: Split) -> str:
     for i, (c, n) in enumerate(zip(sp.choices, sp.tally)):
         share = n / total if total else 0.0
         model = ' <span class="mark model">the model\'s answer</span>' if i == sp.answer else ""
+        if i == sp.mine:
+            model += ' <span class="mark guess">your vote</span>'
         color = "#2e7d32" if i == sp.answer else "#90a4ae"
         rows.append(f"<tr><td>{_e(c)}{model}</td><td class=\"num\">{n}</td>"
                     f'<td class="bar"><span style="width:{share * 100:.1f}%;background:{color}"></span></td>'

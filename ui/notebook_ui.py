@@ -10,7 +10,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.notebooks import PAGES, View, notebook_bytes
-from ui import lesson
+from ui import lesson, page_defaults
 from ui.state import Current
 
 # Where the project's code lives, for the notebook's install cell; a placeholder the reader fills in otherwise.
@@ -50,29 +50,14 @@ def offer(view: View, name: str) -> None:
                             "settings, the same figures and numbers. Runs offline next to the app's code.")
 
 
-def page_defaults(cur: Current, page: str, step, text: str, pair: str | None) -> dict:
+def step_page_settings(cur: Current, page: str, step, text: str, pair: str | None) -> dict:
     """The settings the step's full page opens with for this model (the layer and head its link carries), for a
     Lesson step's notebook ({} for pages without one)."""
-    c = cur.model.config
-    last = c.num_hidden_layers - 1
+    settings = page_defaults.of(page, cur.model.config)  # what the page itself opens with (its widgets read it)
     at = lesson.page_view(cur, step, text, pair)  # the step's head, 1-based as in its link to the page
-    layer, head = at.get("layer", 1) - 1, at.get("head", 1) - 1
-    if page == "attention":
-        return {"layer": layer, "head": head, "average": False, "fixed": False}
-    if page == "heads" and "layer" in at:
-        return {"layer": layer, "head": head, "clean": None, "corrupt": None, "target": None}
-    if page == "bert_vs_gpt" and "layer" in at:
-        return {"layer": layer, "head": head, "token_cap": 48}
-    return {
-        "tokenization": {},
-        "embeddings": {"n_dims": min(64, c.hidden_size),
-                       "n_pos": min(64, c.max_position_embeddings - c.position_offset)},
-        "masking": {"p": 0.15, "whole_word": False, "draw": 1, "n_draws": 1000},
-        "predictions": {"k": 5, "word": None},
-        "layers": {"state": last + 1, "k": 5},
-        "heads": {"layer": last, "head": 0, "clean": None, "corrupt": None, "target": None},
-        "bert_vs_gpt": {"layer": 0, "head": 0, "token_cap": 48},
-    }.get(page, {})
+    if page in ("attention", "heads", "bert_vs_gpt") and "layer" in at:
+        settings.update(layer=at["layer"] - 1, head=at.get("head", 1) - 1)
+    return settings
 
 
 def lesson_button(cur: Current, k: int, text: str, pair: str | None) -> None:
@@ -82,7 +67,7 @@ def lesson_button(cur: Current, k: int, text: str, pair: str | None) -> None:
     page = step.page.replace("-", "_")  # url_path -> PAGES key
     settings = {"step": k, "question": f"{fn.__module__}.{fn.__name__}", "question_args": args,
                 "question_kwargs": kwargs, "page": page,
-                "page_settings": page_defaults(cur, page, step, text, pair) if page in PAGES else {}}
+                "page_settings": step_page_settings(cur, page, step, text, pair) if page in PAGES else {}}
     view = dataclasses.replace(view_of(cur, "lesson", text), pair=pair, settings=settings,
                                prose={"title": step.title, "explain": lesson.explain(step, cur.model),
                                       "formula": step.formula})

@@ -12,12 +12,12 @@ from bert_core.runs.objective_runs import COMPARE_STEPS, MAX_COMPARE_STEPS, Obje
 from bert_core.runs.settings import CORPUS_CHOICES, QUICK_PRESET
 from bert_core.train.linear_probe import PROBE_TRAIN, PROBE_VALID, probe_set
 from bert_core.train.toy import ANIMALS, FARM_CLOZE, FARM_PROMPTS
-from ui import callbacks
+from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, set_url, url_index
 from ui.widgets import chart, table
 
-TOKEN_CAP = 48  # the maps draw at most this many tokens (the first ones)
+TOKEN_CAP = page_defaults.BVG_TOKEN_CAP  # the maps draw at most this many tokens (the first ones)
 PRESET_CHOICES = (QUICK_PRESET, "tiny (2 layers, 64 wide)", "small (4 layers, 128 wide)")
 FARM, WORDNET = CORPUS_CHOICES["farm"], CORPUS_CHOICES["wordnet"]
 CORPORA = {FARM.label: FARM, WORDNET.label: WORDNET}  # the first is the default

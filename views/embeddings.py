@@ -6,6 +6,7 @@ import streamlit as st
 import bert_core
 from bert_core.figures.embeddings import embedding_heatmap, norms_figure, position_similarity_figure
 from bert_core.inspect import input_tables
+from ui import page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, require_current
 from ui.widgets import chart, table
@@ -58,7 +59,8 @@ segments = trace.token_type_ids if pair and two_segments else None
 
 st.subheader("The five steps, token by token")
 if cfg.hidden_size > 64:
-    n_dims = st.slider("Hidden dimensions shown (the first N)", 8, cfg.hidden_size, 64, key="emb_dims",
+    n_dims = st.slider("Hidden dimensions shown (the first N)", 8, cfg.hidden_size,
+                       page_defaults.of("embeddings", cfg)["n_dims"], key="emb_dims",
                        help="Wide models have hundreds of dimensions; the first N are enough to see the patterns.")
 else:
     n_dims = cfg.hidden_size
@@ -103,7 +105,7 @@ st.markdown(
     "which is how order enters the model."
 )
 max_pos = cfg.max_position_embeddings - cfg.position_offset  # RoBERTa: its first 2 rows are no position
-n_pos = st.slider("Positions n", 2, max_pos, min(64, max_pos), key="pos_n")
+n_pos = st.slider("Positions n", 2, max_pos, page_defaults.of("embeddings", cfg)["n_pos"], key="pos_n")
 notebook_button(cur, "embeddings", n_dims=n_dims, n_pos=n_pos)
 chart(position_similarity_figure(bert_core.position_similarity(cur.model, n_pos)), "position similarity",
       key="chart-pos-sim")

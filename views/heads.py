@@ -8,9 +8,9 @@ import streamlit as st
 import bert_core
 from bert_core.figures import heads as fh
 from bert_core.inspect.masking_view import md_literal
-from ui import callbacks, heads_ui
+from ui import callbacks, heads_ui, page_defaults
 from ui.notebook_ui import notebook_button
-from ui.state import model_cached, require_current, set_url, url_index, url_int
+from ui.state import model_cached, require_current, set_url, url_int
 from ui.widgets import chart, table
 
 CLEAN, CORRUPT, TARGET = "The king said that [MASK] was tired.", "The queen said that [MASK] was tired.", "he"
@@ -25,6 +25,7 @@ def progress_bar(what: str):
 cur = require_current()
 m = cur.model
 L, nh = m.config.num_hidden_layers, m.config.num_attention_heads
+opening = page_defaults.of("heads", m.config)  # the last layer's first head
 st.header("Heads & patching")
 st.markdown("Which parts of the network does the guess at a [MASK] depend on? Two experiments answer by changing "
             "the network and running it again: **knock a head out**, or **patch in a vector** from another sentence.")
@@ -48,8 +49,8 @@ if not m.has_mlm:
 else:
     # The chosen head's knock-out is the page's one pass per text edit; the first visit starts at the link's
     # ?layer=&head= (1-based: the Lesson's knock-out step links the head it knocked out), else the last layer.
-    st.session_state.setdefault(heads_ui.LAYER_KEY, url_int("layer", L, 1, L) - 1)
-    st.session_state.setdefault(heads_ui.HEAD_KEY, url_index("head", nh))
+    st.session_state.setdefault(heads_ui.LAYER_KEY, url_int("layer", opening["layer"] + 1, 1, L) - 1)
+    st.session_state.setdefault(heads_ui.HEAD_KEY, url_int("head", opening["head"] + 1, 1, nh) - 1)
     if st.session_state[heads_ui.LAYER_KEY] >= L or st.session_state[heads_ui.HEAD_KEY] >= nh:  # a smaller model
         heads_ui.pick_head(min(st.session_state[heads_ui.LAYER_KEY], L - 1),
                            min(st.session_state[heads_ui.HEAD_KEY], nh - 1))
@@ -149,8 +150,9 @@ p1, p2, p3 = st.columns([5, 5, 2])
 clean = p1.text_input("Clean sentence", CLEAN, key="heads_clean", max_chars=500)
 corrupt = p2.text_input("Corrupt sentence", CORRUPT, key="heads_corrupt", max_chars=500)
 target = p3.text_input("Target word", TARGET, key="heads_target", max_chars=50)
-notebook_button(cur, "heads", layer=st.session_state.get(heads_ui.LAYER_KEY, L - 1),
-                head=st.session_state.get(heads_ui.HEAD_KEY, 0), clean=clean, corrupt=corrupt, target=target)
+notebook_button(cur, "heads", layer=st.session_state.get(heads_ui.LAYER_KEY, opening["layer"]),
+                head=st.session_state.get(heads_ui.HEAD_KEY, opening["head"]), clean=clean, corrupt=corrupt,
+                target=target)
 r = None
 slot, progress = progress_bar(f"Patching every token of each of the {L + 1} hidden states…")
 try:

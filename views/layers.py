@@ -5,7 +5,7 @@ import streamlit as st
 import bert_core
 from bert_core.figures import layers as fl
 from bert_core.inspect.masking_view import md_literal
-from ui import callbacks
+from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current
 from ui.widgets import chart, numbering_note
@@ -101,7 +101,7 @@ if not cur.model.has_mlm:
 elif tokens.count(cur.model.tokenizer.mask_token) == 0:
     st.info("There is no [MASK] in the text. Put [MASK] where a word should be guessed to see the lens.")
 else:
-    k = st.slider("Candidates per state (top k)", 1, LENS_K, 5, key="lay_k")
+    k = st.slider("Candidates per state (top k)", 1, LENS_K, page_defaults.of("layers", cfg)["k"], key="lay_k")
     lens = stream.lens
     if lens.skipped:
         st.info(f"The lens reads the first {len(lens.predictions)} [MASK] positions; {lens.skipped} more "
@@ -119,7 +119,7 @@ else:
         first = next((i for i, r in enumerate(lens.final_rank[pos]) if r == 1), L)
         st.caption(f"Position {pos}: the final answer **{md_literal(ans)}** is the lens's top guess from state "
                    f"{states[first]} on.")
-notebook_button(cur, "layers", state=state, k=st.session_state.get("lay_k", 5))
+notebook_button(cur, "layers", state=state, k=st.session_state.get("lay_k", page_defaults.of("layers", cfg)["k"]))
 
 st.subheader("Same word, two contexts")
 st.markdown(

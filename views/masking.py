@@ -6,7 +6,7 @@ import streamlit as st
 import bert_core
 from bert_core.figures.masking import chips_html, legend_html, position_figure, rates_figure
 from bert_core.inspect.masking_view import draw_loss, draw_rows, masking_draw, masking_stats, stats_rows
-from ui import callbacks
+from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import page_text, require_current
 from ui.widgets import chart, table
@@ -45,7 +45,8 @@ if "mask_draw" not in st.session_state:
 # The sidebar's default sentence has a typed [MASK], which masking would only show as a special token.
 text = page_text(cur, "She wrote the letter to her mother on a rainy Sunday afternoon.")
 c1, c2, c3, c4 = st.columns([3, 2, 2, 2], vertical_alignment="bottom")
-p = c1.slider("Mask probability p", 0.0, 1.0, 0.15, 0.01, key="mask_p",
+opening = page_defaults.of("masking", cur.model.config)
+p = c1.slider("Mask probability p", 0.0, 1.0, opening["p"], 0.01, key="mask_p",
               help="Chance that each ordinary token is selected (BERT uses 0.15).")
 whole_word = c2.checkbox("Whole-word masking", key="mask_whole_word",
                          help="Select whole words: all pieces of a word (play ##ing) or none.")
@@ -101,7 +102,8 @@ st.markdown(
     "split 80 / 10 / 10. The grey bars carry ±3σ error bars: an observed rate outside them would "
     "happen by chance less than 0.3% of the time."
 )
-n = st.number_input("Number of draws N", min_value=100, max_value=20000, value=1000, step=100, key="mask_n")
+n = st.number_input("Number of draws N", min_value=100, max_value=20000, value=opening["n_draws"], step=100,
+                    key="mask_n")
 notebook_button(cur, "masking", text, p=p, whole_word=whole_word, draw=int(draw), n_draws=int(n))
 with st.spinner(f"Drawing {int(n):,} maskings…"):
     stats = masking_stats(cur.model, text, cur.text_pair, seed=cur.seed, n_draws=int(n),

@@ -7,7 +7,7 @@ import streamlit as st
 import bert_core
 from bert_core.figures.predictions import candidates_figure, nsp_figure, pll_figure, token_strip_figure
 from bert_core.inspect.masking_view import default_word, fill_at, mask_context, mask_word, md_literal, rank_of, words_of
-from ui import callbacks
+from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, model_cached, require_current, set_url, url_int
 from ui.widgets import chart, table
@@ -33,7 +33,8 @@ st.caption(
     "piece, so a guess like ##s continues the word before it."
 )
 
-k = st.slider("Candidates per [MASK] (top k)", 1, 20, url_int("k", 5, 1, 20), key="pred_k")
+k = st.slider("Candidates per [MASK] (top k)", 1, 20,
+              url_int("k", page_defaults.of("predictions", cur.model.config)["k"], 1, 20), key="pred_k")
 set_url(k=k)
 trace = analysis(cur, top_k=k, embeddings=False, hidden_states=False, attentions=False)
 if trace is None:

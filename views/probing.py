@@ -88,5 +88,6 @@ if r.selectivity is not None:
     df["selectivity"] = r.selectivity.round(4)
 df["majority label"] = round(r.majority, 4)
 table(df, "probing accuracy by layer", key="pr-csv", hide_index=True)
-st.caption(f"{r.n_train:,} training words, {r.n_valid:,} held-out words. Time on this server: "
-           + ", ".join(f"{k} {v:.1f} s" for k, v in r.seconds.items()) + ".")
+st.caption(f"{r.n_train:,} training words, {r.n_valid:,} held-out words. Time of the run on this server: "
+           + ", ".join(f"{k} {v:.1f} s" for k, v in r.seconds.items()) + " (kept on its disk for this model and "
+           "these settings: the notebook of this page reads the same run back).")

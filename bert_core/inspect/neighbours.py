@@ -22,6 +22,7 @@ import torch
 
 from ..errors import BertCoreError
 from ..model.loaded import LoadedModel, Progress
+from . import stored
 from .token_tasks import first_pieces, split_words
 
 MAX_WORDS_PIECES = 128  # pieces per sentence, [CLS] and [SEP] included; a word past the cut gets no vector
@@ -137,20 +138,29 @@ def _unit(x: np.ndarray) -> np.ndarray:
 
 
 def build_index(m: LoadedModel, sentences, tags, tag_names, budget: int = INDEX_MAX_BYTES,
-                progress: Progress | None = None) -> NeighbourIndex:
+                progress: Progress | None = None, store: bool = True) -> NeighbourIndex:
     """Index every word of `sentences` (lists of words; `tags`: a tag id per word) at every layer of `m`.
 
     Refuses a corpus whose vectors would exceed `budget` bytes (`sentences_within` says how many fit).
+    `store`: read the index from disk when this model already indexed this corpus on this machine, and keep it
+    there once built (`bert_core.inspect.stored`); the arrays are the same either way.
     """
     sentences = tuple(tuple(ws) for ws in sentences)
     n_fit = sentences_within(m, sentences, budget)
     if n_fit < len(sentences):
         raise BertCoreError(f"{len(sentences):,} sentences need more than {budget / 2**20:.0f} MB of vectors on "
                             f"{m.name}; at most {n_fit:,} fit")
-    wv = word_vectors(m.model.bert, m.tokenizer, sentences, progress=progress, what="Indexing")
-    tag_ids = np.array([tags[s][w] for s, w in zip(wv.sentence, wv.word)], dtype=np.int32)
-    units = _unit(wv.vectors).astype(INDEX_DTYPE)
-    return NeighbourIndex(units, wv.sentence, wv.word, tag_ids, sentences, tuple(tag_names))
+
+    def compute() -> dict[str, np.ndarray]:
+        wv = word_vectors(m.model.bert, m.tokenizer, sentences, progress=progress, what="Indexing")
+        tag_ids = np.array([tags[s][w] for s, w in zip(wv.sentence, wv.word)], dtype=np.int32)
+        return {"units": _unit(wv.vectors).astype(INDEX_DTYPE), "sentence": wv.sentence, "word": wv.word,
+                "tags": tag_ids}
+
+    # The same corpus on the same model gives the same index: a page and a notebook on this machine share it.
+    args = [sentences, [list(t) for t in tags], list(tag_names)] if store else None
+    a, _ = stored.stored("neighbour-index", m, args, compute) if store else (compute(), False)
+    return NeighbourIndex(a["units"], a["sentence"], a["word"], a["tags"], sentences, tuple(tag_names))
 
 
 # --- a query: the words of your sentence ------------------------------------------------------------

@@ -5,6 +5,11 @@ from __future__ import annotations
 
 from .cells import View, code, indent, md, show_table
 
+STORED = ("On the machine that runs the app, the page keeps what it computed on disk under the model's fingerprint "
+          "(`bert_core.inspect.stored`: `~/.cache/bert-explorer/results`, or `BERT_EXPLORER_RESULTS_DIR`); the next "
+          "cell then reads the very same arrays back in a second. Anywhere else it computes them: {cost}. "
+          "`store=False` always recomputes (the numbers are the same).")
+
 
 def similarity(v: View):
     imports = ("from bert_core.figures.similarity import cosine_heatmap\n"
@@ -49,7 +54,9 @@ def neighbours(v: View):
            "at every layer (a word's vector is its first piece's hidden state); the text's word is compared with all "
            "of them by cosine (exBERT's search, Hoover et al. 2020):",
            "",
-           r"$$\cos(q, w) = \frac{h^{l}_q \cdot h^{l}_w}{\lVert h^{l}_q\rVert\,\lVert h^{l}_w\rVert}$$"),
+           r"$$\cos(q, w) = \frac{h^{l}_q \cdot h^{l}_w}{\lVert h^{l}_q\rVert\,\lVert h^{l}_w\rVert}$$",
+           "",
+           STORED.format(cost="one forward pass over the corpus, a minute or more on two cores")),
         code("""
 pos = builtin_pos_task()
 index = build_index(model, pos.valid_words[:N_SENT], pos.valid_tags[:N_SENT], UNIVERSAL_TAGS)  # one pass
@@ -76,8 +83,8 @@ def probing(v: View):
            "",
            r"$$p(y = c \mid h^{l}_w) = \operatorname{softmax}(W h^{l}_w + b)_c$$",
            "",
-           "This takes a minute or more on the bundled models: one pass of the model and of its random twin, then "
-           "L + 1 fits for each row."),
+           STORED.format(cost="one pass of the model and of its random twin, then L + 1 fits for each row, a "
+                              "minute or more on the bundled models")),
         code("""
 r = probe_layers(model, TASK, N_TRAIN, SEED)
 names = layer_names(cfg.num_hidden_layers + 1)

@@ -23,6 +23,8 @@ from __future__ import annotations
 import copy
 import functools
 import gzip
+import hashlib
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +35,7 @@ import torch.nn as nn
 
 from ..errors import BertCoreError
 from ..finetune.tagging import UNIVERSAL_TAGS, builtin_pos_task
+from ..inspect import stored
 from ..inspect.neighbours import word_vectors
 from ..model.loaded import LoadedModel, Progress
 from ..model.untrained import init_weights
@@ -299,10 +302,13 @@ def feature_bytes(m: LoadedModel, task: ProbeTask) -> int:
 
 
 def probe_layers(m: LoadedModel, task_name: str = POS, n_train: int = POS_SIZES[1], seed: int = 0,
-                 control: bool = True, progress: Progress | None = None) -> LayerProbes:
+                 control: bool = True, progress: Progress | None = None, store: bool = True) -> LayerProbes:
     """Fit a probe on every layer of `m` and of its random-weights twin (and the control task); held-out accuracy.
 
     Features: one forward pass per model with every hidden state (`word_vectors`); then (L+1) L-BFGS fits each.
+    `store`: read the run from disk when this model made it on this machine with these settings, and keep it
+    there once made (`bert_core.inspect.stored`): the app's page and a notebook then show the same run.
+    `seconds` is the time of the run that made it.
     """
     task = probe_task(task_name, n_train)
     need = feature_bytes(m, task)
@@ -310,6 +316,44 @@ def probe_layers(m: LoadedModel, task_name: str = POS, n_train: int = POS_SIZES[
         raise BertCoreError(f"these sentences' vectors at every layer of {m.name} take {need / 2**20:.0f} MB, more "
                             f"than the {PROBE_MAX_BYTES / 2**20:.0f} MB a probing run may hold: pick fewer training "
                             "sentences")
+    if not store:
+        return _probe_layers(m, task, seed, control, progress)
+    args = [task_digest(task), seed, control]
+    a, _ = stored.stored("probes", m, args, lambda: _arrays(_probe_layers(m, task, seed, control, progress)))
+    return _from_arrays(a, task)
+
+
+def task_digest(task: ProbeTask) -> str:
+    """A hash of everything a probing run reads from `task`: its sentences, items, labels and groups."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((task.name, task.labels, task.sentences, task.groups)).encode())
+    for a in (task.train, task.valid, task.label_group):
+        h.update(b"-" if a is None else np.ascontiguousarray(a, dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
+def _arrays(r: LayerProbes) -> dict[str, np.ndarray]:
+    """A run as named arrays (for `stored`): dict fields as "<field>/<row>"."""
+    out = {"majority": np.array(r.majority), "valid_true": r.valid_true, "n": np.array([r.n_train, r.n_valid]),
+           "seconds": np.array(json.dumps(r.seconds))}
+    for name in ("accuracy", "train_accuracy", "valid_pred"):
+        out.update({f"{name}/{row}": v for row, v in getattr(r, name).items()})
+    if r.control_true is not None:
+        out["control_true"] = r.control_true
+    return out
+
+
+def _from_arrays(a: dict[str, np.ndarray], task: ProbeTask) -> LayerProbes:
+    def rows(name):
+        return {row: a[f"{name}/{row}"] for row in ROWS if f"{name}/{row}" in a}
+
+    return LayerProbes(task.name, task.labels, rows("accuracy"), rows("train_accuracy"), float(a["majority"]),
+                       a["valid_true"], rows("valid_pred"), a.get("control_true"), int(a["n"][0]), int(a["n"][1]),
+                       json.loads(str(a["seconds"])))
+
+
+def _probe_layers(m: LoadedModel, task: ProbeTask, seed: int, control: bool, progress: Progress | None
+                  ) -> LayerProbes:
     report = progress or (lambda what, frac: None)
     secs: dict[str, float] = {}
     C = len(task.labels)

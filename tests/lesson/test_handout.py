@@ -261,3 +261,25 @@ def test_the_charts_a_session_keeps_are_bounded_in_bytes(monkeypatch):
     session["lesson_step"] = 1
     handout.keep_charts(1)  # step 1 shown again, drawing nothing this time (its answer hidden)
     assert kept[lesson.STEPS[0].key] == ()
+
+
+def test_a_students_split_marks_their_vote_and_the_models_answer():
+    s = lesson.STEPS[0]
+    splits = (Split(f"Which {SCRIPT}?", ("one", IMG, "three"), 0, (4, 1, 0), mine=1),  # voted for another
+              Split("Again?", ("yes", "no"), 1, (2, 3), mine=1),  # voted for the model's answer
+              Split("Teacher's copy?", ("yes", "no"), 0, (5, 0)))  # no vote of the reader's
+    doc = handout_doc.build(handout([StepPage(1, s.title, s.explain, s.formula, s.text, s.pair, splits=splits)],
+                                    class_code="ABC123"))
+    assert_inert(doc)
+    tables = re.findall(r'<div class="split">(.*?)</div>', doc, flags=re.S)
+    assert len(tables) == 3
+    assert f"(5 answered): Which {html.escape(SCRIPT)}?" in tables[0]
+    for table, sp in zip(tables, splits):
+        rows = re.findall(r"<tr><td>(.*?)</td><td class=\"num\">(\d+)</td>.*?<td class=\"num\">(\d+)%</td></tr>",
+                          table)
+        assert [int(n) for _, n, _ in rows] == list(sp.tally)
+        assert [int(p) for _, _, p in rows] == [round(100 * n / sum(sp.tally)) for n in sp.tally]
+        assert [i for i, (c, _, _) in enumerate(rows) if "your vote" in c] == ([] if sp.mine is None else [sp.mine])
+        assert [i for i, (c, _, _) in enumerate(rows) if "the model" in c] == [sp.answer]
+        assert all(c.startswith(html.escape(ch)) for (c, _, _), ch in zip(rows, sp.choices))
+    assert "live class ABC123" in doc

@@ -267,3 +267,17 @@ def test_probing_offers_its_settings():
         if c.cell_type == "code":
             ast.parse(c.source)
     assert "r = probe_layers(model, TASK, N_TRAIN, SEED)" in "\n".join(c.source for c in cells)
+
+
+@pytest.mark.parametrize("page", ["embeddings", "masking", "predictions", "layers", "heads", "bert_vs_gpt"])
+def test_a_page_opens_on_the_settings_a_lesson_steps_notebook_reproduces(page):
+    """ui/page_defaults.py is the one source: a page opened fresh offers exactly those settings (the Lesson's step
+    notebooks reproduce a step's full page with them), on the bundled model, whose shape differs from the MiniLM's."""
+    from ui import page_defaults
+
+    at = open_page(page, query={"model": "bundled"})
+    assert_ok(at)
+    view = at.session_state[VIEWS_KEY][page]
+    want = page_defaults.of(page, bert_core.load_model("bundled").config)
+    got = {k: v for k, v in view.settings.items() if not (page == "heads" and k in ("clean", "corrupt", "target"))}
+    assert got == {k: v for k, v in want.items() if k in got} and set(view.settings) == set(want)

@@ -136,6 +136,21 @@ def memory_store(monkeypatch):
     return classroom.open_store()
 
 
+def step_1_split(downloads, code: str, votes: list[int]) -> list[tuple[str, str]]:
+    """The last handout's split of step 1's question: its heading and counts are the class's `votes`, the model's
+    answer is marked, the file names the class; its rows, (choice cell, votes)."""
+    doc = handout_of(downloads)
+    assert_inert(doc)
+    body = sections(doc)[1]
+    q = asked(bert_core.load_model("bundled"), 1, lesson.STEPS[0].text, None)
+    assert f"The class's guesses</strong> ({len(votes)} answered): {html.escape(q.prompt)}" in body
+    rows = re.findall(r"<tr><td>(.*?)</td><td class=\"num\">(\d+)</td>", body)
+    assert [int(n) for _, n in rows] == [votes.count(i) for i in range(len(q.choices))]
+    assert "the model" in rows[q.answer][0]
+    assert f"live class {code}" in doc
+    return rows
+
+
 def test_after_a_class_the_handout_has_the_class_split(downloads, memory_store):
     at = open_lesson({"model": "bundled"})
     at.button(key="class_start").click().run()
@@ -148,12 +163,30 @@ def test_after_a_class_the_handout_has_the_class_split(downloads, memory_store):
     assert_ok(at)
     at.button(key="class_handout").click().run()  # in the teacher's results, at the end of the class
     assert_ok(at)
-    doc = handout_of(downloads)
-    assert_inert(doc)
-    body = sections(doc)[1]
-    q = asked(bert_core.load_model("bundled"), 1, lesson.STEPS[0].text, None)
-    assert f"The class's guesses</strong> (3 answered): {html.escape(q.prompt)}" in body
-    rows = re.findall(r"<tr><td>(.*?)</td><td class=\"num\">(\d+)</td>", body)
-    assert [int(n) for _, n in rows] == [votes.count(i) for i in range(len(q.choices))]
-    assert "the model" in rows[q.answer][0]
-    assert f"live class {code}" in doc
+    rows = step_1_split(downloads, code, votes)
+    assert "your vote" not in "".join(c for c, _ in rows)  # the teacher did not vote
+
+
+def test_a_students_handout_has_the_class_split_and_their_vote(downloads, memory_store):
+    """A student who followed the class: each split they saw revealed, their own vote marked; kept after leaving."""
+    teacher_at = open_lesson({"model": "bundled"})
+    teacher_at.button(key="class_start").click().run()
+    code, secret = teacher_at.session_state["class_code"], teacher_at.session_state["class_secret"]
+    at = open_lesson({"class": code})
+    at.text_input(key="class_nick").set_value("Ada").run()
+    at.button(key="class_join").click().run()
+    assert_ok(at)
+    view = memory_store.view(code, secret=secret)
+    memory_store.vote(code, at.session_state["class_sid"], view.question.qid, 2)  # the student's vote
+    for k, choice in enumerate([0, 2]):
+        memory_store.vote(code, memory_store.join(code, f"s{k}"), view.question.qid, choice)
+    at.button(key="lesson_handout").click().run()
+    assert "The class's guesses" not in handout_of(downloads)  # not revealed yet: no split
+    teacher_at.button(key="lesson_reveal").click().run()
+    assert_ok(teacher_at)
+    at.run()  # the reveal reaches the student's page
+    at.button(key="class_leave").click().run()  # the split stays in the student's session
+    assert_ok(at)
+    at.button(key="lesson_handout").click().run()
+    rows = step_1_split(downloads, code, [2, 0, 2])
+    assert [i for i, (c, _) in enumerate(rows) if "your vote" in c] == [2]
