@@ -723,9 +723,10 @@ def _results(live: Live) -> None:
 
 
 def results_rows(rows: list[classroom.Result]) -> list[dict]:
-    """The end-of-lesson table: each revealed question, the share of the class that guessed the model's answer."""
-    return [{"step": r.step, "sentence": r.text, "question": r.prompt, "model's answer": r.choices[r.answer],
-             "answered": r.answered, "right": r.right,
+    """The end-of-lesson table: each revealed question (its step, model and sentence), the share of the class that
+    guessed the model's answer."""
+    return [{"step": r.step, "model": r.model, "sentence": r.text, "question": r.prompt,
+             "model's answer": r.choices[r.answer], "answered": r.answered, "right": r.right,
              "share right": f"{r.right / r.answered:.0%}" if r.answered else "–"} for r in rows]
 
 

@@ -117,6 +117,7 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
     # The end-of-lesson table: one revealed question, one of three right; the CSV names only who gave a name.
     rows = classroom_ui.results_rows(backend.results(code, secret))
     assert [(r["step"], r["answered"], r["right"], r["share right"]) for r in rows] == [(1, 3, 1, "33%")]
+    assert rows[0]["model"] == t.session_state["current"].model_key != ""  # a question is its model too
     csv_text = classroom_ui.results_csv(rows, backend.students(code, secret))
     assert "Ada,1,1" in csv_text and "'=HYPERLINK" in csv_text and "Student 3,1,0" in csv_text  # nameless: its seat
     assert csv_text.count("\n") == 7
