@@ -330,6 +330,10 @@ def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
             st.session_state[PUBLISHED] = mine
             live.view = store().view(live.code, secret=live.secret)
         v = live.view
+    except classroom.StoreUnavailable:  # e.g. a restarted Redis still loading its file: the panel says it is
+        st.session_state.pop(PUBLISHED, None)  # reconnecting, and reruns the page (publishing) once it answers
+        st.session_state[RECONNECT] = live.code
+        return False
     except ClassError as e:
         st.session_state.pop(PUBLISHED, None)
         col.warning(str(e))

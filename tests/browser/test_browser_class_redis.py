@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import signal
 import time
@@ -21,7 +20,7 @@ import pytest
 import test_browser_classroom
 from appserver import app_server, free_port, redis_server
 from conftest import worker_suffix
-from test_browser_classroom import _me, header_is, tab
+from test_browser_classroom import _me, _start_class, header_is, tab
 from test_browser_lesson import settle
 
 pytestmark = pytest.mark.browser
@@ -44,13 +43,8 @@ def test_redis_killed_mid_class_and_restarted_with_its_data(browser):
                  "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"},
                 log=log, args=("--global.developmentMode", "false"), timeout=300))
             t = tab(browser, server)
-            t.goto(server + "/lesson", wait_until="domcontentloaded")
-            settle(t)
-            t.get_by_role("button", name="Start a class").click()
-            t.wait_for_url(re.compile(r"class=[A-Z0-9]{6}"))
-            settle(t)
-            q = urllib.parse.parse_qs(urllib.parse.urlparse(t.url).query)
-            code, secret = q["class"][0], q["teacher"][0]
+            code = _start_class(t, server)
+            secret = urllib.parse.parse_qs(urllib.parse.urlparse(t.url).query)["teacher"][0]
             s = tab(browser, server, (900, 900))
             s.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
             settle(s)
