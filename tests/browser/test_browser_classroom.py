@@ -281,10 +281,16 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
         split_chart(t).wait_for(timeout=30_000)
         t.mouse.move(640, 5)
         problems += slide_problems(t, f"step {k}, revealed", 500) + _card_problems(t, code, f"step {k}, revealed")
-        t.screenshot(path=str(OUT / f"class_card_step{k}.png"))
+        if k in (1, 2, 3, 12, 13):  # the longest titles and the steps cut before (a screenshot costs a second)
+            t.screenshot(path=str(OUT / f"class_card_step{k}.png"))
         if k < 13:
             t.locator(".st-key-lesson_next button").click()
             settle(t)
     assert not problems, "\n".join(problems)
     for pg in (t, s):
         assert pg.locator('[data-testid="stException"]').count() == 0 and not pg.errors, pg.errors
+    # The shared server as it was found: the class ended (out of presenter mode, where its End button is).
+    t.get_by_role("button", name="Exit presenter mode").click()
+    settle(t)
+    t.get_by_role("button", name="End the class").click()
+    t.wait_for_function("() => !location.search.includes('class=')", timeout=30_000)
