@@ -134,17 +134,19 @@ REDIS_SERVER = "/usr/bin/redis-server"  # Debian's redis-server (scripts/test in
 
 @contextmanager
 def redis_server(workdir: Path, port: int | None = None, maxmemory_mb: int = 64,
-                 timeout: float = 20) -> Iterator[tuple[str, subprocess.Popen]]:
+                 timeout: float = 20, appendonly: bool = False) -> Iterator[tuple[str, subprocess.Popen]]:
     """A real redis-server on a loopback port, its files in `workdir`: yield (redis:// url, process); stop it after.
 
-    No persistence (a class lives for a lesson), `maxmemory` bounds it, as deploy/serve.sh starts it.
+    No persistence unless `appendonly` (as deploy/serve.sh starts it: its append-only file in `workdir`, written
+    every second, so a server started again on the same `workdir` comes back with its data); `maxmemory` bounds it.
     """
     if not Path(REDIS_SERVER).exists():
         raise RuntimeError("Debian's redis-server is required (scripts/test installs it)")
     workdir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     proc = subprocess.Popen([REDIS_SERVER, "--port", str(port), "--bind", "127.0.0.1", "--dir", str(workdir),
-                             "--save", "", "--appendonly", "no", "--maxmemory", f"{maxmemory_mb}mb",
+                             "--save", "", "--appendonly", "yes" if appendonly else "no",
+                             "--appendfsync", "everysec", "--maxmemory", f"{maxmemory_mb}mb",
                              "--maxmemory-policy", "volatile-lru", "--logfile", str(workdir / "redis.log")],
                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"redis://127.0.0.1:{port}/0"

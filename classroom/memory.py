@@ -186,7 +186,8 @@ class MemoryStore(ClassStore):
             d = json.loads(c.get("q"))
             text = c.get("text") + (f" · B: {c.get('pair')}" if c.get("has_pair") == "1" else "")
             c.set(f"r:{qid}", json.dumps({"n": c.incr("n_revealed"), "step": int(c.get("step")), "text": text,
-                                          "prompt": d["prompt"], "choices": d["choices"], "answer": answer}))
+                                          "prompt": d["prompt"], "choices": d["choices"], "answer": answer,
+                                          "model": c.get("model") or ""}))
             c.incr("seq")
         self._changed(codes.clean_code(code))
 

@@ -100,7 +100,8 @@ local n = redis.call('HINCRBY', k, 'n_revealed', 1)
 local text = redis.call('HGET', k, 'text')
 if redis.call('HGET', k, 'has_pair') == '1' then text = text .. ' · B: ' .. redis.call('HGET', k, 'pair') end
 redis.call('HSET', k, 'r:' .. qid, cjson.encode({n = n, step = tonumber(redis.call('HGET', k, 'step')),
-  text = text, prompt = d['prompt'], choices = d['choices'], answer = answer}))
+  text = text, prompt = d['prompt'], choices = d['choices'], answer = answer,
+  model = redis.call('HGET', k, 'model') or ''}))
 redis.call('HINCRBY', k, 'seq', 1)
 redis.call('PUBLISH', '@CHANNEL@', string.sub(k, @CUT@))
 return {'ok'}

@@ -24,7 +24,7 @@ A class is one hash of string fields, the same in both stores (in Redis it is li
     a:<qid>           students who voted on that question
     p:<qid>           "1": that question was published (counted against the cap)
     r:<qid>           the revealed question for the end-of-lesson table: {"n", "step", "text", "prompt", "choices",
-                      "answer"} (text: the sentence, and " · B: " its pair)
+                      "answer", "model"} (text: the sentence, and " · B: " its pair; model: the teacher's model key)
 
 Caps bound a class (students, questions, votes, text lengths), so a class is at most a few hundred KB.
 """
@@ -139,6 +139,7 @@ class Result:
     answer: int
     tally: tuple[int, ...]
     text: str = ""  # the sentence the question was asked on (and " · B: " its pair)
+    model: str = ""  # the model key the question was computed by (a question is its model, step and sentence)
 
     @property
     def answered(self) -> int:
@@ -176,7 +177,7 @@ def results_from(fields: dict) -> list[Result]:
             qid, d = k[2:], json.loads(v)
             tally = tuple(int(fields.get(f"t:{qid}:{i}", 0)) for i in range(len(d["choices"])))
             out.append(Result(d["n"], d["step"], d["prompt"], tuple(d["choices"]), d["answer"], tally,
-                              d.get("text", "")))
+                              d.get("text", ""), d.get("model", "")))
     return sorted(out, key=lambda r: r.n)
 
 

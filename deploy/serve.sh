@@ -16,7 +16,7 @@
 # already-set BERT_EXPLORER_CLASS_STORE (your own Redis) is used instead, and no redis-server started.
 # A process that dies (redis-server, a Streamlit process, HAProxy) is started again a second later, and
 # the log says so: the site stays up; while the class store is away the Lesson runs on and a class's
-# pages say they are reconnecting.
+# pages say they are reconnecting. A restarted Streamlit process is warmed up again (deploy/warm_up.sh).
 # The model every process shows a fresh visitor: BERT_EXPLORER_MODEL (unset: the bundled MiniLM, offline).
 # With the network, `BERT_EXPLORER_MODEL=bert-base-uncased deploy/serve.sh 2 8501`: each warm-up loads it, the
 # first downloading it (440 MB) into the shared Hugging Face cache (HF_HOME), the others waiting for that copy.
@@ -43,18 +43,25 @@ stop() {
 }
 trap stop EXIT INT TERM
 
-# keep NAME LOG CMD...: run CMD (output to LOG) in a loop that starts it again a second after it ends, until
-# serve.sh stops; the loop's pid goes into pids (its TERM stops CMD first).
+# keep NAME LOG WARM CMD...: run CMD (output to LOG) in a loop that starts it again a second after it ends,
+# until serve.sh stops; the loop's pid goes into pids (its TERM stops CMD first). WARM (an app process's URL, or
+# ""): each start after the first is warmed up (deploy/warm_up.sh) as the first start is below, so the students
+# after a restart do not pay torch's import and the model load.
 keep() {
-  local name=$1 log=$2
-  shift 2
+  local name=$1 log=$2 warm=$3
+  shift 3
   (
-    child=""
-    trap 'trap - TERM INT; [ -n "$child" ] && kill "$child" 2>/dev/null; wait 2>/dev/null; exit 0' TERM INT
+    child="" warming="" starts=0
+    trap 'trap - TERM INT; kill $child $warming 2>/dev/null; wait 2>/dev/null; exit 0' TERM INT
     while true; do
       "$@" >>"$log" 2>&1 &
       child=$!
       echo "serve.sh: $name started (pid $child)"
+      if [ -n "$warm" ] && [ "$starts" -gt 0 ]; then
+        "$ROOT/deploy/warm_up.sh" "$warm" &  # its python is $! (exec): stopped with the loop; it logs its outcome
+        warming=$!
+      fi
+      starts=$((starts + 1))
       status=0
       wait "$child" || status=$?
       echo "serve.sh: $name (pid $child) ended with status $status; starting it again in 1 s" >&2
@@ -66,7 +73,7 @@ keep() {
 
 if [ -z "${BERT_EXPLORER_CLASS_STORE:-}" ]; then
   rport=$((PORT + N + 1))
-  keep redis-server "$work/redis.log" redis-server --port "$rport" --bind 127.0.0.1 --dir "$work" --save "" \
+  keep redis-server "$work/redis.log" "" redis-server --port "$rport" --bind 127.0.0.1 --dir "$work" --save "" \
     --appendonly yes --appendfsync everysec --maxmemory "${BX_REDIS_MB:-64}mb" --maxmemory-policy volatile-lru
   export BERT_EXPLORER_CLASS_STORE="redis://127.0.0.1:$rport/0"
   for _ in $(seq 1 100); do
@@ -80,8 +87,9 @@ servers=""
 cd "$ROOT"
 for i in $(seq 1 "$N"); do
   p=$((PORT + i))
-  keep "process $i" "$work/streamlit-$i.log" python -m streamlit run app.py --server.headless true \
-    --server.address 127.0.0.1 --server.port "$p" --server.scriptHealthCheckEnabled true
+  keep "process $i" "$work/streamlit-$i.log" "http://127.0.0.1:$p" \
+    python -m streamlit run app.py --server.headless true --server.address 127.0.0.1 --server.port "$p" \
+    --server.scriptHealthCheckEnabled true
   servers+="    server s$i 127.0.0.1:$p cookie s$i check"$'\n'
 done
 for i in $(seq 1 "$N"); do
@@ -110,5 +118,5 @@ awk -v servers="$servers" '/# @SERVERS@/ { printf "%s", servers; next } { print 
   "$ROOT/deploy/haproxy.cfg" >"$work/haproxy.cfg"
 echo "serve.sh: HAProxy on http://$BIND:$PORT -> $N processes"
 export BX_BIND="$BIND:$PORT"
-keep haproxy "$work/haproxy.log" haproxy -db -f "$work/haproxy.cfg"
+keep haproxy "$work/haproxy.log" "" haproxy -db -f "$work/haproxy.cfg"
 while [ "$stopping" = 0 ]; do wait || true; done  # until Ctrl-C or SIGTERM (stop)

@@ -83,18 +83,28 @@ NICK_BOX = 200  # characters the nickname box takes (the store keeps 24)
 SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
 PUBLIC_URL = "BERT_EXPLORER_PUBLIC_URL"  # the address students open (e.g. https://bert.school.example)
 LOCAL_HOSTS = {"localhost", "::1", "0.0.0.0", ""}
-CARD_QR = 170  # px: the projector's QR code (a phone reads it from the back of a room at this size on a screen)
-# Presenter mode's join card: fixed at the top right, and the page kept clear of it (1280 x 720: the step gets
-# 1280 - 250 px, the card 230 px above the model corner at the bottom right).
+CARD_QR = 150  # px: the projector's QR code (a phone reads it from the back of a room at this size on a screen)
+# Presenter mode's join card: a strip fixed at the top right, as wide as the QR code, holding what is the class's
+# (the QR code, the code and link, who is there, how they voted); the page is kept clear of it. At 1280 x 720 the
+# step gets 1280 - 185 px (its formulas fit: step 2's is 465 px in the right column), the strip ends above the model
+# corner. Every text in it at least 18 px, as on the slide.
 CARD_CSS = """<style>
-.st-key-class_card {position: fixed; top: 0.4rem; right: 0.6rem; width: 230px !important; z-index: 101;
-  background: #ffffff; border: 1px solid #d0d7de; border-radius: 0.5rem; padding: 0.4rem 0.6rem;
-  gap: 0.2rem !important; max-height: calc(100vh - 4.5rem); overflow: hidden;}
-.st-key-class_card p, .st-key-class_card [data-testid="stCaptionContainer"] p {font-size: 15px !important;
-  line-height: 1.25 !important; overflow-wrap: anywhere;}
-.st-key-class_card [data-testid="stMarkdownContainer"] strong {font-size: 20px;}
-.st-key-class_card [data-testid="stMetricValue"] {font-size: 28px !important;}
-div[data-testid="stMainBlockContainer"], .block-container {padding-right: 250px !important;}
+.st-key-class_card {position: fixed; top: 0.3rem; right: 0.5rem; width: 166px !important; z-index: 101;
+  background: #ffffff; border: 1px solid #d0d7de; border-radius: 0.5rem; padding: 0.3rem 0.3rem;
+  gap: 0.25rem !important; max-height: calc(100vh - 3.4rem); overflow: hidden;}
+.st-key-class_card p, .st-key-class_card [data-testid="stCaptionContainer"] p, .st-key-class_card button p
+  {font-size: 18px !important; line-height: 1.2 !important; overflow-wrap: anywhere;}
+.st-key-class_card [data-testid="stMarkdownContainer"] strong {font-size: 22px !important;}
+.st-key-class_card [data-testid="stPopover"] button {padding: 0.2rem 0.3rem; min-height: 0;}
+div[data-testid="stMainBlockContainer"], .block-container {padding-right: 185px !important;}
+[data-testid="stMain"] [data-testid="stHorizontalBlock"] {gap: 1rem !important;}
+.st-key-class_controls button p {font-size: 20px !important;}
+[data-testid="stMain"] [data-testid="stAlertContainer"] {padding: 0.45rem 0.9rem !important;}
+[data-testid="stMain"] h2 {font-size: 30px !important;}  /* the longest step title on one line beside the card */
+/* Formulas at 20 px in the narrower column (step 9's is 527 px at 23 px); scripts at 0.9 of it stay at 18 px. */
+[data-testid="stMain"] .katex {font-size: 20px !important;}
+[data-testid="stMain"] .katex .reset-size6.size3, [data-testid="stMain"] .katex .reset-size6.size1
+  {font-size: 0.9em !important;}
 </style>"""
 
 
@@ -320,6 +330,10 @@ def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
             st.session_state[PUBLISHED] = mine
             live.view = store().view(live.code, secret=live.secret)
         v = live.view
+    except classroom.StoreUnavailable:  # e.g. a restarted Redis still loading its file: the panel says it is
+        st.session_state.pop(PUBLISHED, None)  # reconnecting, and reruns the page (publishing) once it answers
+        st.session_state[RECONNECT] = live.code
+        return False
     except ClassError as e:
         st.session_state.pop(PUBLISHED, None)
         col.warning(str(e))
@@ -330,22 +344,39 @@ def _teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
         return v.revealed if question is not None and v.question == question else False
     if q is None:
         return False
+    present = lesson.presenting()
     with col:
         st.markdown(f"**The class's question.** {lesson.plain(q.prompt)}")
-        st.markdown("\n".join(f"{i}. {lesson.plain(c)}" for i, c in enumerate(q.choices, 1)))
+        if present:  # one line, numbered as the split's bars in the join card (a projector has no room for a list)
+            st.markdown(" · ".join(f"**{i}.** {lesson.plain(c)}" for i, c in enumerate(q.choices, 1)))
+        else:
+            st.markdown("\n".join(f"{i}. {lesson.plain(c)}" for i, c in enumerate(q.choices, 1)))
         if not v.revealed:
-            c1, c2 = st.columns(2)
-            c1.button("Hide the split" if v.split_shown else "Show the class's split", key="class_split",
-                      on_click=show_split, args=(not v.split_shown,), width="stretch",
-                      help="The projector shows how the class's guesses split, before the answer.")
-            c2.button(f"Reveal {lesson.answer_label(q)}", key="lesson_reveal", type="primary", on_click=reveal,
-                      args=(question.qid, q.answer, token, lesson.STEPS[k - 1].key), width="stretch",
-                      shortcut="Space" if lesson.presenting() else None,  # the presenter's key, as for one laptop
-                      help="The answer, computed by the model from this sentence, goes to every device.")
+            split_label = "Hide the split" if v.split_shown else "Show the class's split"
+            split_help = "The projector shows how the class's guesses split, before the answer."
+            reveal_help = "The answer, computed by the model from this sentence, goes to every device."
+            reveal_args = (question.qid, q.answer, token, lesson.STEPS[k - 1].key)
+            if present:  # side by side, each as wide as its words (halves would cut "Reveal the tokenizer's...")
+                with st.container(key="class_controls", horizontal=True, gap="small"):
+                    st.button(split_label, key="class_split", on_click=show_split, args=(not v.split_shown,),
+                              help=split_help)
+                    st.button(f"Reveal {lesson.answer_label(q)}", key="lesson_reveal", type="primary",
+                              on_click=reveal, args=reveal_args, shortcut="Space",  # as for one laptop
+                              help=reveal_help)
+            else:
+                c1, c2 = st.columns(2)
+                c1.button(split_label, key="class_split", on_click=show_split, args=(not v.split_shown,),
+                          width="stretch", help=split_help)
+                c2.button(f"Reveal {lesson.answer_label(q)}", key="lesson_reveal", type="primary", on_click=reveal,
+                          args=reveal_args, width="stretch", help=reveal_help)
+        elif present:  # the answer and why in one box (a projector has no line to spare)
+            st.info(f"{lesson.answer_label(q, capital=True)}: **{lesson.plain(q.choices[q.answer])}**. "
+                    f"{lesson.plain(q.reveal)}")
         else:
             st.info(f"{lesson.answer_label(q, capital=True)}: **{lesson.plain(q.choices[q.answer])}**")
             st.markdown(lesson.plain(q.reveal))
-        _teacher_live(live.code, live.secret, question.qid)
+        if not present:  # on a projector the count and the split are in the join card
+            _teacher_live(live.code, live.secret, question.qid)
     return v.revealed
 
 
@@ -606,15 +637,16 @@ def join_url(code: str) -> str:
     return f"{public_base()[0]}/lesson?class={code}"
 
 
-def public_base() -> tuple[str, str | None]:
-    """(the address students open, without a trailing /; a note when the page's own address would not work).
+def public_base() -> tuple[str, str | None, str | None]:
+    """(the address students open, without a trailing /; a note when the page's own address would not work; that
+    note in a line, for the projector's card).
 
     BERT_EXPLORER_PUBLIC_URL when set (a proxy, a school's name for the server); else this page's address, except
     that a page opened as localhost / 127.0.0.1 is reached from this machine only: then this machine's network
     (LAN) address, with the same port, and a note saying so."""
     public = os.environ.get(PUBLIC_URL, "").strip().rstrip("/")
     if public.startswith(("http://", "https://")):
-        return public, None
+        return public, None, None
     parts = urllib.parse.urlsplit(st.context.url or "")
     path = parts.path.rstrip("/")
     for tail in ("/lesson", "/start"):
@@ -622,16 +654,18 @@ def public_base() -> tuple[str, str | None]:
             path = path[: -len(tail)]
     host = (parts.hostname or "").lower()
     if host not in LOCAL_HOSTS and not host.startswith("127."):
-        return f"{parts.scheme}://{parts.netloc}{path}", None
+        return f"{parts.scheme}://{parts.netloc}{path}", None, None
     lan = lan_address()
     where = f"This page is open as {host}, an address only this computer can reach"
+    short = f"Only this computer can reach {host}; "
     if lan is None:
         return (f"{parts.scheme}://{parts.netloc}{path}", f"{where}, and it has no network address: students "
-                f"cannot join from their devices. Set {PUBLIC_URL} to an address they can open.")
+                f"cannot join from their devices. Set {PUBLIC_URL} to an address they can open.",
+                short + "students cannot join (no network).")
     port = f":{parts.port}" if parts.port else ""
     return (f"{parts.scheme or 'http'}://{lan}{port}{path}", f"{where}: the link and QR code use its network address "
             f"{lan} instead (the server must listen on it, e.g. --server.address 0.0.0.0). Set {PUBLIC_URL} to "
-            "choose the address.")
+            "choose the address.", short + "students open:")
 
 
 def lan_address() -> str | None:
@@ -652,18 +686,18 @@ def qr_png(url: str, scale: int) -> bytes:
 
 
 def _join_card(live: Live, big: bool) -> None:
-    base, note = public_base()
+    base, note, short = public_base()
     url = f"{base}/lesson?class={live.code}"
-    if big:  # the projector: fixed at the top right, beside the step (CARD_CSS keeps the page clear of it)
+    if big:  # the projector: a strip fixed at the top right, beside the step (CARD_CSS keeps the page clear of it)
         st.html(CARD_CSS)
         with st.container(key="class_card"):
             st.image(qr_png(url, 5), width=CARD_QR)
-            st.markdown(f"**Join: code {live.code}**")
+            st.markdown(f"Join: code **{live.code}**")
+            if short:  # in full in the presenter's popover
+                st.caption(short)
             st.caption(url)
-            if note:
-                st.caption(note)
-            _count(live)
-            presenter_tools(live)
+            _card_live(live)
+            presenter_tools(live, note)
     else:
         st.markdown(f"Code: **{live.code}**")
         st.image(qr_png(url, 5), caption=url, width=200)
@@ -676,8 +710,32 @@ def _join_card(live: Live, big: bool) -> None:
             st.code(f"{base}/lesson?class={live.code}&teacher={live.secret}", language=None)
 
 
-def presenter_tools(live: Live | None) -> None:
-    """Presenter mode's "Start a class" and sentence box, in a popover at the bottom left (not on the slide)."""
+def _card_live(live: Live) -> None:
+    """The card's class, read on the projector's timer: who is there, who answered, and the split once shown."""
+    code, secret = live.code, live.secret
+
+    @st.fragment(run_every=TICK)
+    def card_live() -> None:
+        v = _read(code, secret=secret)
+        if v is None:
+            return
+        st.markdown(f"Present: **{v.present}**", help=f"{v.students} seat(s) in the class; a tab gone for more "
+                    "than a minute is not counted here (its votes are kept).")
+        if v.question is None:
+            return
+        st.markdown(f"Answered: **{v.answered} of {v.students}**")
+        if (v.split_shown or v.revealed) and v.tally is not None:
+            card_split_chart(v.question.choices, v.tally, v.answer)
+
+    card_live()
+
+
+PRESENTER_KEYS = "Keys: → or Page Down next, ← or Page Up back, space reveals the class's question."
+
+
+def presenter_tools(live: Live | None, note: str | None = None) -> None:
+    """Presenter mode's "Start a class" and sentence box (and the note on the join link), in a popover at the top
+    right (not on the slide)."""
     if following_student(live):
         return
     k = int(st.session_state.get("lesson_step", 1))
@@ -688,6 +746,10 @@ def presenter_tools(live: Live | None) -> None:
         if live is None:
             st.button("Start a class", key="class_start", on_click=start, type="primary",
                       help="Students join with the code the projector then shows beside the step.")
+        if note:
+            st.warning(note)
+        if live is not None:  # the slide has no room for the keys beside Back and Next (views/lesson.py)
+            st.caption(PRESENTER_KEYS)
         lesson.sentence_ui(k, lesson.STEPS[k - 1])
 
 
@@ -723,9 +785,10 @@ def _results(live: Live) -> None:
 
 
 def results_rows(rows: list[classroom.Result]) -> list[dict]:
-    """The end-of-lesson table: each revealed question, the share of the class that guessed the model's answer."""
-    return [{"step": r.step, "sentence": r.text, "question": r.prompt, "model's answer": r.choices[r.answer],
-             "answered": r.answered, "right": r.right,
+    """The end-of-lesson table: each revealed question (its step, model and sentence), the share of the class that
+    guessed the model's answer."""
+    return [{"step": r.step, "model": r.model, "sentence": r.text, "question": r.prompt,
+             "model's answer": r.choices[r.answer], "answered": r.answered, "right": r.right,
              "share right": f"{r.right / r.answered:.0%}" if r.answered else "–"} for r in rows]
 
 
@@ -756,6 +819,24 @@ def split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | 
     `large`: on the projector, every text at least 18 px (bert_core.figures.style.projector)."""
     fig = split_figure(choices, tally, answer)
     chart(projector(fig) if large else fig, "class split", key=key)
+
+
+@st.cache_data(max_size=int(SHARED_SPLITS_MB * 2**20), show_spinner=False)
+def card_split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None) -> None:
+    """The split in the projector's join card: a column per choice, numbered as on the slide, every text >= 18 px."""
+    chart(projector(card_split_figure(choices, tally, answer)), "class split", key="class-split-card")
+
+
+def card_split_figure(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None) -> go.Figure:
+    """The class's guesses as columns 1..n (the slide lists the choices by number), the model's answer in green."""
+    colors = ["#2e7d32" if i == answer else "#90a4ae" for i in range(len(choices))]
+    fig = go.Figure(go.Bar(x=[str(i) for i in range(1, len(choices) + 1)], y=list(tally), marker_color=colors,
+                           text=[str(n) if n else "" for n in tally], textposition="outside", cliponaxis=False,
+                           hovertext=list(choices)))
+    fig.update_layout(height=140, margin=dict(l=4, r=4, t=30, b=30), title=f"Guesses ({sum(tally)})",
+                      xaxis=dict(type="category"), showlegend=False,
+                      yaxis=dict(visible=False, range=[0, max(tally or (0,)) * 1.35 + 0.5]))  # room for the counts
+    return fig
 
 
 def split_figure(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None) -> go.Figure:

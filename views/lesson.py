@@ -96,7 +96,8 @@ nav[0].button("Back" if present else "← Back", key="lesson_back", disabled=k =
 nav[1].button("Next" if present else "Next →", key="lesson_next", disabled=k == N, on_click=lesson.move,
               args=(1,), width="stretch", shortcut="Right" if present else None)
 if present:
-    nav[2].caption("Keys: → or Page Down next, ← or Page Up back, 1-4 pick a guess, space or Enter reveals.")
+    if live is None or not live.teacher:  # a class's teacher has them in the join card's popover
+        nav[2].caption("Keys: → or Page Down next, ← or Page Up back, 1-4 pick a guess, space or Enter reveals.")
     lesson.more_keys(k, N, (token, step.key, guess_key, q.answer) if own_guess and not revealed else None,
                      len(q.choices) if q is not None else 0)
     lesson.presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first

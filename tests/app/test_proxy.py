@@ -152,15 +152,18 @@ def _check_class(url: str) -> None:
     return code, urllib.parse.parse_qs(query)["teacher"][0]
 
 
+def _log() -> str:
+    return (ROOT / "tests" / "output" / "serve_sh.log").read_text()
+
+
 def _pids(name: str) -> list[int]:
     """The pids serve.sh's log says it started `name` with, in order."""
-    log = (ROOT / "tests" / "output" / "serve_sh.log").read_text()
-    return [int(m) for m in re.findall(rf"serve\.sh: {re.escape(name)} started \(pid (\d+)\)", log)]
+    return [int(m) for m in re.findall(rf"serve\.sh: {re.escape(name)} started \(pid (\d+)\)", _log())]
 
 
 def _check_restarts(url: str, port: int, code: str, secret: str) -> None:
-    """Kill serve.sh's redis-server, then one app process: the site answers all along, each is started again, and
-    the class comes back with its votes (redis-server's append-only file)."""
+    """Kill serve.sh's redis-server, then one app process: the site answers all along, each is started again (the
+    app process warmed up again), and the class comes back with its votes (redis-server's append-only file)."""
     from classroom.redis_store import RedisStore
 
     store = RedisStore(f"redis://127.0.0.1:{port + 3}/0")
@@ -195,6 +198,11 @@ def _check_restarts(url: str, port: int, code: str, secret: str) -> None:
             time.sleep(0.5)
     assert _get(f"http://127.0.0.1:{port + 1}/_stcore/health")[0] == 200
     assert _get(url + "/_stcore/health")[0] == 200
+    # ... and warmed up again (the Lesson run once, as at start), so its first students do not load the model.
+    warmed = f"warm_up: http://127.0.0.1:{port + 1} ran app.py once"
+    while time.time() < deadline and _log().count(warmed) < 2:
+        time.sleep(0.5)
+    assert _log().count(warmed) == 2, _log()
 
 
 def _heading(run: load.Run) -> str:

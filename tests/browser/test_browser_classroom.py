@@ -48,8 +48,10 @@ def tab(browser, base: str, size=(1280, 900)):
 
 
 def split_chart(pg):
-    """The class's split (a plotly chart titled "The class's guesses"), beside the step's own charts."""
-    return pg.locator('[data-testid="stPlotlyChart"]').filter(has=pg.locator(".gtitle", has_text="The class's guesses"))
+    """The class's split (a plotly chart titled "The class's guesses", or "Guesses" in the projector's join card),
+    beside the step's own charts."""
+    return pg.locator('[data-testid="stPlotlyChart"]').filter(
+        has=pg.locator(".gtitle", has_text=re.compile(r"^(The class's guesses|Guesses) \(")))
 
 
 def header_is(pg, step: int, timeout: float = 30_000) -> None:
@@ -112,7 +114,7 @@ def test_a_teacher_and_three_students(server, browser):
         pg.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(choice).click()
         pg.wait_for_selector("text=Your vote:", timeout=30_000)
     teacher.bring_to_front()
-    teacher.wait_for_selector("text=3 of 3 students have answered.", timeout=30_000)
+    teacher.wait_for_selector(".st-key-class_card >> text=Answered: 3 of 3", timeout=30_000)  # in the join card
     assert split_chart(teacher).count() == 0  # the step's own chart only, until the teacher asks
     teacher.get_by_role("button", name="Show the class's split").click()
     split_chart(teacher).wait_for(timeout=30_000)
@@ -207,44 +209,88 @@ def _overlap(a: dict, b: dict) -> bool:
                 a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"])
 
 
-def test_the_join_card_fits_a_projector_beside_every_step(server, browser):
-    """Presenter mode at 1280 x 720, a class started from the presenter's popover: on steps 1-13, with the class's
-    split shown where there is a question, the QR code and the code are on screen beside the step (the step's
-    content stays left of the card), clear of the model corner; opened as 127.0.0.1, the card says students
-    cannot reach that address and links to this machine's network address."""
+def _card_problems(t, code: str, what: str) -> list[str]:
+    """The join card at 1280 x 720: the QR code and the code on screen, clear of the model corner, and nothing of
+    the step (header, text, formulas, charts) under the card."""
+    out = []
+    q, c, corner = _box(t, '.st-key-class_card [data-testid="stImage"] img'), _box(t, ".st-key-class_card"), \
+        _box(t, ".st-key-lesson_corner")
+    if not (q and c and corner):
+        return [f"{what}: no QR, card or corner ({q}, {c}, {corner})"]
+    head = t.get_by_text(f"Join: code {code}")
+    h = head.bounding_box() if head.count() == 1 else None
+    for name, b in (("QR code", q), ("card", c), ("code", h)):
+        if b is None or b["x"] < 0 or b["y"] < 0 or b["x"] + b["width"] > 1280 or b["y"] + b["height"] > 720:
+            out.append(f"{what}: the {name} is not inside 1280 x 720: {b}")
+        elif _overlap(b, corner):
+            out.append(f"{what}: the {name} overlaps the presenter corner: {b} {corner}")
+    if q["width"] < 150:
+        out.append(f"{what}: the QR code is {q['width']} px wide (a phone at the back reads >= 150)")
+    under = t.evaluate("""(c) => [...document.querySelectorAll(['h2', '[data-testid="stPlotlyChart"]', '.katex',
+        '[data-testid="stMarkdownContainer"]', '[data-testid="stButton"]', '[data-testid="stAlert"]']
+        .map(s => '[data-testid="stMainBlockContainer"] ' + s).join(','))]
+        .filter(e => !e.closest('.st-key-class_card') && !e.closest('.st-key-lesson_corner')
+                     && !e.closest('.st-key-lesson_keys'))
+        .map(e => [e.getBoundingClientRect(), (e.innerText || e.tagName).trim().slice(0, 40)])
+        .filter(([r]) => r.width > 0 && r.top < c.y + c.height && r.bottom > c.y && r.right > c.x + 1)
+        .map(([r, s]) => s + ' (right ' + Math.round(r.right) + ')')""", c)
+    out += [f"{what}: under the join card: {u}" for u in under]
+    return out
+
+
+@pytest.mark.flaky(reruns=2)  # timing under a loaded 2-core machine
+def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server, browser):
+    """Presenter mode at 1280 x 720, a class started from the presenter's popover and one student voting on every
+    step: on steps 1-13, with the class's split shown before the reveal and after it, the QR code and the code are
+    on screen beside the step, clear of the model corner, and the slide is readable (slide_problems: every text
+    >= 18 px, the card's included; no chart text cut; nothing scrolled sideways; the slide within 720 px). Opened
+    as 127.0.0.1, the card says students cannot reach that address and links to this machine's network address."""
+    from test_browser_lesson_readable import slide_problems
+
     from ui.classroom_ui import lan_address
 
     t = tab(browser, server, (1280, 720))
     code = _start_class(t, server, "?present=1")
-    card, qr = ".st-key-class_card", '.st-key-class_card [data-testid="stImage"] img'
     lan = lan_address()
-    text = t.locator(card).inner_text()
-    assert f"Join: code {code}" in text and "only this computer can reach" in text, text
+    text = t.locator(".st-key-class_card").inner_text()
+    assert f"Join: code {code}" in text and "Only this computer can reach 127.0.0.1" in text, text
     if lan:
         assert f"http://{lan}:" in text and "http://127.0.0.1" not in text, text
+    s = tab(browser, server, (900, 900))
+    s.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
+    settle(s)
+    s.get_by_role("button", name="Join the class").click()
+    _me(s)
+    problems = []
     for k in range(1, 14):
         header_is(t, k)
-        split = t.get_by_role("button", name="Show the class's split")
-        if split.count():
-            split.click()
-            settle(t)
-            split_chart(t).wait_for(timeout=30_000)
-        q, c, corner = _box(t, qr), _box(t, card), _box(t, ".st-key-lesson_corner")
-        assert q and c and corner, (k, q, c, corner)
-        for b in (q, c):
-            assert b["x"] >= 0 and b["y"] >= 0 and b["x"] + b["width"] <= 1280 and b["y"] + b["height"] <= 720, (k, b)
-        assert q["width"] >= 150 and not _overlap(c, corner), (k, c, corner)
-        assert t.get_by_text(f"Join: code {code}").is_visible()
-        # Beside the step: nothing of the step's content (header, text, charts) runs under the card.
-        right = t.evaluate("""() => Math.max(...[...document.querySelectorAll(['h2', '[data-testid="stPlotlyChart"]',
-            '[data-testid="stMarkdownContainer"]'].map(s => '[data-testid="stMainBlockContainer"] ' + s).join(','))]
-            .filter(e => !e.closest('.st-key-class_card') && !e.closest('.st-key-lesson_corner'))
-            .map(e => e.getBoundingClientRect()).filter(r => r.width > 0 && r.top < 720).map(r => r.right))""")
-        assert right <= c["x"] + 1, (k, right, c)
-        if k == 1:
-            t.screenshot(path=str(OUT / "class_card_step1.png"))
+        header_is(s, k)
+        # Every step has a question: the student votes (the split has a bar), the teacher shows the split.
+        s.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
+        s.wait_for_selector("text=Your vote:", timeout=30_000)
+        t.wait_for_selector(".st-key-class_card >> text=Answered: 1 of 1", timeout=30_000)
+        t.get_by_role("button", name="Show the class's split").click()
+        split_chart(t).wait_for(timeout=30_000)
+        settle(t)
+        t.mouse.move(640, 5)  # no tooltip of the button just clicked over the slide
+        # The charts were drawn while settle() waited: 0.5 s more, not the readable walk's 1.5 s (13 steps, twice).
+        problems += slide_problems(t, f"step {k}, split shown", 500) + _card_problems(t, code, f"step {k}, split")
+        t.locator(".st-key-lesson_reveal button").first.click()
+        t.wait_for_selector('[data-testid="stAlert"]', timeout=60_000)
+        settle(t)
+        split_chart(t).wait_for(timeout=30_000)
+        t.mouse.move(640, 5)
+        problems += slide_problems(t, f"step {k}, revealed", 500) + _card_problems(t, code, f"step {k}, revealed")
+        if k in (1, 2, 3, 12, 13):  # the longest titles and the steps cut before (a screenshot costs a second)
+            t.screenshot(path=str(OUT / f"class_card_step{k}.png"))
         if k < 13:
             t.locator(".st-key-lesson_next button").click()
             settle(t)
-    t.screenshot(path=str(OUT / "class_card_step13.png"))
-    assert t.locator('[data-testid="stException"]').count() == 0 and not t.errors
+    assert not problems, "\n".join(problems)
+    for pg in (t, s):
+        assert pg.locator('[data-testid="stException"]').count() == 0 and not pg.errors, pg.errors
+    # The shared server as it was found: the class ended (out of presenter mode, where its End button is).
+    t.get_by_role("button", name="Exit presenter mode").click()
+    settle(t)
+    t.get_by_role("button", name="End the class").click()
+    t.wait_for_function("() => !location.search.includes('class=')", timeout=30_000)

@@ -97,9 +97,9 @@ CUT_JS = """() => {
 }"""
 
 
-def slide_problems(pg, what: str) -> list[str]:
+def slide_problems(pg, what: str, wait_ms: int = 1500) -> list[str]:
     """Everything on the slide a back row cannot read: small text, cut text, a slide taller than the screen."""
-    pg.wait_for_timeout(1500)  # charts draw after the script has finished
+    pg.wait_for_timeout(wait_ms)  # charts draw after the script has finished
     out = []
     for size, text, chip, where in pg.evaluate(TEXTS_JS):
         floor = CHIP_PX if chip else MIN_PX

@@ -117,6 +117,7 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
     # The end-of-lesson table: one revealed question, one of three right; the CSV names only who gave a name.
     rows = classroom_ui.results_rows(backend.results(code, secret))
     assert [(r["step"], r["answered"], r["right"], r["share right"]) for r in rows] == [(1, 3, 1, "33%")]
+    assert rows[0]["model"] == t.session_state["current"].model_key != ""  # a question is its model too
     csv_text = classroom_ui.results_csv(rows, backend.students(code, secret))
     assert "Ada,1,1" in csv_text and "'=HYPERLINK" in csv_text and "Student 3,1,0" in csv_text  # nameless: its seat
     assert csv_text.count("\n") == 7
@@ -205,7 +206,7 @@ def test_the_teacher_presents_a_class_and_space_reveals_to_everyone(backend):
     assert backend.view(code, secret=secret).revealed
     # On the projector the class's split is readable from the back row: its fonts at least 18 px.
     split = next(json.loads(c.proto.spec) for c in present.get("plotly_chart")
-                 if "The class's guesses" in c.proto.spec)
+                 if "Guesses (" in c.proto.spec)  # in the join card
     assert split["layout"]["font"]["size"] >= 18 and split["layout"]["title"]["font"]["size"] >= 18
 
 
@@ -375,7 +376,7 @@ def test_the_projector_card_link_presenter_tools_and_the_smaller_confusions(back
     assert_ok(p)
     code = p.session_state["class_code"]
     card = " ".join(m.value for m in p.markdown) + " ".join(c.value for c in p.caption)
-    assert f"https://bert.school.example/lesson?class={code}" in card and f"Join: code {code}" in card
+    assert f"https://bert.school.example/lesson?class={code}" in card and f"Join: code **{code}**" in card
     s = session({"class": code, "present": "1"})  # the projector's address, opened by a student
     assert s.text_input(key="class_join_code").value == code and not s.session_state["lesson_present"]
     s.button(key="class_join").click().run()

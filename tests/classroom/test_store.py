@@ -59,9 +59,21 @@ def test_a_class_votes_changes_a_vote_and_reveals(make_store):
     assert v.revealed and v.answer == 0 and v.my_vote == 0
     rows = s.results(code, secret)
     assert [(r.step, r.answered, r.right, r.tally) for r in rows] == [(4, 3, 1, (1, 1, 1))]  # q2 not revealed
+    assert rows[0].model == ""  # published without a model (a class made before classes carried one)
     assert s.students(code, secret) == [{"nickname": "Ada", "answered": 1, "right": 1},
                                        {"nickname": "Bo", "answered": 1, "right": 0},
                                        {"nickname": "Student 2", "answered": 1, "right": 0}]  # nameless: its seat
+
+
+def test_a_result_names_the_model_its_question_was_computed_by(make_store):
+    s = make_store()
+    code, secret, (a,) = started(s, "Ada")
+    s.publish(code, secret, 4, "She [MASK] the letter.", None, Q1, model="bert-base-uncased")
+    s.vote(code, a, "q1", 1)
+    s.reveal(code, secret, "q1", 1)
+    s.publish(code, secret, 4, "She [MASK] the letter.", None, Q2, model="bundled-minilm")  # a new question
+    s.reveal(code, secret, "q2", 0)
+    assert [(r.model, r.right) for r in s.results(code, secret)] == [("bert-base-uncased", 1), ("bundled-minilm", 0)]
 
 
 def test_the_step_and_sentence_reach_students_and_seq_moves_only_on_change(make_store):
