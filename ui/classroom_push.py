@@ -15,6 +15,7 @@ stops following or closes the tab is dropped.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
 import streamlit as st
@@ -35,6 +36,12 @@ _lock = threading.Lock()
 # class code -> session id -> (query string, page hash, id of the fragment the Lesson runs in, "" for none)
 _followers: dict[str, dict[str, tuple[str, str, str]]] = {}
 _watched: set[int] = set()  # id() of the stores whose changes reach push()
+# The teacher's count of answers: a vote asks it to rerun at once (this process's teachers), at most every POKE_GAP
+# seconds each (a class voting at once is one redraw per gap, not one per vote); its timer is the fallback.
+POKE_GAP = 0.15
+_counts: dict[str, dict[str, tuple[str, str, str]]] = {}  # class code -> session id -> (query, page, fragment id)
+_poked: dict[str, float] = {}  # session id -> when its count was last asked to rerun
+_due: set[str] = set()  # session ids with a rerun of their count already scheduled for the end of their gap
 
 
 def _session() -> tuple[str, str, str, str] | None:
@@ -92,6 +99,55 @@ def follow_here(store: classroom.ClassStore, code: str) -> None:
             _watched.add(id(store))
         _drop(me[0], keep=code)  # one class per session
         _followers.setdefault(code, {})[me[0]] = me[1:]  # the fragment this run is in: the Lesson's, or none
+
+
+def count_here(code: str) -> None:
+    """This run is the teacher's count of class `code`'s answers (a fragment): a vote redraws it at once."""
+    me = _session()
+    if me is None or not me[3]:
+        return
+    with _lock:
+        for c, members in list(_counts.items()):  # one count per session: the class this run counts
+            if c != code and members.pop(me[0], None) is not None and not members:
+                del _counts[c]
+        _counts.setdefault(code, {})[me[0]] = me[1:]
+
+
+def poke(code: str) -> int:
+    """A vote in class `code`: rerun its teachers' counts in this process now, or at the end of their gap."""
+    with _lock:
+        targets = list(_counts.get(code, {}).items())
+    if not targets or not runtime.exists():
+        return 0
+    rt, now, asked = runtime.get_instance(), time.monotonic(), 0
+    for sid, (query, page, fragment) in targets:
+        with _lock:
+            if sid in _due:
+                continue  # a rerun at the end of the gap reads this vote too
+            wait = _poked.get(sid, 0.0) + POKE_GAP - now
+            if wait > 0:
+                _due.add(sid)
+        if wait > 0:
+            threading.Timer(wait, _rerun_count, (rt, code, sid, query, page, fragment)).start()
+            continue
+        asked += _rerun_count(rt, code, sid, query, page, fragment)
+    return asked
+
+
+def _rerun_count(rt, code: str, sid: str, query: str, page: str, fragment: str) -> int:
+    with _lock:
+        _due.discard(sid)
+        _poked[sid] = time.monotonic()
+    session = rt.get_app_session(sid)
+    if session is None:  # the teacher's tab was closed
+        with _lock:
+            _poked.pop(sid, None)
+            members = _counts.get(code, {})
+            if members.pop(sid, None) is not None and not members:
+                _counts.pop(code, None)
+        return 0
+    session.request_rerun(ClientState(query_string=query, page_script_hash=page, fragment_id=fragment))
+    return 1
 
 
 def forget_here() -> None:

@@ -367,6 +367,7 @@ def _read(code: str, sid: str | None = None, secret: str | None = None) -> View 
 def _teacher_live(code: str, secret: str, qid: str) -> None:
     @st.fragment(run_every=TICK)
     def live_count() -> None:
+        classroom_push.count_here(code)  # a vote in this process redraws the count at once; the timer otherwise
         v = _read(code, secret=secret)
         if v is None:
             return
@@ -825,6 +826,8 @@ def vote(code: str, sid: str, qid: str, key: str) -> None:
         store().vote(code, sid, qid, int(choice))
     except ClassError as e:
         _say(e)
+        return
+    classroom_push.poke(code)  # the teacher's count, if the teacher is on this process
 
 
 def show_split(on: bool) -> None:
