@@ -9,9 +9,10 @@ The Lesson page (views/lesson.py) calls three functions, in this order:
 Roles live in the session: the teacher's session holds the class's secret (and its URL, ?class=CODE&teacher=...,
 so a reload keeps the class); a student's holds their id (?class=CODE&me=..., so a closed laptop reopened keeps
 its vote). What changes while nobody clicks (students joining, votes, the teacher's next step) is read by
-fragments on a timer (`st.fragment(run_every=...)`): only they rerun. A following student's whole page reruns
-when the teacher's step, sentence, question or reveal has changed, at once: the server requests it
-(ui/classroom_push.py); the student's own timer is a slower fallback. The store is classroom's
+fragments on a timer (`st.fragment(run_every=...)`): only they rerun. A following student's Lesson runs as one
+fragment, which reruns when the teacher's step, sentence, question or reveal has changed, at once: the server
+requests it (ui/classroom_push.py; app.py and the sidebar do not run again); the student's own timer is a slower
+fallback. A vote reruns the teacher's count at once (the teacher's timer is the fallback). The store is classroom's
 (`BERT_EXPLORER_CLASS_STORE`: in this process, or Redis for several processes).
 
 A student's seat is also kept in the browser (a seat token in the session and a cookie): Leave/Join, a reload or
