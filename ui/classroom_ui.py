@@ -47,7 +47,7 @@ TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches
 STUDENT_TICK = 2.0
 # ... and no faster than this many students' ticks a second in all: 120 students tick every 8 s, not 2 (a lecture
 # hall's timers alone took a third of a core at 30 a second, and a step change's pushed runs queued behind them:
-# at 15, 120 students' step change p95 2.7 s instead of 4.1 s, votes 0.6 s instead of 2.0, same load; the count of
+# at 15, 120 students' step change p95 2.7 s instead of 4.1 s, votes 0.6 s instead of 2.0, load 8-10; the count of
 # answers on a student's page is what waits: a step change and a reveal are pushed, a vote redraws the student's own).
 TICKS_PER_SECOND = 15
 
