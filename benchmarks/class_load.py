@@ -69,11 +69,13 @@ class Ticker:
         self.on_run = None  # callback(run, finished_at) after every rerun
         self.radios: dict[str, list[str]] = {}  # radio key -> its option labels (a radio's value is its label)
         self.ticks: list[float] = []  # seconds per timer tick (a fragment rerun), sent to finished
-        self.pushed = 0  # whole runs the server started (the class's push), not asked for by this client
+        self.pushed = 0  # runs the server started (the class's push), not asked for by this client
+        self.pushed_whole = 0  # ... of them whole-page runs (app.py, sidebar and all), not the Lesson's fragment
         client.on_push = self._pushed
 
     def _pushed(self, run) -> None:
         self.pushed += 1
+        self.pushed_whole += not run.fragment
         self._took(run)
 
     async def rerun(self, **kw):
@@ -283,7 +285,8 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
     return {"code": code, "rss_before": rss_before, "rss_after": rss_after, "vote_lat": vote_lat,
             "step_lat": step_lat, "drawn_lat": drawn_lat, "step_cpu": step_cpu, "cores": cores, "per_step": per_step,
             "ticks": [x for tk in tickers for x in tk.ticks],
-            "pushed": sum(tk.pushed for tk in tickers[2:]), "votes": votes_sent, "problems": problems, "leaks": leaks,
+            "pushed": sum(tk.pushed for tk in tickers[2:]), "pushed_whole": sum(tk.pushed_whole for tk in tickers[2:]),
+            "votes": votes_sent, "problems": problems, "leaks": leaks,
             "own_missing": own,
             "reveals_seen": reveals_right, "reveals_other": reveals_other,
             "backends": sorted({c.backend_ws for c in students if c.backend_ws})}
@@ -367,7 +370,8 @@ def main() -> None:
     for i, (b, af) in enumerate(zip(r["rss_before"], r["rss_after"])):
         print(f"process {i + 1} RSS: {b:.0f} MB with {a.students} students and no class -> {af:.0f} MB with the "
               f"class: +{af - b:.0f} MB (target <= 150)")
-    print(f"whole-page runs the server pushed to students (no request of theirs): {r['pushed']}")
+    print(f"runs the server pushed to students (no request of theirs): {r['pushed']}, of them whole-page runs: "
+          f"{r['pushed_whole']} (the others rerun only the Lesson's fragment)")
     print(f"reveals seen by students: {r['reveals_seen']} of {a.students * a.questions} (the teacher's answer; "
           f"another answer: {r['reveals_other']}); leaks: {r['leaks'] or 'none'}")
     bad = failures(r)

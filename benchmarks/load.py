@@ -79,6 +79,7 @@ class Run:
     elements: list = field(default_factory=list)  # (element type, proto of that type)
     arrived: list = field(default_factory=list)  # time.perf_counter() when each element arrived
     query: str | None = None  # the URL query string the page set, if it changed
+    fragment: bool = False  # a fragment's run (a pushed run: the Lesson's fragment), not the whole page's
 
     def of(self, kind: str) -> list:
         return [e for k, e in self.elements if k == kind]
@@ -102,7 +103,7 @@ class Client:
         self.page_query = ""  # the URL query string the page set last
         self._run: Run | None = None
         self._done: asyncio.Future | None = None
-        self.on_push = None  # callback(run): a whole run the server started itself (a class's push); None: ignored
+        self.on_push = None  # callback(run): a run the server started itself (a class's push); None: ignored
         self._pushed = False  # the run being read is such a run
 
     async def connect(self) -> None:
@@ -140,10 +141,12 @@ class Client:
             kind = m.WhichOneof("type")
             if kind == "navigation":
                 self.pages = {p.url_pathname: p.page_script_hash for p in m.navigation.app_pages}
-            elif kind == "new_session" and not m.metadata.run.fragment_ids:
-                self.fragments.clear()  # a full run starts: the browser drops its fragment timers
+            elif kind == "new_session":
+                if not m.metadata.run.fragment_ids:
+                    self.fragments.clear()  # a full run starts: the browser drops its fragment timers
                 if self._run is None and self.on_push is not None:  # nobody asked for it: the server pushed it
-                    self._run, self._done, self._pushed = Run(0.0, -1), asyncio.get_running_loop().create_future(), True
+                    self._run = Run(0.0, -1, fragment=bool(m.metadata.run.fragment_ids))
+                    self._done, self._pushed = asyncio.get_running_loop().create_future(), True
             elif kind == "auto_rerun":
                 self.fragments[m.auto_rerun.fragment_id] = m.auto_rerun.interval
             elif kind == "stop_auto_rerun":

@@ -1,35 +1,84 @@
 """The server redraws a following student's Lesson the moment the teacher moves: no student asks every second.
 
-A following student's Lesson run records where it is (`follow_here(code)`). When the class's step, sentence,
-question or reveal changes, the store tells this process (`ClassStore.watch`: the in-process store directly,
-Redis over pub/sub, so every process behind the proxy hears it) and each of this process's students of that
-class gets a rerun requested by the server, the way Streamlit's own run-on-save reruns an open page
-(`AppSession.request_rerun`, from a thread that is not the session's). The students' fragment timers are then
-only for the vote count and a fallback; a student who leaves the Lesson, stops following or closes the tab is
-dropped.
+A following student's Lesson runs as one fragment (`run_page`): the page's body, from its header to its class
+panel, everything that changes with the teacher's step. Its run records where it is (`follow_here(code)`, with
+that fragment's id). When the class's step, sentence, question or reveal changes, the store tells this process
+(`ClassStore.watch`: the in-process store directly, Redis over pub/sub, so every process behind the proxy hears
+it) and each of this process's students of that class gets a rerun of that fragment requested by the server, as
+a browser requests a fragment's rerun (`AppSession.request_rerun` with the fragment's id, from a thread that is
+not the session's): app.py, the navigation and the sidebar do not run again for a step change (a quarter of a
+whole rerun, in a profile of a class of 60). A page not run as a fragment (no server) is rerun whole. The
+students' fragment timers are then only for the vote count and a fallback; a student who leaves the Lesson,
+stops following or closes the tab is dropped.
 """
 
 from __future__ import annotations
 
 import threading
+import time
+from pathlib import Path
 
+import streamlit as st
 from streamlit import runtime
 from streamlit.proto.ClientState_pb2 import ClientState
 from streamlit.runtime.scriptrunner import get_script_run_ctx
+from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 
 import classroom
 
+LESSON = Path(__file__).resolve().parent.parent / "views" / "lesson.py"  # the page st.Page("views/lesson.py") runs
+LESSON_PATHS = ("", "start", "lesson")  # its url paths (the landing page, and /lesson)
+# A following student (the keys ui/classroom_ui.py keeps in the session): a class's code and a student's id, and
+# "Follow the teacher" not switched off.
+CODE, SID, SECRET, FOLLOW = "class_code", "class_sid", "class_secret", "class_follow"
+
 _lock = threading.Lock()
-_followers: dict[str, dict[str, tuple[str, str]]] = {}  # class code -> session id -> (query string, page hash)
+# class code -> session id -> (query string, page hash, id of the fragment the Lesson runs in, "" for none)
+_followers: dict[str, dict[str, tuple[str, str, str]]] = {}
 _watched: set[int] = set()  # id() of the stores whose changes reach push()
+# The teacher's count of answers: a vote asks it to rerun at once (this process's teachers), at most every POKE_GAP
+# seconds each (a class voting at once is one redraw per gap, not one per vote); its timer is the fallback.
+POKE_GAP = 0.15
+_counts: dict[str, dict[str, tuple[str, str, str]]] = {}  # class code -> session id -> (query, page, fragment id)
+_poked: dict[str, float] = {}  # session id -> when its count was last asked to rerun
+_due: set[str] = set()  # session ids with a rerun of their count already scheduled for the end of their gap
 
 
-def _session() -> tuple[str, str, str] | None:
-    """(session id, query string, page hash) of this run; None outside a server (AppTest, a bare script)."""
+def _session() -> tuple[str, str, str, str] | None:
+    """(session id, query string, page hash, running fragment's id or "") of this run; None outside a server."""
     ctx = get_script_run_ctx()
     if ctx is None or not runtime.exists():
         return None
-    return ctx.session_id, ctx.query_string, ctx.page_script_hash
+    return ctx.session_id, ctx.query_string, ctx.page_script_hash, ThreadState.get().fragment_id or ""
+
+
+def following_student() -> bool:
+    """This session is a student of a class who follows the teacher (as it stood before this run)."""
+    s = st.session_state
+    return bool(s.get(CODE)) and bool(s.get(SID)) and not s.get(SECRET) and s.get(FOLLOW, True) is not False
+
+
+def run_page(nav) -> None:
+    """`nav.run()`; a following student's Lesson as one fragment, which the class's push reruns alone.
+
+    The fragment runs the page's file as `nav.run()` does (same code, the page's script hash, so its widgets keep
+    their ids and values); a widget of the page then reruns that fragment too, and anything that needs the whole
+    app (another model, a page switch) calls st.rerun(), which reruns it whole."""
+    ctx = get_script_run_ctx()
+    if ctx is None or nav.url_path not in LESSON_PATHS or not following_student():
+        nav.run()
+        return
+    with ctx.run_with_active_hash(nav._script_hash):  # what nav.run() sets: widgets' ids hash the page's
+        _lesson(str(LESSON))
+
+
+@st.fragment
+def _lesson(path: str) -> None:
+    """The Lesson page's file, run in this fragment (the class's push reruns it)."""
+    ctx = get_script_run_ctx()
+    code = ctx.pages_manager.get_page_script_byte_code(path)  # compiled once per process (Streamlit's cache)
+    page = {"__name__": "__main__", "__file__": path}  # a fresh module namespace, as nav.run() gives the page
+    exec(code, page)  # noqa: S102 - our own page, as Streamlit's nav.run() executes it
 
 
 def _drop(sid: str, keep: str | None = None) -> None:
@@ -49,7 +98,56 @@ def follow_here(store: classroom.ClassStore, code: str) -> None:
             store.watch(push)
             _watched.add(id(store))
         _drop(me[0], keep=code)  # one class per session
-        _followers.setdefault(code, {})[me[0]] = me[1:]
+        _followers.setdefault(code, {})[me[0]] = me[1:]  # the fragment this run is in: the Lesson's, or none
+
+
+def count_here(code: str) -> None:
+    """This run is the teacher's count of class `code`'s answers (a fragment): a vote redraws it at once."""
+    me = _session()
+    if me is None or not me[3]:
+        return
+    with _lock:
+        for c, members in list(_counts.items()):  # one count per session: the class this run counts
+            if c != code and members.pop(me[0], None) is not None and not members:
+                del _counts[c]
+        _counts.setdefault(code, {})[me[0]] = me[1:]
+
+
+def poke(code: str) -> int:
+    """A vote in class `code`: rerun its teachers' counts in this process now, or at the end of their gap."""
+    with _lock:
+        targets = list(_counts.get(code, {}).items())
+    if not targets or not runtime.exists():
+        return 0
+    rt, now, asked = runtime.get_instance(), time.monotonic(), 0
+    for sid, (query, page, fragment) in targets:
+        with _lock:
+            if sid in _due:
+                continue  # a rerun at the end of the gap reads this vote too
+            wait = _poked.get(sid, 0.0) + POKE_GAP - now
+            if wait > 0:
+                _due.add(sid)
+        if wait > 0:
+            threading.Timer(wait, _rerun_count, (rt, code, sid, query, page, fragment)).start()
+            continue
+        asked += _rerun_count(rt, code, sid, query, page, fragment)
+    return asked
+
+
+def _rerun_count(rt, code: str, sid: str, query: str, page: str, fragment: str) -> int:
+    with _lock:
+        _due.discard(sid)
+        _poked[sid] = time.monotonic()
+    session = rt.get_app_session(sid)
+    if session is None:  # the teacher's tab was closed
+        with _lock:
+            _poked.pop(sid, None)
+            members = _counts.get(code, {})
+            if members.pop(sid, None) is not None and not members:
+                _counts.pop(code, None)
+        return 0
+    session.request_rerun(ClientState(query_string=query, page_script_hash=page, fragment_id=fragment))
+    return 1
 
 
 def forget_here() -> None:
@@ -68,13 +166,15 @@ def push(code: str) -> int:
     if not targets or not runtime.exists():
         return 0
     rt, asked = runtime.get_instance(), 0
-    for sid, (query, page) in targets:
+    for sid, (query, page, fragment) in targets:
         session = rt.get_app_session(sid)
         if session is None:  # the tab was closed
             with _lock:
                 _drop(sid)
             continue
-        # No widget states: the session keeps its own (as st.rerun does); no fragment id: the whole page.
-        session.request_rerun(ClientState(query_string=query, page_script_hash=page))
+        # No widget states: the session keeps its own (as st.rerun does). A fragment id: only the Lesson's
+        # fragment reruns (a session that no longer has it, after a whole run, ignores the request; that run
+        # recorded the fragment again or forgot the class). No fragment id: the whole page.
+        session.request_rerun(ClientState(query_string=query, page_script_hash=page, fragment_id=fragment))
         asked += 1
     return asked

@@ -1,0 +1,74 @@
+"""A step change reaches a following student as a rerun of the Lesson's fragment, not of the whole page; a vote
+reaches the teacher's count at once.
+
+Over real websockets on the session's shared server (benchmarks/load.py's Client, as benchmarks/class_load.py
+drives a lecture hall): the run the server pushes when the teacher presses Next must be a fragment's run (app.py,
+the navigation and the sidebar do not run again) that draws the new step, its question and the vote box; a
+student's vote makes the server rerun the teacher's count (a fragment) without the teacher's timer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+import urllib.parse
+
+from load import Client  # benchmarks/ is on pytest's pythonpath
+
+COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
+
+
+async def _class(base: str) -> tuple[list, list, list]:
+    teacher, student = Client(base, ping_timeout=None), Client(base, ping_timeout=None)
+    pushed, counted = [], []
+    try:
+        for c in (teacher, student):
+            await c.connect()
+            await c.rerun("lesson", query="step=1")
+        await teacher.rerun(widgets={"class_start": True})
+        code = urllib.parse.parse_qs(teacher.page_query)["class"][0]
+        joined = await student.rerun(widgets={"class_join_code": code, "class_nick": "fragment test",
+                                              "class_join": True})
+        assert "me=" in student.page_query, student.page_query
+        student.on_push = pushed.append
+        await teacher.rerun(widgets={"lesson_next": True})
+        deadline = time.monotonic() + 60
+        while not pushed and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)  # a second push (a whole page's, if any) would come now
+        # The student votes; the teacher's client runs no timer: only the server's push can redraw its count.
+        teacher.on_push = counted.append
+        key = next(e.id.split("-", 2)[-1] for e in pushed[0].of("radio") if "class_vote_" in e.id)
+        await student.rerun(widgets={key: student_choice(pushed[0], key)}, fragment=next(iter(student.fragments)),
+                            auto=False)
+        deadline = time.monotonic() + 30
+        while not any(_count(r) == 1 for r in counted) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        return [joined], pushed, counted
+    finally:
+        try:
+            await teacher.rerun(widgets={"class_end": True}, timeout=60)  # the shared server as it was: no class
+        finally:
+            for c in (teacher, student):
+                await c.close()
+
+
+def student_choice(run, key: str) -> str:
+    """The first option of the vote box `key` (a radio's value is its label)."""
+    return next(e for e in run.of("radio") if e.id.endswith(key)).options[0]
+
+
+def _count(run) -> int | None:
+    return next((int(m.group(1)) for e in run.of("markdown") for m in [COUNT.search(e.body)] if m), None)
+
+
+def test_next_reruns_only_the_followers_lesson_fragment_and_a_vote_the_teachers_count(shared_app_server):
+    (joined,), pushed, counted = asyncio.run(_class(shared_app_server))
+    assert not joined.fragment and [h.body for h in joined.of("heading")][0].startswith("Step 1 of")
+    assert pushed, "the teacher's Next pushed no run to the following student"
+    assert all(r.fragment for r in pushed), "a step change reran the follower's whole page (app.py and all)"
+    run = pushed[0]
+    assert [h.body for h in run.of("heading")][0].startswith("Step 2 of"), [h.body for h in run.of("heading")]
+    assert any((r.id or "").split("-", 2)[-1].startswith("class_vote_") for r in run.of("radio"))
+    assert any(r.fragment and _count(r) == 1 for r in counted), "a vote did not redraw the teacher's count at once"
