@@ -217,11 +217,20 @@ def test_memory_available_reads_meminfo_and_the_cgroup(tmp_path, monkeypatch):
     cg.mkdir()
     (proc / "meminfo").write_text("MemTotal:       8000000 kB\nMemAvailable:   4000000 kB\n")
     assert pretrained.memory_available_bytes(str(proc), str(cg)) == 4_000_000 * 1024
-    # A 2.7 GB container using 2.0 GB, 0.3 GB of it reclaimable file cache: 1.0 GB left.
+    # A 2.7 GB container using 2.0 GB, 0.3 GB of it inactive and 0.5 GB active file cache (both reclaimable,
+    # shmem is not on these lists): 1.5 GB left.
     (cg / "memory.max").write_text(f"{int(2.7 * 2**30)}\n")
     (cg / "memory.current").write_text(f"{2 * 2**30}\n")
-    (cg / "memory.stat").write_text(f"anon 1\ninactive_file {int(0.3 * 2**30)}\n")
-    assert pretrained.memory_available_bytes(str(proc), str(cg)) == int(2.7 * 2**30) - 2 * 2**30 + int(0.3 * 2**30)
+    (cg / "memory.stat").write_text(f"anon 1\nshmem 7\nactive_file {int(0.5 * 2**30)}\n"
+                                    f"inactive_file {int(0.3 * 2**30)}\n")
+    assert pretrained.memory_available_bytes(str(proc), str(cg)) == int(2.7 * 2**30) - 2 * 2**30 + int(0.8 * 2**30)
+    # cgroup v1's names for the same lists
+    v1 = tmp_path / "cg1" / "memory"
+    v1.mkdir(parents=True)
+    (v1 / "memory.limit_in_bytes").write_text(f"{3 * 2**30}\n")
+    (v1 / "memory.usage_in_bytes").write_text(f"{2 * 2**30}\n")
+    (v1 / "memory.stat").write_text(f"total_active_file {2**29}\ntotal_inactive_file {2**28}\n")
+    assert pretrained.memory_available_bytes(str(proc), str(tmp_path / "cg1")) == 2**30 + 2**29 + 2**28
     (cg / "memory.max").write_text("max\n")  # no container limit: the system's figure
     assert pretrained.memory_available_bytes(str(proc), str(cg)) == 4_000_000 * 1024
     assert pretrained.memory_available_bytes(str(tmp_path / "none"), str(tmp_path / "none")) is None
