@@ -70,6 +70,26 @@ def write_tiny_checkpoint(path, kind="pretraining", seed=0, vocab=None, **config
     return model
 
 
+# The deployment's model settings: every app server a test starts inherits os.environ, so one test that leaves
+# BERT_EXPLORER_MODEL behind makes every later server of its worker default to that model (bert-base-uncased, which
+# cannot load offline: its pages fell back to the tiny model). Streamlit copies a secrets file's top-level strings
+# into os.environ when it loads it, behind monkeypatch's back.
+MODEL_SETTINGS = ("BERT_EXPLORER_MODEL", "BERT_EXPLORER_DEFAULT_MODEL")
+
+
+@pytest.fixture(autouse=True)
+def model_settings_unchanged():
+    before = {k: os.environ.get(k) for k in MODEL_SETTINGS}
+    yield
+    after = {k: os.environ.get(k) for k in MODEL_SETTINGS}
+    for k, v in before.items():  # put them back, so one leak fails one test, not the servers after it
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    assert after == before, f"this test left the model settings changed: {before} -> {after}"
+
+
 @pytest.fixture(scope="session")
 def tiny_dirs(tmp_path_factory):
     """{kind: (dir, hf_model)} for the three checkpoint kinds."""

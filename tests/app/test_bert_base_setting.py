@@ -59,6 +59,10 @@ def secrets_file(monkeypatch, tmp_path):
     path = tmp_path / "secrets.toml"
     monkeypatch.setattr(config, "get_option",
                         lambda key, _get=config.get_option: [str(path)] if key == "secrets.files" else _get(key))
+    # Loading secrets copies their top-level strings into os.environ (Streamlit's own behaviour, which monkeypatch
+    # does not know of): BERT_EXPLORER_MODEL = "bert-base-uncased" outlived the test, and every app server its
+    # worker started later defaulted to it. Not here: the setting is then read from the secrets themselves.
+    monkeypatch.setattr(type(st.secrets), "_maybe_set_environment_variable", staticmethod(lambda k, v: None))
     st.secrets._reset()
     yield path
     st.secrets._reset()
