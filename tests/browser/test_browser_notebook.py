@@ -117,6 +117,7 @@ def test_tokenization_notebook_prints_the_pages_tokens_and_counts(watch, kernel)
     page = watch.open("/tokenization?" + urllib.parse.urlencode({"text": T_TEXT}))
     watch.assert_clean()
     page.wait_for_selector(".bx-tokens", timeout=60_000)
+    watch.settle()  # the counts are drawn after the tokens: read them once the run has ended
     metrics = dict(m.split("\n", 1) for m in page.locator('[data-testid="stMetric"]').all_inner_texts())
     # Each highlighted piece's tooltip: "#position token (id N)", one or more per span of text.
     tips = page.locator(".bx-tokens [title]").evaluate_all("els => els.map(e => e.title)")
