@@ -720,6 +720,7 @@ def _card_live(live: Live) -> None:
 
     @st.fragment(run_every=TICK)
     def card_live() -> None:
+        classroom_push.count_here(code)  # the projector's count, as the laptop's: a vote redraws it at once
         v = _read(code, secret=secret)
         if v is None:
             return
