@@ -109,12 +109,17 @@ def nsp_pairs(seed: int = 0, fraction: float = HELDOUT_FRACTION) -> list[tuple[s
 
 @torch.no_grad()
 def nsp_probabilities(m: LoadedModel, pairs: list[tuple[str, str]], batch_size: int = 64) -> torch.Tensor:
-    """(N,) P(IsNext) for each (A, B): softmax of the NSP logits on the pooled [CLS], batched with padding."""
+    """(N,) P(IsNext) for each (A, B): softmax of the NSP logits on the pooled [CLS], batched with padding.
+
+    Batches hold pairs of similar length (sorted; the result is put back in the pairs' order): a pair's output does
+    not depend on its batch, and Brown pairs padded to their batch's longest were 2.4x the real tokens."""
     model, tok = m.model, m.tokenizer
     model.eval()
+    all_encs = [tok.encode(a, b) for a, b in pairs]
+    order = sorted(range(len(pairs)), key=lambda i: len(all_encs[i].input_ids))
     out = []
     for start in range(0, len(pairs), batch_size):
-        encs = [tok.encode(a, b) for a, b in pairs[start:start + batch_size]]
+        encs = [all_encs[i] for i in order[start:start + batch_size]]
         T = max(len(e.input_ids) for e in encs)
         ids = torch.full((len(encs), T), tok.pad_token_id, dtype=torch.long)
         types, attn = torch.zeros_like(ids), torch.zeros_like(ids)
@@ -123,7 +128,10 @@ def nsp_probabilities(m: LoadedModel, pairs: list[tuple[str, str]], batch_size: 
             ids[r, :n], types[r, :n], attn[r, :n] = torch.from_numpy(e.input_ids), torch.from_numpy(e.token_type_ids), 1
         pooled = model(ids, types, attn, trace=True).pooled  # (B, H): tanh(W h_[CLS] + b)
         out.append(model.nsp_logits(pooled).softmax(-1)[:, 0])
-    return torch.cat(out)
+    p_next = torch.empty(len(pairs))
+    if pairs:
+        p_next[torch.tensor(order)] = torch.cat(out)
+    return p_next
 
 
 def nsp_right(m: LoadedModel, pairs: list[tuple[str, str, int]]) -> list[bool]:

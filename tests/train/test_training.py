@@ -13,6 +13,7 @@ import torch
 import bert_core
 from bert_core.errors import BertCoreError
 from bert_core.figures.training import attention_heatmap, loss_figure
+from bert_core.objectives.masking import mask_tokens
 from bert_core.runs.settings import (
     MAX_STEPS,
     TrainSettings,
@@ -27,7 +28,7 @@ from bert_core.runs.settings import (
 from bert_core.runs.slots import SlotManager
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, probe_history_rows, probe_rows
 from bert_core.runs.training_run import TrainingSession
-from bert_core.train.batches import TextDataset
+from bert_core.train.batches import TextDataset, pad_rows
 from bert_core.train.corpus import MAX_USER_CORPUS_BYTES, parse_user_corpus
 from bert_core.train.trainer import MAX_TRAIN_PARAMS, PRESETS, TrainConfig, Trainer, evaluate_mlm, new_model
 
@@ -143,6 +144,37 @@ def test_evaluate_mlm_sane(tok):
     assert abs(r["loss"] - math.log(tok.vocab_size)) < 1.0  # random weights: close to uniform guessing
     assert evaluate_mlm(model, tok, lines, seed=0) == r  # one fixed draw per seed
     assert evaluate_mlm(model, tok, lines, seed=1) != r
+
+
+def test_evaluate_mlm_equals_a_plain_loop_over_lines_in_their_order(tok):
+    """Length-sorted batches give the numbers of the plain loop: each batch of lines drawn in order, every line
+    then scored alone (no padding), fp32."""
+    model = new_model(tok, TINY, seed=0)
+    lines = builtin_lines()[:40] + [" ".join(builtin_lines()[40:46])]  # one long line among short ones
+    got = evaluate_mlm(model, tok, lines, seed=3, batch_size=7)
+    g = torch.Generator().manual_seed(3)
+    data = TextDataset(lines, tok, 128)
+    cls, sep, pad = tok.cls_token_id, tok.sep_token_id, tok.pad_token_id
+    loss, n, top1, top5 = 0.0, 0, 0, 0
+    with torch.no_grad():
+        for start in range(0, len(data.lines), 7):
+            ids, attn = pad_rows([[cls, *x, sep] for x in data.lines[start:start + 7]], pad)
+            special = ((ids == cls) | (ids == sep) | (attn == 0)).long()
+            draw = mask_tokens(ids, special, vocab_size=model.config.vocab_size, mask_token_id=tok.mask_token_id,
+                               generator=g, mlm_probability=0.15, special_ids=tok.all_special_ids)
+            for r in range(len(ids)):
+                k = int(attn[r].sum())
+                x, y = draw.input_ids[r:r + 1, :k], draw.labels[r, :k]
+                logits = model.mlm_logits(model(x, None, torch.ones_like(x))[0][y != -100])
+                target = y[y != -100]
+                loss += float(torch.nn.functional.cross_entropy(logits, target, reduction="sum"))
+                best = logits.topk(5, -1).indices
+                top1 += int((best[:, 0] == target).sum())
+                top5 += int((best == target[:, None]).any(-1).sum())
+                n += len(target)
+    assert got["masked_tokens"] == n > 0
+    assert got["loss"] == pytest.approx(loss / n, rel=1e-5)
+    assert (got["top1"], got["top5"]) == (top1 / n, top5 / n)
 
 
 def test_corpus_smaller_than_a_batch_gives_a_smaller_batch(tok):
