@@ -39,7 +39,7 @@ from bert_core.runs.settings import CORPUS_CHOICES, example_run
 from bert_core.train.toy import farm_tokenizer
 from ui.cache import ByteLRU
 from ui.lesson_heads import view_knockout
-from ui.state import model_cached
+from ui.state import FELL_BACK, model_cached
 from ui.widgets import lesson_chart as _chart
 from ui.widgets import presenting
 
@@ -755,6 +755,8 @@ def presenter_corner(cur) -> None:
     with st.container(key="lesson_corner"):  # placed by PRESENTER_CSS
         st.markdown(f"Model: **{plain(cur.model_key.removeprefix('bundled-').replace('minilm', 'MiniLM'))}**, "
                     f"{model_summary(cur)}")
+        if failed := st.session_state.get(FELL_BACK):
+            st.markdown(f":red[Could not load **{plain(failed)}**: these slides are computed on the model above.]")
         st.button("Exit presenter mode", key="lesson_exit", on_click=exit_present, icon=":material/close:",
                   type="tertiary", shortcut="Escape")
 

@@ -268,6 +268,9 @@ def sidebar_ui(lesson_page: bool = False) -> Current | None:
     return Current(model, key, st.session_state["text"], pair, int(st.session_state["seed"]))
 
 
+FELL_BACK = "model_fell_back"  # the model asked for when it could not be loaded and another is shown
+
+
 def _resolve_model(name: str) -> tuple[bert_core.LoadedModel | None, str]:
     """The chosen model; on a failed load, a message and the last model that worked."""
     if name == "session":
@@ -275,20 +278,24 @@ def _resolve_model(name: str) -> tuple[bert_core.LoadedModel | None, str]:
         return st.session_state["session_model"], f"session:{st.session_state.get('session_model_version', 0)}"
     if not name:
         st.sidebar.info("Type a hub id, e.g. bert-base-multilingual-cased.")
-        name = st.session_state.get("last_good_model", "bundled")
+        name = st.session_state.get("last_good_model", DEFAULT_MODEL)
     try:
         m = _load_with_progress(name)
         st.session_state["last_good_model"] = name
+        st.session_state.pop(FELL_BACK, None)
         return m, name
     except bert_core.BertCoreError as e:
         log.warning("could not load %r: %s", name[:80], e)  # the server's log says why a page fell back
         st.sidebar.error(f"Could not load {name[:80]}: {e}")
-        fallback = st.session_state.get("last_good_model", "bundled")
-        if fallback == name:
-            fallback = "bundled"
+        # The last model that worked, else the site's default, else the offline default (MiniLM, not the tiny one)
+        fallback = next(f for f in (st.session_state.get("last_good_model"), DEFAULT_MODEL, bert_core.DEFAULT_BUNDLED)
+                        if f and f != name)
         try:
             st.sidebar.caption(f"Still showing: {fallback}")
-            return shared_model(fallback), fallback
+            m = shared_model(fallback)
+            # Presenter mode hides the sidebar: its corner says it too (a long path by its end, where its name is)
+            st.session_state[FELL_BACK] = name if len(name) <= 80 else "…" + name[-79:]
+            return m, fallback
         except bert_core.BertCoreError as e2:
             st.error(f"No model could be loaded: {e2}")
             return None, ""

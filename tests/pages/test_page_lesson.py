@@ -389,6 +389,19 @@ def test_presenter_mode_names_the_model_and_has_a_way_out():
     assert not at.button(key="lesson_next").proto.shortcut  # no keys outside presenter mode
 
 
+def test_presenter_mode_says_when_the_model_asked_for_could_not_be_loaded(tmp_path, monkeypatch):
+    """The sidebar (hidden in presenter mode) is not the only place that says the slides fell back to another model:
+    the corner names the model that failed, beside the one the slides are computed on (the site's default)."""
+    monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(tmp_path))
+    missing = tmp_path / "not-a-model"
+    at = open_lesson({"present": "1", "step": "2", "model": str(missing)})
+    corner = " ".join(md.value for md in at.markdown)
+    assert "Could not load" in corner and lesson.plain("not-a-model") + "**:" in corner, corner
+    assert "Model: **MiniLM**" in corner  # the offline default, not the tiny model
+    at = open_lesson({"present": "1", "step": "2"})
+    assert "Could not load" not in " ".join(md.value for md in at.markdown)
+
+
 def chart_specs(at: AppTest) -> dict[str, dict]:
     """The plotly figures on the page, by key, as the JSON the browser receives."""
     import json
