@@ -5,7 +5,7 @@
 #
 # The server must run with --server.scriptHealthCheckEnabled true. GET /_stcore/script-health-check
 # makes Streamlit run the app's script in a bare session: torch, bert_core and pandas get imported and
-# the shared model is loaded (st.cache_resource, process-wide), so the first student does not wait for
+# the shared model is loaded (ui/state.py's MODELS, process-wide), so the first student does not wait for
 # them (benchmarks/bench_launch.py: cold vs warm). Exit status 0 when the script ran cleanly.
 # python, not curl: the Docker image (python:3.11-slim) has no curl.
 set -euo pipefail

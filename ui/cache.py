@@ -197,3 +197,74 @@ def budget_bytes() -> int:
 
 TUNED = tune_allocator()
 RESULTS = ByteLRU(budget_bytes())  # shared by every session of this process
+
+
+def module_bytes(module: Any) -> int:
+    """Bytes of a torch module's parameters and buffers (each storage once): what a loaded model holds."""
+    seen, total = set(), 0
+    for t in (*module.parameters(), *module.buffers()):
+        s = t.untyped_storage()
+        if s.data_ptr() not in seen:
+            seen.add(s.data_ptr())
+            total += s.nbytes()
+    return total
+
+
+class ModelCache:
+    """The process's shared models by name, together under `max_bytes` of weights: least recently used go first.
+
+    Each name is loaded once even when many sessions ask at once (a class arriving on bert-base would otherwise
+    load it once per student). The model just loaded is kept even alone over the budget (a page needs it); the
+    server's memory check (`bert_core.model.loading.check_memory_for`) refuses what cannot fit at all. A model
+    dropped here lives on while a run still holds it, and is loaded again when next asked for.
+    """
+
+    def __init__(self, max_bytes: int, size: Callable[[Any], int]):
+        self.max_bytes, self.size = int(max_bytes), size
+        self._items: OrderedDict[str, tuple[Any, int]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._loading: dict[str, threading.Lock] = {}  # name -> held while that name loads
+        self.total = 0
+
+    def __contains__(self, name: str) -> bool:
+        with self._lock:
+            return name in self._items
+
+    def get(self, name: str, load: Callable[[], Any]) -> Any:
+        """The model `name`, loaded with `load()` the first time (one load at a time per name)."""
+        with self._lock:
+            if name in self._items:
+                self._items.move_to_end(name)
+                return self._items[name][0]
+            gate = self._loading.setdefault(name, threading.Lock())
+        with gate:
+            with self._lock:  # another session may have loaded it while this one waited
+                if name in self._items:
+                    self._items.move_to_end(name)
+                    return self._items[name][0]
+            try:
+                model = load()
+            except BaseException:
+                with self._lock:
+                    self._loading.pop(name, None)
+                raise
+            size = self.size(model)
+            dropped = False
+            with self._lock:  # stored before its gate goes: a session arriving now finds it, never loads it twice
+                self._loading.pop(name, None)
+                self._items[name] = (model, size)
+                self.total += size
+                while self.total > self.max_bytes and len(self._items) > 1:
+                    old, (_, n) = self._items.popitem(last=False)
+                    self.total -= n
+                    dropped = True
+                    log.info("models: dropped %s (%.0f MB) to stay under %.0f MB", old, n / 2**20,
+                             self.max_bytes / 2**20)
+        if dropped:  # a model's modules refer to each other: free the dropped one now, not at a later collection
+            gc.collect()
+        return model
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self.total = 0

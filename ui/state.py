@@ -15,7 +15,7 @@ import streamlit as st
 import bert_core
 from bert_core.model.layers import fuse_qkv_storage
 from ui import hub_download
-from ui.cache import RESULTS
+from ui.cache import RESULTS, ModelCache, module_bytes
 
 log = logging.getLogger("bert_explorer.models")
 
@@ -93,9 +93,28 @@ class Current:
     seed: int
 
 
-@st.cache_resource(show_spinner=False, max_entries=4)
+def models_budget_bytes() -> int:
+    """The shared models' weights budget from `BERT_EXPLORER_MODELS_MB` (default DEFAULT_MODELS_MB)."""
+    raw = os.environ.get("BERT_EXPLORER_MODELS_MB", "").strip()
+    try:
+        return int(max(float(raw) if raw else DEFAULT_MODELS_MB, 0) * 2**20)
+    except ValueError:
+        log.warning("BERT_EXPLORER_MODELS_MB=%r is not a number; using %d", raw, DEFAULT_MODELS_MB)
+        return DEFAULT_MODELS_MB * 2**20
+
+
+# bert-base (418 MB of fp32 weights) beside both bundled models and the sentence MiniLM (~230 MB), in a 2.7 GB
+# Community Cloud container with the 400 MB results cache; a further bert-base-sized model drops the least used.
+DEFAULT_MODELS_MB = 1024
+MODELS = ModelCache(models_budget_bytes(), lambda m: module_bytes(m.model))
+
+
 def shared_model(name: str) -> bert_core.LoadedModel:
     """One read-only model per process and name, shared by every session (never trained)."""
+    return MODELS.get(name, lambda: _read_only_model(name))
+
+
+def _read_only_model(name: str) -> bert_core.LoadedModel:
     m = bert_core.load_model(name, allow_hub=ALLOW_HUB, local_roots=local_roots())
     for p in m.model.parameters():
         p.requires_grad_(False)  # read-only: nothing may train or mutate the shared copy
@@ -194,12 +213,11 @@ def _model_options() -> list[str]:
 
 
 PENDING_MODEL = "_model_pending"  # a model a button chose, for the sidebar's box on the next run
-_READY: set[str] = set()  # models this process has loaded (their later reruns need no status box)
 
 
 def _load_with_progress(name: str) -> bert_core.LoadedModel:
-    """Load a shared model, showing progress only the first time (a hub download can take minutes: a bar)."""
-    if name in _READY:
+    """Load a shared model, showing progress only when it is not loaded (a hub download can take minutes: a bar)."""
+    if name in MODELS:
         return shared_model(name)
     box = st.empty()  # the box goes once the model is there: it would sit over slide 1 of the Lesson
     if hub_download.needs_download(name, ALLOW_HUB):
@@ -207,7 +225,6 @@ def _load_with_progress(name: str) -> bert_core.LoadedModel:
     with box.status(f"Loading {name}…", expanded=False):
         m = shared_model(name)
     box.empty()
-    _READY.add(name)
     return m
 
 

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+import bert_core
 from ui.cache import ByteLRU, nbytes
 
 
@@ -87,3 +88,46 @@ def test_results_dropped_while_a_dead_page_namespace_still_holds_them_are_collec
     finally:
         gc.enable()
         gc.collect()
+
+
+def test_shared_models_stay_under_their_byte_budget_and_load_once_when_many_ask():
+    """ModelCache: least recently used models go past the budget (the newest stays even alone over it), and
+    eight sessions asking for one model at once load it once."""
+    import threading
+    import time
+
+    from ui.cache import ModelCache
+
+    loads = []
+
+    def load(name, mb):
+        def go():
+            loads.append(name)
+            time.sleep(0.05)
+            return (name, mb)
+        return go
+
+    c = ModelCache(100 * 2**20, lambda m: m[1] * 2**20)
+    c.get("a", load("a", 40))
+    c.get("b", load("b", 40))
+    c.get("a", load("a", 40))  # a is now the most recent
+    c.get("c", load("c", 40))  # 120 MB: b, the least recently used, goes
+    assert "a" in c and "c" in c and "b" not in c and c.total == 80 * 2**20
+    c.get("big", load("big", 150))  # alone over the budget: kept, everything else goes
+    assert "big" in c and "a" not in c and c.total == 150 * 2**20
+    loads.clear()
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(c.get("d", load("d", 10)))) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert loads == ["d"] and len(got) == 8 and all(g is got[0] for g in got)
+
+
+def test_shared_models_size_is_their_weights(tiny_dirs):
+    from ui.cache import module_bytes
+
+    m = bert_core.load_model(str(tiny_dirs["pretraining"][0]))
+    n = sum(p.numel() * p.element_size() for p in m.model.parameters())
+    assert n <= module_bytes(m.model) <= n + sum(b.numel() * b.element_size() for b in m.model.buffers())
