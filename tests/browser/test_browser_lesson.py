@@ -58,6 +58,32 @@ def settle(pg, timeout: float = 120) -> None:
     raise AssertionError("the app was still running after the timeout")
 
 
+# The page as drawn: [charts without their SVG yet, images not loaded, fonts loading, main area's height, elements].
+DRAWN_JS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]') || document.body;
+  const q = (sel) => [...main.querySelectorAll(sel)];
+  const charts = q('[data-testid="stPlotlyChart"]').filter(c => !c.querySelector('.main-svg')).length
+    + q('[data-testid="stVegaLiteChart"]').filter(c => !c.querySelector('svg, canvas')).length;
+  return [charts, q('img').filter(i => !i.complete).length, document.fonts.status !== 'loaded' ? 1 : 0,
+          main.scrollHeight, main.getElementsByTagName('*').length];
+}"""
+
+
+def drawn(pg, timeout: float = 8.0, still: float = 0.3) -> None:
+    """After a run has ended (settle): wait until every chart has drawn its SVG, images and fonts have loaded, and
+    the main area has kept its height and element count for `still` seconds (charts draw after the script).
+    Was a fixed 1.5 s wait per slide: this is shorter on a quiet machine and waits longer on a loaded one."""
+    deadline, last, since = time.time() + timeout, None, time.time()
+    while time.time() < deadline:
+        now = pg.evaluate(DRAWN_JS)
+        if now != last:
+            last, since = now, time.time()
+        elif not any(now[:3]) and time.time() - since >= still:
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the page was still drawing after {timeout} s: {last}")
+
+
 def main_scrolls(pg) -> tuple[int, int]:
     """(scrollHeight, clientHeight) of the main area, the element that scrolls in Streamlit."""
     return tuple(pg.evaluate("""() => { const e = document.querySelector('[data-testid="stMain"]');
@@ -95,7 +121,7 @@ def test_presenter_mode_walks_every_step_with_the_keyboard(page):
         alert = page.locator('[data-testid="stAlert"]').first.inner_text()
         label = lesson.answer_label(q)  # "the model's answer" only for what the model computed
         assert f"{label[0].upper()}{label[1:]}" in alert and q.choices[q.answer] in alert, (i, alert, label)
-        page.wait_for_timeout(1500)  # charts draw after the script has finished
+        drawn(page)
         small = chart_text_below(page, 18)
         assert not small, f"step {i}: chart text under 18 px on a projector: {small[:5]}"
         scroll, height = main_scrolls(page)

@@ -15,7 +15,7 @@ import pytest
 import test_browser
 import test_browser_lesson
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_browser_lesson import OUT, main_scrolls, settle
+from test_browser_lesson import OUT, drawn, main_scrolls, settle
 
 import bert_core
 from ui import lesson
@@ -97,9 +97,10 @@ CUT_JS = """() => {
 }"""
 
 
-def slide_problems(pg, what: str, wait_ms: int = 1500) -> list[str]:
+def slide_problems(pg, what: str, wait_ms: int = 0) -> list[str]:
     """Everything on the slide a back row cannot read: small text, cut text, a slide taller than the screen."""
-    pg.wait_for_timeout(wait_ms)  # charts draw after the script has finished
+    drawn(pg)  # charts draw after the script has finished
+    pg.wait_for_timeout(wait_ms)
     out = []
     for size, text, chip, where in pg.evaluate(TEXTS_JS):
         floor = CHIP_PX if chip else MIN_PX
