@@ -291,9 +291,10 @@ def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypa
                 assert (t.query_params["class"], t.query_params["teacher"]) == (code, secret)
                 assert t.session_state["class_secret"] == secret
                 assert any("Reconnecting to the class" in i.value for i in t.info)
-                again = session({k: t.query_params[k] for k in t.query_params})  # the teacher's tab, reloaded
+                # The teacher's tab reloaded, on the projector: the short note in the join card's place.
+                again = session({**{k: t.query_params[k] for k in t.query_params}, "present": "1"})
                 assert (again.query_params["class"], again.query_params["teacher"]) == (code, secret)
-                assert any("Reconnecting to the class" in i.value for i in again.info)
+                assert any(f"Reconnecting to class {code}" in i.value for i in again.info)
             finally:
                 proc.send_signal(signal.SIGCONT)
             t.run()  # the store answers again: the class resumes on the teacher's step
@@ -314,6 +315,9 @@ def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypa
             t.run()
             assert_ok(t)
             assert any(f"Your class {code} was lost" in e.value for e in t.error)
+            again.run()
+            assert any(f"Class {code} was lost" in e.value for e in again.error)
+            assert again.button(key="class_restart") is not None
             t.button(key="class_restart").click().run()  # one click: a new class, this session its teacher
             assert_ok(t)
             new = t.session_state["class_code"]
