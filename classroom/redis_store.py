@@ -8,6 +8,7 @@ their own). Redis's own memory is bounded by the deploy script (`--maxmemory`), 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -39,6 +40,11 @@ from classroom.store import (
 PREFIX = "bx:class:"
 SOCKET_TIMEOUT = 1.0  # seconds: one try of one command (a class's commands take well under a millisecond)
 RETRIES = 3
+# After a store that did not answer (killed: in milliseconds; frozen: after the retries, about 4.5 s), calls fail at
+# once for this long, then one call at a time tries it again while the others fail at once: a frozen Redis holds
+# one thread of the process, not every page's (a student's vote box, read every 2 s, waited 4.5 s per read and
+# Streamlit's next tick cut each read short before it could say "reconnecting": the page froze silently).
+FAIL_FAST = 0.25  # seconds
 CHANNEL = "bx:class-changed"  # a class's code, published whenever its seq moves (ClassStore.watch)
 
 # Each script returns {"err", message} to refuse, with the same messages as the in-process store.
@@ -254,6 +260,32 @@ class RedisStore(ClassStore):
                          (("publish", PUBLISH), ("split", SPLIT), ("reveal", REVEAL), ("join", JOIN),
                           ("vote", VOTE), ("view", VIEW), ("remove", REMOVE), ("lock", LOCK))}
         self._listener, self._listen_lock = None, threading.Lock()
+        self._down, self._probing, self._down_lock = 0.0, False, threading.Lock()  # see FAIL_FAST
+
+    @contextlib.contextmanager
+    def _reach(self):
+        """Around every call to Redis: its errors become StoreUnavailable; a store that did not answer a moment ago
+        is not waited for again by every caller (FAIL_FAST)."""
+        probe = False
+        if self._down:
+            with self._down_lock:
+                if self._probing or time.monotonic() - self._down < FAIL_FAST:
+                    raise StoreUnavailable("no answer a moment ago")
+                self._probing = probe = True
+        try:
+            yield
+            self._down = 0.0
+        except (redis.ConnectionError, redis.TimeoutError) as e:
+            self._down = time.monotonic()
+            raise StoreUnavailable(type(e).__name__) from None
+        except redis.RedisError as e:
+            raise StoreUnavailable(type(e).__name__) from None
+        except ClassError:
+            self._down = 0.0  # it answered (with a refusal)
+            raise
+        finally:
+            if probe:
+                self._probing = False
 
     def _start_watching(self) -> None:
         """One listener thread per store: Redis's pub/sub tells this process of every process's changes."""
@@ -278,10 +310,8 @@ class RedisStore(ClassStore):
 
     def _call(self, name: str, code: str, *args):
         key = self._key(code)
-        try:
+        with self._reach():
             out = self._scripts[name](keys=[key], args=[self._ms, *args])
-        except redis.RedisError as e:
-            raise StoreUnavailable(type(e).__name__) from None
         if isinstance(out, list) and out and out[0] == "err":
             err = ERRORS[out[1]]
             raise err() if isinstance(err, type) else ClassError(err.format(max_students=self.max_students,
@@ -295,7 +325,7 @@ class RedisStore(ClassStore):
                   "q": "", "nc": 0, "split": 0, "revealed": 0, "answer": "", "n_students": 0, "n_actions": 0,
                   "n_questions": 0, "n_revealed": 0, "seq": 0, "n_seq": 0, "n_present": 0, "locked": 0, "jw": 0,
                   "jn": 0, "model": ""}
-        try:
+        with self._reach():
             for _ in range(20):
                 code = codes.new_code()
                 key = PREFIX + code
@@ -306,18 +336,14 @@ class RedisStore(ClassStore):
                         p.pexpire(key, self._ms)
                         p.execute()
                     return code, secret
-        except redis.RedisError as e:
-            raise StoreUnavailable(type(e).__name__) from None
         raise ClassError("No free class code found; try again.")
 
     def is_teacher(self, code, secret) -> bool:
-        try:
-            key = self._key(code)
-            return codes.secret_matches(secret, self.r.hget(key, "secret"))
-        except ClassError:
+        c = codes.clean_code(code)
+        if c is None:
             return False
-        except redis.RedisError as e:  # not "no": the caller keeps the teacher's key until the store answers
-            raise StoreUnavailable(type(e).__name__) from None
+        with self._reach():  # StoreUnavailable, not "no": the caller keeps the teacher's key until the store answers
+            return codes.secret_matches(secret, self.r.hget(PREFIX + c, "secret"))
 
     def _secret(self, secret) -> str:
         return codes.hash_secret(secret) if codes.clean_id(secret) else "-"
@@ -347,10 +373,9 @@ class RedisStore(ClassStore):
     def remove(self, code, secret, sid) -> None:
         if codes.clean_id(sid) is None:
             return
-        try:
-            nick = self.r.hget(self._key(code), f"s:{sid}")
-        except redis.RedisError as e:
-            raise StoreUnavailable(type(e).__name__) from None
+        key = self._key(code)
+        with self._reach():
+            nick = self.r.hget(key, f"s:{sid}")
         self._call("remove", code, self._secret(secret), sid, codes.fold_nickname(nick or ""))
 
     def lock(self, code, secret, on=True) -> None:
@@ -378,10 +403,8 @@ class RedisStore(ClassStore):
 
     def fields(self, code, secret) -> dict:
         key = self._key(code)
-        try:
+        with self._reach():
             f = self.r.hgetall(key)
-        except redis.RedisError as e:
-            raise StoreUnavailable(type(e).__name__) from None
         if not f:
             raise NoSuchClass()
         if not codes.secret_matches(secret, f.get("secret")):
@@ -390,8 +413,7 @@ class RedisStore(ClassStore):
 
     def end(self, code, secret) -> None:
         self.fields(code, secret)
-        try:
-            self.r.delete(self._key(code))
+        key = self._key(code)
+        with self._reach():
+            self.r.delete(key)
             self.r.publish(CHANNEL, codes.clean_code(code))  # the students' screens say the class has ended
-        except redis.RedisError as e:
-            raise StoreUnavailable(type(e).__name__) from None

@@ -273,9 +273,12 @@ def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypa
     the students (ask for the new code)."""
     import shutil
     import signal
+    import time
 
     from appserver import free_port, redis_server
     from conftest import worker_suffix
+
+    from classroom import redis_store
 
     d, port = ROOT / "tests" / "output" / f"redis-restart{worker_suffix()}", free_port()
     try:
@@ -297,6 +300,7 @@ def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypa
                 assert any(f"Reconnecting to class {code}" in i.value for i in again.info)
             finally:
                 proc.send_signal(signal.SIGCONT)
+            time.sleep(redis_store.FAIL_FAST)  # the store is tried again this long after it last did not answer
             t.run()  # the store answers again: the class resumes on the teacher's step
             assert_ok(t)
             assert classroom.open_store().view(code, secret=secret).step == 2
