@@ -39,11 +39,13 @@ from classroom.store import (
 
 PREFIX = "bx:class:"
 SOCKET_TIMEOUT = 1.0  # seconds: one try of one command (a class's commands take well under a millisecond)
-RETRIES = 3
-# After a store that did not answer (killed: in milliseconds; frozen: after the retries, about 4.5 s), calls fail at
-# once for this long, then one call at a time tries it again while the others fail at once: a frozen Redis holds
-# one thread of the process, not every page's (a student's vote box, read every 2 s, waited 4.5 s per read and
-# Streamlit's next tick cut each read short before it could say "reconnecting": the page froze silently).
+# One retry: redis-py retries a command and, inside each try, its reconnection, so 3 retries let one read of a frozen
+# Redis wait up to about 19 s (1 + 4 x 4.5 s, seen with py-spy under serve.sh); with 1, about 3 s.
+RETRIES = 1
+# After a call the store did not answer (killed: in milliseconds; frozen: after its tries), every call fails at once
+# until a thread of the store's own, pinging it every FAIL_FAST s, hears it again: a frozen Redis no longer holds
+# every page's reads (a student's vote box, read every 2 s, waited seconds per read, was rerun by its next tick
+# before it could say "reconnecting", and the page sat silent for the whole freeze).
 FAIL_FAST = 0.25  # seconds
 CHANNEL = "bx:class-changed"  # a class's code, published whenever its seq moves (ClassStore.watch)
 
@@ -249,8 +251,8 @@ class RedisStore(ClassStore):
 
     def __init__(self, url: str, idle_seconds: float = IDLE_HOURS * 3600, clock=time.time, join_rate: int = JOIN_RATE):
         self.url, self.idle_seconds, self.clock, self.join_rate = url, idle_seconds, clock, join_rate
-        # A store that does not answer is retried with a short backoff (0.05, 0.1, 0.2 s), each try bounded by a
-        # 1 s timeout: a killed Redis fails in milliseconds, a frozen one in about 4 s; then StoreUnavailable, and
+        # A store that does not answer is retried once after 0.05 s, each try bounded by a 1 s timeout: a killed
+        # Redis fails in milliseconds, a frozen one in about 3 s; then StoreUnavailable (FAIL_FAST), and
         # the page says it is reconnecting. A restarted Redis has lost the scripts: redis-py loads them again.
         self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=SOCKET_TIMEOUT,
                                       socket_connect_timeout=SOCKET_TIMEOUT, health_check_interval=30,
@@ -260,32 +262,40 @@ class RedisStore(ClassStore):
                          (("publish", PUBLISH), ("split", SPLIT), ("reveal", REVEAL), ("join", JOIN),
                           ("vote", VOTE), ("view", VIEW), ("remove", REMOVE), ("lock", LOCK))}
         self._listener, self._listen_lock = None, threading.Lock()
-        self._down, self._probing, self._down_lock = 0.0, False, threading.Lock()  # see FAIL_FAST
+        self._down, self._down_lock = None, threading.Lock()  # the error that made the store down (FAIL_FAST)
 
     @contextlib.contextmanager
     def _reach(self):
-        """Around every call to Redis: its errors become StoreUnavailable; a store that did not answer a moment ago
-        is not waited for again by every caller (FAIL_FAST)."""
-        probe = False
-        if self._down:
-            with self._down_lock:
-                if self._probing or time.monotonic() - self._down < FAIL_FAST:
-                    raise StoreUnavailable("no answer a moment ago")
-                self._probing = probe = True
+        """Around every call to Redis: its errors become StoreUnavailable; while the store is down (FAIL_FAST), every
+        call says so at once."""
+        if self._down is not None:
+            raise StoreUnavailable(self._down)
         try:
             yield
-            self._down = 0.0
         except (redis.ConnectionError, redis.TimeoutError) as e:
-            self._down = time.monotonic()
+            self._went_down(type(e).__name__)
             raise StoreUnavailable(type(e).__name__) from None
         except redis.RedisError as e:
             raise StoreUnavailable(type(e).__name__) from None
-        except ClassError:
-            self._down = 0.0  # it answered (with a refusal)
-            raise
-        finally:
-            if probe:
-                self._probing = False
+
+    def _went_down(self, why: str) -> None:
+        """Mark the store down, and start the thread that pings it until it answers (one at a time)."""
+        with self._down_lock:
+            if self._down is not None:
+                return
+            self._down = why
+
+        def ping_until_it_answers() -> None:
+            while True:
+                time.sleep(FAIL_FAST)
+                try:
+                    self.r.ping()  # a restarted Redis still loading its file answers LOADING: still down
+                except redis.RedisError:
+                    continue
+                self._down = None
+                return
+
+        threading.Thread(target=ping_until_it_answers, name="class-store-ping", daemon=True).start()
 
     def _start_watching(self) -> None:
         """One listener thread per store: Redis's pub/sub tells this process of every process's changes."""

@@ -344,12 +344,19 @@ def run(port: int, outage: float, freeze: float) -> int:
             frozen = time.time()
             try:  # no settle(): the teacher's timers are running (each read waits for the frozen store)
                 t.get_by_role("button", name="Next →").click()
-                wait_step(check, t, 2, "teacher, store frozen", timeout=freeze + 30)
-                check.wait(t, f"text={RECONNECTING}", "teacher: reconnecting (frozen)",
-                           timeout=max(5.0, freeze - (time.time() - frozen)))
+                if os.environ.get("CLASS_OUTAGE_PYSPY"):  # what each app process waits on, 6 s into the freeze
+                    time.sleep(max(0.0, frozen + 6 - time.time()))
+                    for n in (1, 2):
+                        app = re.findall(rf"serve\.sh: process {n} started \(pid (\d+)\)", log.read_text())[-1]
+                        (OUT / f"pyspy_process{n}.txt").write_text(subprocess.run(
+                            ["py-spy", "dump", "--pid", app], capture_output=True, text=True).stdout)
+                seen = seen_during([t, *students], RECONNECTING, frozen + freeze - 0.5)
+                check(seen[0] is not None, f"teacher: reconnecting while frozen (after "
+                      f"{seen[0] - frozen if seen[0] else 0:.1f} s)")
+                seen = seen[1:]
+                wait_step(check, t, 2, "teacher, store frozen", timeout=5)
                 q = query(t)
                 check((q.get("class"), q.get("teacher")) == (code, secret), f"teacher's address keeps the key: {q}")
-                seen = seen_during(students, RECONNECTING, frozen + freeze - 0.5)
                 for i, s in enumerate(students):
                     if not check(seen[i] is not None, f"student {i} ({backend(s)}): reconnecting while frozen "
                                  f"(after {seen[i] - frozen if seen[i] else 0:.1f} s)"):
@@ -363,7 +370,10 @@ def run(port: int, outage: float, freeze: float) -> int:
                               state="detached"):
                 print("   still shown:", t.evaluate("""(s) => [...document.querySelectorAll('[data-testid=stMain] *')]
                     .filter(e => e.children.length === 0 && e.innerText?.includes(s))
-                    .map(e => [e.innerText.slice(0, 160), e.closest('[data-stale]')?.dataset.stale])""", RECONNECTING))
+                    .map(e => [e.innerText.slice(0, 100), [...(function* (n) { while (n) { if (n.dataset?.testid
+                        || [...n.classList].some(c => c.startsWith('st-key-'))) yield (n.dataset.testid || '') + ' '
+                        + [...n.classList].filter(c => c.startsWith('st-key-')).join(' '); n = n.parentElement; }
+                        })(e)].slice(0, 12)])""", RECONNECTING))
                 t.screenshot(path=str(OUT / "2_after_freeze_teacher.png"))
             for i, s in enumerate(students):
                 wait_step(check, s, 2, f"student {i} ({backend(s)}) on step 2 after the freeze")
