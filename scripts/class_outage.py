@@ -37,11 +37,13 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "benchmarks"))
-from appserver import CHROMIUM, CHROMIUM_ARGS  # noqa: E402 (benchmarks/ is not a package)
+sys.path[:0] = [str(ROOT / "tests" / "browser"), str(ROOT / "tests"), str(ROOT / "benchmarks"), str(ROOT)]
+# The browser tests' own helpers (not packages): a page in its own context, and "its script has run and stopped".
+from appserver import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from test_browser_classroom import tab  # noqa: E402
+from test_browser_lesson import settle  # noqa: E402
 
 OUT = ROOT / "tests" / "output" / "class_outage"
-DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
 LOST_CONNECTION = "Connection error"  # Streamlit's dialog when a page's websocket is gone
 RECONNECTING = "Reconnecting to the class"
 
@@ -65,16 +67,6 @@ class Check:
         except Exception:
             return self(False, f"{what} (not within {timeout:.0f} s)")
         return self(True, f"{what} ({time.time() - t:.1f} s)")
-
-
-def settle(pg, timeout: float = 120) -> None:
-    """The page's script has run and stopped, twice half a second apart."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        pg.wait_for_selector(DONE, timeout=max(1.0, deadline - time.time()) * 1000)
-        time.sleep(0.5)
-        if pg.locator(DONE).count() == 1:
-            return
 
 
 def step_of(pg) -> int | None:
@@ -195,18 +187,6 @@ def no_connection_error(check: Check, pages: dict, when: str) -> None:
         shown = pg.get_by_text(LOST_CONNECTION).count() > 0
         check(not shown and not pg.errors, f"{who} ({backend(pg)}): no connection error, no page error {when}"
               + (f" {pg.errors}" if pg.errors else ""))
-
-
-def tab(browser, base: str, size: tuple[int, int]):
-    host = urllib.parse.urlparse(base).netloc
-    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]}, accept_downloads=True)
-    ctx.route("**/*", lambda r: r.continue_() if urllib.parse.urlparse(r.request.url).netloc in (host, "")
-              else r.abort())
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    return pg
 
 
 def answered(check: Check, t, n: int, of: int, when: str, timeout: float = 60) -> bool:
