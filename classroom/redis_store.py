@@ -8,6 +8,7 @@ their own). Redis's own memory is bounded by the deploy script (`--maxmemory`), 
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 
@@ -38,7 +39,14 @@ from classroom.store import (
 
 PREFIX = "bx:class:"
 SOCKET_TIMEOUT = 1.0  # seconds: one try of one command (a class's commands take well under a millisecond)
-RETRIES = 3
+# One retry: redis-py retries a command and, inside each try, its reconnection, so 3 retries let one read of a frozen
+# Redis wait up to about 19 s (1 + 4 x 4.5 s, seen with py-spy under serve.sh); with 1, about 3 s.
+RETRIES = 1
+# After a call the store did not answer (killed: in milliseconds; frozen: after its tries), every call fails at once
+# until a thread of the store's own, pinging it every FAIL_FAST s, hears it again: a frozen Redis no longer holds
+# every page's reads (a student's vote box, read every 2 s, waited seconds per read, was rerun by its next tick
+# before it could say "reconnecting", and the page sat silent for the whole freeze).
+FAIL_FAST = 0.25  # seconds
 CHANNEL = "bx:class-changed"  # a class's code, published whenever its seq moves (ClassStore.watch)
 
 # Each script returns {"err", message} to refuse, with the same messages as the in-process store.
@@ -243,8 +251,8 @@ class RedisStore(ClassStore):
 
     def __init__(self, url: str, idle_seconds: float = IDLE_HOURS * 3600, clock=time.time, join_rate: int = JOIN_RATE):
         self.url, self.idle_seconds, self.clock, self.join_rate = url, idle_seconds, clock, join_rate
-        # A store that does not answer is retried with a short backoff (0.05, 0.1, 0.2 s), each try bounded by a
-        # 1 s timeout: a killed Redis fails in milliseconds, a frozen one in about 4 s; then StoreUnavailable, and
+        # A store that does not answer is retried once after 0.05 s, each try bounded by a 1 s timeout: a killed
+        # Redis fails in milliseconds, a frozen one in about 3 s; then StoreUnavailable (FAIL_FAST), and
         # the page says it is reconnecting. A restarted Redis has lost the scripts: redis-py loads them again.
         self.r = redis.Redis.from_url(url, decode_responses=True, socket_timeout=SOCKET_TIMEOUT,
                                       socket_connect_timeout=SOCKET_TIMEOUT, health_check_interval=30,
@@ -254,6 +262,40 @@ class RedisStore(ClassStore):
                          (("publish", PUBLISH), ("split", SPLIT), ("reveal", REVEAL), ("join", JOIN),
                           ("vote", VOTE), ("view", VIEW), ("remove", REMOVE), ("lock", LOCK))}
         self._listener, self._listen_lock = None, threading.Lock()
+        self._down, self._down_lock = None, threading.Lock()  # the error that made the store down (FAIL_FAST)
+
+    @contextlib.contextmanager
+    def _reach(self):
+        """Around every call to Redis: its errors become StoreUnavailable; while the store is down (FAIL_FAST), every
+        call says so at once."""
+        if self._down is not None:
+            raise StoreUnavailable(self._down)
+        try:
+            yield
+        except (redis.ConnectionError, redis.TimeoutError) as e:
+            self._went_down(type(e).__name__)
+            raise StoreUnavailable(type(e).__name__) from None
+        except redis.RedisError as e:
+            raise StoreUnavailable(type(e).__name__) from None
+
+    def _went_down(self, why: str) -> None:
+        """Mark the store down, and start the thread that pings it until it answers (one at a time)."""
+        with self._down_lock:
+            if self._down is not None:
+                return
+            self._down = why
+
+        def ping_until_it_answers() -> None:
+            while True:
+                time.sleep(FAIL_FAST)
+                try:
+                    self.r.ping()  # a restarted Redis still loading its file answers LOADING: still down
+                except redis.RedisError:
+                    continue
+                self._down = None
+                return
+
+        threading.Thread(target=ping_until_it_answers, name="class-store-ping", daemon=True).start()
 
     def _start_watching(self) -> None:
         """One listener thread per store: Redis's pub/sub tells this process of every process's changes."""
@@ -278,10 +320,8 @@ class RedisStore(ClassStore):
 
     def _call(self, name: str, code: str, *args):
         key = self._key(code)
-        try:
+        with self._reach():
             out = self._scripts[name](keys=[key], args=[self._ms, *args])
-        except redis.RedisError as e:
-            raise StoreUnavailable(type(e).__name__) from None
         if isinstance(out, list) and out and out[0] == "err":
             err = ERRORS[out[1]]
             raise err() if isinstance(err, type) else ClassError(err.format(max_students=self.max_students,
@@ -295,7 +335,7 @@ class RedisStore(ClassStore):
                   "q": "", "nc": 0, "split": 0, "revealed": 0, "answer": "", "n_students": 0, "n_actions": 0,
                   "n_questions": 0, "n_revealed": 0, "seq": 0, "n_seq": 0, "n_present": 0, "locked": 0, "jw": 0,
                   "jn": 0, "model": ""}
-        try:
+        with self._reach():
             for _ in range(20):
                 code = codes.new_code()
                 key = PREFIX + code
@@ -306,18 +346,14 @@ class RedisStore(ClassStore):
                         p.pexpire(key, self._ms)
                         p.execute()
                     return code, secret
-        except redis.RedisError as e:
-            raise StoreUnavailable(type(e).__name__) from None
         raise ClassError("No free class code found; try again.")
 
     def is_teacher(self, code, secret) -> bool:
-        try:
-            key = self._key(code)
-            return codes.secret_matches(secret, self.r.hget(key, "secret"))
-        except ClassError:
+        c = codes.clean_code(code)
+        if c is None:
             return False
-        except redis.RedisError as e:  # not "no": the caller keeps the teacher's key until the store answers
-            raise StoreUnavailable(type(e).__name__) from None
+        with self._reach():  # StoreUnavailable, not "no": the caller keeps the teacher's key until the store answers
+            return codes.secret_matches(secret, self.r.hget(PREFIX + c, "secret"))
 
     def _secret(self, secret) -> str:
         return codes.hash_secret(secret) if codes.clean_id(secret) else "-"
@@ -347,10 +383,9 @@ class RedisStore(ClassStore):
     def remove(self, code, secret, sid) -> None:
         if codes.clean_id(sid) is None:
             return
-        try:
-            nick = self.r.hget(self._key(code), f"s:{sid}")
-        except redis.RedisError as e:
-            raise StoreUnavailable(type(e).__name__) from None
+        key = self._key(code)
+        with self._reach():
+            nick = self.r.hget(key, f"s:{sid}")
         self._call("remove", code, self._secret(secret), sid, codes.fold_nickname(nick or ""))
 
     def lock(self, code, secret, on=True) -> None:
@@ -378,10 +413,8 @@ class RedisStore(ClassStore):
 
     def fields(self, code, secret) -> dict:
         key = self._key(code)
-        try:
+        with self._reach():
             f = self.r.hgetall(key)
-        except redis.RedisError as e:
-            raise StoreUnavailable(type(e).__name__) from None
         if not f:
             raise NoSuchClass()
         if not codes.secret_matches(secret, f.get("secret")):
@@ -390,8 +423,7 @@ class RedisStore(ClassStore):
 
     def end(self, code, secret) -> None:
         self.fields(code, secret)
-        try:
-            self.r.delete(self._key(code))
+        key = self._key(code)
+        with self._reach():
+            self.r.delete(key)
             self.r.publish(CHANNEL, codes.clean_code(code))  # the students' screens say the class has ended
-        except redis.RedisError as e:
-            raise StoreUnavailable(type(e).__name__) from None

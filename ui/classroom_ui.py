@@ -148,6 +148,7 @@ def _leave() -> None:
 
 # ------------------------------------------------------------------------------------------ hook 1
 ENDED = "The class has ended: ask your teacher for the new code."
+ENDED_NOTE = "class_ended_note"
 
 
 def follow() -> Live | None:
@@ -183,7 +184,7 @@ def follow() -> Live | None:
             if secret and isinstance(e, classroom.NoSuchClass):
                 st.session_state[LOST] = url_code
             else:
-                _say(ClassError(ENDED) if sid and isinstance(e, classroom.NoSuchClass) else e)
+                _ended() if sid and isinstance(e, classroom.NoSuchClass) else _say(e)
             for k in ("class", "teacher", "me"):
                 q.pop(k, None)
     elif q.get("class") is not None and not url_code:
@@ -204,7 +205,7 @@ def follow() -> Live | None:
         if live.teacher:
             st.session_state[LOST] = code
         else:
-            _say(ClassError(ENDED) if isinstance(e, classroom.NoSuchClass) else e)
+            _ended() if isinstance(e, classroom.NoSuchClass) else _say(e)
         _leave()
         return None
     st.session_state.pop(LOST, None)
@@ -229,15 +230,24 @@ def follow() -> Live | None:
     return live
 
 
+def _ended() -> None:
+    """A student's class is gone: said where the vote box was (the main column, seen on a phone without
+    scrolling to the class's panel), on this run."""
+    st.session_state[ENDED_NOTE] = True
+
+
 def _keep_param(k: str, v: str) -> None:
     if st.query_params.get(k) != v:
         st.query_params[k] = v
 
 
-def _reconnecting(code: str) -> None:
+def _reconnecting(code: str, present: bool = False) -> None:
     """The class's store does not answer: say so, and rerun the page as soon as it answers again."""
-    st.info("Reconnecting to the class… The Lesson works on meanwhile; your class and its votes come back when "
-            "the class's store answers.", icon=":material/sync:")
+    if present:  # in the join card's place, beside the slide: short
+        st.info(f"Reconnecting to class {code}… The slides work on; its votes come back with its store.")
+    else:
+        st.info("Reconnecting to the class… The Lesson works on meanwhile; your class and its votes come back when "
+                "the class's store answers.", icon=":material/sync:")
 
     @st.fragment(run_every=RETRY)
     def wait_for_store() -> None:
@@ -254,8 +264,11 @@ def _reconnecting(code: str) -> None:
 
 def _lost(code: str, present: bool) -> None:
     """The teacher's class is gone from a store that answers: say so, and offer a new class in one click."""
-    st.error(f"Your class {code} was lost: the class's store restarted without it (or it expired). Its votes are "
-             "gone; start a new class and give your students its code.")
+    if present:  # in the join card's place, beside the slide: short
+        st.error(f"Class {code} was lost (its store restarted without it); its votes are gone.")
+    else:
+        st.error(f"Your class {code} was lost: the class's store restarted without it (or it expired). Its votes "
+                 "are gone; start a new class and give your students its code.")
     st.button("Start a new class", key="class_restart", on_click=start, type="primary",
               width="content" if present else "stretch")
 
@@ -315,6 +328,8 @@ def question_id(token: str) -> str:
 def question_ui(live: Live | None, col, q, token: str, k: int, text: str, pair: str | None, revealed: bool) -> bool:
     """The class's question in `col` (the teacher's controls, or a student's vote); returns whether it is revealed."""
     if live is None:
+        if st.session_state.pop(ENDED_NOTE, None):
+            col.warning(ENDED)
         return revealed
     if live.teacher:
         return _teacher_question(live, col, q, token, k, text, pair)
@@ -541,10 +556,11 @@ def panel(live: Live | None, present: bool, side) -> None:
     if present:
         if msg:
             st.warning(msg)
-        if away:
-            _reconnecting(away)
-        elif lost:
-            _lost(lost, present)
+        if away or lost:  # where the join card was, beside the slide (below it, a projector would not show it)
+            st.html(CARD_CSS)
+            with st.container(key="class_card"):
+                _reconnecting(away, present) if away else _lost(lost, present)
+                presenter_tools(live, in_card=True)
         elif live is not None and live.teacher:
             _join_card(live, big=True)  # with the presenter's tools in it
         else:
@@ -738,17 +754,19 @@ def _card_live(live: Live) -> None:
 PRESENTER_KEYS = "Keys: → or Page Down next, ← or Page Up back, space reveals the class's question."
 
 
-def presenter_tools(live: Live | None, note: str | None = None) -> None:
+def presenter_tools(live: Live | None, note: str | None = None, in_card: bool = False) -> None:
     """Presenter mode's "Start a class" and sentence box (and the note on the join link), in a popover at the top
-    right (not on the slide)."""
+    right (not on the slide). `in_card`: in the box of a class reconnecting or lost (no "Start a class": that box
+    has its own way on)."""
     if following_student(live):
         return
     k = int(st.session_state.get("lesson_step", 1))
-    if live is None:  # no card: the popover alone at the top right
+    alone = live is None and not in_card
+    if alone:  # no card: the popover alone at the top right
         st.html("<style>.st-key-class_tools {position: fixed; top: 0.4rem; right: 0.6rem; z-index: 101; "
                 "width: max-content !important;}</style>")
     with st.container(key="class_tools"), st.popover("Class and sentence", icon=":material/tune:"):
-        if live is None:
+        if alone:
             st.button("Start a class", key="class_start", on_click=start, type="primary",
                       help="Students join with the code the projector then shows beside the step.")
         if note:

@@ -114,6 +114,8 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
         assert at.header[0].value.startswith("Step 2 of")
         assert at.session_state[lesson.text_key(2)] == text
         assert all("<script>" not in md.value and "<img" not in md.value for md in at.markdown)
+        box = at.text_input(key="class_text_shown")  # the teacher's sentence, in a box that cannot be typed in
+        assert box.value == text and box.disabled and "Follow the teacher" in box.help
     # The end-of-lesson table: one revealed question, one of three right; the CSV names only who gave a name.
     rows = classroom_ui.results_rows(backend.results(code, secret))
     assert [(r["step"], r["answered"], r["right"], r["share right"]) for r in rows] == [(1, 3, 1, "33%")]
@@ -266,6 +268,15 @@ def test_the_question_token_holds_the_sentence_and_the_pair():
     assert qid(a) != qid(tok("m", 7, "A.", "C.", q)) and tok("m", 7, "A.", "B.", None) == ""
 
 
+def heard_again(timeout: float = 10) -> None:
+    """Until the Redis store's own ping hears its redis-server again (within about FAIL_FAST once it answers)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and classroom.open_store()._down is not None:
+        time.sleep(0.05)
+
+
 def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypatch):
     """A real redis-server frozen (SIGSTOP), then killed, then restarted empty on its port: the teacher keeps the
     class's key in the session and the address throughout and the page says it is reconnecting; a frozen store
@@ -291,11 +302,13 @@ def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypa
                 assert (t.query_params["class"], t.query_params["teacher"]) == (code, secret)
                 assert t.session_state["class_secret"] == secret
                 assert any("Reconnecting to the class" in i.value for i in t.info)
-                again = session({k: t.query_params[k] for k in t.query_params})  # the teacher's tab, reloaded
+                # The teacher's tab reloaded, on the projector: the short note in the join card's place.
+                again = session({**{k: t.query_params[k] for k in t.query_params}, "present": "1"})
                 assert (again.query_params["class"], again.query_params["teacher"]) == (code, secret)
-                assert any("Reconnecting to the class" in i.value for i in again.info)
+                assert any(f"Reconnecting to class {code}" in i.value for i in again.info)
             finally:
                 proc.send_signal(signal.SIGCONT)
+            heard_again()
             t.run()  # the store answers again: the class resumes on the teacher's step
             assert_ok(t)
             assert classroom.open_store().view(code, secret=secret).step == 2
@@ -311,9 +324,13 @@ def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypa
             s.run()
             assert s.query_params["class"] == code and s.session_state["class_sid"]
         with redis_server(d, port=port):  # back, empty
+            heard_again()
             t.run()
             assert_ok(t)
             assert any(f"Your class {code} was lost" in e.value for e in t.error)
+            again.run()
+            assert any(f"Class {code} was lost" in e.value for e in again.error)
+            assert again.button(key="class_restart") is not None
             t.button(key="class_restart").click().run()  # one click: a new class, this session its teacher
             assert_ok(t)
             new = t.session_state["class_code"]

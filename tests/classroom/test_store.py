@@ -313,6 +313,39 @@ def test_an_unreachable_redis_gives_a_clear_message():
         s.view(new_code())
 
 
+def test_a_frozen_redis_is_waited_for_once_then_every_caller_hears_at_once(tmp_path):
+    """Redis frozen (SIGSTOP): a call waits out its tries (about 3 s); after it, every call says the store is
+    unavailable at once (the store's own thread pings it), not after seconds each; continued, the store answers."""
+    import signal
+
+    from appserver import redis_server
+
+    from classroom import redis_store
+
+    with redis_server(tmp_path) as (url, proc):
+        s = redis_store.RedisStore(url)
+        code, secret = s.create()
+        proc.send_signal(signal.SIGSTOP)
+        try:
+            t = time.monotonic()
+            with pytest.raises(classroom.StoreUnavailable, match="TimeoutError"):
+                s.view(code)
+            waited = time.monotonic() - t
+            assert 2 * redis_store.SOCKET_TIMEOUT <= waited < 6 * redis_store.SOCKET_TIMEOUT, waited  # tried again
+            t = time.monotonic()
+            for call in (lambda: s.view(code), lambda: s.vote(code, secret, "q", 0),
+                         lambda: s.is_teacher(code, secret), lambda: s.publish(code, secret, 2, "A.", None, None)):
+                with pytest.raises(classroom.StoreUnavailable):
+                    call()
+            assert time.monotonic() - t < 0.5 * redis_store.SOCKET_TIMEOUT
+        finally:
+            proc.send_signal(signal.SIGCONT)
+        deadline = time.monotonic() + 10  # the store's own ping hears it again within about FAIL_FAST
+        while time.monotonic() < deadline and s._down is not None:
+            time.sleep(0.05)
+        assert s.view(code, secret=secret).step == 1 and s.is_teacher(code, secret)
+
+
 def test_codes_and_nicknames():
     for _ in range(200):
         c = new_code()
