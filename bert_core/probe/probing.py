@@ -20,6 +20,7 @@ own senses, the softmax restricted to them).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import gzip
@@ -218,29 +219,59 @@ def fit_probe(x: np.ndarray, y: np.ndarray, n_classes: int, allowed: np.ndarray 
         cand = (torch.from_numpy(ex), torch.from_numpy(slot), torch.from_numpy(cand_np[ex, slot]))
         target = torch.from_numpy((cand_np == y[:, None]).argmax(1))
         dense_shape = pad_np.shape
+    N = len(y)
     w = torch.zeros(x.shape[1], n_classes, requires_grad=True)
     b = torch.zeros(n_classes, requires_grad=True)
+    onehot = torch.zeros(N, n_classes if cand is None else dense_shape[1])
+    onehot[torch.arange(N), target] = 1.0  # (N, C) or (N, K): the label's column
     opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=steps, history_size=20, line_search_fn="strong_wolfe",
                             tolerance_grad=1e-6, tolerance_change=1e-9)
     last = [0.0]
 
+    @torch.no_grad()
     def closure():
-        opt.zero_grad()
+        # The loss and its gradient written out (no autograd graph: a third of the operations, which matters
+        # when each is a few milliseconds): with P = softmax(z), dL/dz = (P - Y) / N, dL/dW = Xs^T dL/dz + l2 W.
         if cand is None:
-            z = xs @ w + b  # (N, C)
+            z = torch.addmm(b, xs, w)  # (N, C)
         else:
             ex, slot, c = cand
             zp = (xs[ex] * w.T[c]).sum(-1) + b[c]  # (P,) the allowed labels' logits only
-            z = torch.full(dense_shape, float("-inf")).index_put((ex, slot), zp)  # (N, K), -inf where padded
-        loss = nn.functional.cross_entropy(z, target) + 0.5 * l2 * (w * w).sum()
-        loss.backward()
-        last[0] = float(loss.detach())
+            z = torch.full(dense_shape, float("-inf")).index_put_((ex, slot), zp)  # (N, K), -inf where padded
+        logp = torch.log_softmax(z, 1)
+        loss = -logp[torch.arange(N), target].mean() + 0.5 * l2 * (w * w).sum()
+        g = logp.exp_().sub_(onehot).div_(N)  # (N, C) or (N, K): dL/dz
+        if cand is None:
+            w.grad = torch.addmm(w, xs.T, g, beta=l2)
+            b.grad = g.sum(0)
+        else:
+            gp = g[ex, slot]  # (P,)
+            w.grad = (l2 * w).T.index_add(0, c, gp[:, None] * xs[ex]).T.contiguous()
+            b.grad = torch.zeros_like(b).index_add_(0, c, gp)
+        last[0] = float(loss)
         return loss
 
-    with torch.enable_grad():
-        opt.step(closure)
+    opt.step(closure)
     n = opt.state[opt._params[0]].get("n_iter", 0)
     return LinearProbe(mean, scale, w.detach().numpy(), b.detach().numpy(), last[0], int(n))
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run torch in this thread on one intra-op thread, then restore its count.
+
+    Why: a probe's operations are a few milliseconds each (6,000 x 384 by 384 x 12), and split over threads each
+    waits for the slowest; on 2 shared cores (load 14-17) the 7 fits of one row took 98 s with 2 threads and 23 s
+    with 1 (benchmarks/bench_notebooks.py, docs/benchmarks.md). One thread also fixes the order of every sum, so
+    the page and a notebook on another machine fit the same probe from the same vectors. torch's count is per
+    thread (ui/threads.py): other sessions' runs keep theirs.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _allowed(task: ProbeTask, items: np.ndarray) -> np.ndarray | None:
@@ -403,7 +434,8 @@ def _probe_layers(m: LoadedModel, task: ProbeTask, seed: int, control: bool, pro
         t0 = time.perf_counter()
         for layer in range(L1):
             report(f"Fitting the probes ({row}): layer {layer} of 0..{L1 - 1}", (done + layer / L1) / units)
-            probe = fit_probe(wv.vectors[layer, xi_tr], y_tr, C, allowed=at_train)
+            with one_thread():
+                probe = fit_probe(wv.vectors[layer, xi_tr], y_tr, C, allowed=at_train)
             pv = probe.predict(wv.vectors[layer, xi_va], at_valid)
             p[layer] = pv
             a[layer] = float((pv == y_va).mean())
