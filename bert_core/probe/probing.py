@@ -260,11 +260,12 @@ def fit_probe(x: np.ndarray, y: np.ndarray, n_classes: int, allowed: np.ndarray 
 def one_thread():
     """Run torch in this thread on one intra-op thread, then restore its count.
 
-    Why: a probe's operations are a few milliseconds each (6,000 x 384 by 384 x 12), and split over threads each
-    waits for the slowest; on 2 shared cores (load 14-17) the 7 fits of one row took 98 s with 2 threads and 23 s
-    with 1 (benchmarks/bench_notebooks.py, docs/benchmarks.md). One thread also fixes the order of every sum, so
-    the page and a notebook on another machine fit the same probe from the same vectors. torch's count is per
-    thread (ui/threads.py): other sessions' runs keep theirs.
+    Why: a probing run is many small operations (a probe's are a few milliseconds: 6,000 x 384 by 384 x 12), and
+    split over threads each waits for the slowest; on 2 shared cores the 7 fits of one row took 98 s with 2
+    threads and 23 s with 1 (load 14-17), the MiniLM's pass over 600 sentences 30 s and 4.2 s (load 9-10;
+    docs/benchmarks.md). On 2 idle cores one thread costs the pass about 2x. One thread also fixes the order of
+    every sum, so the page and a notebook elsewhere compute the same vectors and fit the same probes whatever
+    their thread settings. torch's count is per thread (ui/threads.py): other sessions' runs keep theirs.
     """
     before = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -336,7 +337,8 @@ def probe_layers(m: LoadedModel, task_name: str = POS, n_train: int = POS_SIZES[
                  control: bool = True, progress: Progress | None = None, store: bool = True) -> LayerProbes:
     """Fit a probe on every layer of `m` and of its random-weights twin (and the control task); held-out accuracy.
 
-    Features: one forward pass per model with every hidden state (`word_vectors`); then (L+1) L-BFGS fits each.
+    Features: one forward pass per model with every hidden state (`word_vectors`); then (L+1) L-BFGS fits each;
+    all on one intra-op thread (`one_thread`: faster on shared cores, and the same sums on any machine).
     `store`: read the run from disk when this model made it on this machine with these settings, and keep it
     there once made (`bert_core.inspect.stored`): the app's page and a notebook then show the same run.
     `seconds` is the time of the run that made it.
@@ -348,9 +350,14 @@ def probe_layers(m: LoadedModel, task_name: str = POS, n_train: int = POS_SIZES[
                             f"than the {PROBE_MAX_BYTES / 2**20:.0f} MB a probing run may hold: pick fewer training "
                             "sentences")
     if not store:
-        return _probe_layers(m, task, seed, control, progress)
-    args = [task_digest(task), seed, control]
-    a, _ = stored.stored("probes", m, args, lambda: _arrays(_probe_layers(m, task, seed, control, progress)))
+        with one_thread():
+            return _probe_layers(m, task, seed, control, progress)
+
+    def run():
+        with one_thread():
+            return _arrays(_probe_layers(m, task, seed, control, progress))
+
+    a, _ = stored.stored("probes", m, [task_digest(task), seed, control], run)
     return _from_arrays(a, task)
 
 
@@ -434,8 +441,7 @@ def _probe_layers(m: LoadedModel, task: ProbeTask, seed: int, control: bool, pro
         t0 = time.perf_counter()
         for layer in range(L1):
             report(f"Fitting the probes ({row}): layer {layer} of 0..{L1 - 1}", (done + layer / L1) / units)
-            with one_thread():
-                probe = fit_probe(wv.vectors[layer, xi_tr], y_tr, C, allowed=at_train)
+            probe = fit_probe(wv.vectors[layer, xi_tr], y_tr, C, allowed=at_train)
             pv = probe.predict(wv.vectors[layer, xi_va], at_valid)
             p[layer] = pv
             a[layer] = float((pv == y_va).mean())
