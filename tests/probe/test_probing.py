@@ -126,6 +126,11 @@ def test_fit_probe_reaches_the_optimum_a_plain_gradient_formula_says():
     loss = -np.log(prob[np.arange(len(y)), y]).mean() + 0.05 * (p.weight.astype(np.float64) ** 2).sum()
     assert abs(p.loss - loss) < 1e-5
     assert (p.predict(x) == z.argmax(1)).all()
+    # Started elsewhere (as a probing run starts each layer from the layer below's probe): the same optimum.
+    other = probing.fit_probe(x[::-1] * 2, y[::-1], 3, l2=0.1)
+    q = probing.fit_probe(x, y, 3, l2=0.1, start=other)
+    assert abs(q.loss - p.loss) < 1e-6
+    np.testing.assert_allclose(q.weight, p.weight, atol=1e-3)
 
 
 def test_restricted_softmax_equals_one_probe_per_group():
@@ -141,6 +146,17 @@ def test_restricted_softmax_equals_one_probe_per_group():
     assert (joint.predict(x, allowed)[group == 0] < 2).all() and (joint.predict(x, allowed)[group == 1] >= 2).all()
     acc = (joint.predict(x, allowed) == y).mean()
     assert acc > 0.8
+    # At the answer, the gradient of the restricted objective, written out in numpy (float64), vanishes:
+    # each example's softmax runs over its allowed labels only, so dL/dz is zero on the others.
+    xs = (x.astype(np.float64) - joint.mean) / joint.scale
+    z = np.where(allowed, xs @ joint.weight.astype(np.float64) + joint.bias, -np.inf)
+    prob = np.exp(z - z.max(1, keepdims=True))
+    prob /= prob.sum(1, keepdims=True)
+    err = prob - np.eye(5)[y]
+    assert np.abs(xs.T @ err / len(y) + 0.1 * joint.weight).max() < 1e-4
+    assert np.abs(err.mean(0)).max() < 1e-4
+    loss = -np.log(prob[np.arange(len(y)), y]).mean() + 0.05 * (joint.weight.astype(np.float64) ** 2).sum()
+    assert abs(joint.loss - loss) < 1e-5
     # An example whose label is not allowed is refused.
     bad = allowed.copy()
     bad[0] = ~bad[0]
@@ -267,3 +283,15 @@ def test_probing_refuses_more_vectors_than_its_byte_budget(monkeypatch):
         probing.probe_layers(m, probing.POS, 12)
     want = (len(task.train) + len(task.valid)) * (m.config.num_hidden_layers + 1) * m.config.hidden_size * 2
     assert probing.feature_bytes(m, task) == want
+
+
+def test_a_probing_run_uses_one_thread_and_gives_back_the_callers_count():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(RuntimeError), probing.one_thread():
+            assert torch.get_num_threads() == 1
+            raise RuntimeError
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
