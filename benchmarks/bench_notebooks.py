@@ -9,7 +9,8 @@ the path, as a reader next to the app would. Page and kernel share a fresh resul
 (BERT_EXPLORER_RESULTS_DIR, bert_core/inspect/stored.py): the notebook of a page that computed its index or
 probes reads them back, as on the app's machine; `--cold` turns that off in the kernel (a reader elsewhere).
 The peer, measured in the same run: a notebook that only imports bert_core and loads the model (the fixed cost
-every notebook pays). Target: <= 60 s per notebook on 2 cores.
+every notebook pays). Target: <= 60 s per notebook on 2 cores. Each line also gives the kernel's CPU seconds
+(reaped with the kernel): on a shared machine wall time follows the load, CPU time far less.
 Tagging and Question answering are left out: the bundled models have no task head, so their notebooks only say so.
 """
 
