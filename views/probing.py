@@ -46,7 +46,7 @@ key = (cur.model_key, task_name, n_train, cur.seed)
 done: dict = st.session_state.setdefault("pr_results", {})
 if st.button("Fit the probes", type="primary", key="pr_fit",
              help=f"One forward pass of the model and one of its random twin over the sentences, then {L + 1} "
-                  "probes for each row: a minute or more on the default model, several on a bert-base-sized one."):
+                  "probes for each row: under a minute on the default model, minutes on a bert-base-sized one."):
     bar = st.progress(0.0, text="Starting…")
     try:
         done[key] = model_cached(cur, probe_layers, task_name, n_train, cur.seed,

@@ -20,6 +20,7 @@ own senses, the softmax restricted to them).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import functools
 import gzip
@@ -190,17 +191,18 @@ class LinearProbe:
 
 
 def fit_probe(x: np.ndarray, y: np.ndarray, n_classes: int, allowed: np.ndarray | None = None,
-              l2: float = PROBE_L2, steps: int = PROBE_STEPS) -> LinearProbe:
+              l2: float = PROBE_L2, steps: int = PROBE_STEPS, start: LinearProbe | None = None) -> LinearProbe:
     """Minimise mean cross-entropy + l2/2 |W|^2 over (W, b) by L-BFGS (torch, float32, strong Wolfe line search).
 
     `allowed` (N, C) bool restricts each example's softmax to its allowed labels (word sense: its word's senses);
     only those logits are computed (a word has a handful of senses, the task a thousand).
-    Convex: the same data gives the same probe up to the solver's tolerance.
+    Convex: the same data gives the same probe up to the solver's tolerance, from any `start` (a probe of the same
+    shape whose weights and bias the solver starts from; None: zeros).
     """
     x = np.asarray(x, dtype=np.float32)
     mean, scale = x.mean(0), x.std(0) + 1e-6
     xs = torch.from_numpy((x - mean) / scale)  # (N, H)
-    y = np.asarray(y, dtype=np.int64)
+    y = np.ascontiguousarray(y, dtype=np.int64)
     if allowed is None:
         cand = None
         target = torch.from_numpy(y)
@@ -218,29 +220,61 @@ def fit_probe(x: np.ndarray, y: np.ndarray, n_classes: int, allowed: np.ndarray 
         cand = (torch.from_numpy(ex), torch.from_numpy(slot), torch.from_numpy(cand_np[ex, slot]))
         target = torch.from_numpy((cand_np == y[:, None]).argmax(1))
         dense_shape = pad_np.shape
-    w = torch.zeros(x.shape[1], n_classes, requires_grad=True)
-    b = torch.zeros(n_classes, requires_grad=True)
+    N = len(y)
+    w = torch.zeros(x.shape[1], n_classes) if start is None else torch.tensor(start.weight)
+    b = torch.zeros(n_classes) if start is None else torch.tensor(start.bias)
+    onehot = torch.zeros(N, n_classes if cand is None else dense_shape[1])
+    onehot[torch.arange(N), target] = 1.0  # (N, C) or (N, K): the label's column
     opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=steps, history_size=20, line_search_fn="strong_wolfe",
                             tolerance_grad=1e-6, tolerance_change=1e-9)
     last = [0.0]
 
+    @torch.no_grad()
     def closure():
-        opt.zero_grad()
+        # The loss and its gradient written out (no autograd graph: a third of the operations, which matters
+        # when each is a few milliseconds): with P = softmax(z), dL/dz = (P - Y) / N, dL/dW = Xs^T dL/dz + l2 W.
         if cand is None:
-            z = xs @ w + b  # (N, C)
+            z = torch.addmm(b, xs, w)  # (N, C)
         else:
             ex, slot, c = cand
             zp = (xs[ex] * w.T[c]).sum(-1) + b[c]  # (P,) the allowed labels' logits only
-            z = torch.full(dense_shape, float("-inf")).index_put((ex, slot), zp)  # (N, K), -inf where padded
-        loss = nn.functional.cross_entropy(z, target) + 0.5 * l2 * (w * w).sum()
-        loss.backward()
-        last[0] = float(loss.detach())
+            z = torch.full(dense_shape, float("-inf")).index_put_((ex, slot), zp)  # (N, K), -inf where padded
+        logp = torch.log_softmax(z, 1)
+        loss = -logp[torch.arange(N), target].mean() + 0.5 * l2 * (w * w).sum()
+        g = logp.exp_().sub_(onehot).div_(N)  # (N, C) or (N, K): dL/dz
+        if cand is None:
+            w.grad = torch.addmm(w, xs.T, g, beta=l2)
+            b.grad = g.sum(0)
+        else:
+            gp = g[ex, slot]  # (P,)
+            w.grad = (l2 * w).T.index_add(0, c, gp[:, None] * xs[ex]).T.contiguous()
+            b.grad = torch.zeros_like(b).index_add_(0, c, gp)
+        last[0] = float(loss)
         return loss
 
-    with torch.enable_grad():
-        opt.step(closure)
+    opt.step(closure)
     n = opt.state[opt._params[0]].get("n_iter", 0)
     return LinearProbe(mean, scale, w.detach().numpy(), b.detach().numpy(), last[0], int(n))
+
+
+@contextlib.contextmanager
+def one_thread():
+    """Run torch in this thread on one intra-op thread, then restore its count.
+
+    Why: a probing run is many small operations (a probe's are a few milliseconds: 6,000 x 384 by 384 x 12), and
+    split over threads each waits for the slowest; on 2 shared cores the 7 fits of one row took 98 s with 2
+    threads and 23 s with 1 (load 14-17), the MiniLM's pass over 600 sentences 30 s and 4.2 s (load 9-10;
+    docs/benchmarks.md). On 2 idle cores one thread can cost the pass at most 2x (not measured here: the
+    machine was never idle). One thread also fixes the order of every sum, so the page and a notebook elsewhere
+    compute the same vectors and fit the same probes whatever their thread settings. torch's count is per thread
+    (ui/threads.py): other sessions' runs keep theirs.
+    """
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def _allowed(task: ProbeTask, items: np.ndarray) -> np.ndarray | None:
@@ -305,7 +339,8 @@ def probe_layers(m: LoadedModel, task_name: str = POS, n_train: int = POS_SIZES[
                  control: bool = True, progress: Progress | None = None, store: bool = True) -> LayerProbes:
     """Fit a probe on every layer of `m` and of its random-weights twin (and the control task); held-out accuracy.
 
-    Features: one forward pass per model with every hidden state (`word_vectors`); then (L+1) L-BFGS fits each.
+    Features: one forward pass per model with every hidden state (`word_vectors`); then (L+1) L-BFGS fits each;
+    all on one intra-op thread (`one_thread`: faster on shared cores, and the same sums on any machine).
     `store`: read the run from disk when this model made it on this machine with these settings, and keep it
     there once made (`bert_core.inspect.stored`): the app's page and a notebook then show the same run.
     `seconds` is the time of the run that made it.
@@ -317,9 +352,14 @@ def probe_layers(m: LoadedModel, task_name: str = POS, n_train: int = POS_SIZES[
                             f"than the {PROBE_MAX_BYTES / 2**20:.0f} MB a probing run may hold: pick fewer training "
                             "sentences")
     if not store:
-        return _probe_layers(m, task, seed, control, progress)
-    args = [task_digest(task), seed, control]
-    a, _ = stored.stored("probes", m, args, lambda: _arrays(_probe_layers(m, task, seed, control, progress)))
+        with one_thread():
+            return _probe_layers(m, task, seed, control, progress)
+
+    def run():
+        with one_thread():
+            return _arrays(_probe_layers(m, task, seed, control, progress))
+
+    a, _ = stored.stored("probes", m, [task_digest(task), seed, control], run)
     return _from_arrays(a, task)
 
 
@@ -401,9 +441,12 @@ def _probe_layers(m: LoadedModel, task: ProbeTask, seed: int, control: bool, pro
         a, ta = np.zeros(L1), np.zeros(L1)
         p = np.zeros((L1, len(y_va)), dtype=np.int16)
         t0 = time.perf_counter()
+        probe = None
         for layer in range(L1):
             report(f"Fitting the probes ({row}): layer {layer} of 0..{L1 - 1}", (done + layer / L1) / units)
-            probe = fit_probe(wv.vectors[layer, xi_tr], y_tr, C, allowed=at_train)
+            # Each layer's probe starts from the layer below's (neighbouring layers' standardised vectors are
+            # alike): the same optimum (convex), reached in about 2/3 of the iterations.
+            probe = fit_probe(wv.vectors[layer, xi_tr], y_tr, C, allowed=at_train, start=probe)
             pv = probe.predict(wv.vectors[layer, xi_va], at_valid)
             p[layer] = pv
             a[layer] = float((pv == y_va).mean())

@@ -255,18 +255,35 @@ def test_models_trained_in_the_session_are_said_and_replaced(kernel):
     assert "bundled-minilm has no token-classification head, so it cannot tag." in out
 
 
-def test_probing_offers_its_settings():
-    """Probing's notebook fits for a minute or more (benchmarks/bench_notebooks.py times it): here, only that the
-    page offers its own settings and the notebook is valid Python that calls the page's probe_layers."""
-    at = open_page("probing")
+def test_probing(kernel):
+    """The page fits at its smallest setting (100 training sentences); the notebook it offers prints the page's
+    accuracies to 4 decimals, reading the page's stored run back (the app's machine) and recomputing it with the
+    store off (a reader elsewhere; in the shared kernel, its store turned off for that one notebook)."""
+    import nbformat
+
+    at = open_page("probing", text="The fisherman mended his nets.", timeout=600)
     at.select_slider(key="pr_n").set_value(100).run()
+    at.button(key="pr_fit").click().run()
+    assert_ok(at)
+    assert offers_button(at, "probing")
     view = at.session_state[VIEWS_KEY]["probing"]
     assert view.settings == {"task": "part of speech", "n_train": 100}
-    cells = build(view).cells
-    for c in cells:
-        if c.cell_type == "code":
-            ast.parse(c.source)
-    assert "r = probe_layers(model, TASK, N_TRAIN, SEED)" in "\n".join(c.source for c in cells)
+    page = page_frame(at, "layer", "pretrained (held-out)")
+    t = time.perf_counter()
+    _, out = run(notebook_bytes(view), kernel)
+    TIMES["probing (stored)"] = time.perf_counter() - t
+    same(out, "Probing accuracy by layer", page)
+
+    nb = nbformat.reads(notebook_bytes(view).decode("utf-8"), as_version=4)
+    env = "os.environ['BERT_EXPLORER_RESULTS_DIR']"
+    nb.cells.insert(0, nbformat.v4.new_code_cell(f"import os\n_was = {env}\n{env} = 'off'"))
+    nb.cells.append(nbformat.v4.new_code_cell("from bert_core.inspect.stored import results_dir\n"
+                                              f"print('store:', results_dir())\n{env} = _was"))
+    t = time.perf_counter()
+    _, out = run(nbformat.writes(nb).encode("utf-8"), kernel, timeout=300)
+    TIMES["probing (recomputed)"] = time.perf_counter() - t
+    assert "store: None" in out  # the notebook ran with no store: it recomputed
+    same(out, "Probing accuracy by layer", page)
 
 
 @pytest.mark.parametrize("page", ["embeddings", "masking", "predictions", "layers", "heads", "bert_vs_gpt"])

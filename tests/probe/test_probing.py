@@ -108,6 +108,23 @@ def test_index_refuses_a_corpus_over_its_byte_budget(tiny):
     assert index.nbytes <= per * index.n_words
 
 
+def at_the_optimum(p, x, y, l2, allowed=None) -> np.ndarray:
+    """Assert the gradient of mean cross-entropy + l2/2 |W|^2 at probe `p`, written out in numpy (float64), vanishes
+    (a softmax over each example's `allowed` labels only, if given) and `p.loss` is that objective; the logits."""
+    xs = (x.astype(np.float64) - p.mean) / p.scale
+    z = xs @ p.weight.astype(np.float64) + p.bias
+    if allowed is not None:
+        z = np.where(allowed, z, -np.inf)
+    prob = np.exp(z - z.max(1, keepdims=True))
+    prob /= prob.sum(1, keepdims=True)
+    err = prob - np.eye(p.weight.shape[1])[y]
+    assert np.abs(xs.T @ err / len(y) + l2 * p.weight).max() < 1e-4
+    assert np.abs(err.mean(0)).max() < 1e-4
+    loss = -np.log(prob[np.arange(len(y)), y]).mean() + 0.5 * l2 * (p.weight.astype(np.float64) ** 2).sum()
+    assert abs(p.loss - loss) < 1e-5
+    return z
+
+
 def test_fit_probe_reaches_the_optimum_a_plain_gradient_formula_says():
     """At L-BFGS's answer the gradient of mean cross-entropy + l2/2 |W|^2, written out in numpy (float64), vanishes:
     dW = Xs^T (P - Y) / N + l2 W, db = mean(P - Y). The objective is convex, so that point is the optimum."""
@@ -115,17 +132,14 @@ def test_fit_probe_reaches_the_optimum_a_plain_gradient_formula_says():
     x = rng.standard_normal((120, 5)).astype(np.float32)
     y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype(np.int64) + (x[:, 2] > 1)
     p = probing.fit_probe(x, y, 3, l2=0.1)
-    xs = (x.astype(np.float64) - p.mean) / p.scale
     np.testing.assert_allclose(p.mean, x.mean(0), atol=1e-6)
-    z = xs @ p.weight.astype(np.float64) + p.bias
-    prob = np.exp(z - z.max(1, keepdims=True))
-    prob /= prob.sum(1, keepdims=True)
-    err = prob - np.eye(3)[y]
-    assert np.abs(xs.T @ err / len(y) + 0.1 * p.weight).max() < 1e-4
-    assert np.abs(err.mean(0)).max() < 1e-4
-    loss = -np.log(prob[np.arange(len(y)), y]).mean() + 0.05 * (p.weight.astype(np.float64) ** 2).sum()
-    assert abs(p.loss - loss) < 1e-5
+    z = at_the_optimum(p, x, y, 0.1)
     assert (p.predict(x) == z.argmax(1)).all()
+    # Started elsewhere (as a probing run starts each layer from the layer below's probe): the same optimum.
+    other = probing.fit_probe(x[::-1] * 2, y[::-1], 3, l2=0.1)
+    q = probing.fit_probe(x, y, 3, l2=0.1, start=other)
+    assert abs(q.loss - p.loss) < 1e-6
+    np.testing.assert_allclose(q.weight, p.weight, atol=1e-3)
 
 
 def test_restricted_softmax_equals_one_probe_per_group():
@@ -141,6 +155,8 @@ def test_restricted_softmax_equals_one_probe_per_group():
     assert (joint.predict(x, allowed)[group == 0] < 2).all() and (joint.predict(x, allowed)[group == 1] >= 2).all()
     acc = (joint.predict(x, allowed) == y).mean()
     assert acc > 0.8
+    # At the answer the restricted objective's gradient vanishes (each example's softmax over its allowed labels).
+    at_the_optimum(joint, x, y, 0.1, allowed)
     # An example whose label is not allowed is refused.
     bad = allowed.copy()
     bad[0] = ~bad[0]
@@ -267,3 +283,15 @@ def test_probing_refuses_more_vectors_than_its_byte_budget(monkeypatch):
         probing.probe_layers(m, probing.POS, 12)
     want = (len(task.train) + len(task.valid)) * (m.config.num_hidden_layers + 1) * m.config.hidden_size * 2
     assert probing.feature_bytes(m, task) == want
+
+
+def test_a_probing_run_uses_one_thread_and_gives_back_the_callers_count():
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with pytest.raises(RuntimeError), probing.one_thread():
+            assert torch.get_num_threads() == 1
+            raise RuntimeError
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
