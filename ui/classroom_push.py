@@ -21,7 +21,6 @@ checks that the message is byte for byte Streamlit's own and fails if that inter
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from pathlib import Path
@@ -35,7 +34,6 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 
 import classroom
 
-log = logging.getLogger("bert_explorer.classroom_push")
 LESSON = Path(__file__).resolve().parent.parent / "views" / "lesson.py"  # the page st.Page("views/lesson.py") runs
 LESSON_PATHS = ("", "start", "lesson")  # its url paths (the landing page, and /lesson)
 # A following student (the keys ui/classroom_ui.py keeps in the session): a class's code and a student's id, and
@@ -285,7 +283,4 @@ def _ended() -> None:
     with _lock:
         if _running.pop(me[0], None) is None:
             return
-    try:
-        _pump()  # in this student's run: whatever goes wrong starting the next ones is not this page's
-    except Exception:
-        log.exception("starting the next pushed runs failed (the next run that ends, or push, starts them)")
+    _pump()
