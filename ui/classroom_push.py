@@ -6,14 +6,13 @@ that fragment's id). When the class's step, sentence, question or reveal changes
 (`ClassStore.watch`: the in-process store directly, Redis over pub/sub, so every process behind the proxy hears
 it) and each of this process's students of that class gets a rerun of that fragment requested by the server, as
 a browser requests a fragment's rerun (`AppSession.request_rerun` with the fragment's id, from a thread that is
-not the session's), a few students at a time (`push`: WAVE runs under way at once, the next as one ends): app.py,
-the navigation and the sidebar do not run again for a step change (a quarter of a
+not the session's): app.py, the navigation and the sidebar do not run again for a step change (a quarter of a
 whole rerun, in a profile of a class of 60). A page not run as a fragment (no server) is rerun whole. The
 students' fragment timers are then only for the vote count and a fallback; a student who leaves the Lesson,
 stops following or closes the tab is dropped.
 
 Every run, a pushed fragment's too, starts with Streamlit's new-session message, which carries the app's theme:
-Streamlit rebuilds it each time from every config option (six sections, each a scan of all options), 7% of the
+Streamlit rebuilds it each time from every config option (six sections, each a scan of all options), a tenth of the
 server's time in a profile of a class of 120. `cache_theme_messages` keeps each section's theme message until the
 config changes (a hook on Streamlit's `app_session._populate_theme_msg`; tests/classroom/test_streamlit_hooks.py
 checks that the message is byte for byte Streamlit's own and fails if that internal changes).
@@ -127,10 +126,7 @@ def _lesson(path: str) -> None:
     ctx = get_script_run_ctx()
     code = ctx.pages_manager.get_page_script_byte_code(path)  # compiled once per process (Streamlit's cache)
     page = {"__name__": "__main__", "__file__": path}  # a fresh module namespace, as nav.run() gives the page
-    try:
-        exec(code, page)  # noqa: S102 - our own page, as Streamlit's nav.run() executes it
-    finally:  # also when the run is stopped for another (st.rerun, a newer push)
-        _ended()
+    exec(code, page)  # noqa: S102 - our own page, as Streamlit's nav.run() executes it
 
 
 def _drop(sid: str, keep: str | None = None) -> None:
@@ -212,75 +208,21 @@ def forget_here() -> None:
 
 
 def push(code: str) -> int:
-    """Ask for a rerun of every session of this process that follows `code`, in waves; returns how many were queued.
-
-    At most WAVE of the pushed runs are under way at once, the others wait their turn (a run that ends frees its
-    place, `_ended`): started all at once, a class's runs share the interpreter lock message by message (each
-    message a script sends hands the lock over), so every student saw the new step when the last one did; in
-    waves the first students see it at once and the class's last at about the same time as before."""
+    """Request a rerun of every session of this process that follows `code`; returns how many were asked."""
     with _lock:
         targets = list(_followers.get(code, {}).items())
-        for sid, where in targets:
-            _queue[sid] = where  # a session already waiting keeps its turn; the others go to the back
     if not targets or not runtime.exists():
         return 0
-    _pump()
-    return len(targets)
-
-
-WAVE = 4  # pushed runs under way at once in this process
-WAVE_WAIT = 0.5  # seconds: a pushed run not seen to end by then frees its place (a whole-page run, a closed tab)
-_queue: dict[str, tuple[str, str, str]] = {}  # session id -> (query, page, fragment): waiting for its pushed run
-_running: dict[str, float] = {}  # session id -> when its place is freed at the latest
-_pump_timer: list[threading.Timer] = []  # the one timer that frees places nobody ended
-
-
-def _pump() -> None:
-    """Start pushed runs while fewer than WAVE are under way."""
-    if not runtime.exists():
-        return
-    rt = runtime.get_instance()
-    while True:
-        with _lock:
-            now = time.monotonic()
-            for sid in [s for s, until in _running.items() if until <= now]:
-                del _running[sid]
-            sid = next((s for s in _queue if s not in _running), None) if len(_running) < WAVE else None
-            if sid is None:
-                if _queue and not _pump_timer and _running:
-                    t = threading.Timer(max(0.0, min(_running.values()) - now) + 0.01, _timer_pump)
-                    t.daemon = True
-                    _pump_timer.append(t)
-                    t.start()
-                return
-            query, page, fragment = _queue.pop(sid)
-            _running[sid] = now + WAVE_WAIT
+    rt, asked = runtime.get_instance(), 0
+    for sid, (query, page, fragment) in targets:
         session = rt.get_app_session(sid)
-        if session is None or (fragment and not session.has_fragment(fragment)):
-            # The tab was closed / a whole run since replaced the fragment (that run drew the class as it is now,
-            # and recorded the new fragment or forgot the class): nothing to run.
+        if session is None:  # the tab was closed
             with _lock:
-                _running.pop(sid, None)
-                if session is None:
-                    _drop(sid)
+                _drop(sid)
             continue
         # No widget states: the session keeps its own (as st.rerun does). A fragment id: only the Lesson's
-        # fragment reruns. No fragment id: the whole page.
+        # fragment reruns (a session that no longer has it, after a whole run, ignores the request; that run
+        # recorded the fragment again or forgot the class). No fragment id: the whole page.
         session.request_rerun(ClientState(query_string=query, page_script_hash=page, fragment_id=fragment))
-
-
-def _timer_pump() -> None:
-    with _lock:
-        _pump_timer.clear()
-    _pump()
-
-
-def _ended() -> None:
-    """This session's Lesson run ended: its place in the wave goes to the next session waiting."""
-    me = _session()
-    if me is None:
-        return
-    with _lock:
-        if _running.pop(me[0], None) is None:
-            return
-    _pump()
+        asked += 1
+    return asked
