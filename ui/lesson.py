@@ -542,21 +542,24 @@ def pair_key(i: int) -> str:
 
 def init_texts() -> None:
     """Each step's sentence from the URL (t<k>, b<k>; 1-based) or the lesson's own, once per session."""
-    q = st.query_params
-    for i, s in enumerate(STEPS, start=1):
-        st.session_state.setdefault(text_key(i), q.get(f"t{i}", s.text)[: bert_core.MAX_TEXT_CHARS])
-        if s.pair is not None:
-            st.session_state.setdefault(pair_key(i), q.get(f"b{i}", s.pair)[: bert_core.MAX_TEXT_CHARS])
+    q, state = st.query_params, st.session_state
+    for i, s in enumerate(STEPS, start=1):  # the URL read only for a key not set yet (every run of a class's page)
+        if text_key(i) not in state:
+            state[text_key(i)] = q.get(f"t{i}", s.text)[: bert_core.MAX_TEXT_CHARS]
+        if s.pair is not None and pair_key(i) not in state:
+            state[pair_key(i)] = q.get(f"b{i}", s.pair)[: bert_core.MAX_TEXT_CHARS]
 
 
 def texts_in_url() -> None:
     """Write every changed sentence into the URL (and drop the unchanged ones), so one link shares them."""
+    shown = st.query_params.to_dict()  # read once: most steps' sentences are not in the URL
     for i, s in enumerate(STEPS, start=1):
         for k, key, default in ((f"t{i}", text_key(i), s.text), (f"b{i}", pair_key(i), s.pair)):
             v = st.session_state.get(key)
             if default is None or v is None or v == default:
-                st.query_params.pop(k, None)
-            elif st.query_params.get(k) != v[:2000]:
+                if k in shown:
+                    st.query_params.pop(k, None)
+            elif shown.get(k) != v[:2000]:
                 st.query_params[k] = v[:2000]
 
 
