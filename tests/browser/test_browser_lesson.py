@@ -193,9 +193,11 @@ def test_number_keys_pick_a_guess(page):
     inputs = page.locator('[data-testid="stMain"] [role="radiogroup"] input')
     for key in ("3", "1"):
         press(page, key)
-        checked = page.locator('[role="radiogroup"] input:checked')
-        assert checked.count() == 1
-        assert checked.evaluate("e => e.value") == inputs.nth(int(key) - 1).evaluate("e => e.value"), key
+        want = inputs.nth(int(key) - 1).evaluate("e => e.value")
+        # The key's rerun may start after press() has seen the page idle (a loaded machine): wait for its result.
+        page.wait_for_function("v => [...document.querySelectorAll('[role=\"radiogroup\"] input:checked')]"
+                               ".map(e => e.value).join() === v", arg=want, timeout=30_000)
+        assert page.locator('[role="radiogroup"] input:checked').count() == 1, key
     press(page, " ")
     alert = page.locator('[data-testid="stAlert"]').first.inner_text()
     assert alert.startswith(("Right", "Not this time")), alert  # the picked guess was counted
