@@ -11,7 +11,7 @@ import pytest
 import test_browser
 from appserver import ROOT
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_browser_lesson import chromium, page, press, settle  # noqa: F401  (chromium, page: the same fixtures)
+from test_browser_lesson import chromium, drawn, page, press, settle  # noqa: F401  (chromium, page: the same fixtures)
 
 import bert_core
 from bert_core.lesson.questions import attention_head
@@ -47,11 +47,11 @@ def test_axe_core_is_the_pinned_release():
 def test_no_colour_contrast_failure(page, path):  # noqa: F811
     page.goto(f"{page.base}/{path}", wait_until="domcontentloaded")
     settle(page, timeout=240)
-    page.wait_for_timeout(1500)  # charts and iframes draw after the script
+    drawn(page)  # charts draw after the script (axe is not injected into iframes: it checks the page itself)
     bad = contrast_failures(page)
     if "present=1" in path:  # and once more with the answer shown (alerts, tables, charts)
         press(page, " ")
-        page.wait_for_timeout(1500)
+        drawn(page)
         bad += contrast_failures(page)
     assert not bad, "\n".join(bad)
 
