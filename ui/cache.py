@@ -184,14 +184,14 @@ class ByteLRU:
             self.total = self.dropped = 0
 
 
-def budget_bytes() -> int:
-    """The cache budget from `BERT_EXPLORER_CACHE_MB` (default DEFAULT_CACHE_MB; 0 turns caching off)."""
-    raw = os.environ.get("BERT_EXPLORER_CACHE_MB", "")
+def budget_bytes(setting: str = "BERT_EXPLORER_CACHE_MB", default_mb: float = DEFAULT_CACHE_MB) -> int:
+    """A budget in bytes from the environment's `setting`, in MB (default `default_mb`; negative counts as 0)."""
+    raw = os.environ.get(setting, "")
     try:
-        mb = float(raw) if raw.strip() else DEFAULT_CACHE_MB
+        mb = float(raw) if raw.strip() else default_mb
     except ValueError:
-        log.warning("cache: BERT_EXPLORER_CACHE_MB=%r is not a number; using %d", raw, DEFAULT_CACHE_MB)
-        mb = DEFAULT_CACHE_MB
+        log.warning("cache: %s=%r is not a number; using %d", setting, raw, default_mb)
+        mb = default_mb
     return int(max(mb, 0) * 2**20)
 
 

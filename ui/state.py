@@ -15,7 +15,7 @@ import streamlit as st
 import bert_core
 from bert_core.model.layers import fuse_qkv_storage
 from ui import hub_download
-from ui.cache import RESULTS, ModelCache, module_bytes
+from ui.cache import RESULTS, ModelCache, budget_bytes, module_bytes
 
 log = logging.getLogger("bert_explorer.models")
 
@@ -93,20 +93,10 @@ class Current:
     seed: int
 
 
-def models_budget_bytes() -> int:
-    """The shared models' weights budget from `BERT_EXPLORER_MODELS_MB` (default DEFAULT_MODELS_MB)."""
-    raw = os.environ.get("BERT_EXPLORER_MODELS_MB", "").strip()
-    try:
-        return int(max(float(raw) if raw else DEFAULT_MODELS_MB, 0) * 2**20)
-    except ValueError:
-        log.warning("BERT_EXPLORER_MODELS_MB=%r is not a number; using %d", raw, DEFAULT_MODELS_MB)
-        return DEFAULT_MODELS_MB * 2**20
-
-
 # bert-base (418 MB of fp32 weights) beside both bundled models and the sentence MiniLM (~230 MB), in a 2.7 GB
 # Community Cloud container with the 400 MB results cache; a further bert-base-sized model drops the least used.
 DEFAULT_MODELS_MB = 1024
-MODELS = ModelCache(models_budget_bytes(), lambda m: module_bytes(m.model))
+MODELS = ModelCache(budget_bytes("BERT_EXPLORER_MODELS_MB", DEFAULT_MODELS_MB), lambda m: module_bytes(m.model))
 
 
 def shared_model(name: str) -> bert_core.LoadedModel:
