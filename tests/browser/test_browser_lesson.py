@@ -190,13 +190,22 @@ def test_number_keys_pick_a_guess(page):
     """In presenter mode 1-4 pick the first to fourth choice, as a click would; space then reveals it, counted."""
     page.goto(page.base + "/lesson?present=1&step=4", wait_until="domcontentloaded")
     settle(page)
+    drawn(page)
     inputs = page.locator('[data-testid="stMain"] [role="radiogroup"] input')
+    checked = "v => [...document.querySelectorAll('[role=radiogroup] input:checked')].map(e => e.value).join() === v"
     for key in ("3", "1"):
-        press(page, key)
+        # Streamlit binds a button's shortcut only while the button is mounted and enabled: wait for it first.
+        page.wait_for_selector(f'.st-key-lesson_pick_{key} button:not([disabled])', state="attached", timeout=30_000)
         want = inputs.nth(int(key) - 1).evaluate("e => e.value")
-        # The key's rerun may start after press() has seen the page idle (a loaded machine): wait for its result.
-        page.wait_for_function("v => [...document.querySelectorAll('[role=\"radiogroup\"] input:checked')]"
-                               ".map(e => e.value).join() === v", arg=want, timeout=30_000)
+        press(page, key)
+        try:  # the key's rerun may start after press() has seen the page idle (a loaded machine): wait for its result
+            page.wait_for_function(checked, arg=want, timeout=15_000)
+        except Exception:  # a key lost once (seen once in CI, never here): keep what the page was, then once more
+            OUT.mkdir(exist_ok=True)
+            (OUT / f"number_key_{key}_lost.html").write_text(page.content())
+            print(f"key {key} lost once; page kept in tests/output/number_key_{key}_lost.html")
+            press(page, key)
+            page.wait_for_function(checked, arg=want, timeout=30_000)
         assert page.locator('[role="radiogroup"] input:checked').count() == 1, key
     press(page, " ")
     alert = page.locator('[data-testid="stAlert"]').first.inner_text()
