@@ -438,13 +438,15 @@ async def _load(base: str, n_sessions: int, n_trainers: int, seconds: float, max
 
 def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_steps: int = 200, cap: int = 2,
         think: tuple[float, float] = (3.0, 10.0), arrive: float = 15.0, processes: int = 1, proxy: bool = False,
-        grace: float = 0.0, model: str | None = None, session_mb: float | None = None, all_train: bool = False) -> dict:
+        grace: float = 0.0, model: str | None = None, session_mb: float | None = None, all_train: bool = False,
+        lease: float | None = None) -> dict:
     """Start the server(s), run the class, stop them; the report as a dict (see `main` for the fields).
 
     `processes` > 1 (or `proxy`) puts that many servers behind HAProxy (deploy/haproxy.cfg). `grace`:
     seconds trainers may go on past `seconds` until the slot handover has been seen (see `train`).
     `model`: a local model folder the analysing sessions use instead of the bundled model. `session_mb`: the
-    server's BERT_EXPLORER_SESSION_MB. `all_train`: trainers stay until their run trained and finished.
+    server's BERT_EXPLORER_SESSION_MB. `all_train`: trainers stay until their run trained and finished. `lease`:
+    the server's BERT_EXPLORER_SLOT_LEASE (seconds; its default is 30).
     """
     n_sessions = min(n_sessions, MAX_SESSIONS)
     seconds = min(seconds, MAX_SECONDS)
@@ -455,7 +457,8 @@ def run(n_sessions: int = 30, n_trainers: int = 6, seconds: float = 60, max_step
         envs = [{**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_MAX_TRAINING": str(cap),
                  "BERT_EXPLORER_LOAD_MONITOR": str(m), "PYTHONPATH": site,
                  **({"BERT_EXPLORER_LOCAL_ROOTS": model} if model else {}),
-                 **({"BERT_EXPLORER_SESSION_MB": str(session_mb)} if session_mb is not None else {})} for m in monitors]
+                 **({"BERT_EXPLORER_SESSION_MB": str(session_mb)} if session_mb is not None else {}),
+                 **({"BERT_EXPLORER_SLOT_LEASE": str(lease)} if lease is not None else {})} for m in monitors]
         if processes > 1 or proxy:
             servers = proxied_app_servers(processes, envs)
         else:
@@ -602,13 +605,14 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=1, help="Streamlit processes; more than 1 go behind HAProxy")
     ap.add_argument("--proxy", action="store_true", help="put HAProxy in front even of one process")
     ap.add_argument("--session-mb", type=float, help="BERT_EXPLORER_SESSION_MB for the server (users' runs' memory)")
+    ap.add_argument("--lease", type=float, help="BERT_EXPLORER_SLOT_LEASE for the server (seconds; default 30)")
     ap.add_argument("--all-train", action="store_true",
                     help="trainers keep their page open until their run trained and finished (at most MAX_SECONDS)")
     ap.add_argument("--model", help="a local model folder the analysing sessions use instead of the bundled model "
                     "(`python benchmarks/memory.py --make-checkpoint DIR` writes a bert-base-sized one)")
     a = ap.parse_args()
     r = run(a.sessions, a.trainers, a.seconds, a.max_steps, a.cap, tuple(a.think), a.arrive, a.processes, a.proxy,
-            model=a.model, session_mb=a.session_mb, all_train=a.all_train)
+            model=a.model, session_mb=a.session_mb, all_train=a.all_train, lease=a.lease)
     where = (f"{r['processes']} process(es) behind HAProxy, sessions per process {r['backends']}" if r["proxied"]
              else "one server")
     print(f"{r['sessions']} sessions ({r['analysers']} analysing, {r['trainers']} training) for "

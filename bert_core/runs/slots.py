@@ -19,8 +19,17 @@ def _env_int(name: str, default: int) -> int:
         return default
 
 
+def _env_seconds(name: str, default: float, least: float) -> float:
+    try:
+        return max(least, float(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
 MAX_CONCURRENT_TRAINING = _env_int("BERT_EXPLORER_MAX_TRAINING", 2)  # sessions stepping at the same time
-LEASE_SECONDS = 30.0  # a slot (or a place in the queue) lapses after this long without a call
+# A slot (or a place in the queue) lapses after this long without a call. At least 10 s: a waiting page asks
+# every 5 s, and must not lose its place between two asks.
+LEASE_SECONDS = _env_seconds("BERT_EXPLORER_SLOT_LEASE", 30.0, least=10.0)
 
 
 class SlotManager:

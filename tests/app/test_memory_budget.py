@@ -287,3 +287,15 @@ def test_a_training_session_holds_one_probes_attention_and_frees_what_a_finished
     assert set(s.probes[0].predictions) == set(s.probes[-1].predictions)  # every probe keeps its predictions
     assert not s.trainer.opt.state  # finished: never steps again
     assert s.last_probe.attentions.shape[:2] == (2, 2)  # (L, nh, T, T) of the tiny preset
+
+
+@pytest.mark.parametrize("raw, seconds", [(None, 30.0), ("12", 12.0), ("2", 10.0), ("soon", 30.0)])
+def test_slot_lease_from_the_environment(monkeypatch, raw, seconds):
+    """BERT_EXPLORER_SLOT_LEASE: seconds, never under 10 (a waiting page asks every 5 s); nonsense keeps 30."""
+    from bert_core.runs import slots
+
+    if raw is None:
+        monkeypatch.delenv("BERT_EXPLORER_SLOT_LEASE", raising=False)
+    else:
+        monkeypatch.setenv("BERT_EXPLORER_SLOT_LEASE", raw)
+    assert slots._env_seconds("BERT_EXPLORER_SLOT_LEASE", 30.0, least=10.0) == seconds

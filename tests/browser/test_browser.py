@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT  # benchmarks/ is on pytest's pythonpath
+from page_checks import contrast_failures, drawn
 
 pytestmark = pytest.mark.browser
 
@@ -128,8 +129,16 @@ def test_table_downloads_its_csv(watch):
     watch.assert_clean()
 
 
-@pytest.mark.parametrize("name", PAGES)
+# Every page of the app by url_path (the Lesson at the root): PAGES and the rest.
+EVERY_PAGE = PAGES + ["layers", "inside-layer", "compare", "bert-vs-gpt", "tagging", "question-answering",
+                      "similarity"]
+
+
+@pytest.mark.parametrize("name", EVERY_PAGE)
 def test_every_page_renders_offline(watch, name):
+    """Each page renders with no error and no request off this machine, and passes WCAG AA colour contrast
+    (axe-core's color-contrast rule, once its charts have drawn; the Lesson's presenter mode:
+    test_browser_contrast.py)."""
     page = watch.open("/" if name == PAGES[0] else f"/{name}")  # the default page (the Lesson) lives at the root
     watch.assert_clean()
     assert page.locator("h1, h2, h3").count() > 0
@@ -138,7 +147,10 @@ def test_every_page_renders_offline(watch, name):
     if name in ("embeddings", "attention", "predictions", "masking"):
         page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
         assert page.locator(".js-plotly-plot").count() >= 1
+    drawn(page)  # charts draw after the script (axe is not injected into iframes: it checks the page itself)
     page.screenshot(path=str(OUT / f"page_{name}.png"), full_page=True)
+    bad = contrast_failures(page)
+    assert not bad, "\n".join(bad)
     watch.assert_clean()
 
 

@@ -9,7 +9,7 @@ import urllib.parse
 
 import pytest
 import test_browser
-from appserver import ROOT
+from page_checks import AXE, contrast_failures
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from test_browser_lesson import chromium, drawn, page, press, settle  # noqa: F401  (chromium, page: the same fixtures)
 
@@ -19,24 +19,11 @@ from ui import lesson
 
 pytestmark = pytest.mark.browser
 
-AXE = (ROOT / "tests" / "browser" / "vendor" / "axe.min.js").read_text()
 server = test_browser.server
 
-# Every page of the app, by url_path; the Lesson in both modes, at a step with a chart and a caption.
-PAGES = ["lesson?step=2", "lesson?present=1&step=6", "tokenization", "embeddings", "masking", "attention",
-         "predictions", "layers", "inside-layer", "anatomy", "training", "compare", "bert-vs-gpt", "finetuning",
-         "tagging", "question-answering", "similarity"]
-
-
-def contrast_failures(pg) -> list[str]:
-    """axe-core's colour-contrast violations on the page as it is now: one line per element."""
-    if not pg.evaluate("() => typeof window.axe !== 'undefined'"):
-        pg.add_script_tag(content=AXE)
-    return pg.evaluate("""async () => {
-        const r = await axe.run(document, {runOnly: {type: 'rule', values: ['color-contrast']}});
-        return r.violations.flatMap(v => v.nodes.map(n =>
-            n.target.join(' ') + ' :: ' + n.any.map(a => a.message).join('; ')));
-    }""")
+# The Lesson in both modes, at a step with a chart and a caption. Every other page is checked where
+# test_browser.py renders it (test_every_page_renders_offline): one visit per page, not two.
+PAGES = ["lesson?step=2", "lesson?present=1&step=6"]
 
 
 def test_axe_core_is_the_pinned_release():

@@ -1,5 +1,6 @@
-"""The Lesson in presenter mode in a real browser at 1280x720: walked with the keyboard, every question revealed
-with space, every reveal the model's answer (computed here by bert_core.lesson), and the main area never scrolls."""
+"""The Lesson's presenter keys in a real browser at 1280x720: → ← Page Down/Up, space and Enter, 1-4, Esc, after a
+click on a guess too. The walk over every step with the keyboard, each reveal the model's answer, is
+test_browser_lesson_readable.py's "own" walk."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import urllib.parse
 import pytest
 import test_browser
 from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT
+from page_checks import drawn  # noqa: F401  (imported from here by the other Lesson files)
 
 import bert_core
 from ui import lesson
@@ -58,83 +60,10 @@ def settle(pg, timeout: float = 120) -> None:
     raise AssertionError("the app was still running after the timeout")
 
 
-# The page as drawn: [charts without their SVG yet, images not loaded, fonts loading, main area's height, elements].
-DRAWN_JS = """() => {
-  const main = document.querySelector('[data-testid="stMain"]') || document.body;
-  const q = (sel) => [...main.querySelectorAll(sel)];
-  const charts = q('[data-testid="stPlotlyChart"]').filter(c => !c.querySelector('.main-svg')).length
-    + q('[data-testid="stVegaLiteChart"]').filter(c => !c.querySelector('svg, canvas')).length;
-  return [charts, q('img').filter(i => !i.complete).length, document.fonts.status !== 'loaded' ? 1 : 0,
-          main.scrollHeight, main.getElementsByTagName('*').length];
-}"""
-
-
-def drawn(pg, timeout: float = 8.0, still: float = 0.3) -> None:
-    """After a run has ended (settle): wait until every chart has drawn its SVG, images and fonts have loaded, and
-    the main area has kept its height and element count for `still` seconds (charts draw after the script).
-    Was a fixed 1.5 s wait per slide: this is shorter on a quiet machine and waits longer on a loaded one."""
-    deadline, last, since = time.time() + timeout, None, time.time()
-    while time.time() < deadline:
-        now = pg.evaluate(DRAWN_JS)
-        if now != last:
-            last, since = now, time.time()
-        elif not any(now[:3]) and time.time() - since >= still:
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"the page was still drawing after {timeout} s: {last}")
-
-
 def main_scrolls(pg) -> tuple[int, int]:
     """(scrollHeight, clientHeight) of the main area, the element that scrolls in Streamlit."""
     return tuple(pg.evaluate("""() => { const e = document.querySelector('[data-testid="stMain"]');
                                         return [e.scrollHeight, e.clientHeight]; }"""))
-
-
-def chart_text_below(pg, px: float) -> list[tuple[float, str]]:
-    """Every drawn text of the main area's charts (ticks, titles, legends, annotations, cell numbers) smaller
-    than `px`, with its size."""
-    return pg.evaluate("""(px) => Array.from(
-        document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot svg text'))
-        .filter(t => t.textContent.trim() && t.getBBox().width > 0)
-        .map(t => [parseFloat(getComputedStyle(t).fontSize), t.textContent.slice(0, 30)])
-        .filter(([size]) => size < px)""", px)
-
-
-def test_presenter_mode_walks_every_step_with_the_keyboard(page):
-    m = bert_core.load_model()
-    page.goto(page.base + "/lesson?present=1", wait_until="domcontentloaded")
-    settle(page)
-    assert page.locator('[data-testid="stSidebar"]').is_hidden()
-    body = page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p').first
-    assert float(body.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")) >= 22
-    n = len(lesson.STEPS)
-    for i, step in enumerate(lesson.STEPS, start=1):
-        page.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {i} of {n}')",
-                               timeout=120_000)
-        settle(page)
-        assert page.locator('[data-testid="stAlert"]').count() == 0, i  # the answer stays hidden until asked
-        page.keyboard.press(" ")  # space reveals
-        page.wait_for_selector('[data-testid="stAlert"]', timeout=120_000)
-        settle(page)
-        fn, args, kwargs = lesson.question_call(step, step.text, step.pair, 0)
-        q = fn(m, *args, **kwargs)
-        alert = page.locator('[data-testid="stAlert"]').first.inner_text()
-        label = lesson.answer_label(q)  # "the model's answer" only for what the model computed
-        assert f"{label[0].upper()}{label[1:]}" in alert and q.choices[q.answer] in alert, (i, alert, label)
-        drawn(page)
-        small = chart_text_below(page, 18)
-        assert not small, f"step {i}: chart text under 18 px on a projector: {small[:5]}"
-        scroll, height = main_scrolls(page)
-        assert scroll <= height + 1, f"step {i}: the main area scrolls ({scroll} px of content in {height} px)"
-        assert f"step={i}" in page.url
-        page.screenshot(path=str(OUT / f"lesson_present_{i}.png"))
-        if i < n:
-            page.keyboard.press("ArrowRight")
-    page.keyboard.press("ArrowLeft")  # and back
-    page.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {n - 1} of {n}')",
-                           timeout=120_000)
-    assert page.locator('[data-testid="stException"]').count() == 0
-    assert not page.errors, page.errors
 
 
 def heading(pg) -> str:
