@@ -174,12 +174,15 @@ def pytest_configure(config):
 # order, so the models doc's evaluation rerun (7-8 min, tests/model/test_bundled.py) collected last ran alone at the end
 # of the suite while the other worker idled (a full run: 21.4 min wall for 12.8 min of work per core).
 # A clean-clone run with only the first three listed: 19.3 min, the browser files still ending on one worker.
-SLOW_FILES_FIRST = ("tests/model/test_bundled.py", "tests/browser/test_browser_contrast.py",
-                    "tests/pages/test_page_finetuning.py", "tests/pages/test_page_lesson.py",
-                    "tests/browser/test_browser_lesson.py", "tests/browser/test_browser.py", "tests/app/test_load.py",
-                    "tests/browser/test_browser_classroom.py", "tests/browser/test_offline_server.py",
-                    "tests/browser/test_browser_bert_vs_gpt.py", "tests/browser/test_browser_transfer.py",
-                    "tests/browser/test_browser_token_tasks.py", "tests/notebooks/test_page_notebooks.py")
+# Ordered by the durations of a full run (2026-11-26); a file left out of the list ran last and alone.
+SLOW_FILES_FIRST = ("tests/browser/test_browser.py", "tests/browser/test_browser_classroom.py",
+                    "tests/model/test_bundled.py", "tests/browser/test_browser_lesson_readable.py",
+                    "tests/notebooks/test_page_notebooks.py", "tests/app/test_load.py",
+                    "tests/browser/test_browser_transfer.py", "tests/browser/test_offline_server.py",
+                    "tests/browser/test_browser_notebook.py", "tests/browser/test_browser_class_redis.py",
+                    "tests/browser/test_browser_lesson.py", "tests/pages/test_page_lesson.py",
+                    "tests/pages/test_page_finetuning.py", "tests/browser/test_browser_contrast.py",
+                    "tests/browser/test_browser_token_tasks.py", "tests/browser/test_browser_bert_vs_gpt.py")
 
 
 def pytest_collection_modifyitems(config, items):
