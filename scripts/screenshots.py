@@ -19,8 +19,8 @@ DOCS = ROOT / "docs" / "screenshots"
 
 # README name -> (the test that takes it, the file it writes in tests/output)
 SHOTS = {
-    "lesson_present": ("tests/browser/test_browser_lesson.py::test_presenter_mode_walks_every_step_with_the_keyboard",
-                       "lesson_present_6.png"),
+    "lesson_present": ("tests/browser/test_browser_lesson_readable.py::"
+                       "test_every_presenter_step_is_readable_from_the_back_row[own]", "lesson_readable_own_6.png"),
     **{name: (f"tests/browser/test_browser.py::test_every_page_renders_offline[{name}]", f"page_{name}.png")
        for name in ("tokenization", "embeddings", "masking", "attention", "predictions", "anatomy")},
     "training_live": ("tests/browser/test_browser.py::test_live_training_in_the_browser", "page_training_live.png"),
