@@ -53,8 +53,10 @@ _due: set[str] = set()  # session ids with a rerun of their count already schedu
 
 
 THEME_CACHE_BYTES = 64 * 1024  # the theme messages kept (a few hundred bytes each; a config reparse adds a set)
-# (id of the config's options, section) -> (that section's options, their values, the section's message)
-_themes: dict[tuple[int, str], tuple[list, list, bytes]] = {}
+THEME_RECHECK = 1.0  # seconds a kept theme message is used before its options are looked at again
+# (id of the config's options, section) -> (that section's options, their value functions, the section's message,
+# when they were last compared)
+_themes: dict[tuple[int, str], tuple[list, list, bytes, float]] = {}
 
 
 def cache_theme_messages() -> None:
@@ -62,9 +64,9 @@ def cache_theme_messages() -> None:
 
     Hooks Streamlit's internal `streamlit.runtime.app_session._populate_theme_msg(msg, section)` (1.67), which
     `AppSession._create_new_session_message` calls for six sections on every run: the hook fills `msg` with the
-    bytes that function gave for the same section and the same option values (the options are those of the config
-    in use: a reparse of config.toml makes a new set, and a value changed since is built again). Installed once
-    per process."""
+    bytes that function gave for the same section and the same options (the options are those of the config in
+    use: a reparse of config.toml makes a new set, at once; an option set since, which gets a new value function,
+    is built again within THEME_RECHECK seconds). Installed once per process."""
     original = app_session._populate_theme_msg
     if getattr(original, "cached_by_bert_explorer", False):
         return
@@ -72,14 +74,22 @@ def cache_theme_messages() -> None:
     def populate_theme_msg(msg, section: str = "theme") -> None:
         opts = config.get_config_options()
         kept = _themes.get((id(opts), section))
-        values = [o.value for o in kept[0]] if kept is not None else None
-        if kept is None or values != kept[1]:
-            mine = kept[0] if kept is not None else [o for o in opts.values() if o.section == section]
+        now = time.monotonic()
+        # A set option gets a new value function (ConfigOption.set_value): compare those, not the ~300 values (a
+        # call each), and at most every THEME_RECHECK seconds (3% of a class's server time when read every run).
+        if kept is not None and now - kept[3] >= THEME_RECHECK:
+            if [o._get_val_func for o in kept[0]] != kept[1]:
+                kept = None
+            else:
+                kept = (*kept[:3], now)
+                _themes[(id(opts), section)] = kept
+        if kept is None:
+            mine = [o for o in opts.values() if o.section == section]
             fresh = type(msg)()
             original(fresh, section)
-            kept = (mine, [o.value for o in mine], fresh.SerializeToString())
+            kept = (mine, [o._get_val_func for o in mine], fresh.SerializeToString(), now)
             with _lock:
-                if sum(len(b) for _, _, b in _themes.values()) + len(kept[2]) > THEME_CACHE_BYTES:
+                if sum(len(b) for _, _, b, _ in _themes.values()) + len(kept[2]) > THEME_CACHE_BYTES:
                     _themes.clear()  # configs parsed again and again (a developer editing config.toml)
                 _themes[(id(opts), section)] = kept
         if kept[2]:  # nothing set: the message stays untouched, as Streamlit leaves it

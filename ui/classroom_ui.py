@@ -539,13 +539,16 @@ def _shared_view(model_key: str, step_key: str, text: str, pair: str | None, rev
 
 
 def sentence_note(text: str, pair: str | None) -> None:
-    """A following student's sentence: the teacher's, in a box that says why it cannot be changed here."""
-    why = "You follow the teacher: this is the teacher's sentence. Switch “Follow the teacher” off to try your own."
-    for key, label, v in (("class_text_shown", "This step's sentence", text), ("class_pair_shown", "Sentence B", pair)):
-        if v is not None:
-            st.session_state[key] = v  # the box shows the teacher's sentence of this run
-            st.text_input(label, key=key, disabled=True, help=why)
-    st.caption(why)
+    """A following student's sentence: the teacher's, as text (not a box to type in), and why it cannot be changed
+    here. One element: it is redrawn for every student at each of the teacher's steps."""
+    lines = [f"**This step's sentence:** {lesson.plain(text)}"]
+    if pair is not None:
+        lines.append(f"**Sentence B:** {lesson.plain(pair)}")
+    st.markdown("  \n".join(lines) + f"\n\n*{FOLLOWING_NOTE}*")
+
+
+FOLLOWING_NOTE = ("You follow the teacher: this is the teacher's sentence, and the teacher moves the steps. Switch "
+                  "“Follow the teacher” off to try your own.")
 
 
 # ------------------------------------------------------------------------------------------ hook 3

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
+import weakref
 
 import streamlit as st
 
@@ -18,10 +19,15 @@ REPO_URL = os.environ.get("BERT_EXPLORER_REPO_URL", "").strip()
 VIEWS_KEY = "notebook_views"  # page -> the View its button offers (read by the tests, which run the notebook)
 
 
+_PARAMETERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # module -> its parameter count (counted once)
+
+
 def model_size(m: bert_core.LoadedModel) -> str:
     """The model's shape and parameter count, in the words the pages use."""
     c = m.config
-    n = sum(p.numel() for p in m.model.parameters())
+    n = _PARAMETERS.get(m.model)
+    if n is None:  # counted once per model (a class's followers ask on every step), forgotten with the model
+        n = _PARAMETERS[m.model] = sum(p.numel() for p in m.model.parameters())
     return (f"{c.num_hidden_layers} layers, {c.hidden_size} wide, {c.num_attention_heads} heads; "
             f"{n:,} parameters")
 

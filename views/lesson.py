@@ -89,36 +89,43 @@ with left:
 with right, lesson.busy(cur, k, text, pair, f"view {revealed} {present}", "Drawing…"):
     classroom_ui.draw_step(live, step, cur, text, pair, revealed)  # step.view; a class's followers share it
 
-nav = st.columns([1, 1, 4] if present else [1, 1, 3])
-# Presenter keys are Streamlit's own button shortcuts: they work whatever has focus, except a text box.
-nav[0].button("Back" if present else "← Back", key="lesson_back", disabled=k == 1, on_click=lesson.move,
-              args=(-1,), width="stretch", shortcut="Left" if present else None)
-nav[1].button("Next" if present else "Next →", key="lesson_next", disabled=k == N, on_click=lesson.move,
-              args=(1,), width="stretch", shortcut="Right" if present else None)
+follower = classroom_ui.following_student(live)  # the teacher moves the steps: no Back / Next of its own
+if present or not follower:
+    nav = st.columns([1, 1, 4] if present else [1, 1, 3])
+    # Presenter keys are Streamlit's own button shortcuts: they work whatever has focus, except a text box.
+    nav[0].button("Back" if present else "← Back", key="lesson_back", disabled=k == 1, on_click=lesson.move,
+                  args=(-1,), width="stretch", shortcut="Left" if present else None)
+    nav[1].button("Next" if present else "Next →", key="lesson_next", disabled=k == N, on_click=lesson.move,
+                  args=(1,), width="stretch", shortcut="Right" if present else None)
 if present:
     if live is None or not live.teacher:  # a class's teacher has them in the join card's popover
         nav[2].caption("Keys: → or Page Down next, ← or Page Up back, 1-4 pick a guess, space or Enter reveals.")
     lesson.more_keys(k, N, (token, step.key, guess_key, q.answer) if own_guess and not revealed else None,
                      len(q.choices) if q is not None else 0)
     lesson.presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
-else:
+elif not follower:
     model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \
         else cur.model_key
     nav[2].markdown(lesson.link_markdown(cur, step, text, pair, model_param))
 
 if not present:
     with side:
-        st.toggle("Presenter mode", key="lesson_present", on_change=lesson.toggle_present,
-                  help="For a projector: no sidebar, large type, one step per screen; → / ← / space as keys.")
-        model_choice.bert_base_offer(st, key="lesson")  # the real BERT-base, where it can be had
-        st.session_state["lesson_goto"] = k
-        st.selectbox("Go to step", range(1, N + 1), key="lesson_goto", on_change=lesson.goto_picked,
-                     format_func=callbacks.labels([""] + [f"{i}. {s.title}" for i, s in enumerate(lesson.STEPS, 1)]))
+        # A following student's page is redrawn for every student at each of the teacher's steps: only what a
+        # follower can use (the step is the teacher's, the model too, the score is the class's vote).
+        if not follower:
+            st.toggle("Presenter mode", key="lesson_present", on_change=lesson.toggle_present,
+                      help="For a projector: no sidebar, large type, one step per screen; → / ← / space as keys.")
+            model_choice.bert_base_offer(st, key="lesson")  # the real BERT-base, where it can be had
+            st.session_state["lesson_goto"] = k
+            titles = [""] + [f"{i}. {s.title}" for i, s in enumerate(lesson.STEPS, 1)]
+            st.selectbox("Go to step", range(1, N + 1), key="lesson_goto", on_change=lesson.goto_picked,
+                         format_func=callbacks.labels(titles))
         notebook_ui.lesson_button(cur, k, text, pair)
-        st.metric("Right / answered", f"{sum(answers.values())} / {len(answers)}", help=f"{N} questions in all.")
-        st.markdown("**What you have seen**")
-        st.markdown("\n".join(f"- {lesson.TICK if all(s in visited for s in steps) else lesson.UNTICKED} {item}"
-                              for item, steps in lesson.CHECKLIST.items()))
+        if not follower:
+            st.metric("Right / answered", f"{sum(answers.values())} / {len(answers)}", help=f"{N} questions in all.")
+        st.markdown("**What you have seen**\n\n" + "\n".join(
+            f"- {lesson.TICK if all(s in visited for s in steps) else lesson.UNTICKED} {item}"
+            for item, steps in lesson.CHECKLIST.items()))
 
 handout.handout_ui(live, None if present else side)  # keeps this step's charts; the handout's button
 classroom_ui.panel(live, present, None if present else side)  # start / join a class; its code, QR and results

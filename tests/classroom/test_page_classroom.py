@@ -114,8 +114,11 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
         assert at.header[0].value.startswith("Step 2 of")
         assert at.session_state[lesson.text_key(2)] == text
         assert all("<script>" not in md.value and "<img" not in md.value for md in at.markdown)
-        box = at.text_input(key="class_text_shown")  # the teacher's sentence, in a box that cannot be typed in
-        assert box.value == text and box.disabled and "Follow the teacher" in box.help
+        # The teacher's sentence, as text (no box to type in and see it revert), and why; no Back / Next of its own.
+        note = next(md.value for md in at.markdown if md.value.startswith("**This step's sentence:**"))
+        assert lesson.plain(text) in note and classroom_ui.FOLLOWING_NOTE in note
+        assert not [b for b in at.button if b.key in ("lesson_next", "lesson_back")]
+        assert not [w for w in at.text_input if w.key and w.key.startswith("w_")]
     # The end-of-lesson table: one revealed question, one of three right; the CSV names only who gave a name.
     rows = classroom_ui.results_rows(backend.results(code, secret))
     assert [(r["step"], r["answered"], r["right"], r["share right"]) for r in rows] == [(1, 3, 1, "33%")]

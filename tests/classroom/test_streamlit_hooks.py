@@ -51,8 +51,9 @@ def test_the_hook_is_installed_on_the_internal_streamlit_calls():
     assert list(inspect.signature(hooked.original).parameters) == ["msg", "section"]
 
 
-def test_the_cached_theme_message_is_streamlits_own_and_follows_the_config(options):
+def test_the_cached_theme_message_is_streamlits_own_and_follows_the_config(options, monkeypatch):
     original, hooked = app_session._populate_theme_msg.original, app_session._populate_theme_msg
+    monkeypatch.setattr(classroom_push, "THEME_RECHECK", 0.0)  # options looked at on every call (1 s in the app)
     assert _theme(hooked) == _theme(original)  # the app's own config (.streamlit/config.toml)
     options("theme.primaryColor", "#123456")
     options("theme.dark.textColor", "#00ff00")
@@ -64,3 +65,8 @@ def test_the_cached_theme_message_is_streamlits_own_and_follows_the_config(optio
     options("theme.primaryColor", "#654321")  # a changed option is built again, not served stale
     changed = _theme(hooked)
     assert changed == _theme(original) and b"#654321" in changed and b"#123456" not in changed
+    monkeypatch.setattr(classroom_push, "THEME_RECHECK", 3600.0)  # inside the recheck time: the kept message
+    options("theme.primaryColor", "#0f0f0f")
+    assert _theme(hooked) == changed
+    monkeypatch.setattr(classroom_push, "THEME_RECHECK", 0.0)  # and once it is over, the option set meanwhile
+    assert b"#0f0f0f" in _theme(hooked) and _theme(hooked) == _theme(original)
