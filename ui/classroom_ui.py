@@ -81,7 +81,9 @@ def _mb(name: str, default: float) -> float:
 
 SHARED_VIEWS_MB = _mb(VIEWS_MB, 32.0)
 SHARED_SPLITS_MB = 1.0
-UNSHARED = {"masking"}  # views with a widget of their own (a drawing with a widget cannot be replayed)
+# Views with a widget of their own (a drawing with a widget cannot be replayed): the drawing is shared, the widgets
+# are drawn after it by each session; with what else the drawing reads from the session (its key in the cache).
+SPLIT_VIEWS = {"masking": (lesson.masking_drawing, lesson.masking_widgets)}
 NICK_BOX = 200  # characters the nickname box takes (the store keeps 24)
 SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
 PUBLIC_URL = "BERT_EXPLORER_PUBLIC_URL"  # the address students open (e.g. https://bert.school.example)
@@ -522,19 +524,27 @@ def draw_step(live: Live | None, step, cur, text: str, pair: str | None, reveale
 
     Every follower of a class draws the same view (the teacher's model, step, sentence(s) and reveal): the first
     draws it, the others replay its elements (their figures are not built, serialised and hashed again), so a
-    step change costs the server one drawing, not one per student. Not shared: a model a session trains, and a
-    view with a widget of its own."""
-    if not following_student(live) or cur.model_key.startswith("session:") or step.key in UNSHARED:
+    step change costs the server one drawing, not one per student. Not shared: a model a session trains. A view
+    with a widget of its own (SPLIT_VIEWS) shares its drawing, and each session draws the widget after it."""
+    if not following_student(live) or cur.model_key.startswith("session:"):
         step.view(cur, text, pair, revealed)
         return
+    # The masking step's chips depend on this session's draw and seed ("Draw again"): part of the key.
+    own = (int(st.session_state.get("lesson_draw", 1)), cur.seed) if step.key in SPLIT_VIEWS else None
     _shared_view(cur.model_key, step.key, text, pair, bool(revealed), lesson.presenting(),
-                 bool(st.session_state.get("lesson_large")), st.session_state.get(lesson.QUESTION_ERROR), _cur=cur)
+                 bool(st.session_state.get("lesson_large")), st.session_state.get(lesson.QUESTION_ERROR), own,
+                 _cur=cur)
+    if step.key in SPLIT_VIEWS:
+        SPLIT_VIEWS[step.key][1]()
 
 
 @st.cache_data(max_size=int(SHARED_VIEWS_MB * 2**20), show_spinner=False)
 def _shared_view(model_key: str, step_key: str, text: str, pair: str | None, revealed: bool, present: bool,
-                 large: bool, question_error: str | None, _cur) -> None:
+                 large: bool, question_error: str | None, own: tuple | None, _cur) -> None:
     """One drawing of a step's view, keyed by everything the view reads (the model by its key)."""
+    if step_key in SPLIT_VIEWS:
+        SPLIT_VIEWS[step_key][0](_cur, text, pair, revealed)
+        return
     lesson.STEPS[lesson.KEYS.index(step_key)].view(_cur, text, pair, revealed)
 
 

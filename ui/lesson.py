@@ -157,6 +157,12 @@ def view_embeddings(cur, text, pair, revealed) -> None:
 
 
 def view_masking(cur, text, pair, revealed) -> None:
+    masking_drawing(cur, text, pair, revealed)
+    masking_widgets()
+
+
+def masking_drawing(cur, text, pair, revealed) -> None:
+    """The masking step's chips for this session's draw (no widget: a class's followers share it)."""
     draw = int(st.session_state.get("lesson_draw", 1))
     try:
         v = masking_draw(cur.model, text, pair, seed=cur.seed, draw=draw)
@@ -165,9 +171,12 @@ def view_masking(cur, text, pair, revealed) -> None:
         return
     st.markdown(chips_html(v.inp.tokens, v.corrupted_tokens, v.kinds), unsafe_allow_html=True)
     st.markdown(legend_html(), unsafe_allow_html=True)
-    st.button("Draw again", key="lesson_draw_again", on_click=next_draw)
     st.caption(f"Draw {draw} of seed {cur.seed}: {v.n_selected} token(s) selected. Top of each chip: what the "
                "model reads; below: the original where it was changed.")
+
+
+def masking_widgets() -> None:
+    st.button("Draw again", key="lesson_draw_again", on_click=next_draw)
 
 
 def view_predictions(cur, text, pair, revealed) -> None:

@@ -535,6 +535,32 @@ def test_the_followers_shared_step_views_are_bounded_in_bytes(monkeypatch):
         importlib.reload(classroom_ui)
 
 
+def _masking(at: AppTest) -> list[str]:
+    """The masking step's drawing as the page shows it: its chips, legend and caption."""
+    return [m.value for m in at.markdown if "bx-chip" in m.value or "legend" in m.value.lower()] + \
+        [c.value for c in at.caption if c.value.startswith("Draw ")]
+
+
+def test_followers_share_the_masking_drawing_and_keep_their_own_draw(backend):
+    """Step 3 (masking) is drawn once for the class's followers and replayed: each follower's chips are exactly what
+    the step draws in a session of its own for the same draw and seed; "Draw again" is each student's own (a new
+    draw for that student only, still with its button)."""
+    k = lesson.KEYS.index("masking") + 1
+    t, code, _ = _teacher_on(k)
+    s1, s2 = student(code, "Ada"), student(code, "Bo")
+    solo = session({"step": str(k)})  # no class: the view itself
+    assert _masking(solo) and _masking(s1) == _masking(solo) == _masking(s2)
+    s1.button(key="lesson_draw_again").click().run()
+    assert_ok(s1)
+    s2.run()
+    solo.button(key="lesson_draw_again").click().run()  # the same draw 2, alone
+    assert any(c.startswith("Draw 2 of seed") for c in _masking(s1)), _masking(s1)
+    assert _masking(s1) == _masking(solo) != _masking(s2)
+    assert any(c.startswith("Draw 1 of seed") for c in _masking(s2))
+    for at in (s1, s2):
+        assert at.button(key="lesson_draw_again") is not None and not at.exception
+
+
 def test_a_teachers_model_that_cannot_load_here_is_tried_once_and_said(monkeypatch, no_network):
     """A hub id of no option goes to the sidebar's hub id box; where it cannot load (no network here), the student's
     page stays on its model, says why, and is not rerun again and again."""
