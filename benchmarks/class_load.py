@@ -212,6 +212,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
 
     votes_sent, vote_lat, step_lat, drawn_lat, reveals_right, per_step, step_cpu = [], [], [], [], 0, [], []
     reveals_other = 0  # a student's page showed an answer other than the teacher's
+    messages: list[int] = []  # websocket messages one follower received for each step change
     try:
         for qn in range(questions):
             step = qn + 1
@@ -253,6 +254,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             shown_answers = seen_reveal.get(step, {})
             reveals_right += sum(a == answer for a in shown_answers.values())
             reveals_other += sum(a != answer for a in shown_answers.values())
+            students[0].tap = []  # what one follower receives for the step change
             t0, c0 = time.perf_counter(), sum(map(cpu_seconds, pids))
             await t.rerun(widgets={"lesson_next": True})
             deadline = time.perf_counter() + 30
@@ -264,6 +266,15 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             step_lat += [seen_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
             drawn_lat += [drawn_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
             per_step.append((step + 1, pct(step_lat[-n:], 50), pct(step_lat[-n:], 95)))
+            await asyncio.sleep(0.5)  # the rest of that student's run
+            tap, students[0].tap = students[0].tap, None
+            runs, size = [], None  # messages per run (new-session message to script_finished): the push is the longest
+            for kind, _, _ in tap:
+                size = 1 if kind == "new_session" else size + 1 if size is not None else None
+                if kind == "script_finished" and size is not None:
+                    runs.append(size)
+                    size = None
+            messages.append(max(runs, default=0))
             say(f"step {step + 1} on the students' screens: p50 {per_step[-1][1]:.2f} s, p95 {per_step[-1][2]:.2f} s; "
                 f"server CPU {step_cpu[-1][0]:.2f} s in {step_cpu[-1][1]:.2f} s wall = "
                 f"{1000 * step_cpu[-1][0] / n:.0f} ms per student; load average {os.getloadavg()[0]:.1f}")
@@ -286,7 +297,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             "step_lat": step_lat, "drawn_lat": drawn_lat, "step_cpu": step_cpu, "cores": cores, "per_step": per_step,
             "ticks": [x for tk in tickers for x in tk.ticks],
             "pushed": sum(tk.pushed for tk in tickers[2:]), "pushed_whole": sum(tk.pushed_whole for tk in tickers[2:]),
-            "votes": votes_sent, "problems": problems, "leaks": leaks,
+            "votes": votes_sent, "problems": problems, "leaks": leaks, "messages": messages,
             "own_missing": own,
             "reveals_seen": reveals_right, "reveals_other": reveals_other,
             "backends": sorted({c.backend_ws for c in students if c.backend_ws})}
@@ -364,6 +375,8 @@ def main() -> None:
     cpu, wall = sum(c for c, _ in r["step_cpu"]), sum(w for _, w in r["step_cpu"])
     print(f"  server CPU per step change: {1000 * cpu / len(r['step_cpu']) / a.students:.1f} ms per student "
           f"({cpu / wall:.2f} cores busy while the step changed)")
+    print(f"messages in one following student's pushed run, per step change: {r['messages']} (its new-session message "
+          "to its script_finished; each a hand-off between the script's thread and the server's event loop)")
     print(f"votes sent / counted on the projector per question: {r['votes']}")
     print(f"timer ticks (fragment reruns, all clients), s: p50 {pct(r['ticks'], 50):.3f} p95 {pct(r['ticks'], 95):.3f} "
           f"(n={len(r['ticks'])}); server CPU during the class: {r['cores']:.2f} cores busy (of {os.cpu_count()})")

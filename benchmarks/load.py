@@ -104,6 +104,7 @@ class Client:
         self._run: Run | None = None
         self._done: asyncio.Future | None = None
         self.on_push = None  # callback(run): a run the server started itself (a class's push); None: ignored
+        self.tap: list | None = None  # when a list: (message kind, delta kind, bytes) of every message received
         self._pushed = False  # the run being read is such a run
 
     async def connect(self) -> None:
@@ -139,6 +140,11 @@ class Client:
             m = ForwardMsg()
             m.ParseFromString(data)
             kind = m.WhichOneof("type")
+            if self.tap is not None:
+                delta = m.delta.WhichOneof("type") if kind == "delta" else None
+                sub = (m.delta.new_element.WhichOneof("type") if delta == "new_element" else
+                       m.delta.add_block.WhichOneof("type") if delta == "add_block" else None)
+                self.tap.append((kind, ":".join(x for x in (delta, sub) if x), len(data)))
             if kind == "navigation":
                 self.pages = {p.url_pathname: p.page_script_hash for p in m.navigation.app_pages}
             elif kind == "new_session":
