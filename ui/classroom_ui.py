@@ -81,8 +81,8 @@ def _mb(name: str, default: float) -> float:
 
 SHARED_VIEWS_MB = _mb(VIEWS_MB, 32.0)
 SHARED_SPLITS_MB = 1.0
-# Views with a widget of their own (a drawing with a widget cannot be replayed): the drawing is shared, the widgets
-# are drawn after it by each session; with what else the drawing reads from the session (its key in the cache).
+# Views with a widget of their own (a drawing with a widget cannot be replayed): step key -> (its drawing, shared and
+# keyed also by the session's draw and seed, which it reads; its widgets, drawn after it by each session).
 SPLIT_VIEWS = {"masking": (lesson.masking_drawing, lesson.masking_widgets)}
 NICK_BOX = 200  # characters the nickname box takes (the store keeps 24)
 SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
@@ -529,23 +529,22 @@ def draw_step(live: Live | None, step, cur, text: str, pair: str | None, reveale
     if not following_student(live) or cur.model_key.startswith("session:"):
         step.view(cur, text, pair, revealed)
         return
-    # The masking step's chips depend on this session's draw and seed ("Draw again"): part of the key.
-    own = (int(st.session_state.get("lesson_draw", 1)), cur.seed) if step.key in SPLIT_VIEWS else None
+    split = SPLIT_VIEWS.get(step.key)
+    own = (int(st.session_state.get("lesson_draw", 1)), cur.seed) if split else None  # "Draw again" is the session's
     _shared_view(cur.model_key, step.key, text, pair, bool(revealed), lesson.presenting(),
                  bool(st.session_state.get("lesson_large")), st.session_state.get(lesson.QUESTION_ERROR), own,
                  _cur=cur)
-    if step.key in SPLIT_VIEWS:
-        SPLIT_VIEWS[step.key][1]()
+    if split:
+        split[1]()
 
 
 @st.cache_data(max_size=int(SHARED_VIEWS_MB * 2**20), show_spinner=False)
 def _shared_view(model_key: str, step_key: str, text: str, pair: str | None, revealed: bool, present: bool,
                  large: bool, question_error: str | None, own: tuple | None, _cur) -> None:
     """One drawing of a step's view, keyed by everything the view reads (the model by its key)."""
-    if step_key in SPLIT_VIEWS:
-        SPLIT_VIEWS[step_key][0](_cur, text, pair, revealed)
-        return
-    lesson.STEPS[lesson.KEYS.index(step_key)].view(_cur, text, pair, revealed)
+    split = SPLIT_VIEWS.get(step_key)
+    draw = split[0] if split else lesson.STEPS[lesson.KEYS.index(step_key)].view
+    draw(_cur, text, pair, revealed)
 
 
 def sentence_note(text: str, pair: str | None) -> None:

@@ -15,6 +15,7 @@ if "lesson_step" not in st.session_state:
     st.session_state["lesson_step"] = lesson.step_from_url(st.query_params.get("step"))
 st.session_state.setdefault("lesson_present", st.query_params.get("present") == "1")
 live = classroom_ui.follow()  # a live class: join links; a following student takes the teacher's step
+follower = classroom_ui.following_student(live)  # the teacher moves the steps and owns the sentence
 k = int(st.session_state["lesson_step"])
 step = lesson.STEPS[k - 1]
 present = bool(st.session_state["lesson_present"])
@@ -46,7 +47,7 @@ with right if present else left:  # on a projector the formula and the sentence 
         st.latex(step.formula)
     if present:
         st.caption(f"Sentence: {lesson.plain(text)}" + (f" · B: {lesson.plain(pair)}" if pair else ""))
-    elif classroom_ui.following_student(live):  # the teacher's sentence, not editable here (and why)
+    elif follower:  # the teacher's sentence, not editable here (and why)
         classroom_ui.sentence_note(text, pair)
     else:
         lesson.sentence_ui(k, step)
@@ -89,8 +90,7 @@ with left:
 with right, lesson.busy(cur, k, text, pair, f"view {revealed} {present}", "Drawing…"):
     classroom_ui.draw_step(live, step, cur, text, pair, revealed)  # step.view; a class's followers share it
 
-follower = classroom_ui.following_student(live)  # the teacher moves the steps: no Back / Next of its own
-if present or not follower:
+if present or not follower:  # a follower has no Back / Next of its own
     nav = st.columns([1, 1, 4] if present else [1, 1, 3])
     # Presenter keys are Streamlit's own button shortcuts: they work whatever has focus, except a text box.
     nav[0].button("Back" if present else "← Back", key="lesson_back", disabled=k == 1, on_click=lesson.move,

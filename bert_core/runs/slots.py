@@ -12,24 +12,18 @@ import time
 from collections.abc import Callable
 
 
-def _env_int(name: str, default: int) -> int:
+def _env_number(name: str, default: int | float, least: int | float):
+    """The setting `name` as a number of `default`'s type, at least `least`; `default` when unset or not a number."""
     try:
-        return max(1, int(os.environ.get(name, default)))
+        return max(least, type(default)(os.environ.get(name, default)))
     except ValueError:
         return default
 
 
-def _env_seconds(name: str, default: float, least: float) -> float:
-    try:
-        return max(least, float(os.environ.get(name, default)))
-    except ValueError:
-        return default
-
-
-MAX_CONCURRENT_TRAINING = _env_int("BERT_EXPLORER_MAX_TRAINING", 2)  # sessions stepping at the same time
+MAX_CONCURRENT_TRAINING = _env_number("BERT_EXPLORER_MAX_TRAINING", 2, least=1)  # sessions stepping at the same time
 # A slot (or a place in the queue) lapses after this long without a call. At least 10 s: a waiting page asks
 # every 5 s, and must not lose its place between two asks.
-LEASE_SECONDS = _env_seconds("BERT_EXPLORER_SLOT_LEASE", 30.0, least=10.0)
+LEASE_SECONDS = _env_number("BERT_EXPLORER_SLOT_LEASE", 30.0, least=10.0)
 
 
 class SlotManager:

@@ -291,11 +291,15 @@ def test_a_training_session_holds_one_probes_attention_and_frees_what_a_finished
 
 @pytest.mark.parametrize("raw, seconds", [(None, 30.0), ("12", 12.0), ("2", 10.0), ("soon", 30.0)])
 def test_slot_lease_from_the_environment(monkeypatch, raw, seconds):
-    """BERT_EXPLORER_SLOT_LEASE: seconds, never under 10 (a waiting page asks every 5 s); nonsense keeps 30."""
+    """BERT_EXPLORER_SLOT_LEASE: seconds, never under 10 (a waiting page asks every 5 s); nonsense keeps 30. The
+    training cap through the same reader: a whole number, at least 1."""
     from bert_core.runs import slots
 
     if raw is None:
         monkeypatch.delenv("BERT_EXPLORER_SLOT_LEASE", raising=False)
     else:
         monkeypatch.setenv("BERT_EXPLORER_SLOT_LEASE", raw)
-    assert slots._env_seconds("BERT_EXPLORER_SLOT_LEASE", 30.0, least=10.0) == seconds
+    assert slots._env_number("BERT_EXPLORER_SLOT_LEASE", 30.0, least=10.0) == seconds
+    for raw_cap, cap in (("3", 3), ("0", 1), ("2.5", 2), ("", 2)):
+        monkeypatch.setenv("BERT_EXPLORER_MAX_TRAINING", raw_cap)
+        assert slots._env_number("BERT_EXPLORER_MAX_TRAINING", 2, least=1) == cap

@@ -13,7 +13,7 @@ import urllib.parse
 import pytest
 import test_browser
 from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from page_checks import once_more
 from test_browser_lesson import settle
 
 import bert_core
@@ -145,15 +145,10 @@ def _start_class(pg, server: str, query: str = "") -> str:
     settle(pg)
     if "present=1" in query:  # presenter mode: "Start a class" is in the popover at the top right
         pg.get_by_role("button", name="Class and sentence").click()
-    pg.get_by_role("button", name="Start a class").click()
-    try:
-        pg.wait_for_url(re.compile(r"class=[A-Z0-9]{6}"), timeout=20_000)
-    except PlaywrightTimeout:  # a click lost once in a full CI run (never alone): keep the page, click once more
-        pg.screenshot(path=str(OUT / "class_start_click_lost.png"))
-        (OUT / "class_start_click_lost.txt").write_text(pg.inner_text("body"))
-        print("the click on 'Start a class' was lost once; the page is in tests/output/class_start_click_lost.*")
-        pg.get_by_role("button", name="Start a class").click()
-        pg.wait_for_url(re.compile(r"class=[A-Z0-9]{6}"), timeout=60_000)
+    # A click lost once in a full run here (never alone) is kept in tests/output and clicked once more.
+    once_more(pg, lambda: pg.get_by_role("button", name="Start a class").click(),
+              lambda ms: pg.wait_for_url(re.compile(r"class=[A-Z0-9]{6}"), timeout=ms), "class_start_click",
+              first_s=20, then_s=60)
     settle(pg)
     return urllib.parse.parse_qs(urllib.parse.urlparse(pg.url).query)["class"][0]
 

@@ -9,9 +9,9 @@ import urllib.parse
 
 import pytest
 import test_browser
-from page_checks import AXE, contrast_failures
+from page_checks import AXE, contrast_failures, drawn
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_browser_lesson import chromium, drawn, page, press, settle  # noqa: F401  (chromium, page: the same fixtures)
+from test_browser_lesson import chromium, page, press, settle  # noqa: F401  (chromium, page: the same fixtures)
 
 import bert_core
 from bert_core.lesson.questions import attention_head

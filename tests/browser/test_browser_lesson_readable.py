@@ -14,8 +14,8 @@ import urllib.parse
 import pytest
 import test_browser
 import test_browser_lesson
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_browser_lesson import OUT, drawn, main_scrolls, settle
+from page_checks import drawn, once_more
+from test_browser_lesson import OUT, main_scrolls, settle
 
 import bert_core
 from ui import lesson
@@ -127,17 +127,13 @@ def variants():
 def key_or_button(pg, key: str, button: str, until: str, what: str) -> None:
     """Press `key`, then wait for the JS condition `until`; a key pressed before the page's shortcuts were bound
     (Streamlit binds them when the buttons mount) is kept in tests/output and the button itself is clicked."""
-    pg.keyboard.press(key)
-    try:
-        pg.wait_for_function(until, timeout=20_000)
-    except PlaywrightTimeout:
-        pg.screenshot(path=str(OUT / f"lesson_readable_{what}_key_lost.png"))
-        body = pg.inner_text("body")
-        (OUT / f"lesson_readable_{what}_key_lost.txt").write_text(body)
+    def click() -> None:
         target = pg.locator(button)
-        assert target.count(), f"{what}: no {button}; the page says: {body[:1500]}"
+        assert target.count(), f"{what}: no {button}; the page says: {pg.inner_text('body')[:1500]}"
         target.first.click()
-        pg.wait_for_function(until, timeout=120_000)
+
+    once_more(pg, lambda: pg.keyboard.press(key), lambda ms: pg.wait_for_function(until, timeout=ms),
+              f"lesson_readable_{what}_key", retry=click, first_s=20, then_s=120)
 
 
 @pytest.mark.flaky(reruns=2)  # timing under a loaded 2-core machine; passes alone (closing note)
