@@ -40,4 +40,4 @@ if nav.url_path not in ("", "start", "lesson"):
     classroom_push.forget_here()  # a student exploring another page is not redrawn by the class's steps
 st.session_state["current"] = sidebar_ui(lesson_page=nav.url_path in ("", "start", "lesson"))
 model_choice.bert_base_offer(st.sidebar, key="sidebar")  # where the hub is reachable or it is on disk already
-classroom_push.run_page(nav)  # a following student's Lesson: one fragment, rerun alone when the teacher moves
+nav.run()  # a following student's step is a fragment of the Lesson page, rerun alone when the teacher moves

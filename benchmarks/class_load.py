@@ -53,6 +53,7 @@ from load import Client, cpu_seconds, pct, problems_of  # noqa: E402
 from memory import rss_mb  # noqa: E402
 
 MAX_STUDENTS = 200
+SHOW_MESSAGES = bool(os.environ.get("CLASS_LOAD_SHOW_MESSAGES"))  # print every message of one follower's step change
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
 # The answer in a reveal's alert, whoever's answer it is: "Right: **x**", "The model's answer: **x**", "The answer:
 # **x**", "Not this time: the tokenizer's answer is **x**" (steps 1 and 3 are not the model's: their label says so).
@@ -80,8 +81,8 @@ class Ticker:
 
     async def rerun(self, **kw):
         async with self.lock:
-            if kw.get("fragment") and kw["fragment"] not in self.c.fragments:
-                return None  # a full run since replaced that fragment (a browser drops its timer too)
+            if kw.get("fragment") and kw.get("auto", True) and kw["fragment"] not in self.c.fragments:
+                return None  # a full run since replaced that timer's fragment (a browser drops the timer too)
             run = await self.c.rerun(**kw)
         if run is not None:
             self._took(run)
@@ -211,6 +212,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
                                 "-p", str(pids[0])], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     votes_sent, vote_lat, step_lat, drawn_lat, reveals_right, per_step, step_cpu = [], [], [], [], 0, [], []
+    loop_cpu: list[float] = []  # the servers' main threads (their event loops) during each step change
     reveals_other = 0  # a student's page showed an answer other than the teacher's
     messages: list[int] = []  # websocket messages one follower received for each step change
     try:
@@ -226,7 +228,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
                 if key is None:
                     problems.append(f"s{i}: no vote box on step {step}")
                     return
-                fid = next(iter(c.fragments), None)
+                fid = c.widget_fragments.get(key) or None  # a widget in a fragment reruns that fragment
                 labels = tk.radios[key]
                 choice = rnd.randrange(len(labels))
                 t0 = time.perf_counter()
@@ -256,13 +258,19 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             reveals_other += sum(a != answer for a in shown_answers.values())
             students[0].tap = []  # what one follower receives for the step change
             t0, c0 = time.perf_counter(), sum(map(cpu_seconds, pids))
+            loop0 = sum(cpu_seconds(p, main_thread=True) for p in pids)
             await t.rerun(widgets={"lesson_next": True})
             deadline = time.perf_counter() + 30
             while len(drawn_step.get(step + 1, {})) < n and time.perf_counter() < deadline:
                 await asyncio.sleep(0.1)
+            for i in sorted(set(range(n)) - set(drawn_step.get(step + 1, {}))):  # a page that never showed the step
+                c = students[i]
+                problems.append(f"s{i} never drew step {step + 1}: pushed runs {tickers[2 + i].pushed}, timers "
+                                f"{c.fragments}, a run pending {c._run is not None}, last query {c.page_query!r}")
             # The servers' CPU from Next until every student's page has drawn the new step (ticks included): the
             # cost of a step change per student, which the machine's load does not change as much as the wall time.
             step_cpu.append((sum(map(cpu_seconds, pids)) - c0, time.perf_counter() - t0))
+            loop_cpu.append(sum(cpu_seconds(p, main_thread=True) for p in pids) - loop0)
             step_lat += [seen_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
             drawn_lat += [drawn_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
             per_step.append((step + 1, pct(step_lat[-n:], 50), pct(step_lat[-n:], 95)))
@@ -275,9 +283,12 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
                     runs.append(size)
                     size = None
             messages.append(max(runs, default=0))
+            if SHOW_MESSAGES:
+                print("\n".join(f"  {kind} {delta} {size} B" for kind, delta, size in tap))
             say(f"step {step + 1} on the students' screens: p50 {per_step[-1][1]:.2f} s, p95 {per_step[-1][2]:.2f} s; "
                 f"server CPU {step_cpu[-1][0]:.2f} s in {step_cpu[-1][1]:.2f} s wall = "
-                f"{1000 * step_cpu[-1][0] / n:.0f} ms per student; load average {os.getloadavg()[0]:.1f}")
+                f"{1000 * step_cpu[-1][0] / n:.1f} ms per student (event loop {1000 * loop_cpu[-1] / n:.1f}); "
+                f"load average {os.getloadavg()[0]:.1f}")
         await asyncio.sleep(2)
         rss_after = [rss_mb(p) for p in pids]
         cores = (sum(map(cpu_seconds, pids)) - cpu0) / (time.monotonic() - wall0)
@@ -319,11 +330,18 @@ def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0, afte
             base, procs = stack.enter_context(proxied_app_servers(processes, [env] * processes, timeout=300))
         else:
             env.pop("BERT_EXPLORER_CLASS_STORE", None)
-            base, proc = stack.enter_context(app_server(env, timeout=300))
+            log = stack.enter_context(tempfile.TemporaryFile())
+            base, proc = stack.enter_context(app_server(env, timeout=300, log=log))
             procs = [proc]
         t0, load = time.monotonic(), os.getloadavg()
         r = asyncio.run(_class(base, n, questions, [p.pid for p in procs], seed, after_reveal, profile))
         r["wall"], r["load"] = time.monotonic() - t0, load
+        if processes == 1:  # the server's own errors (a failed push, a page's exception) are the benchmark's
+            log.seek(0)
+            text = log.read().decode(errors="replace")
+            at = min((i for i in (text.find("Traceback"), text.find(" ERROR ")) if i >= 0), default=-1)
+            if at >= 0:
+                r["problems"].append(f"server log: {text[at:at + 3000]}")
     r["processes"], r["n"], r["questions"] = processes, n, questions
     return r
 

@@ -96,6 +96,7 @@ class Client:
         self.backend_ws: str | None = None  # ... and the one that took the websocket: must be the same
         self.received = bytearray()  # every byte the server sent this session, for the leakage check
         self.widgets: dict[str, str] = {}  # user key -> widget id
+        self.widget_fragments: dict[str, str] = {}  # user key -> id of the fragment the widget is in ("" for none)
         self.values: dict[str, str | int] = {}  # user key -> value this "browser" holds for it
         self.pages: dict[str, str] = {}  # url path -> page script hash
         self.page = ""
@@ -169,6 +170,7 @@ class Client:
                 wid = getattr(sub, "id", "")
                 if wid.startswith("$$ID-") and wid.count("-") >= 2:
                     self.widgets[wid.split("-", 2)[2]] = wid
+                    self.widget_fragments[wid.split("-", 2)[2]] = m.delta.fragment_id
                 self._run.elements.append((etype, sub))
                 self._run.arrived.append(time.perf_counter())
             elif kind == "page_info_changed":
@@ -394,9 +396,11 @@ def pct(xs: list[float], q: int) -> float:
     return statistics.quantiles(xs, n=100, method="inclusive")[q - 1]
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used so far (/proc/<pid>/stat, fields 14 and 15)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+def cpu_seconds(pid: int, main_thread: bool = False) -> float:
+    """User + system CPU time a process has used so far (/proc/<pid>/stat, fields 14 and 15); of its main thread
+    only (a Streamlit server's event loop, which sends every message) with main_thread."""
+    fields = Path(f"/proc/{pid}/task/{pid}/stat" if main_thread else f"/proc/{pid}/stat").read_text()
+    fields = fields.rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 

@@ -53,8 +53,13 @@ TICKS_PER_SECOND = 15
 
 
 def student_tick(students: int) -> float:
-    """Seconds between a student's timer reads in a class of `students`."""
-    return max(STUDENT_TICK, students / TICKS_PER_SECOND)
+    """Seconds between a student's timer reads in a class of `students`: STUDENT_TICK, doubled until the class's
+    timers make at most TICKS_PER_SECOND reads a second (a page's timer is set when its page is drawn whole: steps
+    of two let a growing class's pages set theirs again a few times, not at every join)."""
+    tick = STUDENT_TICK
+    while students / tick > TICKS_PER_SECOND:
+        tick *= 2
+    return tick
 CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_follow"
 SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
 RECONNECT, LOST = "class_reconnect", "class_lost"  # this run could not reach the store / the teacher's class is gone
@@ -440,7 +445,6 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
         _model_note(v)
         if v.question is None:
             st.caption("The teacher's step has no question to vote on.")
-            _student_live(live.code, live.sid, v.following, None, v)
             return False
         if v.revealed:
             shown = lesson.plain(v.question.choices[v.answer])
@@ -455,8 +459,22 @@ def _student_question(live: Live, col, q, revealed: bool) -> bool:
                 st.markdown(lesson.plain(q.reveal))
             if v.tally is not None:
                 split_chart(v.question.choices, v.tally, v.answer, "class-split-student")
-        _student_live(live.code, live.sid, v.following, v.question, v)
+        else:
+            _vote_box(live.code, live.sid, v)
     return v.revealed
+
+
+def _vote_box(code: str, sid: str, v: View) -> None:
+    """A following student's vote: part of the step the class's push redraws (a fragment of its own here cost
+    more than the rest of a student's step change: 2-4 ms of each student's run at 120); the count is the side
+    column's (`_class_count`)."""
+    key = f"class_vote_{v.question.qid}"
+    if v.my_vote is not None and st.session_state.get(key) is None:
+        st.session_state[key] = v.my_vote  # the vote this student already sent (a reload, a reopened laptop)
+    st.radio(f"**Your guess.** {lesson.plain(v.question.prompt)}", range(len(v.question.choices)), key=key,
+             horizontal=True, index=None, format_func=lesson_labels(v.question.choices), on_change=vote,
+             args=(code, sid, v.question.qid, key),
+             help="You can change it until the teacher reveals the model's answer.")
 
 
 def _exploring(code: str, sid: str, first: View) -> None:
@@ -474,39 +492,31 @@ def _exploring(code: str, sid: str, first: View) -> None:
     where_is_the_teacher()
 
 
-def _student_live(code: str, sid: str, drawn: tuple, question: Question | None, first: View | None = None) -> None:
-    first_read = [first] if first is not None else []  # the page's own read serves the fragment's first run
+def _class_count(code: str, sid: str, first: View) -> None:
+    """A following student's count of answers, read on the student's timer (which also keeps the seat present), in
+    the side column the class's push does not redraw; and the fallback for a step change no push brought."""
+    first_read, tick = [first], student_tick(first.students)
 
-    @st.fragment(run_every=student_tick(first.students if first is not None else 0))
-    def live_vote() -> None:
+    @st.fragment(run_every=tick)
+    def class_count() -> None:
         v = first_read.pop() if first_read else _read(code, sid=sid)
         if v is None:
             return
-        if not st.session_state.get(FOLLOW, True):
-            st.rerun()
-        if v.following != drawn:
-            # The teacher moved on. The server's push redraws this page within a moment; only when a second tick
-            # still sees the old screen (no push: another process lost its Redis) does the page rerun itself, so
+        if student_tick(v.students) > tick:
+            st.rerun()  # the class has grown: the whole page, which sets this timer slower
+        if v.following != st.session_state.get(SEEN):
+            # The teacher moved on. The server's push redraws the step within a moment; only when a second tick
+            # still sees the old step (no push: another process lost its Redis) does the page rerun itself, so
             # a push and a tick never draw the same page twice at the busiest moment of the class.
             if st.session_state.get(STALE) == v.following:
                 st.rerun()
             st.session_state[STALE] = v.following
-            return
-        if question is None or v.revealed:
+        if v.question is None or v.revealed:
             st.caption(f"{v.students} in the class.")
-            return
-        st.markdown(f"**Your guess.** {lesson.plain(question.prompt)}")
-        key = f"class_vote_{question.qid}"
-        if v.my_vote is not None and st.session_state.get(key) is None:
-            st.session_state[key] = v.my_vote  # the vote this student already sent (a reload, a reopened laptop)
-        st.radio("Your guess", range(len(question.choices)), key=key, horizontal=True, index=None,
-                 format_func=lesson_labels(question.choices), on_change=vote, args=(code, sid, question.qid, key),
-                 label_visibility="collapsed")
-        mine = "" if v.my_vote is None else f" Your vote: **{lesson.plain(question.choices[v.my_vote])}**."
-        st.caption(f"{v.answered} of {v.students} have answered.{mine} You can change it until the teacher "
-                   "reveals the model's answer.")
+        else:
+            st.caption(f"**{v.answered} of {v.students}** have answered this step's question.")
 
-    live_vote()
+    class_count()
 
 
 def lesson_labels(choices):
@@ -547,13 +557,20 @@ def _shared_view(model_key: str, step_key: str, text: str, pair: str | None, rev
     draw(_cur, text, pair, revealed)
 
 
-def sentence_note(text: str, pair: str | None) -> None:
-    """A following student's sentence: the teacher's, as text (not a box to type in), and why it cannot be changed
-    here. One element: it is redrawn for every student at each of the teacher's steps."""
+def sentence_note(text: str, pair: str | None, explain: str = "", formula: str | None = None) -> None:
+    """A following student's step words, formula and sentence: the teacher's sentence as text (not a box to type
+    in), and why it cannot be changed here. One element (st.latex is markdown's $$ block): it is redrawn for every
+    student at each of the teacher's steps."""
     lines = [f"**This step's sentence:** {lesson.plain(text)}"]
     if pair is not None:
         lines.append(f"**Sentence B:** {lesson.plain(pair)}")
-    st.markdown("  \n".join(lines) + f"\n\n*{FOLLOWING_NOTE}*")
+    st.markdown("".join(part + "\n\n" for part in (explain, f"$$\n{formula}\n$$" if formula else "") if part)
+                + "  \n".join(lines) + f"\n\n*{FOLLOWING_NOTE}*")
+
+
+def redraw_here(live: Live) -> None:
+    """The class's next change reruns this run's fragment (a following student's step) in this session."""
+    classroom_push.follow_here(store(), live.code)
 
 
 FOLLOWING_NOTE = ("You follow the teacher: this is the teacher's sentence, and the teacher moves the steps. Switch "
@@ -607,6 +624,8 @@ def panel(live: Live | None, present: bool, side) -> None:
                       help="Deletes the class and its votes (download the results first).")
         else:
             st.caption(f"In class **{live.code}**.")
+            if live.following and live.view is not None:
+                _class_count(live.code, live.sid, live.view)
             st.toggle("Follow the teacher", key=FOLLOW,
                       help="Off: explore the Lesson on your own; on again: back to the teacher's step.")
             st.button("Leave the class", key="class_leave", on_click=_leave, width="stretch",

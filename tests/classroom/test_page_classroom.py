@@ -115,8 +115,12 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
         assert at.session_state[lesson.text_key(2)] == text
         assert all("<script>" not in md.value and "<img" not in md.value for md in at.markdown)
         # The teacher's sentence, as text (no box to type in and see it revert), and why; no Back / Next of its own.
-        note = next(md.value for md in at.markdown if md.value.startswith("**This step's sentence:**"))
+        # One element: the step's words, its formula (markdown's $$ block, as st.latex draws it) and the sentence.
+        note = next(md.value for md in at.markdown if "**This step's sentence:**" in md.value)
         assert lesson.plain(text) in note and classroom_ui.FOLLOWING_NOTE in note
+        step2 = lesson.STEPS[1]
+        assert note.startswith(lesson.explain(step2, t.session_state["current"].model))
+        assert (f"$$\n{step2.formula}\n$$" in note) == bool(step2.formula) and not at.latex
         assert not [b for b in at.button if b.key in ("lesson_next", "lesson_back")]
         assert not [w for w in at.text_input if w.key and w.key.startswith("w_")]
     # The end-of-lesson table: one revealed question, one of three right; the CSV names only who gave a name.
@@ -581,3 +585,11 @@ def test_a_teachers_model_that_cannot_load_here_is_tried_once_and_said(monkeypat
     assert_ok(s)
     assert s.session_state[classroom_ui.MODEL_TRIED] == "nobody/no-such-bert"
     assert any("could not be loaded here" in w.value for w in s.warning) and vote_radio(s) is not None
+
+
+def test_a_students_timer_slows_in_steps_of_two_as_the_class_grows():
+    # At most TICKS_PER_SECOND reads a second for the whole class; the interval doubles (a page sets its timer when
+    # drawn whole, and reruns whole once its class outgrows it).
+    ticks = {n: classroom_ui.student_tick(n) for n in (0, 1, 30, 31, 60, 61, 120, 121, 200)}
+    assert ticks == {0: 2.0, 1: 2.0, 30: 2.0, 31: 4.0, 60: 4.0, 61: 8.0, 120: 8.0, 121: 16.0, 200: 16.0}
+    assert all(n / t <= classroom_ui.TICKS_PER_SECOND for n, t in ticks.items())
