@@ -473,8 +473,10 @@ def _vote_box(code: str, sid: str, v: View) -> None:
         st.session_state[key] = v.my_vote  # the vote this student already sent (a reload, a reopened laptop)
     st.radio(f"**Your guess.** {lesson.plain(v.question.prompt)}", range(len(v.question.choices)), key=key,
              horizontal=True, index=None, format_func=lesson_labels(v.question.choices), on_change=vote,
-             args=(code, sid, v.question.qid, key),
-             help="You can change it until the teacher reveals the model's answer.")
+             args=(code, sid, v.question.qid, key))
+    if v.my_vote is not None:  # what the class counts for this student (not drawn at a step change: no vote yet)
+        st.caption(f"Your vote: **{lesson.plain(v.question.choices[v.my_vote])}**. You can change it until the "
+                   "teacher reveals the model's answer.")
 
 
 def _exploring(code: str, sid: str, first: View) -> None:
