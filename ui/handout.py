@@ -1,10 +1,10 @@
 """The Lesson's "Download the handout": a session's visited steps, their questions and charts, as one HTML file.
 
-views/lesson.py calls `handout_ui` once a run, after the step's view (it keeps the charts that view drew, and
-draws the button in the side column); ui/classroom_ui.py calls `button` in the teacher's results, at the end
-of a class. The file is written by ui/handout_doc.py from plain data; this module gathers that data: each
-visited step's sentence from the session, its question through `lesson.ask` (the same computation and cache
-the step uses), the student's guess, the charts the step last drew, and for a teacher the class's split read
+views/lesson.py calls `keep_charts` and `remember_split` once a step's run, after the step's view (a following
+student's pushed run too), and `button` in the side column; ui/classroom_ui.py calls `button` in the teacher's
+results, at the end of a class. The file is written by ui/handout_doc.py from plain data; this module gathers that
+data: each visited step's sentence from the session, its question through `lesson.ask` (the same computation and
+cache the step uses), the student's guess, the charts the step last drew, and for a teacher the class's split read
 from the class store.
 """
 
@@ -52,15 +52,6 @@ def remember_split(live) -> None:
                                                                    tuple(v.tally), v.my_vote))
     while len(seen) > MAX_SEEN_SPLITS:
         seen.pop(next(iter(seen)))
-
-
-def handout_ui(live, col) -> None:
-    """Keep this run's charts (and a revealed class split); in `col` (None: presenter mode), the handout's button."""
-    keep_charts(int(st.session_state.get("lesson_step", 1)))
-    remember_split(live)
-    if col is not None:
-        with col:
-            button(live, "lesson_handout")
 
 
 def button(live, key: str) -> None:

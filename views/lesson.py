@@ -105,9 +105,8 @@ def slide(live: classroom_ui.Live | None):
     with right, lesson.busy(cur, k, text, pair, f"view {revealed} {present}", "Drawing…"):
         classroom_ui.draw_step(live, step, cur, text, pair, revealed)  # step.view; a class's followers share it
 
-    if follower:  # no Back / Next of its own; this step's notebook here (the side column is not redrawn)
-        if not present:
-            notebook_ui.lesson_button(cur, k, text, pair)
+    if follower and not present:  # no Back / Next of its own; this step's notebook here (no side column redraw)
+        notebook_ui.lesson_button(cur, k, text, pair)
     else:
         nav = st.columns([1, 1, 4] if present else [1, 1, 3])
         # Presenter keys are Streamlit's own button shortcuts: they work whatever has focus, except a text box.
@@ -116,7 +115,7 @@ def slide(live: classroom_ui.Live | None):
         nav[1].button("Next" if present else "Next →", key="lesson_next", disabled=k == N, on_click=lesson.move,
                       args=(1,), width="stretch", shortcut="Right" if present else None)
     if present:
-        if not follower and (live is None or not live.teacher):  # a class's teacher has them in the join card
+        if live is None or not live.teacher:  # a class's teacher has them in the join card's popover
             nav[2].caption("Keys: → or Page Down next, ← or Page Up back, 1-4 pick a guess, space or Enter reveals.")
         lesson.more_keys(k, N, (token, step.key, guess_key, q.answer) if own_guess and not revealed else None,
                          len(q.choices) if q is not None else 0)
@@ -132,7 +131,8 @@ def slide(live: classroom_ui.Live | None):
 
 live = classroom_ui.follow()  # a live class: join links; a following student takes the teacher's step
 present = bool(st.session_state["lesson_present"])
-if classroom_ui.following_student(live):
+follower = classroom_ui.following_student(live)
+if follower:
     # A following student's step is one fragment, which the class's push reruns alone when the teacher moves: the
     # app, its sidebar and this page's side column (the class's count, Follow, Leave, the handout) stay as drawn.
     main, side = (st.container(), None) if present else st.columns([3, 1], gap="large")
@@ -155,7 +155,7 @@ if classroom_ui.following_student(live):
 else:
     k, text, pair, side = slide(live)
 
-if side is not None and not classroom_ui.following_student(live):
+if side is not None and not follower:
     with side:
         st.toggle("Presenter mode", key="lesson_present", on_change=lesson.toggle_present,
                   help="For a projector: no sidebar, large type, one step per screen; → / ← / space as keys.")
