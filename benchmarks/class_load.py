@@ -146,7 +146,7 @@ def header(run) -> tuple[str | None, float]:
 
 
 async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, after_reveal: float = 3.0,
-                 profile: str | None = None) -> dict:
+                 profile: str | None = None, profile_steps: str | None = None) -> dict:
     rnd = random.Random(seed)
     problems: list[str] = []
     # 0. Each process shows each step once (a teacher rehearsing the lesson): the measured step changes are
@@ -259,6 +259,14 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             students[0].tap = []  # what one follower receives for the step change
             t0, c0 = time.perf_counter(), sum(map(cpu_seconds, pids))
             loop0 = sum(cpu_seconds(p, main_thread=True) for p in pids)
+            step_spy = None
+            if profile_steps:  # py-spy on the step change only: Next until every student has drawn the new step
+                step_spy = subprocess.Popen(["py-spy", "record", "-r", "200", "--gil", "-f", "raw", "-o",
+                                             f"{profile_steps}.{step + 1}", "-p", str(pids[0])],
+                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                await asyncio.sleep(1.0)  # attached
+                t0, c0 = time.perf_counter(), sum(map(cpu_seconds, pids))
+                loop0 = sum(cpu_seconds(p, main_thread=True) for p in pids)
             await t.rerun(widgets={"lesson_next": True})
             deadline = time.perf_counter() + 30
             while len(drawn_step.get(step + 1, {})) < n and time.perf_counter() < deadline:
@@ -270,6 +278,9 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             # The servers' CPU from Next until every student's page has drawn the new step (ticks included): the
             # cost of a step change per student, which the machine's load does not change as much as the wall time.
             step_cpu.append((sum(map(cpu_seconds, pids)) - c0, time.perf_counter() - t0))
+            if step_spy is not None:
+                step_spy.send_signal(signal.SIGINT)
+                step_spy.wait(timeout=60)
             loop_cpu.append(sum(cpu_seconds(p, main_thread=True) for p in pids) - loop0)
             step_lat += [seen_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
             drawn_lat += [drawn_step.get(step + 1, {}).get(i, float("inf")) - t0 for i in range(n)]
@@ -315,7 +326,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
 
 
 def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0, after_reveal: float = 3.0,
-        profile: str | None = None) -> dict:
+        profile: str | None = None, profile_steps: str | None = None) -> dict:
     """Start the server(s) (and Redis for several), run the class, stop them; the report as a dict."""
     with ExitStack() as stack:
         # The students here join within a second or two, faster than the per-class join rate lets a class fill
@@ -334,7 +345,8 @@ def run(n: int = 30, questions: int = 3, processes: int = 1, seed: int = 0, afte
             base, proc = stack.enter_context(app_server(env, timeout=300, log=log))
             procs = [proc]
         t0, load = time.monotonic(), os.getloadavg()
-        r = asyncio.run(_class(base, n, questions, [p.pid for p in procs], seed, after_reveal, profile))
+        r = asyncio.run(_class(base, n, questions, [p.pid for p in procs], seed, after_reveal, profile,
+                              profile_steps))
         r["wall"], r["load"] = time.monotonic() - t0, load
         if processes == 1:  # the server's own errors (a failed push, a page's exception) are the benchmark's
             log.seek(0)
@@ -369,13 +381,16 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=1, help="more than 1: behind HAProxy, with a redis-server")
     ap.add_argument("--after-reveal", type=float, default=3.0, help="seconds between the reveal and Next")
     ap.add_argument("--py-spy", metavar="FILE", help="sample the first server with py-spy (raw stacks) into FILE")
+    ap.add_argument("--py-spy-steps", metavar="FILE", help="sample the first server with py-spy during each step "
+                    "change only (Next until every student drew it) into FILE.<step>")
     a = ap.parse_args()
     if not 1 <= a.students <= MAX_STUDENTS:
         sys.exit(f"--students {a.students}: this benchmark runs 1..{MAX_STUDENTS} students (each is a websocket "
                  "client in this one asyncio loop; a class holds at most 200 by default)")
     if not 1 <= a.questions <= 12:
         sys.exit("--questions: 1..12 (step k's question, then Next to step k + 1)")
-    r = run(a.students, a.questions, a.processes, after_reveal=a.after_reveal, profile=a.py_spy)
+    r = run(a.students, a.questions, a.processes, after_reveal=a.after_reveal, profile=a.py_spy,
+              profile_steps=a.py_spy_steps)
     where = f"{r['processes']} process(es)" + (f" behind HAProxy + Redis, students on {r['backends']}"
                                               if r["processes"] > 1 else ", in-process class store")
     print(f"{a.students} students + a teacher, {a.questions} questions, {where}; {r['wall']:.0f} s; load average "

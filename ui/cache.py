@@ -25,7 +25,6 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import dataclasses
-import gc
 import logging
 import os
 import sys
@@ -35,6 +34,8 @@ from collections.abc import Callable, Hashable
 from typing import Any
 
 import numpy as np
+
+from bert_core.heap import collect_garbage
 
 log = logging.getLogger("bert_explorer.cache")
 
@@ -175,7 +176,7 @@ class ByteLRU:
                 self.dropped = 0
                 self.collections += 1
         if collect:  # outside the lock: other sessions' hits need not wait
-            gc.collect()
+            collect_garbage()
         return value
 
     def clear(self) -> None:
@@ -261,7 +262,7 @@ class ModelCache:
                     log.info("models: dropped %s (%.0f MB) to stay under %.0f MB", old, n / 2**20,
                              self.max_bytes / 2**20)
         if dropped:  # a model's modules refer to each other: free the dropped one now, not at a later collection
-            gc.collect()
+            collect_garbage()
         return model
 
     def clear(self) -> None:

@@ -543,9 +543,11 @@ def draw_step(live: Live | None, step, cur, text: str, pair: str | None, reveale
         return
     split = SPLIT_VIEWS.get(step.key)
     own = (int(st.session_state.get("lesson_draw", 1)), cur.seed) if split else None  # "Draw again" is the session's
-    _shared_view(cur.model_key, step.key, text, pair, bool(revealed), lesson.presenting(),
-                 bool(st.session_state.get("lesson_large")), st.session_state.get(lesson.QUESTION_ERROR), own,
-                 _cur=cur)
+    # Keywords, not positions: Streamlit's cache looks up a positional argument's name with inspect.signature,
+    # every call (9 of them were 3% of a class's step change in a py-spy profile).
+    _shared_view(model_key=cur.model_key, step_key=step.key, text=text, pair=pair, revealed=bool(revealed),
+                 present=lesson.presenting(), large=bool(st.session_state.get("lesson_large")),
+                 question_error=st.session_state.get(lesson.QUESTION_ERROR), own=own, _cur=cur)
     if split:
         split[1]()
 

@@ -6,11 +6,22 @@ Three things kept a server's memory up long after its tabs had closed (benchmark
   last student leaves, nothing is ever stored again, so every session stays.
 - A page run leaves its namespace as cyclic garbage (page functions refer to their globals), and
   `.streamlit/config.toml` turns Streamlit's collection after every run off (it cost most of the
-  GIL under a class); Python's own full collections are rare in a heap this size.
+  GIL under a class); Python's own full collections are rare while the app is idle.
 - glibc keeps freed small blocks in its arenas unless asked to trim.
 So one daemon thread per process, every `period` s: reap expired sessions; and once the app has
-been idle (no page run started) for `idle` s after some run, one `gc.collect()` and one
-`malloc_trim(0)`. It does nothing while a class is working.
+been idle (no page run started) for `idle` s after some run, one full collection and one
+`malloc_trim(0)`. It does nothing while a class is working, but one thing:
+
+Python's own full collections walk the whole heap, and a server's heap is mostly what stays (torch,
+transformers, plotly and Streamlit's modules, the model: about 400,000 objects). In a class of 120 they came
+every 5-10 s and took 210-250 ms each, all under the interpreter lock: a step change that met one reached every
+student a quarter of a second later (`benchmarks/class_load.py`). So the heap that has settled is frozen
+(`gc.freeze()`: Python's collections skip it, and take 20-30 ms): whenever modules were imported since the last
+freeze (what is not frozen yet is collected first, and what lives of it frozen), and at each idle collection.
+A frozen object that becomes cyclic garbage waits for the next idle collection or for one of the app's own
+collections, which reach the frozen heap too (`bert_core.heap.collect_garbage`: the caches' and the memory
+ledger's). Only in a Streamlit server (not under AppTest or a plain import): a test process keeps Python's
+plain collector.
 
 The state (the last run, whether there is garbage, how many closed sessions were stored) is a `Housekeeper`'s,
 not the module's: the app uses the process's `HOUSEKEEPER`, a test makes its own and no thread touches it.
@@ -22,10 +33,13 @@ import ctypes
 import ctypes.util
 import gc
 import logging
+import sys
 import threading
 import time
 import urllib.parse
 from collections.abc import Callable
+
+from bert_core.heap import collect_garbage, freeze_heap
 
 log = logging.getLogger("bert_explorer.housekeeping")
 
@@ -50,6 +64,16 @@ def reap_closed_sessions() -> int | None:
         return None
 
 
+def in_server() -> bool:
+    """True inside a running Streamlit server (not under AppTest, whose runs have no Runtime)."""
+    try:
+        from streamlit.runtime import Runtime
+
+        return Runtime.exists()
+    except ImportError:
+        return False
+
+
 def _malloc_trim() -> bool:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -62,10 +86,13 @@ class Housekeeper:
     """One process's housekeeping state and its thread: `note_run` at every page run, `tidy` every `period` s.
 
     reap: what reaps closed sessions and says how many stay stored (`reap_closed_sessions`; a test gives its own).
+    freeze: whether to freeze the settled heap now (`in_server`; a test gives its own).
     """
 
-    def __init__(self, reap: Callable[[], int | None] | None = None):
+    def __init__(self, reap: Callable[[], int | None] | None = None, freeze: Callable[[], bool] | None = None):
         self.reap = reap or reap_closed_sessions
+        self.freeze = freeze or in_server
+        self.frozen_modules = 0  # len(sys.modules) at the last freeze (0: none yet)
         self.last_run = 0.0  # time.monotonic() of the latest page run
         self.dirty = False  # a run happened (or closed sessions were dropped) since the last collection
         self.stored = 0  # closed sessions Streamlit still kept at the last pass
@@ -92,16 +119,33 @@ class Housekeeper:
             quiet = now - self.last_run
         t = time.perf_counter()
         urllib.parse.urlsplit.cache_clear()  # it keeps its last 128 arguments: ui.widgets.html_document says why
-        found = gc.collect()
+        freeze = self.freeze()  # what lives on after a class is what stays
+        found = collect_garbage(freeze=freeze)  # the frozen heap too: what the class left is garbage now
+        if freeze:
+            self.frozen_modules = len(sys.modules)
         trimmed = _malloc_trim()
-        log.info("housekeeping: idle %.0f s: collected %d objects, heap trimmed: %s (%.0f ms)",
-                 quiet, found, trimmed, 1000 * (time.perf_counter() - t))
+        log.info("housekeeping: idle %.0f s: collected %d objects, heap trimmed: %s, %d frozen (%.0f ms)",
+                 quiet, found, trimmed, gc.get_freeze_count(), 1000 * (time.perf_counter() - t))
+        return True
+
+    def settle(self) -> bool:
+        """Freeze the heap when modules were imported since the last freeze (collected first: only what lives is
+        frozen); True when it froze. Python's full collections then skip it (the module docstring says why)."""
+        modules = len(sys.modules)
+        if modules == self.frozen_modules or not self.freeze():
+            return False
+        t = time.perf_counter()
+        found = freeze_heap()  # the part not frozen yet, collected first: a freeze must not keep today's garbage
+        self.frozen_modules = modules
+        log.info("housekeeping: %d modules: collected %d objects, %d frozen (%.0f ms)", modules, found,
+                 gc.get_freeze_count(), 1000 * (time.perf_counter() - t))
         return True
 
     def _loop(self, period: float, stopping: threading.Event) -> None:
         while not stopping.wait(period):
             try:
                 self.tidy()
+                self.settle()
             except Exception:  # never let housekeeping take the server down
                 log.exception("housekeeping failed")
 

@@ -13,7 +13,6 @@ keeping a copy (25 MB) holds about 3 GB, more than a 2.7 GB Streamlit Cloud cont
 
 from __future__ import annotations
 
-import gc
 import os
 import threading
 import time
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from ..errors import BertCoreError
+from ..heap import collect_garbage
 
 # Beside bert-base (~0.5 GB), the analysis cache (400 MB) and the server: docs/benchmarks.md. 1,000 MB holds three runs
 # fine-tuning the bundled MiniLM's weights (~0.29 GB each: weights, gradients, AdamW, activations); a fourth waits.
@@ -168,7 +168,7 @@ class SessionMemory:
             if need > 0:
                 # A closed tab's run sits in reference cycles (model, optimizer, hooks) and Streamlit's post-run
                 # collection is off (.streamlit/config.toml): collect once, so finalizers give its bytes back.
-                gc.collect()
+                collect_garbage()
                 collected = True
                 continue
             for ev in victims:

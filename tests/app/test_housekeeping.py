@@ -7,6 +7,7 @@ stopped where a test looks at what a collection or a reap by anyone would change
 from __future__ import annotations
 
 import gc
+import sys
 import time
 import types
 import weakref
@@ -15,6 +16,7 @@ import pytest
 from streamlit.runtime import Runtime
 from streamlit.runtime.memory_session_storage import MemorySessionStorage
 
+from bert_core import heap
 from ui import housekeeping as hk
 
 
@@ -115,3 +117,77 @@ def test_the_app_notes_runs_into_the_process_housekeeper():
     before = hk.HOUSEKEEPER.last_run
     hk.note_run()
     assert hk.HOUSEKEEPER.last_run > before and hk.HOUSEKEEPER.dirty
+
+
+@pytest.fixture
+def thawed(no_process_thread):
+    """Nothing frozen before or after the test (the test process's collector as Python leaves it)."""
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+def test_a_server_freezes_its_settled_heap_once_per_set_of_modules(thawed, monkeypatch):
+    """In a server, what lives once modules were imported is frozen (Python's collections skip it); its garbage is
+    collected first; nothing is frozen again until another module is imported."""
+    h = hk.Housekeeper(reap=lambda: None, freeze=lambda: True)
+    gc.disable()
+    try:
+        dead = cyclic_garbage()
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        alive = weakref.ref(a)
+        del b
+        assert h.settle()
+        assert dead() is None  # collected before the freeze: a freeze does not keep garbage
+        assert gc.get_freeze_count() > 0
+        assert not h.settle()  # no new module: nothing to do
+        del a  # frozen, and now cyclic garbage: Python's collector no longer sees it
+        gc.collect()
+        assert alive() is not None
+        monkeypatch.setitem(sys.modules, "bert_explorer_test_module", types.ModuleType("bert_explorer_test_module"))
+        assert h.settle()  # a module imported since: the new part is frozen too, the old stays frozen
+        assert alive() is not None
+    finally:
+        gc.enable()
+
+
+def test_the_apps_collections_reach_the_frozen_heap(thawed):
+    """The caches' and the ledger's collection frees frozen cyclic garbage (a dropped model), and leaves the rest
+    frozen; a plain gc.collect() does not."""
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    ref = weakref.ref(a)
+    del b
+    gc.freeze()
+    del a
+    gc.collect()
+    assert ref() is not None
+    assert heap.collect_garbage() >= 2
+    assert ref() is None
+    assert gc.get_freeze_count() > 0  # the live heap is frozen again
+
+
+def test_the_idle_collection_frees_the_frozen_heaps_garbage_and_freezes_again(thawed):
+    h = hk.Housekeeper(reap=lambda: None, freeze=lambda: True)
+    a, b = Node(), Node()
+    a.other, b.other = b, a
+    ref = weakref.ref(a)
+    del b
+    assert h.settle()
+    del a
+    h.note_run()
+    assert h.tidy(now=h.last_run + 21, idle=20)
+    assert ref() is None
+    assert gc.get_freeze_count() > 0
+    assert not h.settle()  # the idle collection froze this set of modules
+
+
+def test_outside_a_server_nothing_is_frozen(thawed):
+    """Under AppTest and plain imports (this test process) the collector stays Python's own."""
+    assert not hk.in_server()
+    h = hk.Housekeeper(reap=lambda: None)
+    assert not h.settle()
+    h.note_run()
+    assert h.tidy(now=h.last_run + 21, idle=20)
+    assert gc.get_freeze_count() == 0
