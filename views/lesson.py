@@ -79,7 +79,10 @@ def slide(live: classroom_ui.Live | None):
         if own_guess:
             st.markdown(f"**Your guess first.** {lesson.plain(q.prompt)}")
             guess_key = f"lesson_guess_{zlib.crc32(token.encode())}"
-            guess = st.radio("Your guess", range(len(q.choices)), index=lesson.kept_guess(token), key=guess_key,
+            # A kept guess is the radio's default only when its key has no value (a number key sets the value):
+            # both would make Streamlit warn that a default and the Session State API set one widget.
+            kept = None if guess_key in st.session_state else lesson.kept_guess(token)
+            guess = st.radio("Your guess", range(len(q.choices)), index=kept, key=guess_key,
                              horizontal=True, format_func=callbacks.labels(lesson.plain(c) for c in q.choices),
                              disabled=revealed, label_visibility="collapsed", on_change=lesson.keep_guess,
                              args=(guess_key, token))

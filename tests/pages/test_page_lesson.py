@@ -7,6 +7,7 @@ import pytest
 from apptest_util import ROOT, assert_ok
 from pages import test_page_families
 from pages.test_hostile_pages import HOSTILE
+from streamlit.elements.lib import policies
 from streamlit.testing.v1 import AppTest
 
 import bert_core
@@ -118,13 +119,20 @@ def test_only_what_the_model_computed_is_called_the_models_answer(question, labe
     assert at.info and at.info[0].value.startswith(f"{label}:"), at.info[0].value
 
 
-def test_number_keys_pick_a_guess_in_presenter_mode():
+def test_number_keys_pick_a_guess_in_presenter_mode(monkeypatch):
     at = open_lesson({"step": str(step_of("top_guess")), "present": "1"})
     keys = [at.button(key=f"lesson_pick_{i}") for i in range(1, 5)]
     assert [b.proto.shortcut for b in keys] == ["1", "2", "3", "4"]
+    # Streamlit checks a widget's default against the Session State API only in a server: as if in one.
+    monkeypatch.setattr(policies.runtime, "exists", lambda: True)
+    monkeypatch.setattr(policies, "_shown_default_value_warning", False)
+    warned = []
+    monkeypatch.setattr(policies._LOGGER, "warning", lambda msg, *args, **kw: warned.append(msg % args))
     keys[2].click().run()
     assert_ok(at)
     assert at.radio[0].value == 2
+    assert not warned  # the number key's value, not a default as well
+    monkeypatch.undo()
     at.button(key="lesson_reveal").click().run()
     q = expected(bert_core.load_model(), step_of("top_guess"))
     assert (len(at.success) == 1) == (q.answer == 2)
