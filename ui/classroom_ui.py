@@ -825,12 +825,39 @@ def _count(live: Live) -> None:
 
 
 def _results(live: Live) -> None:
+    """The end-of-lesson table (whole runs only). A store that does not answer here is tried again on a timer, in
+    place: an error drawn by a whole run would stay on screen after the store is back, until the teacher's next
+    click (scripts/class_outage.py saw it after Redis was frozen)."""
     try:
         rows = store().results(live.code, live.secret)
         named = store().students(live.code, live.secret)
+    except classroom.StoreUnavailable:
+        _results_later(live)
+        return
     except ClassError as e:
         st.warning(str(e))
         return
+    _results_table(live, rows, named)
+
+
+def _results_later(live: Live) -> None:
+    @st.fragment(run_every=RETRY)
+    def results_later() -> None:  # until the page's next whole run
+        try:
+            rows = store().results(live.code, live.secret)
+            named = store().students(live.code, live.secret)
+        except classroom.StoreUnavailable:
+            st.caption("Results: reconnecting to the class…")
+            return
+        except ClassError as e:
+            st.warning(str(e))
+            return
+        _results_table(live, rows, named)
+
+    results_later()
+
+
+def _results_table(live: Live, rows: list[classroom.Result], named: list[dict]) -> None:
     if not rows:
         st.caption("The end-of-lesson table fills in as you reveal answers.")
         return

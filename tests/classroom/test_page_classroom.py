@@ -349,6 +349,31 @@ def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypa
         shutil.rmtree(d, ignore_errors=True)
 
 
+def test_a_store_that_fails_the_results_table_says_reconnecting_and_tries_again_in_place(monkeypatch):
+    """Only the teacher's whole runs draw the results table: a store that did not answer there (Redis just thawed,
+    busy with its backlog: scripts/class_outage.py) must not leave its error on screen after the store is back; the
+    table says it is reconnecting and a timer of its own tries again."""
+    t, code, secret = teacher()
+    store = classroom.open_store()
+    real = store.results
+    failing = True
+
+    def results(*a, **kw):
+        if failing:
+            raise classroom.StoreUnavailable("TimeoutError")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(store, "results", results)
+    t.run()
+    assert_ok(t)
+    assert not [w.value for w in t.warning if "does not answer" in w.value]
+    assert "Results: reconnecting to the class…" in [c.value for c in t.caption]
+    failing = False
+    t.run()  # what the table's timer does once the store answers (its fragment, here drawn by a whole run)
+    assert "Results: reconnecting to the class…" not in [c.value for c in t.caption]
+    assert "The end-of-lesson table fills in as you reveal answers." in [c.value for c in t.caption]
+
+
 def test_leave_and_join_again_is_one_seat_and_the_teacher_removes_and_locks(backend):
     """Leave then Join in the same browser (its seat token): the same seat, its vote kept, "1 of 1". A second
     student cannot take the same nickname; the teacher removes a seat and locks the class."""
