@@ -246,7 +246,9 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
                 at = next((a for a, cnt in shown if a >= s and cnt >= r), None)
                 vote_lat.append(at - s if at else float("inf"))
             votes_sent.append((len(sends), shown[-1][1] if shown else 0))
-            say(f"step {step}: {votes_sent[-1][0]} votes sent, {votes_sent[-1][1]} on the projector")
+            mine = vote_lat[-len(sends):] if sends else [0.0]
+            say(f"step {step}: {votes_sent[-1][0]} votes sent, {votes_sent[-1][1]} on the projector; vote -> "
+                f"projector p50 {pct(mine, 50):.2f} s, p95 {pct(mine, 95):.2f} s, max {max(mine):.2f} s")
             await t.rerun(widgets={"class_split": True})
             await asyncio.sleep(1.0)
             answer = revealed_answer(await t.rerun(widgets={"lesson_reveal": True}))

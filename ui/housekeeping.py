@@ -16,12 +16,12 @@ Python's own full collections walk the whole heap, and a server's heap is mostly
 transformers, plotly and Streamlit's modules, the model: about 400,000 objects). In a class of 120 they came
 every 5-10 s and took 210-250 ms each, all under the interpreter lock: a step change that met one reached every
 student a quarter of a second later (`benchmarks/class_load.py`). So the heap that has settled is frozen
-(`gc.freeze()`: Python's collections skip it, and take 20-30 ms): whenever modules were imported since the last
-freeze (what is not frozen yet is collected first, and what lives of it frozen), and at each idle collection.
-A frozen object that becomes cyclic garbage waits for the next idle collection or for one of the app's own
-collections, which reach the frozen heap too (`bert_core.heap.collect_garbage`: the caches' and the memory
-ledger's). Only in a Streamlit server (not under AppTest or a plain import): a test process keeps Python's
-plain collector.
+(`gc.freeze()`: Python's collections skip it, and take 20-30 ms after): whenever modules were imported since the
+last freeze (looked for every SETTLE_S s, so that a class started with the server meets a frozen heap; what is
+not frozen yet is collected first, and what lives of it frozen), and at each idle collection. A frozen object
+that becomes cyclic garbage waits for the next idle collection or for one of the app's own collections, which
+reach the frozen heap too (`bert_core.heap.collect_garbage`: the caches' and the memory ledger's). Only in a
+Streamlit server (not under AppTest or a plain import): a test process keeps Python's plain collector.
 
 The state (the last run, whether there is garbage, how many closed sessions were stored) is a `Housekeeper`'s,
 not the module's: the app uses the process's `HOUSEKEEPER`, a test makes its own and no thread touches it.
@@ -45,6 +45,7 @@ log = logging.getLogger("bert_explorer.housekeeping")
 
 PERIOD_S = 15.0
 IDLE_S = 20.0
+SETTLE_S = 2.0  # how often the thread looks for new modules to freeze (a class may start 20 s after the server)
 
 
 def reap_closed_sessions() -> int | None:
@@ -142,10 +143,13 @@ class Housekeeper:
         return True
 
     def _loop(self, period: float, stopping: threading.Event) -> None:
-        while not stopping.wait(period):
+        last = time.monotonic()
+        while not stopping.wait(min(period, SETTLE_S)):
             try:
-                self.tidy()
-                self.settle()
+                if time.monotonic() - last >= period:
+                    last = time.monotonic()
+                    self.tidy()
+                self.settle()  # every SETTLE_S s: a class that starts with the server meets a frozen heap
             except Exception:  # never let housekeeping take the server down
                 log.exception("housekeeping failed")
 
