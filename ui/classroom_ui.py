@@ -828,45 +828,37 @@ def _results(live: Live) -> None:
     """The end-of-lesson table (whole runs only). A store that does not answer here is tried again on a timer, in
     place: an error drawn by a whole run would stay on screen after the store is back, until the teacher's next
     click (scripts/class_outage.py saw it after Redis was frozen)."""
-    try:
-        rows = store().results(live.code, live.secret)
-        named = store().students(live.code, live.secret)
-    except classroom.StoreUnavailable:
-        _results_later(live)
+    if _results_table(live):
         return
-    except ClassError as e:
-        st.warning(str(e))
-        return
-    _results_table(live, rows, named)
 
-
-def _results_later(live: Live) -> None:
     @st.fragment(run_every=RETRY)
     def results_later() -> None:  # until the page's next whole run
-        try:
-            rows = store().results(live.code, live.secret)
-            named = store().students(live.code, live.secret)
-        except classroom.StoreUnavailable:
+        if not _results_table(live):
             st.caption("Results: reconnecting to the class…")
-            return
-        except ClassError as e:
-            st.warning(str(e))
-            return
-        _results_table(live, rows, named)
 
     results_later()
 
 
-def _results_table(live: Live, rows: list[classroom.Result], named: list[dict]) -> None:
+def _results_table(live: Live) -> bool:
+    """The table and its downloads; False, with nothing drawn, when the store does not answer."""
+    try:
+        rows = store().results(live.code, live.secret)
+        named = store().students(live.code, live.secret)
+    except classroom.StoreUnavailable:
+        return False
+    except ClassError as e:
+        st.warning(str(e))
+        return True
     if not rows:
         st.caption("The end-of-lesson table fills in as you reveal answers.")
-        return
+        return True
     table = results_rows(rows)
     with st.expander(f"Results: {len(rows)} question(s)", expanded=False):
         st.dataframe(table, hide_index=True)
         st.download_button("Download the results (CSV)", results_csv(table, named), file_name="class_results.csv",
                            mime="text/csv", key="class_csv")
         handout.button(live, "class_handout")  # the Lesson's handout, with the class's split of each question
+    return True
 
 
 def results_rows(rows: list[classroom.Result]) -> list[dict]:
