@@ -66,11 +66,12 @@ def reap_closed_sessions() -> int | None:
 
 
 def in_server() -> bool:
-    """True inside a running Streamlit server (not under AppTest, whose runs have no Runtime)."""
+    """True inside a running Streamlit server; not under AppTest, which puts a mock Runtime in place while it runs
+    a script (a test process's heap frozen by it kept its garbage from the tests' own collections)."""
     try:
         from streamlit.runtime import Runtime
 
-        return Runtime.exists()
+        return Runtime.exists() and type(Runtime.instance()) is Runtime
     except ImportError:
         return False
 

@@ -11,6 +11,7 @@ import sys
 import time
 import types
 import weakref
+from unittest import mock
 
 import pytest
 from streamlit.runtime import Runtime
@@ -183,9 +184,14 @@ def test_the_idle_collection_frees_the_frozen_heaps_garbage_and_freezes_again(th
     assert not h.settle()  # the idle collection froze this set of modules
 
 
-def test_outside_a_server_nothing_is_frozen(thawed):
-    """Under AppTest and plain imports (this test process) the collector stays Python's own."""
+def test_outside_a_server_nothing_is_frozen(thawed, monkeypatch):
+    """Under AppTest and plain imports (this test process) the collector stays Python's own. AppTest puts a mock
+    Runtime in place while it runs a script: the housekeeping thread of an AppTest process must not take it for a
+    server."""
     assert not hk.in_server()
+    monkeypatch.setattr(Runtime, "_instance", mock.MagicMock(spec=Runtime))  # what AppTest's script runs see
+    assert Runtime.exists() and not hk.in_server()
+    monkeypatch.undo()
     h = hk.Housekeeper(reap=lambda: None)
     assert not h.settle()
     h.note_run()
