@@ -977,10 +977,10 @@ def remove_seats() -> None:
 
 def vote(code: str, sid: str, qid: str, key: str) -> None:
     choice = st.session_state.get(key)
-    if choice is None:
+    if not isinstance(choice, int):  # no vote, or a value none of the options has (a forged websocket message)
         return
     try:
-        store().vote(code, sid, qid, int(choice))
+        store().vote(code, sid, qid, choice)
     except ClassError as e:
         _say(e)
         return

@@ -715,7 +715,8 @@ def keep_guess(guess_key: str, token: str) -> None:
 
 
 def kept_guess(token: str) -> int | None:
-    return st.session_state.get("lesson_guesses", {}).get(token)
+    guess = st.session_state.get("lesson_guesses", {}).get(token)
+    return guess if isinstance(guess, int) else None  # a radio passes on a value none of its options has (forged)
 
 
 def next_draw() -> None:

@@ -14,7 +14,7 @@ import re
 import time
 import urllib.parse
 
-from load import Client  # benchmarks/ is on pytest's pythonpath
+from load import Client, problems_of  # benchmarks/ is on pytest's pythonpath
 
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
 
@@ -40,12 +40,14 @@ async def _class(base: str) -> tuple[list, list, list]:
         # The student votes; the teacher's client runs no timer: only the server's push can redraw its count.
         teacher.on_push = counted.append
         key = next(e.id.split("-", 2)[-1] for e in pushed[0].of("radio") if "class_vote_" in e.id)
-        await student.rerun(widgets={key: student_choice(pushed[0], key)}, fragment=next(iter(student.fragments)),
-                            auto=False)
+        fragment = student.widget_fragments.get(key) or None
+        # A forged message first: a value that is none of the radio's options (an attacker's websocket, not a browser).
+        forged = await student.rerun(widgets={key: "NOT AN OPTION"}, fragment=fragment, auto=False)
+        await student.rerun(widgets={key: student_choice(pushed[0], key)}, fragment=fragment, auto=False)
         deadline = time.monotonic() + 30
         while not any(_count(r) == 1 for r in counted) and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
-        return [joined], pushed, counted
+        return [joined, forged], pushed, counted
     finally:
         try:
             await teacher.rerun(widgets={"class_end": True}, timeout=60)  # the shared server as it was: no class
@@ -64,7 +66,8 @@ def _count(run) -> int | None:
 
 
 def test_next_reruns_only_the_followers_lesson_fragment_and_a_vote_the_teachers_count(shared_app_server):
-    (joined,), pushed, counted = asyncio.run(_class(shared_app_server))
+    (joined, forged), pushed, counted = asyncio.run(_class(shared_app_server))
+    assert not problems_of(forged), problems_of(forged)  # a forged vote is ignored, not an exception on the page
     assert not joined.fragment and [h.body for h in joined.of("heading")][0].startswith("Step 1 of")
     assert pushed, "the teacher's Next pushed no run to the following student"
     assert all(r.fragment for r in pushed), "a step change reran the follower's whole page (app.py and all)"
