@@ -85,6 +85,22 @@ def test_no_runtime_no_reaping():
     assert hk.reap_closed_sessions() is None  # pytest has no Streamlit server
 
 
+def test_a_busy_process_without_whole_runs_is_not_idle(no_process_thread):
+    """A class's step changes, votes and timers are fragment runs (no note_run): a pass that finds the process used
+    more than BUSY_SHARE of a core since the last one counts as a run; quiet CPU for `idle` s is idle again."""
+    cpu = [0.0]
+    h = hk.Housekeeper(reap=lambda: None, cpu=lambda: cpu[0])
+    h.note_run()
+    t0 = h.last_run
+    assert not h.tidy(now=t0 + 5, idle=20)  # the first pass reads the CPU
+    cpu[0] += 5.0  # 5 s of CPU in 16 s: a class at work
+    assert not h.tidy(now=t0 + 21, idle=20)
+    cpu[0] += 0.2  # quiet: open tabs' timers
+    assert not h.tidy(now=t0 + 36, idle=20)  # 15 s since the busy pass
+    assert h.tidy(now=t0 + 42, idle=20)
+    assert not hk.Housekeeper(reap=lambda: None).cpu  # a test's housekeeper: whole runs only
+
+
 def test_dropping_closed_sessions_leads_to_a_collection():
     """A reaped session is cyclic garbage: the next idle pass collects even without a new run."""
     counts = iter([3, 3, 0, 0])
