@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import random
 import re
@@ -137,6 +138,11 @@ def texts(run) -> list[str]:
     return [e.body for e in run.of("markdown")]
 
 
+def trail(c: Client, t0: float) -> str:
+    """A client's last messages, each with its time in seconds from t0."""
+    return "; ".join(f"{t - t0:+.2f} {kind} {detail}" for t, kind, detail in c.trail)
+
+
 def header(run) -> tuple[str | None, float]:
     """The page's step header and when it arrived (what the student sees first of a new step)."""
     for (kind, e), at in zip(run.elements, run.arrived):
@@ -203,6 +209,10 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
     if joined < n:
         problems.append(f"only {joined} of {n} students joined")
     tasks = [asyncio.create_task(tk.tick_forever()) for tk in tickers]
+    # This process is the students' browsers: its own full collections (80 ms over 200 clients' objects) would stop
+    # every "browser" at once and count as the server's latency. What the class set up stays; the rest is collected.
+    gc.collect()
+    gc.freeze()
     cpu0, wall0 = sum(map(cpu_seconds, pids)), time.monotonic()
     say(f"class {code}: {joined} students joined")
     spy = None
@@ -212,6 +222,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
                                 "-p", str(pids[0])], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     votes_sent, vote_lat, step_lat, drawn_lat, reveals_right, per_step, step_cpu = [], [], [], [], 0, [], []
+    client_cpu: list[float] = []  # this process (every student's "browser") during each step change
     loop_cpu: list[float] = []  # the servers' main threads (their event loops) during each step change
     reveals_other = 0  # a student's page showed an answer other than the teacher's
     messages: list[int] = []  # websocket messages one follower received for each step change
@@ -257,10 +268,15 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             await asyncio.sleep(after_reveal)  # the reveal reaches every student
             shown_answers = seen_reveal.get(step, {})
             reveals_right += sum(a == answer for a in shown_answers.values())
+            for i in sorted(set(range(n)) - set(shown_answers)):  # a page that never showed the reveal
+                problems.append(f"s{i} never showed the reveal of step {step}: pushed runs {tickers[2 + i].pushed}, "
+                                f"timers {students[i].fragments}, a run pending {students[i]._run is not None}; "
+                                f"its last messages: {trail(students[i], time.perf_counter())}")
             reveals_other += sum(a != answer for a in shown_answers.values())
             students[0].tap = []  # what one follower receives for the step change
             t0, c0 = time.perf_counter(), sum(map(cpu_seconds, pids))
             loop0 = sum(cpu_seconds(p, main_thread=True) for p in pids)
+            me0 = time.process_time()
             step_spy = None
             if profile_steps:  # py-spy on the step change only: Next until every student has drawn the new step
                 step_spy = subprocess.Popen(["py-spy", "record", "-r", "200", "--gil", "-f", "raw", "-o",
@@ -269,6 +285,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
                 await asyncio.sleep(1.0)  # attached
                 t0, c0 = time.perf_counter(), sum(map(cpu_seconds, pids))
                 loop0 = sum(cpu_seconds(p, main_thread=True) for p in pids)
+                me0 = time.process_time()
             await t.rerun(widgets={"lesson_next": True})
             deadline = time.perf_counter() + 30
             while len(drawn_step.get(step + 1, {})) < n and time.perf_counter() < deadline:
@@ -276,10 +293,12 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             for i in sorted(set(range(n)) - set(drawn_step.get(step + 1, {}))):  # a page that never showed the step
                 c = students[i]
                 problems.append(f"s{i} never drew step {step + 1}: pushed runs {tickers[2 + i].pushed}, timers "
-                                f"{c.fragments}, a run pending {c._run is not None}, last query {c.page_query!r}")
+                                f"{c.fragments}, a run pending {c._run is not None}, last query {c.page_query!r}; "
+                                f"session {getattr(c, 'session_id', '?')}; its last messages (s after Next): {trail(c, t0)}")
             # The servers' CPU from Next until every student's page has drawn the new step (ticks included): the
             # cost of a step change per student, which the machine's load does not change as much as the wall time.
             step_cpu.append((sum(map(cpu_seconds, pids)) - c0, time.perf_counter() - t0))
+            client_cpu.append(time.process_time() - me0)  # the clients' own share of the 2 cores meanwhile
             if step_spy is not None:
                 step_spy.send_signal(signal.SIGINT)
                 step_spy.wait(timeout=60)
@@ -301,7 +320,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             say(f"step {step + 1} on the students' screens: p50 {per_step[-1][1]:.2f} s, p95 {per_step[-1][2]:.2f} s; "
                 f"server CPU {step_cpu[-1][0]:.2f} s in {step_cpu[-1][1]:.2f} s wall = "
                 f"{1000 * step_cpu[-1][0] / n:.1f} ms per student (event loop {1000 * loop_cpu[-1] / n:.1f}); "
-                f"load average {os.getloadavg()[0]:.1f}")
+                f"the clients' CPU {client_cpu[-1]:.2f} s; load average {os.getloadavg()[0]:.1f}")
         await asyncio.sleep(2)
         rss_after = [rss_mb(p) for p in pids]
         cores = (sum(map(cpu_seconds, pids)) - cpu0) / (time.monotonic() - wall0)
@@ -318,7 +337,9 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
     leaks = [i for i, c in enumerate(students) if other_code.encode() in c.received]
     own = [i for i, c in enumerate(students) if code.encode() not in c.received]
     return {"code": code, "rss_before": rss_before, "rss_after": rss_after, "vote_lat": vote_lat,
-            "step_lat": step_lat, "drawn_lat": drawn_lat, "step_cpu": step_cpu, "cores": cores, "per_step": per_step,
+            "step_lat": step_lat, "drawn_lat": drawn_lat, "step_cpu": step_cpu, "client_cpu": client_cpu,
+            "cores": cores,
+            "per_step": per_step,
             "ticks": [x for tk in tickers for x in tk.ticks],
             "pushed": sum(tk.pushed for tk in tickers[2:]), "pushed_whole": sum(tk.pushed_whole for tk in tickers[2:]),
             "votes": votes_sent, "problems": problems, "leaks": leaks, "messages": messages,
@@ -409,7 +430,8 @@ def main() -> None:
           f"p95 {pct(r['drawn_lat'], 95):.2f} max {max(r['drawn_lat']):.2f}")
     cpu, wall = sum(c for c, _ in r["step_cpu"]), sum(w for _, w in r["step_cpu"])
     print(f"  server CPU per step change: {1000 * cpu / len(r['step_cpu']) / a.students:.1f} ms per student "
-          f"({cpu / wall:.2f} cores busy while the step changed)")
+          f"({cpu / wall:.2f} cores busy while the step changed; this process, the students' clients, "
+          f"{sum(r['client_cpu']) / wall:.2f} cores)")
     print(f"messages in one following student's pushed run, per step change: {r['messages']} (its new-session message "
           "to its script_finished; each a hand-off between the script's thread and the server's event loop)")
     print(f"votes sent / counted on the projector per question: {r['votes']}")

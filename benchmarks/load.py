@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import json
 import os
@@ -107,6 +108,10 @@ class Client:
         self.on_push = None  # callback(run): a run the server started itself (a class's push); None: ignored
         self.tap: list | None = None  # when a list: (message kind, delta kind, bytes) of every message received
         self._pushed = False  # the run being read is such a run
+        self._run_fragments: set[str] = set()  # the fragments the run being read reruns (none: a full run)
+        self._drawn: set[str] = set()  # user keys of the widgets that run drew
+        # The last messages' gist, (seconds, kind, detail), for a report on a page that did not show what it should
+        self.trail: collections.deque = collections.deque(maxlen=120)
 
     async def connect(self) -> None:
         """Load the page over HTTP (keeping its cookies, as a browser does), then open the websocket with them."""
@@ -146,9 +151,23 @@ class Client:
                 sub = (m.delta.new_element.WhichOneof("type") if delta == "new_element" else
                        m.delta.add_block.WhichOneof("type") if delta == "add_block" else None)
                 self.tap.append((kind, ":".join(x for x in (delta, sub) if x), len(data)))
+            if kind == "new_session":
+                self.session_id = m.new_session.initialize.session_id or getattr(self, "session_id", "")
+                self.trail.append((time.perf_counter(), "new_session", list(m.metadata.run.fragment_ids)))
+            elif kind == "script_finished":
+                self.trail.append((time.perf_counter(), "script_finished", m.script_finished))
+            elif kind == "page_info_changed":
+                self.trail.append((time.perf_counter(), "query", m.page_info_changed.query_string))
+            elif kind == "delta" and m.delta.WhichOneof("type") == "new_element":
+                el = m.delta.new_element.WhichOneof("type")
+                self.trail.append((time.perf_counter(), el, m.delta.new_element.heading.body[:40] if el == "heading"
+                                   else m.delta.fragment_id[:6]))
+            elif kind == "delta":
+                self.trail.append((time.perf_counter(), m.delta.WhichOneof("type"), m.delta.fragment_id[:6]))
             if kind == "navigation":
                 self.pages = {p.url_pathname: p.page_script_hash for p in m.navigation.app_pages}
             elif kind == "new_session":
+                self._run_fragments, self._drawn = set(m.metadata.run.fragment_ids), set()
                 if not m.metadata.run.fragment_ids:
                     self.fragments.clear()  # a full run starts: the browser drops its fragment timers
                 if self._run is None and self.on_push is not None:  # nobody asked for it: the server pushed it
@@ -171,17 +190,31 @@ class Client:
                 if wid.startswith("$$ID-") and wid.count("-") >= 2:
                     self.widgets[wid.split("-", 2)[2]] = wid
                     self.widget_fragments[wid.split("-", 2)[2]] = m.delta.fragment_id
+                    self._drawn.add(wid.split("-", 2)[2])
                 self._run.elements.append((etype, sub))
                 self._run.arrived.append(time.perf_counter())
             elif kind == "page_info_changed":
                 self._run.query = m.page_info_changed.query_string
-            elif kind == "script_finished" and m.script_finished != 2 and not self._done.done():
-                # Status 2 (finished early for a rerun): the page called st.rerun(); wait for that run.
-                self._done.set_result(m.script_finished)
+            if kind == "script_finished" and m.script_finished in (0, 3):
+                self._forget_undrawn()
+            if kind == "script_finished" and m.script_finished != 2 and not self._done.done():
+                # Status 2 (finished early for a rerun): the page called st.rerun(); wait for that run. The run is
+                # handed over here, not when its waiter resumes: the server may start its next run (a push) in the
+                # same burst of messages, and that run's messages must not land in this one or nowhere.
+                run, self._run = self._run, None
+                run.status = m.script_finished
+                self._done.set_result(run)
                 if self._pushed:
-                    run, self._run, self._pushed = self._run, None, False
-                    run.status = m.script_finished
+                    self._pushed = False
                     self.on_push(run)
+
+    def _forget_undrawn(self) -> None:
+        """A finished run's page no longer shows the widgets it did not draw: the browser stops sending their values
+        (a full run keeps only what it drew; a fragment's run drops the widgets of that fragment it did not draw)."""
+        gone = [k for k in self.values if k not in self._drawn
+                and (not self._run_fragments or self.widget_fragments.get(k) in self._run_fragments)]
+        for k in gone:
+            del self.values[k]
 
     async def rerun(self, page: str | None = None, query: str = "", widgets: dict | None = None,
                     fragment: str | None = None, timeout: float = 300, auto: bool = True) -> Run | None:
@@ -196,6 +229,7 @@ class Client:
                 return None  # that run replaced the fragment: the browser drops the timer (the server would too)
         msg = BackMsg()
         cs = msg.rerun_script
+        self.trail.append((time.perf_counter(), "sent", f"{fragment or 'page'} {sorted(widgets or {})}"[:80]))
         cs.query_string = query
         if page is not None:
             self.page = page
@@ -220,9 +254,8 @@ class Client:
         self._done = asyncio.get_running_loop().create_future()
         t0 = time.perf_counter()
         await self.ws.send(msg.SerializeToString())
-        status = await asyncio.wait_for(self._done, timeout)
-        run, self._run = self._run, None
-        run.seconds, run.status = time.perf_counter() - t0, status
+        run = await asyncio.wait_for(self._done, timeout)
+        run.seconds = time.perf_counter() - t0
         return run
 
 

@@ -17,10 +17,15 @@ server's time in a profile of a class of 120 (1.4% with the cache). `cache_theme
 theme message until the config changes (a hook on Streamlit's `app_session._populate_theme_msg`;
 tests/classroom/test_streamlit_hooks.py checks that the message is byte for byte Streamlit's own and fails if
 that internal changes).
+
+A second hook (`wait_for_finished_runs`, on `AppSession._create_scriptrunner`) keeps a run that has just finished
+from losing its drawing to the next request: a pushed step and the student's own timer tick often meet
+(tests/classroom/test_finished_runs.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 
@@ -93,6 +98,53 @@ def cache_theme_messages() -> None:
 
 
 cache_theme_messages()
+
+DEFER_S, DEFER_TRIES = 0.002, 1000  # a new runner waits for the finished one's last messages at most 2 s
+
+
+def wait_for_finished_runs(original):
+    """`AppSession._create_scriptrunner` (Streamlit 1.67) that first lets a run which has just finished deliver its
+    messages.
+
+    A ScriptRunner that has finished its run refuses a new rerun request; AppSession.request_rerun then creates a new
+    ScriptRunner at once, and drops every event still queued on the event loop from the old one as "from a
+    non-current ScriptRunner": that run's whole drawing, which the browser never gets. A run that ends within a few
+    milliseconds of the next request meets it: a student's pushed step and the student's own timer tick
+    (benchmarks/class_load.py, 100 students on one process: in about one run of three a student never drew the
+    step or the reveal; a probe on AppSession showed the pushed run's messages ignored). Here the new runner is
+    created once the old one's SHUTDOWN has been handled, behind its queued events; a runner created meanwhile
+    takes the request instead."""
+    if getattr(original, "waits_for_finished_runs", False):
+        return original
+
+    def create_when_free(self, rerun_data, old, tries: int) -> None:
+        if self._state == app_session.AppSessionState.SHUTDOWN_REQUESTED:
+            return  # the tab closed meanwhile
+        current = self._scriptrunner
+        if current is old and tries < DEFER_TRIES:  # its SHUTDOWN (and the events before it) not handled yet
+            self._event_loop.call_later(DEFER_S if tries else 0, create_when_free, self, rerun_data, old, tries + 1)
+            return
+        if current is not None and current is not old and current.request_rerun(rerun_data):
+            return  # a request deferred with this one has started a runner since: it runs this one too
+        original(self, rerun_data)
+
+    def create_scriptrunner(self, initial_rerun_data) -> None:
+        old = self._scriptrunner  # not None: it refused the request, its run is over
+        try:
+            on_loop = old is not None and asyncio.get_running_loop() is self._event_loop
+        except RuntimeError:
+            on_loop = False
+        if not on_loop:
+            original(self, initial_rerun_data)
+            return
+        create_when_free(self, initial_rerun_data, old, 0)
+
+    create_scriptrunner.waits_for_finished_runs = True
+    create_scriptrunner.original = original
+    return create_scriptrunner
+
+
+app_session.AppSession._create_scriptrunner = wait_for_finished_runs(app_session.AppSession._create_scriptrunner)
 
 
 def _session() -> tuple[str, str, str, str] | None:

@@ -68,13 +68,38 @@ def step_page_settings(cur: Current, page: str, step, text: str, pair: str | Non
 
 def lesson_button(cur: Current, k: int, text: str, pair: str | None) -> None:
     """"Open as a notebook" for Lesson step k: its words, its question (computed), and its full page's view."""
+    offer(lesson_view(cur, k, text, pair), f"lesson-step-{k}")
+
+
+def keep_lesson_view(cur: Current, k: int, text: str, pair: str | None) -> None:
+    """A following student's step: the notebook the side column's button offers when clicked (`followed_button`)."""
+    st.session_state.setdefault(VIEWS_KEY, {})["lesson"] = lesson_view(cur, k, text, pair)
+
+
+def followed_button() -> None:
+    """"Open as a notebook" in a following student's side column: the step the page shows when it is clicked.
+
+    The class's push redraws only the step (a fragment): a download button there was a fifth of a student's step
+    change on the server (its deferred file registered again for every student at every step), so the step keeps
+    its notebook's View (`keep_lesson_view`) and this button, drawn by whole runs, reads it at the click."""
+    views = st.session_state.setdefault(VIEWS_KEY, {})
+    if "lesson" not in views:
+        return
+    st.download_button("Open this step as a notebook (.ipynb)", lambda: notebook_bytes(views["lesson"]),
+                       file_name="bert-explorer-lesson-step.ipynb", mime="application/x-ipynb+json",
+                       key="notebook-lesson-followed", on_click="ignore", icon=":material/download:", width="stretch",
+                       help="A Jupyter notebook that recomputes the step on your screen with bert_core: the same "
+                            "model, sentence and question. Runs offline next to the app's code.")
+
+
+def lesson_view(cur: Current, k: int, text: str, pair: str | None) -> View:
+    """The notebook of Lesson step k: its words, its question (computed), and its full page's view."""
     step = lesson.STEPS[k - 1]
     fn, args, kwargs = lesson.question_call(step, text, pair, cur.seed)
     page = step.page.replace("-", "_")  # url_path -> PAGES key
     settings = {"step": k, "question": f"{fn.__module__}.{fn.__name__}", "question_args": args,
                 "question_kwargs": kwargs, "page": page,
                 "page_settings": step_page_settings(cur, page, step, text, pair) if page in PAGES else {}}
-    view = dataclasses.replace(view_of(cur, "lesson", text), pair=pair, settings=settings,
+    return dataclasses.replace(view_of(cur, "lesson", text), pair=pair, settings=settings,
                                prose={"title": step.title, "explain": lesson.explain(step, cur.model),
                                       "formula": step.formula})
-    offer(view, f"lesson-step-{k}")

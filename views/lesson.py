@@ -33,7 +33,12 @@ def slide(live: classroom_ui.Live | None):
     k = int(st.session_state["lesson_step"])
     step = lesson.STEPS[k - 1]
     present = bool(st.session_state["lesson_present"])
-    if st.query_params.get("step") != str(k):  # a set is a message to the browser even when unchanged
+    # A set is a message to the browser even when unchanged. A follower's address has no step (a reload takes the
+    # class's step again): one message less in every student's step change.
+    if follower:
+        if "step" in st.query_params:
+            del st.query_params["step"]
+    elif st.query_params.get("step") != str(k):
         st.query_params["step"] = str(k)
     st.session_state.setdefault("lesson_visited", set()).add(step.key)
     text = st.session_state[lesson.text_key(k)]
@@ -108,8 +113,8 @@ def slide(live: classroom_ui.Live | None):
     with right, lesson.busy(cur, k, text, pair, f"view {revealed} {present}", "Drawing…"):
         classroom_ui.draw_step(live, step, cur, text, pair, revealed)  # step.view; a class's followers share it
 
-    if follower and not present:  # no Back / Next of its own; this step's notebook here (no side column redraw)
-        notebook_ui.lesson_button(cur, k, text, pair)
+    if follower and not present:  # no Back / Next of its own; this step's notebook is the side column's button
+        notebook_ui.keep_lesson_view(cur, k, text, pair)
     else:
         nav = st.columns([1, 1, 4] if present else [1, 1, 3])
         # Presenter keys are Streamlit's own button shortcuts: they work whatever has focus, except a text box.
@@ -177,5 +182,7 @@ if side is not None and not follower:
 
 if side is not None:
     with side:
+        if follower:
+            notebook_ui.followed_button()
         handout.button(live, "lesson_handout")
 classroom_ui.panel(live, present, side)  # start / join a class; its code, QR and results; a student's count

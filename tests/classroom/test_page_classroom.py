@@ -618,3 +618,38 @@ def test_a_students_timer_slows_in_steps_of_two_as_the_class_grows():
     ticks = {n: classroom_ui.student_tick(n) for n in (0, 1, 30, 31, 60, 61, 120, 121, 200)}
     assert ticks == {0: 2.0, 1: 2.0, 30: 2.0, 31: 4.0, 60: 4.0, 61: 8.0, 120: 8.0, 121: 16.0, 200: 16.0}
     assert all(n / t <= classroom_ui.TICKS_PER_SECOND for n, t in ticks.items())
+
+
+def test_students_timers_spread_over_half_a_tick_by_seat():
+    # A room that joins at once must not tick at once all lesson long: each seat's interval is its own, in
+    # [tick, 1.5 tick), the same on every run of that seat's page.
+    seats = [classroom.codes.new_id() for _ in range(400)]
+    spread = [classroom_ui.spread_tick(16.0, s) for s in seats]
+    assert all(16.0 <= t < 24.0 for t in spread)
+    assert len({round(t, 3) for t in spread}) > 200  # not a handful of shared intervals
+    assert min(spread) < 17.0 and max(spread) > 23.0  # the whole half tick is used
+    assert [classroom_ui.spread_tick(16.0, s) for s in seats] == spread
+    assert all(n / classroom_ui.spread_tick(classroom_ui.student_tick(n), "x") <= classroom_ui.TICKS_PER_SECOND
+               for n in (1, 30, 60, 120, 200))  # never faster than the class's bound
+
+
+def test_a_following_students_notebook_is_the_step_on_screen(backend):
+    # The class's push redraws only the step: its notebook button sits in the side column (drawn by whole runs) and
+    # offers the step the page shows when clicked, not the step of the last whole run.
+    from ui.notebook_ui import VIEWS_KEY
+
+    t, code, _ = teacher()
+    s = student(code, "Nb")
+    buttons = [b for b in s.get("download_button") if b.key == "notebook-lesson-followed"]
+    assert len(buttons) == 1 and not [b for b in s.get("download_button") if b.key == "notebook-lesson"]
+    assert s.session_state[VIEWS_KEY]["lesson"].settings["step"] == 1
+    views = s.session_state[VIEWS_KEY]
+    t.button(key="lesson_next").click().run()
+    t.button(key="lesson_next").click().run()
+    s.run()
+    assert_ok(s)
+    assert s.header[0].value.startswith("Step 3 of")
+    assert s.session_state[VIEWS_KEY] is views  # the dict the button's download reads at the click
+    view = views["lesson"]
+    assert view.settings["step"] == 3 and view.text == s.session_state[lesson.text_key(3)]
+    assert "step" not in s.query_params  # a follower's address has no step of its own (a reload takes the class's)
