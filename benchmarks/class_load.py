@@ -294,7 +294,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
                 c = students[i]
                 problems.append(f"s{i} never drew step {step + 1}: pushed runs {tickers[2 + i].pushed}, timers "
                                 f"{c.fragments}, a run pending {c._run is not None}, last query {c.page_query!r}; "
-                                f"session {getattr(c, 'session_id', '?')}; its last messages (s after Next): {trail(c, t0)}")
+                                f"session {c.session_id}; its last messages (s after Next): {trail(c, t0)}")
             # The servers' CPU from Next until every student's page has drawn the new step (ticks included): the
             # cost of a step change per student, which the machine's load does not change as much as the wall time.
             step_cpu.append((sum(map(cpu_seconds, pids)) - c0, time.perf_counter() - t0))

@@ -112,6 +112,7 @@ class Client:
         self._drawn: set[str] = set()  # user keys of the widgets that run drew
         # The last messages' gist, (seconds, kind, detail), for a report on a page that did not show what it should
         self.trail: collections.deque = collections.deque(maxlen=120)
+        self.session_id = ""  # the server's id of this session (its first new-session message says it)
 
     async def connect(self) -> None:
         """Load the page over HTTP (keeping its cookies, as a browser does), then open the websocket with them."""
@@ -152,7 +153,7 @@ class Client:
                        m.delta.add_block.WhichOneof("type") if delta == "add_block" else None)
                 self.tap.append((kind, ":".join(x for x in (delta, sub) if x), len(data)))
             if kind == "new_session":
-                self.session_id = m.new_session.initialize.session_id or getattr(self, "session_id", "")
+                self.session_id = m.new_session.initialize.session_id or self.session_id
                 self.trail.append((time.perf_counter(), "new_session", list(m.metadata.run.fragment_ids)))
             elif kind == "script_finished":
                 self.trail.append((time.perf_counter(), "script_finished", m.script_finished))
