@@ -17,7 +17,7 @@ def collect_garbage(freeze: bool = False) -> int:
 
     A server may freeze its settled heap (ui/housekeeping.py) so that Python's own full collections skip it; a
     plain `gc.collect()` then never frees a frozen object that has since become cyclic garbage (a dropped model,
-    a closed tab's run). Here the frozen objects are examined too, and what lives on is frozen again."""
+    a closed tab's run). Here the frozen objects are examined too."""
     with _collecting:
         frozen = gc.get_freeze_count() > 0
         if frozen:
