@@ -138,6 +138,12 @@ def texts(run) -> list[str]:
     return [e.body for e in run.of("markdown")]
 
 
+def marks(pids: list[int]) -> tuple[float, float, float, float]:
+    """Where a step change starts: the wall clock, the servers' CPU, their event loops' CPU, this process's CPU."""
+    return (time.perf_counter(), sum(map(cpu_seconds, pids)), sum(cpu_seconds(p, main_thread=True) for p in pids),
+            time.process_time())
+
+
 def trail(c: Client, t0: float) -> str:
     """A client's last messages, each with its time in seconds from t0."""
     return "; ".join(f"{t - t0:+.2f} {kind} {detail}" for t, kind, detail in c.trail)
@@ -274,18 +280,14 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
                                 f"its last messages: {trail(students[i], time.perf_counter())}")
             reveals_other += sum(a != answer for a in shown_answers.values())
             students[0].tap = []  # what one follower receives for the step change
-            t0, c0 = time.perf_counter(), sum(map(cpu_seconds, pids))
-            loop0 = sum(cpu_seconds(p, main_thread=True) for p in pids)
-            me0 = time.process_time()
+            t0, c0, loop0, me0 = marks(pids)
             step_spy = None
             if profile_steps:  # py-spy on the step change only: Next until every student has drawn the new step
                 step_spy = subprocess.Popen(["py-spy", "record", "-r", "200", "--gil", "-f", "raw", "-o",
                                              f"{profile_steps}.{step + 1}", "-p", str(pids[0])],
                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 await asyncio.sleep(1.0)  # attached
-                t0, c0 = time.perf_counter(), sum(map(cpu_seconds, pids))
-                loop0 = sum(cpu_seconds(p, main_thread=True) for p in pids)
-                me0 = time.process_time()
+                t0, c0, loop0, me0 = marks(pids)
             await t.rerun(widgets={"lesson_next": True})
             deadline = time.perf_counter() + 30
             while len(drawn_step.get(step + 1, {})) < n and time.perf_counter() < deadline:

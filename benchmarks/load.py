@@ -147,8 +147,8 @@ class Client:
             m = ForwardMsg()
             m.ParseFromString(data)
             kind = m.WhichOneof("type")
+            delta = m.delta.WhichOneof("type") if kind == "delta" else None  # new_element, add_block, ...
             if self.tap is not None:
-                delta = m.delta.WhichOneof("type") if kind == "delta" else None
                 sub = (m.delta.new_element.WhichOneof("type") if delta == "new_element" else
                        m.delta.add_block.WhichOneof("type") if delta == "add_block" else None)
                 self.tap.append((kind, ":".join(x for x in (delta, sub) if x), len(data)))
@@ -159,12 +159,12 @@ class Client:
                 self.trail.append((time.perf_counter(), "script_finished", m.script_finished))
             elif kind == "page_info_changed":
                 self.trail.append((time.perf_counter(), "query", m.page_info_changed.query_string))
-            elif kind == "delta" and m.delta.WhichOneof("type") == "new_element":
+            elif delta == "new_element":
                 el = m.delta.new_element.WhichOneof("type")
                 self.trail.append((time.perf_counter(), el, m.delta.new_element.heading.body[:40] if el == "heading"
                                    else m.delta.fragment_id[:6]))
-            elif kind == "delta":
-                self.trail.append((time.perf_counter(), m.delta.WhichOneof("type"), m.delta.fragment_id[:6]))
+            elif delta:
+                self.trail.append((time.perf_counter(), delta, m.delta.fragment_id[:6]))
             if kind == "navigation":
                 self.pages = {p.url_pathname: p.page_script_hash for p in m.navigation.app_pages}
             elif kind == "new_session":
@@ -183,7 +183,7 @@ class Client:
                 self.page_query = m.page_info_changed.query_string
             if self._run is None:
                 continue
-            if kind == "delta" and m.delta.WhichOneof("type") == "new_element":
+            if delta == "new_element":
                 el = m.delta.new_element
                 etype = el.WhichOneof("type")
                 sub = getattr(el, etype)

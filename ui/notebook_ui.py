@@ -48,12 +48,15 @@ def notebook_button(cur: Current, page: str, text: str | None = None, **settings
 def offer(view: View, name: str) -> None:
     """The download button for `view`'s notebook, `bert-explorer-<name>.ipynb`."""
     st.session_state.setdefault(VIEWS_KEY, {})[view.page] = view
-    st.download_button("Open as a notebook (.ipynb)", lambda: notebook_bytes(view),
-                       file_name=f"bert-explorer-{re.sub('[^a-z0-9]+', '-', name)}.ipynb",
-                       mime="application/x-ipynb+json", key=f"notebook-{view.page}", on_click="ignore",
-                       icon=":material/download:",
-                       help="A Jupyter notebook that recomputes this view with bert_core: the same model, text and "
-                            "settings, the same figures and numbers. Runs offline next to the app's code.")
+    _download("Open as a notebook (.ipynb)", lambda: notebook_bytes(view), name, key=f"notebook-{view.page}",
+              help="A Jupyter notebook that recomputes this view with bert_core: the same model, text and "
+                   "settings, the same figures and numbers. Runs offline next to the app's code.")
+
+
+def _download(label: str, data, name: str, **kwargs) -> None:
+    """A notebook's download button: `data` builds the .ipynb only when clicked; `bert-explorer-<name>.ipynb`."""
+    st.download_button(label, data, file_name=f"bert-explorer-{re.sub('[^a-z0-9]+', '-', name)}.ipynb",
+                       mime="application/x-ipynb+json", on_click="ignore", icon=":material/download:", **kwargs)
 
 
 def step_page_settings(cur: Current, page: str, step, text: str, pair: str | None) -> dict:
@@ -85,11 +88,10 @@ def followed_button() -> None:
     views = st.session_state.setdefault(VIEWS_KEY, {})
     if "lesson" not in views:
         return
-    st.download_button("Open this step as a notebook (.ipynb)", lambda: notebook_bytes(views["lesson"]),
-                       file_name="bert-explorer-lesson-step.ipynb", mime="application/x-ipynb+json",
-                       key="notebook-lesson-followed", on_click="ignore", icon=":material/download:", width="stretch",
-                       help="A Jupyter notebook that recomputes the step on your screen with bert_core: the same "
-                            "model, sentence and question. Runs offline next to the app's code.")
+    _download("Open this step as a notebook (.ipynb)", lambda: notebook_bytes(views["lesson"]), "lesson-step",
+              key="notebook-lesson-followed", width="stretch",
+              help="A Jupyter notebook that recomputes the step on your screen with bert_core: the same model, "
+                   "sentence and question. Runs offline next to the app's code.")
 
 
 def lesson_view(cur: Current, k: int, text: str, pair: str | None) -> View:
