@@ -88,7 +88,7 @@ def followed_button() -> None:
     views = st.session_state.setdefault(VIEWS_KEY, {})
     if "lesson" not in views:
         return
-    _download("Open this step as a notebook (.ipynb)", lambda: notebook_bytes(views["lesson"]), "lesson-step",
+    _download("This step's notebook", lambda: notebook_bytes(views["lesson"]), "lesson-step",
               key="notebook-lesson-followed", width="stretch",
               help="A Jupyter notebook that recomputes the step on your screen with bert_core: the same model, "
                    "sentence and question. Runs offline next to the app's code.")
