@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import gc
 import os
 import random
@@ -73,11 +74,13 @@ class Ticker:
         self.ticks: list[float] = []  # seconds per timer tick (a fragment rerun), sent to finished
         self.pushed = 0  # runs the server started (the class's push), not asked for by this client
         self.pushed_whole = 0  # ... of them whole-page runs (app.py, sidebar and all), not the Lesson's fragment
+        self.runs: list[tuple[float, str]] = []  # (when it finished, "push"/"tick"/"ask" + " whole" for a full run)
         client.on_push = self._pushed
 
     def _pushed(self, run) -> None:
         self.pushed += 1
         self.pushed_whole += not run.fragment
+        self.runs.append((time.perf_counter(), "push" + ("" if run.fragment else " whole")))
         self._took(run)
 
     async def rerun(self, **kw):
@@ -86,6 +89,8 @@ class Ticker:
                 return None  # a full run since replaced that timer's fragment (a browser drops the timer too)
             run = await self.c.rerun(**kw)
         if run is not None:
+            kind = "tick" if kw.get("fragment") and kw.get("auto", True) else "ask"
+            self.runs.append((time.perf_counter(), kind + ("" if run.fragment else " whole")))
             self._took(run)
         return run
 
@@ -300,6 +305,7 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             # The servers' CPU from Next until every student's page has drawn the new step (ticks included): the
             # cost of a step change per student, which the machine's load does not change as much as the wall time.
             step_cpu.append((sum(map(cpu_seconds, pids)) - c0, time.perf_counter() - t0))
+            window = collections.Counter(kind for tk in tickers for at, kind in tk.runs if t0 <= at)
             client_cpu.append(time.process_time() - me0)  # the clients' own share of the 2 cores meanwhile
             if step_spy is not None:
                 step_spy.send_signal(signal.SIGINT)
@@ -322,7 +328,8 @@ async def _class(base: str, n: int, questions: int, pids: list[int], seed: int, 
             say(f"step {step + 1} on the students' screens: p50 {per_step[-1][1]:.2f} s, p95 {per_step[-1][2]:.2f} s; "
                 f"server CPU {step_cpu[-1][0]:.2f} s in {step_cpu[-1][1]:.2f} s wall = "
                 f"{1000 * step_cpu[-1][0] / n:.1f} ms per student (event loop {1000 * loop_cpu[-1] / n:.1f}); "
-                f"the clients' CPU {client_cpu[-1]:.2f} s; load average {os.getloadavg()[0]:.1f}")
+                f"the clients' CPU {client_cpu[-1]:.2f} s; load average {os.getloadavg()[0]:.1f}; runs meanwhile "
+                f"(all clients): {dict(sorted(window.items()))}")
         await asyncio.sleep(2)
         rss_after = [rss_mb(p) for p in pids]
         cores = (sum(map(cpu_seconds, pids)) - cpu0) / (time.monotonic() - wall0)

@@ -80,7 +80,7 @@ class Run:
     elements: list = field(default_factory=list)  # (element type, proto of that type)
     arrived: list = field(default_factory=list)  # time.perf_counter() when each element arrived
     query: str | None = None  # the URL query string the page set, if it changed
-    fragment: bool = False  # a fragment's run (a pushed run: the Lesson's fragment), not the whole page's
+    fragment: bool = False  # a fragment's run (its last new-session message named fragments), not the whole page's
 
     def of(self, kind: str) -> list:
         return [e for k, e in self.elements if k == kind]
@@ -172,8 +172,10 @@ class Client:
                 if not m.metadata.run.fragment_ids:
                     self.fragments.clear()  # a full run starts: the browser drops its fragment timers
                 if self._run is None and self.on_push is not None:  # nobody asked for it: the server pushed it
-                    self._run = Run(0.0, -1, fragment=bool(m.metadata.run.fragment_ids))
+                    self._run = Run(0.0, -1)
                     self._done, self._pushed = asyncio.get_running_loop().create_future(), True
+                if self._run is not None:
+                    self._run.fragment = bool(m.metadata.run.fragment_ids)
             elif kind == "auto_rerun":
                 self.fragments[m.auto_rerun.fragment_id] = m.auto_rerun.interval
             elif kind == "stop_auto_rerun":

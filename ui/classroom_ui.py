@@ -55,8 +55,8 @@ TICKS_PER_SECOND = 15
 
 def student_tick(students: int) -> float:
     """Seconds between a student's timer reads in a class of `students`: STUDENT_TICK, doubled until the class's
-    timers make at most TICKS_PER_SECOND reads a second (a page's timer is set when its page is drawn whole: steps
-    of two let a growing class's pages set theirs again a few times, not at every join)."""
+    timers make at most TICKS_PER_SECOND reads a second (steps of two: a growing class's pages set their timers
+    again a few times, not at every join)."""
     tick = STUDENT_TICK
     while students / tick > TICKS_PER_SECOND:
         tick *= 2
@@ -508,15 +508,17 @@ def _exploring(code: str, sid: str, first: View) -> None:
 def _class_count(code: str, sid: str, first: View) -> None:
     """A following student's count of answers, read on the student's timer (which also keeps the seat present), in
     the side column the class's push does not redraw; and the fallback for a step change no push brought."""
-    first_read, tick = [first], student_tick(first.students)
+    first_read, tick = [first], [student_tick(first.students)]  # this page's timer, until its next whole run
 
-    @st.fragment(run_every=spread_tick(tick, sid))
+    @st.fragment(run_every=spread_tick(tick[0], sid))
     def class_count() -> None:
         v = first_read.pop() if first_read else _read(code, sid=sid)
         if v is None:
             return
-        if student_tick(v.students) > tick:
-            st.rerun()  # the class has grown: the whole page, which sets this timer slower
+        if student_tick(v.students) > tick[0]:  # the class has grown: this timer slower, in place
+            tick[0] = student_tick(v.students)
+            if not classroom_push.retime(spread_tick(tick[0], sid)):
+                st.rerun()  # not a fragment's run (no server): the whole page, which sets the timer
         if v.following != st.session_state.get(SEEN):
             # The teacher moved on. The server's push redraws the step within a moment; only when a second tick
             # still sees the old step (no push: another process lost its Redis) does the page rerun itself, so

@@ -614,7 +614,7 @@ def test_a_teachers_model_that_cannot_load_here_is_tried_once_and_said(monkeypat
 
 def test_a_students_timer_slows_in_steps_of_two_as_the_class_grows():
     # At most TICKS_PER_SECOND reads a second for the whole class; the interval doubles (a page sets its timer when
-    # drawn whole, and reruns whole once its class outgrows it).
+    # drawn whole, and slowed in place by its count's run once its class outgrows it).
     ticks = {n: classroom_ui.student_tick(n) for n in (0, 1, 30, 31, 60, 61, 120, 121, 200)}
     assert ticks == {0: 2.0, 1: 2.0, 30: 2.0, 31: 4.0, 60: 4.0, 61: 8.0, 120: 8.0, 121: 16.0, 200: 16.0}
     assert all(n / t <= classroom_ui.TICKS_PER_SECOND for n, t in ticks.items())

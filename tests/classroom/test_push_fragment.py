@@ -10,11 +10,20 @@ student's vote makes the server rerun the teacher's count (a fragment) without t
 from __future__ import annotations
 
 import asyncio
+import os
+import pathlib
 import re
 import time
 import urllib.parse
 
+import streamlit
+from appserver import app_server
+from apptest_util import ROOT
+from conftest import worker_suffix
 from load import Client, problems_of  # benchmarks/ is on pytest's pythonpath
+
+from classroom.redis_store import RedisStore
+from ui import classroom_ui
 
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
 
@@ -75,3 +84,63 @@ def test_next_reruns_only_the_followers_lesson_fragment_and_a_vote_the_teachers_
     assert [h.body for h in run.of("heading")][0].startswith("Step 2 of"), [h.body for h in run.of("heading")]
     assert any((r.id or "").split("-", 2)[-1].startswith("class_vote_") for r in run.of("radio"))
     assert any(r.fragment and _count(r) == 1 for r in counted), "a vote did not redraw the teacher's count at once"
+
+
+async def _grown_class(base: str, redis_url: str) -> tuple[dict, dict, list]:
+    """A student joins a class of one (a short timer), the class then grows past 30 seats: the student's next tick.
+    Returns the student's timers before and after, and the runs of its ticks meanwhile."""
+    teacher, student = Client(base, ping_timeout=None), Client(base, ping_timeout=None)
+    try:
+        for c in (teacher, student):
+            await c.connect()
+            await c.rerun("lesson", query="step=1")
+        await teacher.rerun(widgets={"class_start": True})
+        code = urllib.parse.parse_qs(teacher.page_query)["class"][0]
+        await student.rerun(widgets={"class_join_code": code, "class_nick": "early", "class_join": True})
+        before = dict(student.fragments)
+        store = RedisStore(redis_url, join_rate=1000)  # the app's store, as the other seats' tabs would fill it
+        for i in range(40):
+            store.join(code, f"late {i}")
+        ticks = []
+        for fid in [f for f, every in before.items() if 2.0 <= every < 3.0]:  # the count's timer (tick 2 s)
+            ticks.append(await student.rerun(fragment=fid, timeout=60))
+        return before, dict(student.fragments), ticks
+    finally:
+        try:
+            await teacher.rerun(widgets={"class_end": True}, timeout=60)
+        finally:
+            for c in (teacher, student):
+                await c.close()
+
+
+def test_a_grown_class_slows_a_students_timer_without_a_whole_run(redis_url):
+    # A class of 200 that joined within seconds reran 120 students' whole pages (25-55 ms each) to slow their
+    # timers, over its first step change: the count's own fragment run now sets its timer.
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_CLASS_STORE": redis_url,
+           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    with open(ROOT / "tests" / "output" / f"server-class-grow{worker_suffix()}.log", "w") as log, \
+            app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=300) as (base, _):
+        before, after, ticks = asyncio.run(_grown_class(base, redis_url))
+    assert len(ticks) == 1, before  # one timer on the student's page at a class's tick of 2 s
+    tick = ticks[0]
+    assert tick.fragment and not problems_of(tick), problems_of(tick)  # the fragment alone, no whole rerun
+    assert any(re.search(r"\b41\b", e.body) for e in tick.of("markdown")), "the tick did not read the class of 41"
+    fid = next(f for f, every in before.items() if 2.0 <= every < 3.0)
+    assert set(after) == set(before)  # the same timers, no new fragment
+    grown = classroom_ui.student_tick(41)
+    assert grown == 4.0 and grown <= after[fid] < 1.5 * grown, (before, after)  # slower, in place
+    assert all(after[f] == every for f, every in before.items() if f != fid)
+
+
+def test_the_browser_replaces_a_fragments_timer_with_a_new_interval():
+    # retime() relies on Streamlit's browser code (1.67's App.handleAutoRerun): the same interval again is ignored,
+    # another one clears the fragment's timer and starts one with it (not a second timer). A Streamlit upgrade that
+    # changes this fails here.
+    js = "".join(p.read_text(errors="replace") for p in
+                 (pathlib.Path(streamlit.__file__).parent / "static" / "static" / "js").glob("index.*.js"))
+    handler = re.search(r"this\.handleAutoRerun=\w+=>\{(.{0,400}?)\},this\.handleStopAutoRerun", js)
+    assert handler, "Streamlit's browser code no longer has handleAutoRerun where retime() expects it"
+    body = handler.group(1)
+    assert re.search(r"this\.autoRerunIntervals\.get\((\w)\)\?\.interval===(\w)\)return;"
+                     r"this\.clearAutoRerunInterval\(\1\);let (\w)=setInterval\(", body), body
+    assert re.search(r"this\.autoRerunIntervals\.set\(\w,\{timer:\w,interval:\w\}\)", body), body
