@@ -203,6 +203,50 @@ def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
         assert pg.locator('[data-testid="stException"]').count() == 0 and not getattr(pg, "errors", [])
 
 
+def test_a_new_sentence_after_the_reveal_opens_a_new_vote(server, browser):
+    """Step 4 after the reveal: the teacher types a new sentence. The student's page shows it with a fresh vote (no
+    old answer, nothing picked), the teacher's count starts again at 0, and the new vote is counted."""
+    teacher = tab(browser, server)
+    code = _start_class(teacher, server, "?step=4")
+    s = tab(browser, server, (900, 900))
+    s.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
+    settle(s)
+    s.get_by_role("button", name="Join the class").click()
+    _me(s)
+    settle(s)
+    header_is(s, 4)
+    s.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
+    s.wait_for_selector("text=Your vote:", timeout=30_000)
+    teacher.bring_to_front()
+    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)
+    teacher.locator(".st-key-lesson_reveal button").first.click()
+    teacher.wait_for_selector('[data-testid="stAlert"]', timeout=60_000)
+    s.bring_to_front()
+    s.wait_for_selector("text=/^(Right: |Not this time: )/", timeout=30_000)  # the answer reached the student
+    teacher.bring_to_front()
+    box = teacher.get_by_role("textbox", name="This step's sentence")
+    box.fill("She [MASK] the letter for her mother.")
+    box.press("Enter")
+    settle(teacher)
+    teacher.wait_for_selector("text=0 of 1 students have answered.", timeout=30_000)
+    assert teacher.get_by_role("button", name=re.compile(r"^Reveal ")).count() == 1  # again, for the new question
+    s.bring_to_front()
+    s.wait_for_selector("text=for her mother", timeout=30_000)  # the new sentence on the student's page
+    settle(s)
+    body = s.inner_text("body")
+    assert "Right: " not in body and "Not this time" not in body and "Your vote:" not in body, body[:2000]
+    assert s.locator('[data-testid="stRadio"] input:checked').count() == 0  # nothing picked: a new vote
+    s.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(1).click()
+    s.wait_for_selector("text=Your vote:", timeout=30_000)
+    teacher.bring_to_front()
+    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)
+    s.screenshot(path=str(OUT / "class_new_sentence_student.png"))
+    for pg in (teacher, s):
+        assert pg.locator('[data-testid="stException"]').count() == 0 and not pg.errors, pg.errors
+    teacher.get_by_role("button", name="End the class").click()  # the shared server as it was found
+    teacher.wait_for_function("() => !location.search.includes('class=')", timeout=30_000)
+
+
 def _box(pg, selector: str) -> dict:
     return pg.locator(selector).first.bounding_box()
 
