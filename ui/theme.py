@@ -6,6 +6,9 @@ takes the caption's colour (4.8:1 with the theme's text colour), set apart by it
 A text box's character counter sits inside its bottom edge: the text stops short of it. A disabled widget's label
 is Streamlit's faded grey (a slider's 2.6:1 on white): it takes the caption's 60% of the text colour (4.8:1), still
 lighter than an enabled label.
+The Lesson's side column (its buttons and toggles: "Follow the teacher", "Leave the class", the notebook and the
+handout) is a quarter of the page: in a window 900-1024 px wide Streamlit cut every label to "Follo…", "Leave
+the cl…". There the labels wrap onto a second line.
 """
 
 import streamlit as st
@@ -16,6 +19,9 @@ CSS = """<style>
 [data-testid="stWidgetLabel"][disabled], [data-testid="stWidgetLabel"][disabled] * {
   color: rgba(20, 18, 15, 0.6) !important;  /* config.toml's textColor #14120f at 60% */
 }
+[data-testid="stColumn"]:has(> div > .st-key-lesson_side), [data-testid="stColumn"]:has(.st-key-lesson_side)
+  {min-width: 8rem;}
+.st-key-lesson_side .stMarkdownEllipsis {white-space: normal !important; text-overflow: clip !important;}
 </style>"""
 
 

@@ -57,6 +57,7 @@ def slide(live: classroom_ui.Live | None):
     else:
         st.progress(k / N)
         left, side = st.columns([3, 1], gap="large")
+        side = side.container(key="lesson_side")  # its labels wrap (ui/theme.py), not "Follo…" in a narrow window
         right = left
 
     if follower and not present:  # one element: it is redrawn for every student at each of the teacher's steps
@@ -144,6 +145,7 @@ if follower:
     # A following student's step is one fragment, which the class's push reruns alone when the teacher moves: the
     # app, its sidebar and this page's side column (the class's count, Follow, Leave, the handout) stay as drawn.
     main, side = (st.container(), None) if present else st.columns([3, 1], gap="large")
+    side = side.container(key="lesson_side") if side is not None else None  # labels that wrap (ui/theme.py)
     first = [live]
 
     @st.fragment

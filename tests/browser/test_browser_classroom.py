@@ -205,7 +205,8 @@ def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
 
 def test_a_new_sentence_after_the_reveal_opens_a_new_vote(server, browser):
     """Step 4 after the reveal: the teacher types a new sentence. The student's page shows it with a fresh vote (no
-    old answer, nothing picked), the teacher's count starts again at 0, and the new vote is counted."""
+    old answer, nothing picked), the teacher's count starts again at 0, and the new vote is counted. The side
+    column's labels are whole in a window 900 px wide and wider."""
     teacher = tab(browser, server)
     code = _start_class(teacher, server, "?step=4")
     s = tab(browser, server, (900, 900))
@@ -241,10 +242,22 @@ def test_a_new_sentence_after_the_reveal_opens_a_new_vote(server, browser):
     teacher.bring_to_front()
     teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)
     s.screenshot(path=str(OUT / "class_new_sentence_student.png"))
+    for width in (900, 1024, 1280):  # the side column's labels (Follow the teacher, Leave the class) whole
+        s.set_viewport_size({"width": width, "height": 900})
+        s.wait_for_timeout(300)
+        assert not cut_labels(s), (width, cut_labels(s))
+    assert not cut_labels(teacher), cut_labels(teacher)
     for pg in (teacher, s):
         assert pg.locator('[data-testid="stException"]').count() == 0 and not pg.errors, pg.errors
     teacher.get_by_role("button", name="End the class").click()  # the shared server as it was found
     teacher.wait_for_function("() => !location.search.includes('class=')", timeout=30_000)
+
+
+def cut_labels(pg) -> list[str]:
+    """Texts in the page's main area that Streamlit cut short with an ellipsis ("Follo…")."""
+    return pg.evaluate("""() => [...document.querySelectorAll('[data-testid="stMain"] .stMarkdownEllipsis')]
+        .filter(e => e.scrollWidth > e.clientWidth + 1 && getComputedStyle(e).textOverflow === 'ellipsis')
+        .map(e => e.innerText)""")
 
 
 def _box(pg, selector: str) -> dict:
