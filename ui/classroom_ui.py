@@ -556,22 +556,23 @@ def draw_step(live: Live | None, step, cur, text: str, pair: str | None, reveale
         return
     split = SPLIT_VIEWS.get(step.key)
     own = (int(st.session_state.get("lesson_draw", 1)), cur.seed) if split else None  # "Draw again" is the session's
-    # Keywords, not positions: Streamlit's cache looks up a positional argument's name with inspect.signature,
-    # every call (9 of them were 3% of a class's step change in a py-spy profile).
-    _shared_view(model_key=cur.model_key, step_key=step.key, text=text, pair=pair, revealed=bool(revealed),
-                 present=lesson.presenting(), large=bool(st.session_state.get("lesson_large")),
-                 question_error=st.session_state.get(lesson.QUESTION_ERROR), own=own, _cur=cur)
+    # Everything the drawing reads, as one string: Streamlit's cache hashes each argument it is given (name and value,
+    # a few microseconds each: nine arguments were 5% of a class's step change in a py-spy profile); the drawing's
+    # own arguments start with "_" (not hashed). Keywords: a positional argument's name is looked up every call.
+    drawing = repr((cur.model_key, step.key, text, pair, bool(revealed), lesson.presenting(),
+                    bool(st.session_state.get("lesson_large")), st.session_state.get(lesson.QUESTION_ERROR), own))
+    _shared_view(drawing=drawing, _step_key=step.key, _text=text, _pair=pair, _revealed=bool(revealed), _cur=cur)
     if split:
         split[1]()
 
 
 @st.cache_data(max_size=int(SHARED_VIEWS_MB * 2**20), show_spinner=False)
-def _shared_view(model_key: str, step_key: str, text: str, pair: str | None, revealed: bool, present: bool,
-                 large: bool, question_error: str | None, own: tuple | None, _cur) -> None:
-    """One drawing of a step's view, keyed by everything the view reads (the model by its key)."""
-    split = SPLIT_VIEWS.get(step_key)
-    draw = split[0] if split else lesson.STEPS[lesson.KEYS.index(step_key)].view
-    draw(_cur, text, pair, revealed)
+def _shared_view(drawing: str, _step_key: str, _text: str, _pair: str | None, _revealed: bool, _cur) -> None:
+    """One drawing of a step's view, keyed by `drawing`: everything the view reads (the model by its key, the
+    session's presenter mode, large type, question error and own draw), written out."""
+    split = SPLIT_VIEWS.get(_step_key)
+    draw = split[0] if split else lesson.STEPS[lesson.KEYS.index(_step_key)].view
+    draw(_cur, _text, _pair, _revealed)
 
 
 def sentence_note(text: str, pair: str | None, explain: str = "", formula: str | None = None) -> None:

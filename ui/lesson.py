@@ -549,14 +549,20 @@ def pair_key(i: int) -> str:
     return f"lesson_pair_{i}"
 
 
+TEXTS_READY = "lesson_texts_ready"
+
+
 def init_texts() -> None:
     """Each step's sentence from the URL (t<k>, b<k>; 1-based) or the lesson's own, once per session."""
     q, state = st.query_params, st.session_state
-    for i, s in enumerate(STEPS, start=1):  # the URL read only for a key not set yet (every run of a class's page)
+    if state.get(TEXTS_READY):  # 15 look-ups of session state in every run (a class's pushed step: 2% of it)
+        return
+    for i, s in enumerate(STEPS, start=1):  # the URL read only for a key not set yet
         if text_key(i) not in state:
             state[text_key(i)] = q.get(f"t{i}", s.text)[: bert_core.MAX_TEXT_CHARS]
         if s.pair is not None and pair_key(i) not in state:
             state[pair_key(i)] = q.get(f"b{i}", s.pair)[: bert_core.MAX_TEXT_CHARS]
+    state[TEXTS_READY] = True
 
 
 def texts_in_url() -> None:
