@@ -209,7 +209,8 @@ class Client:
                 self._done.set_result(run)
                 if self._pushed:
                     self._pushed = False
-                    self.on_push(run)
+                    if self.on_push is not None:  # the caller may stop listening meanwhile
+                        self.on_push(run)
 
     def _forget_undrawn(self) -> None:
         """A finished run's page no longer shows the widgets it did not draw: the browser stops sending their values

@@ -26,6 +26,7 @@ from losing its drawing to the next request: a pushed step and the student's own
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 
@@ -39,8 +40,9 @@ from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
 import classroom
 
 _lock = threading.Lock()
-# class code -> session id -> (query string, page hash, id of the fragment the Lesson runs in, "" for none)
-_followers: dict[str, dict[str, tuple[str, str, str]]] = {}
+# class code -> session id -> (query string, page hash, id of the fragment the Lesson runs in ("" for none), the
+# student's id in the class)
+_followers: dict[str, dict[str, tuple[str, str, str, str]]] = {}
 _watched: set[int] = set()  # id() of the stores whose changes reach push()
 # The teacher's count of answers: a vote asks it to rerun at once (this process's teachers), at most every POKE_GAP
 # seconds each (a class voting at once is one redraw per gap, not one per vote); its timer is the fallback.
@@ -161,19 +163,80 @@ def _drop(sid: str, keep: str | None = None) -> None:
     for c, members in list(_followers.items()):
         if c != keep and members.pop(sid, None) is not None and not members:
             del _followers[c]
+    _forget_read(sid)
 
 
-def follow_here(store: classroom.ClassStore, code: str) -> None:
-    """This session shows class `code`'s step: redraw it when the class changes."""
+# A step change reads the class once for all of this process's students who follow it (one round trip to Redis,
+# not one per student's pushed run: the reads were 7% of a step change in py-spy), and each pushed run takes its
+# student's read. A read older than FRESH_S (the run started late) or dropped by the student's own vote is read
+# again by the run. Bounded in bytes: a read counts its texts' length and RESERVE bytes more.
+FRESH_S, FRESH_BYTES, RESERVE = 2.0, 4 * 2**20, 1024
+_fresh: dict[str, tuple[str, str, float, int, classroom.View]] = {}  # session id -> (code, sid, when, bytes, view)
+_fresh_bytes = [0]
+
+
+def _forget_read(session_id: str) -> None:
+    """Drop a session's read of its class. Hold _lock."""
+    entry = _fresh.pop(session_id, None)
+    if entry is not None:
+        _fresh_bytes[0] -= entry[3]
+
+
+def _read_for(store: classroom.ClassStore, code: str, targets: list) -> None:
+    """Read class `code` for these followers (session id, (query, page, fragment, sid)) in one call of the store."""
+    sids = {session_id: entry[3] for session_id, entry in targets if entry[3]}
+    try:
+        views = store.views(code, sorted(set(sids.values())))
+    except classroom.ClassError:
+        return  # each run reads the class itself, and says what is wrong
+    now = time.monotonic()
+    with _lock:
+        for session_id in [k for k, e in _fresh.items() if now - e[2] > FRESH_S]:
+            _forget_read(session_id)
+        for session_id, sid in sids.items():
+            _forget_read(session_id)  # an older read must not serve this change's run
+            v = views.get(sid)
+            if v is None:
+                continue
+            size = RESERVE + len(v.text) + len(v.pair or "") + (len(v.question.payload()) if v.question else 0)
+            if _fresh_bytes[0] + size > FRESH_BYTES:
+                continue  # that run reads the class itself
+            _fresh[session_id] = (code, sid, now, size, v)
+            _fresh_bytes[0] += size
+
+
+def read_at_push(code: str, sid: str | None) -> classroom.View | None:
+    """This session's read of class `code` made at the class's last change, if it is student `sid`'s and fresh."""
+    me = _session()
+    if me is None or not sid:
+        return None
+    with _lock:
+        entry = _fresh.get(me[0])
+        _forget_read(me[0])
+    if entry is None or entry[:2] != (code, sid) or time.monotonic() - entry[2] > FRESH_S:
+        return None
+    return entry[4]
+
+
+def forget_read() -> None:
+    """This session's read of its class is out of date (its student voted)."""
+    me = _session()
+    if me is not None:
+        with _lock:
+            _forget_read(me[0])
+
+
+def follow_here(store: classroom.ClassStore, code: str, sid: str) -> None:
+    """This session (student `sid` of class `code`) shows the class's step: redraw it when the class changes."""
     me = _session()
     if me is None:
         return
     with _lock:
         if id(store) not in _watched:
-            store.watch(push)
+            store.watch(functools.partial(push, store=store))
             _watched.add(id(store))
         _drop(me[0], keep=code)  # one class per session
-        _followers.setdefault(code, {})[me[0]] = me[1:]  # the fragment this run is in: the Lesson's, or none
+        _followers.setdefault(code, {})[me[0]] = (*me[1:], sid)  # the fragment this run is in: the Lesson's, or none
 
 
 def count_here(code: str) -> None:
@@ -270,22 +333,26 @@ def forget_here() -> None:
         _drop(me[0])
 
 
-def push(code: str) -> int:
-    """Request a rerun of every session of this process that follows `code`; returns how many were asked."""
+def push(code: str, store: classroom.ClassStore | None = None) -> int:
+    """Request a rerun of every session of this process that follows `code` (with `store`: each with the class read
+    for it); returns how many were asked."""
     with _lock:
         targets = list(_followers.get(code, {}).items())
     if not targets or not runtime.exists():
         return 0
-    rt, asked = runtime.get_instance(), 0
-    for sid, (query, page, fragment) in targets:
+    rt, open_tabs = runtime.get_instance(), []
+    for sid, entry in targets:
         session = rt.get_app_session(sid)
-        if session is None:  # the tab was closed
+        if session is None:  # the tab was closed (and its seat is not read, so not kept present)
             with _lock:
                 _drop(sid)
             continue
+        open_tabs.append((sid, entry, session))
+    if store is not None:
+        _read_for(store, code, [(sid, entry) for sid, entry, _ in open_tabs])
+    for _, (query, page, fragment, _sid), session in open_tabs:
         # No widget states: the session keeps its own (as st.rerun does). A fragment id: only the Lesson's
         # fragment reruns (a session that no longer has it, after a whole run, ignores the request; that run
         # recorded the fragment again or forgot the class). No fragment id: the whole page.
         _rerun(session, ClientState(query_string=query, page_script_hash=page, fragment_id=fragment))
-        asked += 1
-    return asked
+    return len(open_tabs)

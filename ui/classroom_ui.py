@@ -214,7 +214,10 @@ def follow() -> Live | None:
         return None
     live = Live(code, st.session_state.get(SECRET), st.session_state.get(SID), None)
     try:
-        live.view = store().view(code, sid=live.sid) if not live.teacher else store().view(code, secret=live.secret)
+        if live.teacher:
+            live.view = store().view(code, secret=live.secret)
+        else:  # a pushed run takes the read its process made for all its students at the class's change
+            live.view = classroom_push.read_at_push(code, live.sid) or store().view(code, sid=live.sid)
     except classroom.StoreUnavailable:
         st.session_state[RECONNECT] = code  # nothing dropped: session and address keep the class and its key
         st.session_state.pop(PUBLISHED, None)  # back, this tab publishes its step again
@@ -242,7 +245,7 @@ def follow() -> Live | None:
         if live.following:
             _take_model(live.view)
             _take_step(live.view)
-            classroom_push.follow_here(store(), code)  # the next change of step redraws this page at once
+            classroom_push.follow_here(store(), code, live.sid)  # the next change of step redraws this page at once
         else:
             classroom_push.forget_here()
     return live
@@ -588,7 +591,7 @@ def sentence_note(text: str, pair: str | None, explain: str = "", formula: str |
 
 def redraw_here(live: Live) -> None:
     """The class's next change reruns this run's fragment (a following student's step) in this session."""
-    classroom_push.follow_here(store(), live.code)
+    classroom_push.follow_here(store(), live.code, live.sid)
 
 
 FOLLOWING_NOTE = ("You follow the teacher: this is the teacher's sentence, and the teacher moves the steps. Switch "
@@ -993,6 +996,7 @@ def vote(code: str, sid: str, qid: str, key: str) -> None:
     choice = st.session_state.get(key)
     if not isinstance(choice, int):  # no vote, or a value none of the options has (a forged websocket message)
         return
+    classroom_push.forget_read()  # this run reads the class with the vote in it
     try:
         store().vote(code, sid, qid, choice)
     except ClassError as e:

@@ -58,6 +58,7 @@ async def _class(base: str) -> tuple[list, list, list]:
             await asyncio.sleep(0.1)
         return [joined, forged], pushed, counted
     finally:
+        student.on_push = teacher.on_push = None  # the class's end reruns the student's whole page: not a step change
         try:
             await teacher.rerun(widgets={"class_end": True}, timeout=60)  # the shared server as it was: no class
         finally:

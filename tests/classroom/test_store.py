@@ -446,3 +446,25 @@ def test_one_browser_one_seat_present_removed_locked_and_rate_limited(make_store
         s.remove(code, "x" * 22, a)
     with pytest.raises(ClassError):
         s.lock(code, "x" * 22)
+
+
+def test_views_reads_the_class_for_many_students_as_view_does(make_store):
+    """A step change reads the class once for all of a process's students (ui/classroom_push.py): each student's
+    view is what `view` gives that student (own vote, joined or not), and marks the seat present."""
+    s = make_store()
+    code, secret, (a, b, c) = started(s, "Ada", "Bo", "Cy")
+    s.vote(code, a, "q1", 1)
+    s.vote(code, c, "q1", 2)
+    s.remove(code, secret, c)
+    time.sleep(0.01)
+    many = s.views(code, [a, b, c, "not-a-seat", ""])
+    assert set(many) == {a, b, c, "not-a-seat", ""}
+    for sid, v in many.items():
+        one = s.view(code, sid=sid)
+        assert v == one, (sid, v, one)
+    assert (many[a].my_vote, many[b].my_vote, many[c].my_vote) == (1, None, None)
+    assert many[a].joined and many[b].joined and not many[c].joined and not many["not-a-seat"].joined
+    assert s.view(code, secret=secret).present == 2  # a and b read: present; c removed
+    s.end(code, secret)
+    assert s.views(code, [a, b]) == {}  # the class is gone: each run reads it and says so
+    assert s.views("AB", [a]) == {} and s.views(None, [a]) == {}
