@@ -20,7 +20,7 @@ import pytest
 import test_browser_classroom
 from appserver import app_server, free_port, redis_server
 from conftest import worker_suffix
-from test_browser_classroom import _me, _start_class, header_is, tab
+from test_browser_classroom import _start_class, header_is, joined_by_link, tab
 from test_browser_lesson import settle
 
 pytestmark = pytest.mark.browser
@@ -45,12 +45,7 @@ def test_redis_killed_mid_class_and_restarted_with_its_data(browser):
             t = tab(browser, server)
             code = _start_class(t, server)
             secret = urllib.parse.parse_qs(urllib.parse.urlparse(t.url).query)["teacher"][0]
-            s = tab(browser, server, (900, 900))
-            s.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
-            settle(s)
-            s.get_by_role("button", name="Join the class").click()
-            _me(s)
-            settle(s)
+            s = joined_by_link(browser, server, code)
             s.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(1).click()
             s.wait_for_selector("text=Your vote:", timeout=30_000)
             t.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)

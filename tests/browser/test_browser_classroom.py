@@ -153,6 +153,17 @@ def _start_class(pg, server: str, query: str = "") -> str:
     return urllib.parse.parse_qs(urllib.parse.urlparse(pg.url).query)["class"][0]
 
 
+def joined_by_link(browser, server: str, code: str):
+    """A student's tab (900 x 900) that opened the class's link and joined."""
+    s = tab(browser, server, (900, 900))
+    s.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
+    settle(s)
+    s.get_by_role("button", name="Join the class").click()
+    _me(s)
+    settle(s)
+    return s
+
+
 def _me(pg) -> str:
     pg.wait_for_url(re.compile(r"[?&]me="))
     return urllib.parse.parse_qs(urllib.parse.urlparse(pg.url).query)["me"][0]
@@ -209,12 +220,7 @@ def test_a_new_sentence_after_the_reveal_opens_a_new_vote(server, browser):
     column's labels are whole in a window 900 px wide and wider."""
     teacher = tab(browser, server)
     code = _start_class(teacher, server, "?step=4")
-    s = tab(browser, server, (900, 900))
-    s.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
-    settle(s)
-    s.get_by_role("button", name="Join the class").click()
-    _me(s)
-    settle(s)
+    s = joined_by_link(browser, server, code)
     header_is(s, 4)
     s.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
     s.wait_for_selector("text=Your vote:", timeout=30_000)

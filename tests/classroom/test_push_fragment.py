@@ -28,17 +28,21 @@ from ui import classroom_ui
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
 
 
+async def _started(teacher: Client, student: Client, nick: str):
+    """The teacher starts a class on the Lesson's step 1 and the student joins it: (code, the join's run)."""
+    for c in (teacher, student):
+        await c.connect()
+        await c.rerun("lesson", query="step=1")
+    await teacher.rerun(widgets={"class_start": True})
+    code = urllib.parse.parse_qs(teacher.page_query)["class"][0]
+    return code, await student.rerun(widgets={"class_join_code": code, "class_nick": nick, "class_join": True})
+
+
 async def _class(base: str) -> tuple[list, list, list]:
     teacher, student = Client(base, ping_timeout=None), Client(base, ping_timeout=None)
     pushed, counted = [], []
     try:
-        for c in (teacher, student):
-            await c.connect()
-            await c.rerun("lesson", query="step=1")
-        await teacher.rerun(widgets={"class_start": True})
-        code = urllib.parse.parse_qs(teacher.page_query)["class"][0]
-        joined = await student.rerun(widgets={"class_join_code": code, "class_nick": "fragment test",
-                                              "class_join": True})
+        code, joined = await _started(teacher, student, "fragment test")
         assert "me=" in student.page_query, student.page_query
         student.on_push = pushed.append
         await teacher.rerun(widgets={"lesson_next": True})
@@ -92,12 +96,7 @@ async def _grown_class(base: str, redis_url: str) -> tuple[dict, dict, list]:
     Returns the student's timers before and after, and the runs of its ticks meanwhile."""
     teacher, student = Client(base, ping_timeout=None), Client(base, ping_timeout=None)
     try:
-        for c in (teacher, student):
-            await c.connect()
-            await c.rerun("lesson", query="step=1")
-        await teacher.rerun(widgets={"class_start": True})
-        code = urllib.parse.parse_qs(teacher.page_query)["class"][0]
-        await student.rerun(widgets={"class_join_code": code, "class_nick": "early", "class_join": True})
+        code, _ = await _started(teacher, student, "early")
         before = dict(student.fragments)
         store = RedisStore(redis_url, join_rate=1000)  # the app's store, as the other seats' tabs would fill it
         for i in range(40):
