@@ -518,8 +518,9 @@ def _class_count(code: str, sid: str, first: View) -> None:
         v = first_read.pop() if first_read else _read(code, sid=sid)
         if v is None:
             return
-        if student_tick(v.students) > tick[0]:  # the class has grown: this timer slower, in place
-            tick[0] = student_tick(v.students)
+        grown = student_tick(v.students)
+        if grown > tick[0]:  # the class has grown: this timer slower, in place
+            tick[0] = grown
             if not classroom_push.retime(spread_tick(tick[0], sid)):
                 st.rerun()  # not a fragment's run (no server): the whole page, which sets the timer
         if v.following != st.session_state.get(SEEN):
