@@ -324,6 +324,25 @@ def retime(seconds: float) -> bool:
     return True
 
 
+def fragment_here() -> str:
+    """The id of the fragment this run is in ("" outside a fragment or a server)."""
+    me = _session()
+    return me[3] if me is not None else ""
+
+
+def redraw(fragment: str | None) -> bool:
+    """Rerun fragment `fragment` of this session once this run has ended (a student's own count after its vote);
+    False outside a server or without a fragment."""
+    me = _session()
+    if me is None or not fragment or not runtime.exists():
+        return False
+    session = runtime.get_instance().get_app_session(me[0])
+    if session is None:
+        return False
+    _rerun(session, ClientState(query_string=me[1], page_script_hash=me[2], fragment_id=fragment))
+    return True
+
+
 def forget_here() -> None:
     """This session no longer follows a class here (left, explores on its own, or opened another page)."""
     me = _session()

@@ -73,6 +73,7 @@ def spread_tick(tick: float, sid: str) -> float:
 
 CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_follow"
 SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
+COUNT_FRAGMENT = "class_count_fragment"  # the id of a following student's count fragment (its vote reruns it)
 RECONNECT, LOST = "class_reconnect", "class_lost"  # this run could not reach the store / the teacher's class is gone
 RETRY = 1.0  # seconds between tries of a store that does not answer
 PUBLISHED = "class_published"  # (code, step, text, pair, question id, model) this tab last published
@@ -515,6 +516,7 @@ def _class_count(code: str, sid: str, first: View) -> None:
 
     @st.fragment(run_every=spread_tick(tick[0], sid))
     def class_count() -> None:
+        st.session_state[COUNT_FRAGMENT] = classroom_push.fragment_here()  # the student's vote redraws it at once
         v = first_read.pop() if first_read else _read(code, sid=sid)
         if v is None:
             return
@@ -1004,6 +1006,9 @@ def vote(code: str, sid: str, qid: str, key: str) -> None:
         _say(e)
         return
     classroom_push.poke(code)  # the teacher's count, if the teacher is on this process
+    # The student's own count ("1 of 30 have answered") is in the side column, outside the step this vote redraws:
+    # without this, it said "0 of 1" beside "Your vote: ..." until the student's timer (2-24 s by class size).
+    classroom_push.redraw(st.session_state.get(COUNT_FRAGMENT))
 
 
 def show_split(on: bool) -> None:

@@ -7,7 +7,9 @@ the model's answer (computed here by bert_core.lesson on the step's sentence).
 
 from __future__ import annotations
 
+import os
 import re
+import time
 import urllib.parse
 
 import pytest
@@ -56,8 +58,22 @@ def split_chart(pg):
 
 
 def header_is(pg, step: int, timeout: float = 30_000) -> None:
-    pg.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {step} of')",
-                         timeout=timeout)
+    """The page's header is step `step`'s; if not within the timeout, what the page shows instead (a screenshot
+    in tests/output and the page's text: a CI failure says which step the page was left on, and why)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        pg.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {step} of')",
+                             timeout=timeout)
+    except PlaywrightTimeout:
+        shot = OUT / f"header_is_step{step}_failed_{int(time.time())}.png"
+        pg.screenshot(path=str(shot), full_page=True)
+        body = pg.evaluate("() => document.body.innerText")
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        log = OUT / f"server{'-' + worker if worker else ''}.log"  # the shared server's (tests/conftest.py)
+        tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
+        raise AssertionError(f"not on step {step} after {timeout / 1000:.0f} s ({shot.name}); page errors "
+                             f"{pg.errors}; the page says: {body[:1500]!r}; the server's log ends: {tail!r}") from None
 
 
 def test_a_teacher_and_three_students(server, browser):
@@ -100,6 +116,7 @@ def test_a_teacher_and_three_students(server, browser):
     # The teacher goes to step 2 and presents: every student follows.
     teacher.get_by_role("button", name="Next →").click()
     settle(teacher)
+    header_is(teacher, 2)  # the teacher moved (a failure below is then the students')
     for pg in students:
         header_is(pg, 2)
     teacher.goto(teacher.url.replace("/lesson?", "/lesson?present=1&"), wait_until="domcontentloaded")  # reload

@@ -1,10 +1,10 @@
 """A step change reaches a following student as a rerun of the Lesson's fragment, not of the whole page; a vote
-reaches the teacher's count at once.
+reaches the teacher's count and the student's own count at once.
 
 Over real websockets on the session's shared server (benchmarks/load.py's Client, as benchmarks/class_load.py
 drives a lecture hall): the run the server pushes when the teacher presses Next must be a fragment's run (app.py,
 the navigation and the sidebar do not run again) that draws the new step, its question and the vote box; a
-student's vote makes the server rerun the teacher's count (a fragment) without the teacher's timer.
+student's vote makes the server rerun the teacher's count and the student's own (fragments) without their timers.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from classroom.redis_store import RedisStore
 from ui import classroom_ui
 
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
+OWN_COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* have answered this step")  # a student's own, in the side column
 
 
 async def _started(teacher: Client, student: Client, nick: str):
@@ -38,9 +39,9 @@ async def _started(teacher: Client, student: Client, nick: str):
     return code, await student.rerun(widgets={"class_join_code": code, "class_nick": nick, "class_join": True})
 
 
-async def _class(base: str) -> tuple[list, list, list]:
+async def _class(base: str) -> tuple[list, list, list, list]:
     teacher, student = Client(base, ping_timeout=None), Client(base, ping_timeout=None)
-    pushed, counted = [], []
+    pushed, counted, own = [], [], []
     try:
         code, joined = await _started(teacher, student, "fragment test")
         assert "me=" in student.page_query, student.page_query
@@ -56,11 +57,15 @@ async def _class(base: str) -> tuple[list, list, list]:
         fragment = student.widget_fragments.get(key) or None
         # A forged message first: a value that is none of the radio's options (an attacker's websocket, not a browser).
         forged = await student.rerun(widgets={key: "NOT AN OPTION"}, fragment=fragment, auto=False)
-        await student.rerun(widgets={key: student_choice(pushed[0], key)}, fragment=fragment, auto=False)
+        # The student's client runs no timer either: its count is redrawn by the vote's run (which runs the count's
+        # fragment after the step's) or by a run the server starts right after it.
+        student.on_push = own.append
+        own.append(await student.rerun(widgets={key: student_choice(pushed[0], key)}, fragment=fragment, auto=False))
         deadline = time.monotonic() + 30
-        while not any(_count(r) == 1 for r in counted) and time.monotonic() < deadline:
+        while not (any(_count(r) == 1 for r in counted) and any(_own_count(r) == 1 for r in own)) \
+                and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
-        return [joined, forged], pushed, counted
+        return [joined, forged], pushed, counted, own
     finally:
         student.on_push = teacher.on_push = None  # the class's end reruns the student's whole page: not a step change
         try:
@@ -75,12 +80,16 @@ def student_choice(run, key: str) -> str:
     return next(e for e in run.of("radio") if e.id.endswith(key)).options[0]
 
 
-def _count(run) -> int | None:
-    return next((int(m.group(1)) for e in run.of("markdown") for m in [COUNT.search(e.body)] if m), None)
+def _count(run, pattern=COUNT) -> int | None:
+    return next((int(m.group(1)) for e in run.of("markdown") for m in [pattern.search(e.body)] if m), None)
+
+
+def _own_count(run) -> int | None:
+    return _count(run, OWN_COUNT)
 
 
 def test_next_reruns_only_the_followers_lesson_fragment_and_a_vote_the_teachers_count(shared_app_server):
-    (joined, forged), pushed, counted = asyncio.run(_class(shared_app_server))
+    (joined, forged), pushed, counted, own = asyncio.run(_class(shared_app_server))
     assert not problems_of(forged), problems_of(forged)  # a forged vote is ignored, not an exception on the page
     assert not joined.fragment and [h.body for h in joined.of("heading")][0].startswith("Step 1 of")
     assert pushed, "the teacher's Next pushed no run to the following student"
@@ -89,6 +98,8 @@ def test_next_reruns_only_the_followers_lesson_fragment_and_a_vote_the_teachers_
     assert [h.body for h in run.of("heading")][0].startswith("Step 2 of"), [h.body for h in run.of("heading")]
     assert any((r.id or "").split("-", 2)[-1].startswith("class_vote_") for r in run.of("radio"))
     assert any(r.fragment and _count(r) == 1 for r in counted), "a vote did not redraw the teacher's count at once"
+    # The student's own count in the side column too (it said "0 of 1" beside "Your vote" until its timer).
+    assert any(r.fragment and _own_count(r) == 1 for r in own), [(r.fragment, _own_count(r)) for r in own]
 
 
 async def _grown_class(base: str, redis_url: str) -> tuple[dict, dict, list]:
