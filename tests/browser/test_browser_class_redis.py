@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pathlib
 import shutil
 import signal
 import time
@@ -20,7 +21,7 @@ import pytest
 import test_browser_classroom
 from appserver import app_server, free_port, redis_server
 from conftest import worker_suffix
-from test_browser_classroom import _start_class, header_is, joined_by_link, tab
+from test_browser_classroom import _start_class, explained, header_is, joined_by_link, tab
 from test_browser_lesson import settle
 
 pytestmark = pytest.mark.browser
@@ -46,6 +47,7 @@ def test_redis_killed_mid_class_and_restarted_with_its_data(browser):
             code = _start_class(t, server)
             secret = urllib.parse.parse_qs(urllib.parse.urlparse(t.url).query)["teacher"][0]
             s = joined_by_link(browser, server, code)
+            stack.enter_context(explained({"teacher": t, "student": s}, log=pathlib.Path(log.name)))
             s.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(1).click()
             s.wait_for_selector("text=Your vote:", timeout=30_000)
             t.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)

@@ -7,7 +7,9 @@ the model's answer (computed here by bert_core.lesson on the step's sentence).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pathlib
 import re
 import time
 import urllib.parse
@@ -58,29 +60,43 @@ def split_chart(pg):
 
 
 def header_is(pg, step: int, timeout: float = 30_000) -> None:
-    """The page's header is step `step`'s; if not within the timeout, what the page shows instead (a screenshot
-    in tests/output and the page's text: a CI failure says which step the page was left on, and why)."""
-    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+    pg.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {step} of')",
+                         timeout=timeout)
 
+
+@contextlib.contextmanager
+def explained(pages: dict, log: pathlib.Path | None = None):
+    """A wait that fails inside says what each page showed then: a screenshot of each in tests/output, their text,
+    their errors and the end of the server's log (a CI failure is then readable without running it again)."""
     try:
-        pg.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {step} of')",
-                             timeout=timeout)
-    except PlaywrightTimeout:
-        shot = OUT / f"header_is_step{step}_failed_{int(time.time())}.png"
-        pg.screenshot(path=str(shot), full_page=True)
-        body = pg.evaluate("() => document.body.innerText")
-        worker = os.environ.get("PYTEST_XDIST_WORKER")
-        log = OUT / f"server{'-' + worker if worker else ''}.log"  # the shared server's (tests/conftest.py)
+        yield
+    except Exception as e:
+        stamp, said = int(time.time()), []
+        for name, pg in pages.items():
+            try:
+                pg.screenshot(path=str(OUT / f"failed_{name}_{stamp}.png"), full_page=True)
+                said.append(f"{name} (errors {pg.errors}): {pg.evaluate('() => document.body.innerText')[:1500]!r}")
+            except Exception as why:  # a closed page says so, and the others are still shown
+                said.append(f"{name}: not readable ({type(why).__name__})")
+        if log is None:
+            worker = os.environ.get("PYTEST_XDIST_WORKER")
+            log = OUT / f"server{'-' + worker if worker else ''}.log"  # the shared server's (tests/conftest.py)
         tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
-        raise AssertionError(f"not on step {step} after {timeout / 1000:.0f} s ({shot.name}); page errors "
-                             f"{pg.errors}; the page says: {body[:1500]!r}; the server's log ends: {tail!r}") from None
+        raise AssertionError(f"{type(e).__name__}: {str(e)[:500]}\n" + "\n".join(said)
+                             + f"\nscreenshots failed_*_{stamp}.png; the server's log ends: {tail!r}") from e
 
 
 def test_a_teacher_and_three_students(server, browser):
+    pages = {}
+    with explained(pages):
+        _teacher_and_three_students(server, browser, pages)
+
+
+def _teacher_and_three_students(server, browser, pages: dict) -> None:
     from playwright.sync_api import expect
 
     m = bert_core.load_model()
-    teacher = tab(browser, server)
+    teacher = pages["teacher"] = tab(browser, server)
     teacher.goto(server + "/lesson", wait_until="domcontentloaded")
     settle(teacher)
     teacher.get_by_role("button", name="Start a class").click()
@@ -92,7 +108,7 @@ def test_a_teacher_and_three_students(server, browser):
 
     students = []
     for i in range(3):
-        pg = tab(browser, server, (900, 900))
+        pg = pages[f"student{i}"] = tab(browser, server, (900, 900))
         if i == 0:  # by the link
             pg.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
             settle(pg)
