@@ -75,7 +75,8 @@ def explained(pages: dict, log: pathlib.Path | None = None):
         for name, pg in pages.items():
             try:
                 pg.screenshot(path=str(OUT / f"failed_{name}_{stamp}.png"), full_page=True)
-                said.append(f"{name} (errors {pg.errors}): {pg.evaluate('() => document.body.innerText')[:1500]!r}")
+                text = pg.evaluate("() => document.body.innerText")  # the step's start and the side column's end
+                said.append(f"{name} (errors {pg.errors}): {text[:1200]!r} ... {text[-1800:]!r}")
             except Exception as why:  # a closed page says so, and the others are still shown
                 said.append(f"{name}: not readable ({type(why).__name__})")
         if log is None:
