@@ -153,6 +153,13 @@ def store() -> classroom.ClassStore:
 
 
 def _say(e: Exception) -> None:
+    """A refusal, said once by the panel's next whole run. A store that does not answer, in a class: the panel
+    says it is reconnecting and reruns the page once the store answers (`_reconnecting`); its message would have
+    stayed on screen after the store was back, as only a whole run redraws the panel (the teacher's lock toggle,
+    whose callback Streamlit ran with no click while Redis was down: tests/browser/test_browser_class_redis.py)."""
+    if isinstance(e, classroom.StoreUnavailable) and st.session_state.get(CODE):
+        st.session_state[RECONNECT] = st.session_state[CODE]
+        return
     st.session_state[MSG] = str(e)
 
 

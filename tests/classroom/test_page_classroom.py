@@ -374,6 +374,26 @@ def test_a_store_that_fails_the_results_table_says_reconnecting_and_tries_again_
     assert "The end-of-lesson table fills in as you reveal answers." in [c.value for c in t.caption]
 
 
+def test_a_class_action_that_meets_a_store_down_says_reconnecting_until_it_answers(monkeypatch):
+    """A teacher's action on the class (here the lock toggle) when the store does not answer: the panel says it is
+    reconnecting, with the timer that reruns the page once the store answers (here at once: only the lock fails),
+    not a warning that would stay on screen after the store is back (seen in chromium: Streamlit ran the toggle's
+    callback with no click while Redis was down, and "... its store does not answer" stayed for minutes)."""
+    t, code, secret = teacher()
+    store = classroom.open_store()
+
+    def lock(*a, **kw):
+        raise classroom.StoreUnavailable("ConnectionError")
+
+    monkeypatch.setattr(store, "lock", lock)
+    t.toggle(key="class_lock").set_value(True).run()  # the rest of the store answers: the page has rerun itself
+    assert_ok(t)
+    assert not [w.value for w in t.warning if "does not answer" in w.value]
+    assert not any("Reconnecting" in i.value for i in t.info)
+    assert any(f"Code: **{code}**" in m.value for m in t.markdown)  # the class's card, not a stale message
+    assert (t.query_params["class"], t.query_params["teacher"]) == (code, secret)
+
+
 def test_leave_and_join_again_is_one_seat_and_the_teacher_removes_and_locks(backend):
     """Leave then Join in the same browser (its seat token): the same seat, its vote kept, "1 of 1". A second
     student cannot take the same nickname; the teacher removes a seat and locks the class."""
