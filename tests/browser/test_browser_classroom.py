@@ -87,7 +87,7 @@ def explained(pages: dict, log: pathlib.Path | None = None):
                              + f"\nscreenshots failed_*_{stamp}.png; the server's log ends: {tail!r}") from e
 
 
-@pytest.mark.flaky(reruns=2)  # failed once in CI (stop 48, 2026-11-27) under a full suite; explained() says why next time
+@pytest.mark.flaky(reruns=2)  # failed once in CI (stop 48, 2026-11-27) in a full suite; explained() says why
 def test_a_teacher_and_three_students(server, browser):
     pages = {}
     with explained(pages):
