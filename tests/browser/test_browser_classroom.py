@@ -8,7 +8,6 @@ the model's answer (computed here by bert_core.lesson on the step's sentence).
 from __future__ import annotations
 
 import contextlib
-import os
 import pathlib
 import re
 import time
@@ -17,6 +16,7 @@ import urllib.parse
 import pytest
 import test_browser
 from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT
+from conftest import worker_suffix
 from page_checks import once_more
 from test_browser_lesson import settle
 
@@ -80,8 +80,7 @@ def explained(pages: dict, log: pathlib.Path | None = None):
             except Exception as why:  # a closed page says so, and the others are still shown
                 said.append(f"{name}: not readable ({type(why).__name__})")
         if log is None:
-            worker = os.environ.get("PYTEST_XDIST_WORKER")
-            log = OUT / f"server{'-' + worker if worker else ''}.log"  # the shared server's (tests/conftest.py)
+            log = OUT / f"server{worker_suffix()}.log"  # the shared server's (tests/conftest.py)
         tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
         raise AssertionError(f"{type(e).__name__}: {str(e)[:500]}\n" + "\n".join(said)
                              + f"\nscreenshots failed_*_{stamp}.png; the server's log ends: {tail!r}") from e
