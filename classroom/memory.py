@@ -196,6 +196,9 @@ class MemoryStore(ClassStore):
         screen = ("step", "text", "pair", "has_pair", "qid", "model")
         with self._lock:
             c = self._teacher(code, secret)
+            grows = len(text) + len(pair_s) + len(model) - sum(len(c.get(k) or "") for k in ("text", "pair", "model"))
+            if grows > 0:  # a longer sentence takes its share's room too (bytes: up to 4 a character)
+                self._room(c.get("n_students") != "0", 4 * grows)
             before = tuple(c.get(k) for k in screen)
             qid = question.qid if question else ""
             new_q = qid != c.get("qid")
