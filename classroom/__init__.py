@@ -16,8 +16,8 @@ import os
 import threading
 
 from classroom.codes import clean_code, clean_id, clean_nickname
-from classroom.memory import MemoryStore
 from classroom.limits import client_address
+from classroom.memory import MemoryStore
 from classroom.store import (
     ClassError,
     ClassFull,
