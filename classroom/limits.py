@@ -5,7 +5,7 @@ the seconds until the next one. Its state is one string, "tokens|ms", so the in-
 and the Redis store in a hash field, read and written by the same arithmetic in Lua (redis_store.BUCKET).
 
     JOIN_ADDRESS.take(None, now_ms)  -> (True, "19.0000|<now>", 0.0)   # a first join from this address
-    client_address("127.0.0.1", "203.0.113.9, 10.0.0.2")  -> "10.0.0.2"  # behind our HAProxy: its last hop
+    client_address(None, "203.0.113.9, 10.0.0.2")  -> "10.0.0.2"  # behind our HAProxy: the hop it saw
 """
 
 from __future__ import annotations
@@ -85,20 +85,22 @@ TRUSTED_PROXIES = tuple(p.strip() for p in
 
 def client_address(peer: str | None, forwarded_for: str | None = None,
                    trusted: tuple[str, ...] = TRUSTED_PROXIES) -> str | None:
-    """The client's address for the limits: the peer, or, when the peer is a proxy we run (deploy/haproxy.cfg adds
-    X-Forwarded-For), the address that proxy saw (the header's last entry; earlier ones are the client's own word).
-    IPv6 is cut to its /64 (one host holds a whole /64). None when there is no address.
-    Example: client_address("127.0.0.1", "6.6.6.6, 203.0.113.9") -> "203.0.113.9"; client_address("2001:db8::1")
-    -> "2001:db8::/64"."""
+    """The client's address for the limits, from `st.context.ip_address` (the TCP peer; None for a loopback peer)
+    and the X-Forwarded-For header: the peer, or, when the peer is a proxy we run (a loopback HAProxy), the address
+    that proxy saw (the header's last entry; earlier ones are the client's own word). IPv6 is cut to its /64 (one
+    host holds a whole /64). None when there is no address to limit: none given, or a loopback one (this machine,
+    or a local tunnel that sends no header: one bucket for everyone would be worse than none).
+    Example: client_address(None, "6.6.6.6, 203.0.113.9") -> "203.0.113.9"; client_address("2001:db8::1")
+    -> "2001:db8::/64"; client_address(None) -> None."""
     addr = _ip(peer)
-    if addr is not None and str(addr) in trusted and forwarded_for:
+    if (addr is None and peer is None or addr is not None and str(addr) in trusted) and forwarded_for:
         hop = _ip(str(forwarded_for).split(",")[-1])
         addr = hop if hop is not None else addr
-    if addr is None:
+    if addr is None or addr.is_loopback:
         return None
     if addr.version == 6:
         if addr.ipv4_mapped is not None:
-            return str(addr.ipv4_mapped)
+            return None if addr.ipv4_mapped.is_loopback else str(addr.ipv4_mapped)
         return str(ipaddress.ip_network(f"{addr}/64", strict=False))
     return str(addr)
 

@@ -55,12 +55,17 @@ def test_a_bucket_refills_and_says_how_long_to_wait():
 
 
 def test_client_address_trusts_only_our_proxy():
-    assert client_address("127.0.0.1", "6.6.6.6, 203.0.113.9") == "203.0.113.9"  # HAProxy's hop, not the client's
+    """st.context.ip_address is None for a loopback peer (our HAProxy): then the header's last hop counts."""
+    assert client_address(None, "6.6.6.6, 203.0.113.9") == "203.0.113.9"  # HAProxy's hop, not the client's word
+    assert client_address("127.0.0.1", "6.6.6.6, 203.0.113.9") == "203.0.113.9"
     assert client_address("8.8.8.8", "1.1.1.1") == "8.8.8.8"  # a client's own header is not believed
     assert client_address("2001:db8::1") == client_address("2001:db8::ffff") == "2001:db8::/64"
     assert client_address("::ffff:1.2.3.4") == "1.2.3.4"
-    assert client_address("127.0.0.1", "not an address") == "127.0.0.1"
-    assert client_address(None) is None and client_address("junk") is None and client_address("") is None
+    assert client_address("203.0.113.9", None) == "203.0.113.9"
+    # No address to limit: none, this machine (a developer, a local tunnel without the header), or junk.
+    for peer, xff in ((None, None), ("127.0.0.1", None), (None, "127.0.0.1"), ("::1", "not an address"),
+                      ("::ffff:127.0.0.1", None), ("junk", None), ("", None)):
+        assert client_address(peer, xff) is None, (peer, xff)
 
 
 def test_a_flood_of_joins_from_one_client_takes_a_bounded_number_of_seats_and_real_students_still_join(make_store):
