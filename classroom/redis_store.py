@@ -377,6 +377,8 @@ class RedisStore(ClassStore):
         except (redis.ConnectionError, redis.TimeoutError) as e:
             self._went_down(type(e).__name__)
             raise StoreUnavailable(type(e).__name__) from None
+        except redis.exceptions.OutOfMemoryError:
+            raise StoreFull() from None  # at --maxmemory with nothing it may evict: said as full, not as away
         except redis.RedisError as e:
             raise StoreUnavailable(type(e).__name__) from None
 

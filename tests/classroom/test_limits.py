@@ -352,3 +352,23 @@ def test_every_refusal_is_typed_with_a_message_a_student_can_act_on(make_store):
     assert [c.kind for c in cases] == ["full", "gone", "removed", "rate"]
     assert "wait 2 seconds" in str(cases[-1]) and "your last vote counts" in str(cases[-1])
     assert all(str(c) and str(c)[0].isupper() for c in cases)
+
+
+def test_a_full_redis_is_said_as_full_not_as_away(redis_url):
+    """Redis at its --maxmemory with nothing to evict refuses writes (OOM): StoreFull, not "Reconnecting"."""
+    from classroom.redis_store import RedisStore
+
+    s = RedisStore(redis_url)
+    code, secret = s.create()
+    before = s.r.config_get("maxmemory*")
+    try:
+        s.r.config_set("maxmemory-policy", "noeviction")
+        s.r.config_set("maxmemory", 1)
+        with pytest.raises(StoreFull, match="as its memory allows"):
+            s.create()
+        with pytest.raises(StoreFull):
+            s.join(code, "Ada")  # (a script that has already written may go on: Redis lets it finish)
+    finally:
+        s.r.config_set("maxmemory", before["maxmemory"])
+        s.r.config_set("maxmemory-policy", before["maxmemory-policy"])
+        s.r.close()
