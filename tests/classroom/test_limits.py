@@ -372,3 +372,30 @@ def test_a_full_redis_is_said_as_full_not_as_away(redis_url):
         s.r.config_set("maxmemory", before["maxmemory"])
         s.r.config_set("maxmemory-policy", before["maxmemory-policy"])
         s.r.close()
+
+
+def test_the_lua_bucket_is_the_python_bucket(redis_url):
+    """redis_store's take() (Lua) against limits.Rate.take on the same states and times: the same verdicts, states
+    and waits."""
+    import random
+
+    import redis
+
+    from classroom.redis_store import PRELUDE
+
+    r = redis.Redis.from_url(redis_url, decode_responses=True)
+    lua = r.register_script(PRELUDE + """
+local ok, st, wait = take(ARGV[2] ~= '' and ARGV[2] or nil, tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
+return {ok and 1 or 0, st or '', tostring(wait)}
+""")
+    rng = random.Random(54)
+    try:
+        for _ in range(300):
+            rate = Rate(rng.choice([1, 3, 5, 10, 20, 60]), rng.choice([0.0167, 0.5, 1.0, 6.0]))
+            now = 1_700_000_000_000 + rng.randrange(10**6)
+            state = rng.choice([None, f"{rng.uniform(0, rate.burst):.4f}|{now - rng.randrange(120_000)}"])
+            ok, st, wait = rate.take(state, now)
+            got = lua(keys=[], args=["1,1", state or "", now, rate.burst, rate.per_second])
+            assert (got[0] == 1, got[1] or None) == (ok, st) and float(got[2]) == pytest.approx(wait, abs=1e-9)
+    finally:
+        r.close()
