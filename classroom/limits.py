@@ -57,13 +57,12 @@ class Rate:
 
 
 # New seats from one client address in one class: a lecture hall behind one NAT shares an address, so a bucket
-# that refills (a hall of 200 pressing Join in the same second is in within about 3 minutes; students who
-# arrive over a minute or two mostly at once), not a cap; a script from one address takes 20 seats, then one a
-# second, and never the class's own bucket (JOIN_CLASS is three times as fast).
+# that refills, not a cap (a hall of 120 pressing Join in the same second is in within about 100 s); a script from
+# one address takes 20 seats, then one a second, and never empties the class's own bucket (JOIN_CLASS is larger
+# and six times as fast).
 JOIN_ADDRESS = Rate.env("BERT_EXPLORER_CLASS_JOINS_PER_ADDRESS", "20/20")
 # New seats in one class from everyone (the backstop against many addresses at once).
-JOIN_CLASS = Rate.parse(os.environ.get("BERT_EXPLORER_CLASS_JOINS_PER_10S", "").strip() + "/10"
-                        if os.environ.get("BERT_EXPLORER_CLASS_JOINS_PER_10S", "").strip() else "60/10",
+JOIN_CLASS = Rate.parse((os.environ.get("BERT_EXPLORER_CLASS_JOINS_PER_10S", "").strip() or "60") + "/10",
                         "BERT_EXPLORER_CLASS_JOINS_PER_10S")
 # Votes cast or changed by one seat: a student changes a vote a few times, not 20 times a second.
 SEAT_VOTES = Rate.env("BERT_EXPLORER_CLASS_SEAT_VOTES", "10/20")
