@@ -39,7 +39,7 @@ import streamlit as st
 import classroom
 from bert_core.figures.style import projector
 from classroom import ClassError, Question, View
-from ui import classroom_push, handout, lesson, state
+from ui import classroom_push, handout, handout_svg, lesson, state
 from ui.widgets import chart
 
 TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches it within about this
@@ -574,18 +574,30 @@ def draw_step(live: Live | None, step, cur, text: str, pair: str | None, reveale
     # own arguments start with "_" (not hashed). Keywords: a positional argument's name is looked up every call.
     drawing = repr((cur.model_key, step.key, text, pair, bool(revealed), lesson.presenting(),
                     bool(st.session_state.get("lesson_large")), st.session_state.get(lesson.QUESTION_ERROR), own))
-    _shared_view(drawing=drawing, _step_key=step.key, _text=text, _pair=pair, _revealed=bool(revealed), _cur=cur)
+    charts = _shared_view(drawing=drawing, _step_key=step.key, _text=text, _pair=pair, _revealed=bool(revealed),
+                          _cur=cur)
+    drawn = st.session_state.setdefault(handout_svg.DRAWN, {})
+    k = st.session_state.get("lesson_step")  # keyed as handout_svg.keep keys a chart drawn by the view itself
+    drawn.update(((k, key), rec) for key, rec in charts.items())  # a replay runs no view code: its charts come back
     if split:
         split[1]()
 
 
 @st.cache_data(max_size=int(SHARED_VIEWS_MB * 2**20), show_spinner=False)
-def _shared_view(drawing: str, _step_key: str, _text: str, _pair: str | None, _revealed: bool, _cur) -> None:
+def _shared_view(drawing: str, _step_key: str, _text: str, _pair: str | None, _revealed: bool, _cur) -> dict:
     """One drawing of a step's view, keyed by `drawing`: everything the view reads (the model by its key, the
-    session's presenter mode, large type, question error and own draw), written out."""
+    session's presenter mode, large type, question error and own draw), written out. Returns the handout records
+    of the charts it drew ({chart key: record}): a replay repeats the elements only, so every follower takes its
+    handout's charts from this return value, not from the view's own bookkeeping."""
     split = SPLIT_VIEWS.get(_step_key)
     draw = split[0] if split else lesson.STEPS[lesson.KEYS.index(_step_key)].view
-    draw(_cur, _text, _pair, _revealed)
+    before = st.session_state.pop(handout_svg.DRAWN, {})
+    try:
+        draw(_cur, _text, _pair, _revealed)
+        mine = st.session_state.pop(handout_svg.DRAWN, {})
+    finally:
+        st.session_state[handout_svg.DRAWN] = before
+    return {key: rec for (_, key), rec in mine.items()}
 
 
 def sentence_note(text: str, pair: str | None, explain: str = "", formula: str | None = None) -> None:

@@ -673,3 +673,20 @@ def test_a_following_students_notebook_is_the_step_on_screen(backend):
     view = views["lesson"]
     assert view.settings["step"] == 3 and view.text == s.session_state[lesson.text_key(3)]
     assert "step" not in s.query_params  # a follower's address has no step of its own (a reload takes the class's)
+
+
+def test_every_follower_keeps_the_shared_steps_charts_for_the_handout():
+    """Two followers in one process: the first draws the shared step view, the second replays it; both keep the
+    step's charts for their handouts (the replay brings the charts' records, not only the elements)."""
+    from ui import handout, handout_svg
+
+    classroom_ui._shared_view.clear()
+    k = lesson.KEYS.index("embeddings") + 1  # its view draws a chart before the answer
+    t, code, _ = _teacher_on(k)
+    s1, s2 = student(code, "Ada"), student(code, "Bo")
+    for s in (s1, s2):
+        s.run()
+        assert_ok(s)
+        assert s.header[0].value.startswith(f"Step {k} of") and s.get("plotly_chart")
+    kept = [s.session_state[handout.CHARTS].get("embeddings", ()) for s in (s1, s2)]
+    assert kept[0] and [handout_svg.svg(r, "x") for r in kept[0]] == [handout_svg.svg(r, "x") for r in kept[1]]
