@@ -28,7 +28,7 @@ TEXTS_READY = "lesson_texts_ready"
 def init_texts() -> None:
     """Each step's sentence from the URL (t<k>, b<k>; 1-based) or the lesson's own, once per session."""
     q, state = st.query_params, st.session_state
-    if state.get(TEXTS_READY):  # 15 look-ups of session state in every run (a class's pushed step: 2% of it)
+    if state.get(TEXTS_READY):  # once per session: a run after the first skips the steps' look-ups
         return
     for i, s in enumerate(STEPS, start=1):  # the URL read only for a key not set yet
         if text_key(i) not in state:

@@ -22,7 +22,7 @@ SHARED_SPLITS_MB = 1.0
 def results_ui(live: Live) -> None:
     """The end-of-lesson table (whole runs only). A store that does not answer here is tried again on a timer, in
     place: an error drawn by a whole run would stay on screen after the store is back, until the teacher's next
-    click (scripts/class_outage.py saw it after Redis was frozen)."""
+    click."""
     if _results_table(live):
         return
 

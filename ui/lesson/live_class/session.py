@@ -22,14 +22,13 @@ TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches
 
 
 # A student's vote box re-reads the class this often: the count of answers, and a fallback for a step change the
-# server's push missed (one timer per student, so 30 students make 15 fragment runs a second, not 30).
+# server's push missed (one timer per student).
 STUDENT_TICK = 2.0
 
 
-# ... and no faster than this many students' ticks a second in all: 120 students tick every 8 s, not 2 (a lecture
-# hall's timers alone took a third of a core at 30 a second, and a step change's pushed runs queued behind them:
-# at 15, 120 students' step change p95 2.7 s instead of 4.1 s, votes 0.6 s instead of 2.0, load 8-10; the count of
-# answers on a student's page is what waits: a step change and a reveal are pushed, a vote redraws the student's own).
+# ... and no faster than this many students' ticks a second in all, so that a large class's timers do not hold up
+# the pushed runs of a step change (docs/benchmarks.md, "A lecture hall"). What waits is only the count of answers
+# on a student's page: a step change and a reveal are pushed, and a vote redraws the student's own page.
 TICKS_PER_SECOND = 15
 
 
@@ -46,8 +45,7 @@ def student_tick(students: int) -> float:
 def spread_tick(tick: float, sid: str) -> float:
     """A student's own timer interval: `tick` stretched by a factor in [1, 1.5) fixed by the seat's id. Students who
     join together (a room scanning the code at once) would otherwise tick together all lesson long: a burst of the
-    whole class's reruns every `tick` seconds, which a step change or a vote meets or not (benchmarks/class_load.py,
-    200 students: a tick took 0.13-0.36 s (median) in the bursts, 0.02 s spread)."""
+    whole class's reruns every `tick` seconds, which a step change or a vote meets or not."""
     return tick * (1.0 + 0.5 * (zlib.crc32(sid.encode()) % 1024) / 1024)
 
 
@@ -99,9 +97,8 @@ def store() -> classroom.ClassStore:
 
 def say(e: Exception) -> None:
     """A refusal, said once by the panel's next whole run. A store that does not answer, in a class: the panel
-    says it is reconnecting and reruns the page once the store answers (`reconnecting`); its message would have
-    stayed on screen after the store was back, as only a whole run redraws the panel (the teacher's lock toggle,
-    whose callback Streamlit ran with no click while Redis was down: tests/browser/test_browser_class_redis.py)."""
+    says it is reconnecting and reruns the page once the store answers (`reconnecting`): a message would stay on
+    screen after the store is back, as only a whole run redraws the panel."""
     if isinstance(e, classroom.StoreUnavailable) and st.session_state.get(CODE):
         st.session_state[RECONNECT] = st.session_state[CODE]
         return

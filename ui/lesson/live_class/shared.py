@@ -15,9 +15,8 @@ from ui.widgets import presenting
 
 # Drawings shared by the screens of a class (Streamlit's cached-element replay keeps each drawing's element
 # messages), bounded in bytes as every cache here: st.cache_data's max_size counts the pickled entry, messages
-# included, and drops the least recently used. On the bundled model a step's drawing pickles to 0.6-13 KB (steps
-# 1-13, the Lesson's sentences), more on bert-base and long sentences; a split a few KB. One drawing larger than
-# the whole budget is kept alone until the next one (Streamlit's rule): the bound is the budget or that one drawing.
+# included, and drops the least recently used (sizes of a step's drawing: docs/benchmarks.md). One drawing larger
+# than the whole budget is kept alone until the next one (Streamlit's rule): the bound is the budget or that drawing.
 VIEWS_MB = "BERT_EXPLORER_CLASS_VIEWS_MB"
 
 
@@ -51,8 +50,8 @@ def draw_step(live: Live | None, step, cur, text: str, pair: str | None, reveale
     split = SPLIT_VIEWS.get(step.key)
     own = (int(st.session_state.get("lesson_draw", 1)), cur.seed) if split else None  # "Draw again" is the session's
     # Everything the drawing reads, as one string: Streamlit's cache hashes each argument it is given (name and value,
-    # a few microseconds each: nine arguments were 5% of a class's step change in a py-spy profile); the drawing's
-    # own arguments start with "_" (not hashed). Keywords: a positional argument's name is looked up every call.
+    # on every follower's run), so one argument is hashed; the drawing's own arguments start with "_" (not hashed).
+    # Keywords: a positional argument's name is looked up on every call.
     drawing = repr((cur.model_key, step.key, text, pair, bool(revealed), presenting(),
                     bool(st.session_state.get("lesson_large")), st.session_state.get(QUESTION_ERROR), own))
     charts = _shared_view(drawing=drawing, _step_key=step.key, _text=text, _pair=pair, _revealed=bool(revealed),

@@ -74,9 +74,8 @@ def student_question(live: Live, col, q, revealed: bool) -> bool:
 
 
 def _vote_box(code: str, sid: str, v: View) -> None:
-    """A following student's vote: part of the step the class's push redraws (a fragment of its own here cost
-    more than the rest of a student's step change: 2-4 ms of each student's run at 120); the count is the side
-    column's (`count_ui`)."""
+    """A following student's vote: part of the step the class's push redraws (a fragment of its own would cost each
+    student's step change more than the rest of it); the count is the side column's (`count_ui`)."""
     key = f"class_vote_{v.question.qid}"
     if v.my_vote is not None and st.session_state.get(key) is None:
         st.session_state[key] = v.my_vote  # the vote this student already sent (a reload, a reopened laptop)
@@ -200,5 +199,5 @@ def vote(code: str, sid: str, qid: str, key: str) -> None:
         return
     classroom_push.poke(code)  # the teacher's count, if the teacher is on this process
     # The student's own count ("1 of 30 have answered") is in the side column, outside the step this vote redraws:
-    # without this, it said "0 of 1" beside "Your vote: ..." until the student's timer (2-24 s by class size).
+    # redrawn now, it agrees with "Your vote: ..." at once, not at the student's next timer tick.
     classroom_push.redraw(st.session_state.get(COUNT_FRAGMENT))
