@@ -9,22 +9,20 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import math
 from collections.abc import Callable, Iterator
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 import bert_core
 from bert_core.figures.attention import head_heatmap
 from bert_core.figures.embeddings import norms_figure
-from bert_core.figures.heads import importance_figure, without_head_figure
+from bert_core.figures.heads import without_head_figure
 from bert_core.figures.layers import answer_trajectory, same_word_figure
+from bert_core.figures.lesson import hidden_importance_figure, mask_heatmap, pretraining_start_figure
 from bert_core.figures.masking import chips_html, legend_html
 from bert_core.figures.predictions import candidates_figure, nsp_figure
 from bert_core.figures.style import projector
-from bert_core.figures.training import loss_figure
 from bert_core.inspect import input_tables
 from bert_core.inspect.anatomy import anatomy_rows
 from bert_core.inspect.masking_view import masking_draw
@@ -238,14 +236,8 @@ def view_pretraining(cur, text, pair, revealed) -> None:
     ex = example_run()
     if ex is None:
         return
-    fig = loss_figure(ex.curves, height=300)
     V, mine = example_vocab_size(), cur.model.tokenizer.vocab_size
-    fig.add_hline(y=math.log(V), line_dash="dash", annotation_position="bottom right",
-                  annotation_text=f"ln {V:,} = {math.log(V):.2f}: the example's start (its V = {V:,})")
-    if mine != V:  # the question's V is the model on screen's: its line is labelled with its own V
-        fig.add_hline(y=math.log(mine), line_dash="dot", annotation_position="top left",
-                      annotation_text=f"ln {mine:,} = {math.log(mine):.2f}: a fresh model with V = {mine:,}")
-    lesson_chart(fig, "lesson pretraining", key="lesson-pretrain")
+    lesson_chart(pretraining_start_figure(ex.curves, V, mine), "lesson pretraining", key="lesson-pretrain")
     st.caption(f"An example: the tiny bundled model ({ex.parameters:,} parameters, its own vocabulary of V = {V:,} "
                f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown: it starts at "
                f"ln {V:,}. A fresh model with {model_name(cur.model).possessive} vocabulary (V = {mine:,}) would "
@@ -290,12 +282,8 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
     c1, c2 = st.columns(2)
     for col, z, name in ((c1, r.attn_bidirectional[layer, head], "BERT: every token"),
                          (c2, r.attn_causal[layer, head], "GPT: only j ≤ i")):
-        # zmax 0.3: the heavy [CLS] column saturates, so the empty triangle above the diagonal stands out.
-        fig = head_heatmap(z, r.tokens, name, zmax=0.3)
-        fig.update_traces(showscale=False, texttemplate=None)
-        fig.update_layout(height=360, margin=dict(l=10, r=10, t=60, b=10), xaxis_title=None, yaxis_title=None)
         with col:
-            lesson_chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
+            lesson_chart(mask_heatmap(z, r.tokens, name), f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
     st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, once with each mask (the same "
                "weights): under GPT's causal mask every weight above the diagonal is exactly 0, so token i can use "
                "only the tokens before it.")
@@ -329,11 +317,7 @@ def view_knockout(cur, text, pair, revealed) -> None:
         return  # the step's question has said what to change
     pos = min(ko.guesses)
     if not revealed:
-        # Relative to the framed head and without a scale or values: how much the guess loses is the answer.
-        fig = importance_figure(imp / max(float(np.nanmax(np.abs(imp))), 1e-12), (layer, head), ko.top_full[pos])
-        fig.update_traces(showscale=False, selector=dict(type="heatmap"))
-        fig.update_traces(hovertemplate="%{y}, %{x}<extra></extra>", customdata=None, selector=dict(type="scatter"))
-        lesson_chart(fig.update_layout(height=min(fig.layout.height, 380)), "lesson head importance",
+        lesson_chart(hidden_importance_figure(imp, (layer, head), ko.top_full[pos]), "lesson head importance",
                      key="lesson-heads-imp")
         st.caption(f"Each cell of the last layer: how much log p(guess) falls when that head alone is knocked out, "
                    f"relative to the most important head (red: it helps; the Heads & patching page ranks every "
