@@ -32,7 +32,7 @@ CHECKLIST = {
 
 @dataclass(frozen=True)
 class Step:
-    """One screen of the lesson."""
+    """One screen of the lesson, as data; its live view is views.VIEWS[key]."""
 
     key: str
     title: str
