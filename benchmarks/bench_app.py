@@ -68,7 +68,7 @@ def time_lesson(model_dir: str | None, reps: int) -> dict[str, float]:
     """
     from streamlit.testing.v1 import AppTest
 
-    from ui import lesson
+    from ui.lesson import content as lesson
 
     out = {}
     for i, step in enumerate(lesson.STEPS, start=1):

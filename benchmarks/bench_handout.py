@@ -1,4 +1,4 @@
-"""What the Lesson's handout costs: the per-rerun record of each chart a step draws (ui/widgets.lesson_chart), as a
+"""What the Lesson's handout costs: the per-rerun record of each chart a step draws (ui/lesson/views.lesson_chart), as a
 ratio to plotly's own serialisation of the same figure (what st.plotly_chart sends on every rerun, measured in the
 same run), and the size and build time of the handout with every step visited.
 
@@ -22,7 +22,8 @@ from bert_core.figures.attention import head_heatmap  # noqa: E402
 from bert_core.figures.embeddings import norms_figure  # noqa: E402
 from bert_core.figures.predictions import candidates_figure, nsp_figure  # noqa: E402
 from bert_core.inspect import input_tables  # noqa: E402
-from ui import handout_doc, handout_svg, lesson  # noqa: E402
+from ui.lesson import content as lesson  # noqa: E402
+from ui.lesson import handout_doc, handout_svg  # noqa: E402
 
 
 def median_ms(fn, reps: int) -> float:

@@ -52,7 +52,7 @@ def offered(page: str):
 def lesson_views():
     from apptest_util import open_page
 
-    from ui.lesson import STEPS
+    from ui.lesson.content import STEPS
     from ui.notebook_ui import VIEWS_KEY
 
     at = open_page("lesson")

@@ -280,7 +280,7 @@ class Expect:
 
     def __init__(self, model: str | None = None):
         import bert_core
-        from bert_core.inspect.masking_view import md_literal
+        from ui.markdown import md_literal
 
         self.bc, self.md_literal = bert_core, md_literal
         self.model = bert_core.load_model(model)

@@ -6,7 +6,7 @@
     store.publish(code, secret, 4, "She [MASK] the letter.", None, Question("q1", "Top guess?", ("wrote", "sent")))
     store.vote(code, sid, "q1", 0); store.reveal(code, secret, "q1", 0)
 
-The Lesson's widgets for it are in ui/classroom_ui.py. This package imports neither streamlit, ui nor
+The Lesson's widgets for it are in ui/lesson/live_class/. This package imports neither streamlit, ui nor
 bert_core (pyproject.toml's contracts), and bert_core knows nothing of it.
 """
 

@@ -366,7 +366,7 @@ class ClassStore(ABC):
                 question: Question | None, model: str = "") -> None:
         """The teacher's screen: step, sentence(s), question and model. A new question starts unrevealed, split
         hidden. A change of any of them moves `seq` (the students follow); a new model, like a new sentence, is a
-        new question because the question's id holds both (ui.lesson.question_token)."""
+        new question because the question's id holds both (ui.lesson.content.question_token)."""
 
     @abstractmethod
     def show_split(self, code: str, secret: str, on: bool = True) -> None:

@@ -11,7 +11,8 @@ import streamlit as st
 
 import bert_core
 from bert_core.notebooks import PAGES, View, notebook_bytes
-from ui import lesson, page_defaults
+from ui import page_defaults
+from ui.lesson import content as lesson
 from ui.state import Current
 
 # Where the project's code lives, for the notebook's install cell; a placeholder the reader fills in otherwise.

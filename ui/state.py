@@ -1,6 +1,6 @@
 """What every page shares: the sidebar inputs, the shared model, cached analysis, URL state.
 
-Pages call `current()` to get the model and input the user chose, then draw. No tensor math
+Pages call `require_current()` to get the model and input the user chose, then draw. No tensor math
 here either: this module picks and caches, `bert_core` computes.
 """
 

@@ -9,10 +9,8 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
-from bert_core.figures.style import projector
 from bert_core.runs.settings import MAX_TRAIN_SECONDS
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
-from ui import handout_svg
 
 
 def _slug(name: str) -> str:
@@ -35,12 +33,6 @@ def chart(fig, name: str, key: str | None = None) -> None:
 def presenting() -> bool:
     """The Lesson's presenter mode: one step per 1280 x 720 screen, so views keep to one chart."""
     return bool(st.session_state.get("lesson_present"))
-
-
-def lesson_chart(fig, name: str, key: str) -> None:
-    """A Lesson step's chart; on a projector every text in it at least 18 px, in dark ink."""
-    handout_svg.keep(st.session_state, fig, key)  # what the student saw, for the handout (ui/handout.py)
-    chart(projector(fig) if presenting() else fig, name, key=key)
 
 
 def html_document(doc: str, height: int) -> None:

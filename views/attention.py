@@ -7,8 +7,8 @@ from bert_core import BertCoreError, attention_rollout, head_stats
 from bert_core.figures import attention as fa
 from bert_core.inspect.attribution import heads_by
 from bert_core.inspect.bertviz_html import head_view_height, head_view_html, model_view_height, model_view_html
-from bert_core.inspect.masking_view import md_literal
 from ui import callbacks
+from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, model_cached, require_current, set_url, url_index
 from ui.widgets import chart, html_document, numbering_note, table

@@ -7,8 +7,8 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures import heads as fh
-from bert_core.inspect.masking_view import md_literal
 from ui import callbacks, heads_ui, page_defaults
+from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, set_url, url_int
 from ui.widgets import chart, table

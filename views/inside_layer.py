@@ -5,8 +5,8 @@ import streamlit as st
 import bert_core
 from bert_core.figures import layers as fl
 from bert_core.inspect.inside_layers import follow_token
-from bert_core.inspect.masking_view import md_literal
 from ui import callbacks
+from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, set_url, url_index
 from ui.widgets import chart, numbering_note

@@ -4,8 +4,8 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures import layers as fl
-from bert_core.inspect.masking_view import md_literal
 from ui import callbacks, page_defaults
+from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current
 from ui.widgets import chart, numbering_note

@@ -6,8 +6,9 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.predictions import candidates_figure, nsp_figure, pll_figure, token_strip_figure
-from bert_core.inspect.masking_view import default_word, fill_at, mask_context, mask_word, md_literal, rank_of, words_of
+from bert_core.inspect.masking_view import default_word, fill_at, mask_context, mask_word, rank_of, words_of
 from ui import callbacks, page_defaults
+from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, model_cached, require_current, set_url, url_int
 from ui.widgets import chart, table

@@ -29,7 +29,7 @@ def _esc(s: str) -> str:
 
 
 def _chip(top: str, bottom: str, kind: str, title: str) -> str:
-    # Classes bx-chip / bx-chip-label: presenter mode sets their size (ui/lesson.py).
+    # Classes bx-chip / bx-chip-label: presenter mode sets their size (ui/lesson/controls.py).
     return (f'<span class="bx-chip" title="{html.escape(title)}" style="display:inline-block;margin:2px;'
             f'padding:2px 6px;border-radius:6px;background:{KIND_COLORS[kind]};color:#111;font-family:monospace;'
             f'text-align:center;line-height:1.2">{html.escape(top)}'

@@ -8,7 +8,6 @@ arrays, lists of row dicts or strings that a page can draw.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -350,14 +349,6 @@ def mask_context(tokens: list[str], position: int, width: int = 6) -> str:
         else:
             out += t + " "
     return out.rstrip() + (" …" if hi < len(tokens) - 1 else "")
-
-
-def md_literal(s: str) -> str:
-    """Backslash-escape every ASCII punctuation character so markdown shows `s` literally.
-
-    Example: "*a* [b]" -> "\\*a\\* \\[b\\]". (A token like "*" or ":red[x]" must not format a label.)
-    """
-    return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", s)
 
 
 def default_word(words: list[Word]) -> int:

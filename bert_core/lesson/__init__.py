@@ -1,7 +1,7 @@
 """The guided lesson's questions: each answer computed from the model at view time, never written in.
 
 Top layer of bert_core: may import every package below it (runs, train, inspect, objectives, model);
-nothing in bert_core imports it. The Lesson page (views/lesson.py, ui/lesson.py) draws what it returns.
+nothing in bert_core imports it. The Lesson page (views/lesson.py, ui/lesson/) draws what it returns.
 """
 
 from . import heads

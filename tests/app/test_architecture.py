@@ -55,6 +55,9 @@ def test_the_real_tree_keeps_every_contract(tree):
     ("bert_core/model/config.py", "from . import heads  # noqa", "no import cycles"),  # heads imports config
     ("classroom/codes.py", "import streamlit  # noqa", "knows nothing of the page"),  # a class store is not a page
     ("bert_core/runs/memory.py", "import classroom  # noqa", "does not know classes of students"),
+    ("ui/lesson/content.py", "from ui.lesson import views  # noqa", "the Lesson's layers"),  # content is data
+    ("ui/lesson/live_class/session.py", "import redis  # noqa", "reaches a class only through classroom"),
+    ("ui/widgets.py", "from ui.lesson.live_class import session  # noqa", "does not import the Lesson's live class"),
 ])
 def test_a_planted_violation_breaks_its_contract(tree, rel, line, contract):
     path, original = plant(tree, rel, line)

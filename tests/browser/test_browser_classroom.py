@@ -21,7 +21,7 @@ from page_checks import once_more
 from test_browser_lesson import settle
 
 import bert_core
-from ui import lesson
+from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 
@@ -347,7 +347,7 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
     as 127.0.0.1, the card says students cannot reach that address and links to this machine's network address."""
     from test_browser_lesson_readable import slide_problems
 
-    from ui.classroom_ui import lan_address
+    from ui.lesson.live_class.join import lan_address
 
     t = tab(browser, server, (1280, 720))
     code = _start_class(t, server, "?present=1")

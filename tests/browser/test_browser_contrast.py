@@ -15,7 +15,7 @@ from test_browser_lesson import chromium, page, press, settle  # noqa: F401  (ch
 
 import bert_core
 from bert_core.lesson.questions import attention_head
-from ui import lesson
+from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 

@@ -13,7 +13,7 @@ import pytest
 import test_browser
 
 import bert_core
-from ui import lesson
+from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 

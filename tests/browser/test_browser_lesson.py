@@ -13,7 +13,7 @@ from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT
 from page_checks import drawn, once_more
 
 import bert_core
-from ui import lesson
+from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 

@@ -18,7 +18,7 @@ from page_checks import drawn, once_more
 from test_browser_lesson import OUT, main_scrolls, settle
 
 import bert_core
-from ui import lesson
+from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 

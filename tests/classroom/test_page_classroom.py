@@ -14,7 +14,17 @@ from streamlit.testing.v1 import AppTest
 
 import bert_core
 import classroom
-from ui import classroom_ui, lesson
+from bert_core.figures.votes import split_figure
+from ui.lesson import content as lesson
+from ui.lesson import handout, handout_svg
+from ui.lesson.live_class import join as live_join
+from ui.lesson.live_class import results as live_results
+from ui.lesson.live_class import session as live_session
+from ui.lesson.live_class import shared as live_shared
+from ui.lesson.live_class import student as live_student
+from ui.lesson.live_class import teacher as live_teacher
+from ui.lesson.state import text_key
+from ui.markdown import plain
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -79,7 +89,7 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
     s3 = student(code)
     q = computed(1)
     for at, guess in ((s1, q.answer), (s2, (q.answer + 1) % len(q.choices)), (s3, q.answer)):
-        assert [lesson.plain(c) for c in vote_radio(at).options] == [lesson.plain(c) for c in q.choices]
+        assert [plain(c) for c in vote_radio(at).options] == [plain(c) for c in q.choices]
         vote_radio(at).set_value(guess).run()
         assert_ok(at)
     vote_radio(s3).set_value((q.answer + 2) % len(q.choices)).run()  # changed before the reveal: replaces
@@ -94,40 +104,40 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
         assert not at.get("plotly_chart") and not at.success and not at.error  # nothing shown before the reveal
     t.button(key="lesson_reveal").click().run()
     assert_ok(t)
-    assert any(lesson.plain(q.choices[q.answer]) in i.value for i in t.info)
+    assert any(plain(q.choices[q.answer]) in i.value for i in t.info)
     v = backend.view(code, secret=secret)
     assert v.revealed and v.answer == q.answer and sum(v.tally) == 3 and v.tally[q.answer] == 1
     for at, right in ((s1, True), (s2, False), (s3, False)):
         at.run()
         assert_ok(at)
         assert len(at.success) == int(right) and len(at.error) == int(not right)
-        assert lesson.plain(q.choices[q.answer]) in (at.success or at.error)[0].value
+        assert plain(q.choices[q.answer]) in (at.success or at.error)[0].value
         assert len(at.get("plotly_chart")) == 1  # the split beside the answer
     # The teacher moves on and types a hostile sentence: every student follows, and it stays plain text.
     t.button(key="lesson_next").click().run()
     text = HOSTILE["html"]
-    t.text_input(key=f"w_{lesson.text_key(2)}").set_value(text).run()
+    t.text_input(key=f"w_{text_key(2)}").set_value(text).run()
     assert_ok(t)
     for at in (s1, s2, s3):
         at.run()
         assert_ok(at)
         assert at.header[0].value.startswith("Step 2 of")
-        assert at.session_state[lesson.text_key(2)] == text
+        assert at.session_state[text_key(2)] == text
         assert all("<script>" not in md.value and "<img" not in md.value for md in at.markdown)
         # The teacher's sentence, as text (no box to type in and see it revert), and why; no Back / Next of its own.
         # One element: the step's words, its formula (markdown's $$ block, as st.latex draws it) and the sentence.
         note = next(md.value for md in at.markdown if "**This step's sentence:**" in md.value)
-        assert lesson.plain(text) in note and classroom_ui.FOLLOWING_NOTE in note
+        assert plain(text) in note and live_student.FOLLOWING_NOTE in note
         step2 = lesson.STEPS[1]
         assert note.startswith(lesson.explain(step2, t.session_state["current"].model))
         assert (f"$$\n{step2.formula}\n$$" in note) == bool(step2.formula) and not at.latex
         assert not [b for b in at.button if b.key in ("lesson_next", "lesson_back")]
         assert not [w for w in at.text_input if w.key and w.key.startswith("w_")]
     # The end-of-lesson table: one revealed question, one of three right; the CSV names only who gave a name.
-    rows = classroom_ui.results_rows(backend.results(code, secret))
+    rows = live_results.results_rows(backend.results(code, secret))
     assert [(r["step"], r["answered"], r["right"], r["share right"]) for r in rows] == [(1, 3, 1, "33%")]
     assert rows[0]["model"] == t.session_state["current"].model_key != ""  # a question is its model too
-    csv_text = classroom_ui.results_csv(rows, backend.students(code, secret))
+    csv_text = live_results.results_csv(rows, backend.students(code, secret))
     assert "Ada,1,1" in csv_text and "'=HYPERLINK" in csv_text and "Student 3,1,0" in csv_text  # nameless: its seat
     assert csv_text.count("\n") == 7
     assert any(e.label.startswith("Results: 1 question") for e in t.expander)
@@ -153,7 +163,7 @@ def test_an_ended_class_tells_its_students(backend):
     assert "class" not in t.query_params and "class_code" not in t.session_state
     s.run()
     assert_ok(s)
-    assert any(classroom_ui.ENDED in w.value for w in s.warning)
+    assert any(live_session.ENDED in w.value for w in s.warning)
     assert "class" not in s.query_params and "me" not in s.query_params
 
 
@@ -246,7 +256,7 @@ def test_a_new_sentence_or_pair_is_a_new_question(backend, how):
     s.run()
     assert s.success or s.error  # the answer is on the student's screen
     if how == "sentence":
-        t.text_input(key=f"w_{lesson.text_key(k)}").set_value("The boy [MASK] the ball to his friend.").run()
+        t.text_input(key=f"w_{text_key(k)}").set_value("The boy [MASK] the ball to his friend.").run()
     else:
         t.button(key="lesson_try").click().run()
     assert_ok(t)
@@ -260,15 +270,15 @@ def test_a_new_sentence_or_pair_is_a_new_question(backend, how):
     assert not s.success and not s.error and vote_radio(s).value is None  # a fresh vote, no old answer
     vote_radio(s).set_value(1).run()
     t.button(key="lesson_reveal").click().run()
-    rows = classroom_ui.results_rows(backend.results(code, secret))
+    rows = live_results.results_rows(backend.results(code, secret))
     assert len(rows) == 2 and rows[0]["sentence"] != rows[1]["sentence"]
-    csv_text = classroom_ui.results_csv(rows, backend.students(code, secret))
+    csv_text = live_results.results_csv(rows, backend.students(code, secret))
     assert "Ada,2," in csv_text
 
 
 def test_the_question_token_holds_the_sentence_and_the_pair():
     q = computed(7)
-    tok, qid = lesson.question_token, classroom_ui.question_id
+    tok, qid = lesson.question_token, live_teacher.question_id
     a = tok("m", 7, "A.", "B.", q)
     assert a != tok("m", 7, "A.", "C.", q) != tok("m", 7, "A.", None, q)
     assert a != tok("m", 7, "A2.", "B.", q) != tok("n", 7, "A.", "B.", q) != tok("m", 8, "A.", "B.", q)
@@ -344,7 +354,7 @@ def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypa
             assert new != code and t.query_params["class"] == new and not t.error
             assert classroom.open_store().view(new, secret=t.session_state["class_secret"]).step == 3
             s.run()
-            assert any(classroom_ui.ENDED in w.value for w in s.warning) and "class" not in s.query_params
+            assert any(live_session.ENDED in w.value for w in s.warning) and "class" not in s.query_params
     finally:
         shutil.rmtree(d, ignore_errors=True)
 
@@ -438,9 +448,9 @@ def test_the_projector_card_link_presenter_tools_and_the_smaller_confusions(back
     """The join link uses BERT_EXPLORER_PUBLIC_URL; presenter mode has "Start a class" and the sentence box (a
     popover); a projector's join link (present=1) shows the join box; an exploring student's note of the
     teacher's step is read again on its timer; the split's labels are categories ("4. 4" is no number)."""
-    monkeypatch.setenv(classroom_ui.PUBLIC_URL, "https://bert.school.example/")
+    monkeypatch.setenv(live_join.PUBLIC_URL, "https://bert.school.example/")
     p = session({"present": "1"})
-    assert p.button(key="class_start") is not None and p.text_input(key=f"w_{lesson.text_key(1)}") is not None
+    assert p.button(key="class_start") is not None and p.text_input(key=f"w_{text_key(1)}") is not None
     p.button(key="class_start").click().run()
     assert_ok(p)
     code = p.session_state["class_code"]
@@ -454,7 +464,7 @@ def test_the_projector_card_link_presenter_tools_and_the_smaller_confusions(back
     p.button(key="lesson_next").click().run()
     s.run()  # the student's page, as its timer reruns it
     assert any("the teacher is on step 2" in i.value for i in s.info)
-    fig = classroom_ui.split_figure(("4", "5"), (1, 2), None)
+    fig = split_figure(("4", "5"), (1, 2), None)
     assert fig.layout.yaxis.type == "category"
 
 
@@ -529,7 +539,7 @@ def test_class_load_counts_every_reveal_whoever_answers(monkeypatch):
         vote_radio(wrong).set_value((q.answer + 1) % len(q.choices)).run()
         t.button(key="lesson_reveal").click().run()
         assert_ok(t)
-        shown = lesson.plain(q.choices[q.answer])
+        shown = plain(q.choices[q.answer])
 
         def answer_on(at: AppTest) -> str | None:
             bodies = [a.value for a in (*at.info, *at.success, *at.error)]
@@ -559,9 +569,9 @@ def test_the_followers_shared_step_views_are_bounded_in_bytes(monkeypatch):
     monkeypatch.delenv(classroom.ENV, raising=False)
     budget = 20_000  # bytes: above any one step's drawing on the bundled model (13 KB), below the 13 steps' (37 KB)
     monkeypatch.setenv("BERT_EXPLORER_CLASS_VIEWS_MB", str(budget / 2**20))
-    importlib.reload(classroom_ui)
+    importlib.reload(live_shared)
     try:
-        classroom_ui._shared_view.clear()
+        live_shared._shared_view.clear()
         t, code, _ = _teacher_on(2)
         s = student(code, "Ada")
         charts_on_step_2 = len(s.get("plotly_chart"))
@@ -581,7 +591,7 @@ def test_the_followers_shared_step_views_are_bounded_in_bytes(monkeypatch):
         assert _cached_bytes("_shared_view") <= budget
     finally:
         monkeypatch.delenv("BERT_EXPLORER_CLASS_VIEWS_MB")
-        importlib.reload(classroom_ui)
+        importlib.reload(live_shared)
 
 
 def _masking(at: AppTest) -> list[str]:
@@ -628,28 +638,28 @@ def test_a_teachers_model_that_cannot_load_here_is_tried_once_and_said(monkeypat
     assert any("could not be loaded here" in w.value for w in s.warning)
     s.run()  # the next run does not switch (and rerun) again
     assert_ok(s)
-    assert s.session_state[classroom_ui.MODEL_TRIED] == "nobody/no-such-bert"
+    assert s.session_state[live_session.MODEL_TRIED] == "nobody/no-such-bert"
     assert any("could not be loaded here" in w.value for w in s.warning) and vote_radio(s) is not None
 
 
 def test_a_students_timer_slows_in_steps_of_two_as_the_class_grows():
     # At most TICKS_PER_SECOND reads a second for the whole class; the interval doubles (a page sets its timer when
     # drawn whole, and slowed in place by its count's run once its class outgrows it).
-    ticks = {n: classroom_ui.student_tick(n) for n in (0, 1, 30, 31, 60, 61, 120, 121, 200)}
+    ticks = {n: live_session.student_tick(n) for n in (0, 1, 30, 31, 60, 61, 120, 121, 200)}
     assert ticks == {0: 2.0, 1: 2.0, 30: 2.0, 31: 4.0, 60: 4.0, 61: 8.0, 120: 8.0, 121: 16.0, 200: 16.0}
-    assert all(n / t <= classroom_ui.TICKS_PER_SECOND for n, t in ticks.items())
+    assert all(n / t <= live_session.TICKS_PER_SECOND for n, t in ticks.items())
 
 
 def test_students_timers_spread_over_half_a_tick_by_seat():
     # A room that joins at once must not tick at once all lesson long: each seat's interval is its own, in
     # [tick, 1.5 tick), the same on every run of that seat's page.
     seats = [classroom.codes.new_id() for _ in range(400)]
-    spread = [classroom_ui.spread_tick(16.0, s) for s in seats]
+    spread = [live_session.spread_tick(16.0, s) for s in seats]
     assert all(16.0 <= t < 24.0 for t in spread)
     assert len({round(t, 3) for t in spread}) > 200  # not a handful of shared intervals
     assert min(spread) < 17.0 and max(spread) > 23.0  # the whole half tick is used
-    assert [classroom_ui.spread_tick(16.0, s) for s in seats] == spread
-    assert all(n / classroom_ui.spread_tick(classroom_ui.student_tick(n), "x") <= classroom_ui.TICKS_PER_SECOND
+    assert [live_session.spread_tick(16.0, s) for s in seats] == spread
+    assert all(n / live_session.spread_tick(live_session.student_tick(n), "x") <= live_session.TICKS_PER_SECOND
                for n in (1, 30, 60, 120, 200))  # never faster than the class's bound
 
 
@@ -671,5 +681,20 @@ def test_a_following_students_notebook_is_the_step_on_screen(backend):
     assert s.header[0].value.startswith("Step 3 of")
     assert s.session_state[VIEWS_KEY] is views  # the dict the button's download reads at the click
     view = views["lesson"]
-    assert view.settings["step"] == 3 and view.text == s.session_state[lesson.text_key(3)]
+    assert view.settings["step"] == 3 and view.text == s.session_state[text_key(3)]
     assert "step" not in s.query_params  # a follower's address has no step of its own (a reload takes the class's)
+
+
+def test_every_follower_keeps_the_shared_steps_charts_for_the_handout():
+    """Two followers in one process: the first draws the shared step view, the second replays it; both keep the
+    step's charts for their handouts (the replay brings the charts' records, not only the elements)."""
+    live_shared._shared_view.clear()
+    k = lesson.KEYS.index("embeddings") + 1  # its view draws a chart before the answer
+    t, code, _ = _teacher_on(k)
+    s1, s2 = student(code, "Ada"), student(code, "Bo")
+    for s in (s1, s2):
+        s.run()
+        assert_ok(s)
+        assert s.header[0].value.startswith(f"Step {k} of") and s.get("plotly_chart")
+    kept = [s.session_state[handout.CHARTS].get("embeddings", ()) for s in (s1, s2)]
+    assert kept[0] and [handout_svg.svg(r, "x") for r in kept[0]] == [handout_svg.svg(r, "x") for r in kept[1]]

@@ -23,7 +23,7 @@ from conftest import worker_suffix
 from load import Client, problems_of  # benchmarks/ is on pytest's pythonpath
 
 from classroom.redis_store import RedisStore
-from ui import classroom_ui
+from ui.lesson.live_class import session
 
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
 OWN_COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* have answered this step")  # a student's own, in the side column
@@ -138,7 +138,7 @@ def test_a_grown_class_slows_a_students_timer_without_a_whole_run(redis_url):
     assert any(re.search(r"\b41\b", e.body) for e in tick.of("markdown")), "the tick did not read the class of 41"
     fid = next(f for f, every in before.items() if 2.0 <= every < 3.0)
     assert set(after) == set(before)  # the same timers, no new fragment
-    grown = classroom_ui.student_tick(41)
+    grown = session.student_tick(41)
     assert grown == 4.0 and grown <= after[fid] < 1.5 * grown, (before, after)  # slower, in place
     assert all(after[f] == every for f, every in before.items() if f != fid)
 

@@ -96,7 +96,7 @@ def test_the_step_and_sentence_reach_students_and_seq_moves_only_on_change(make_
 
 def test_the_teachers_model_reaches_students_and_a_new_model_is_a_new_screen(make_store):
     """The class carries the teacher's model key: a switch moves seq (the students follow) and, with the question
-    id holding the model (ui.lesson.question_token), opens a new vote; the same model again changes nothing."""
+    id holding the model (ui.lesson.content.question_token), opens a new vote; the same model again changes nothing."""
     s = make_store()
     heard = []
     s.watch(heard.append)

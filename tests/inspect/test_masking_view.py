@@ -22,12 +22,12 @@ from bert_core.inspect.masking_view import (
     mask_word,
     masking_draw,
     masking_stats,
-    md_literal,
     rank_of,
     stats_rows,
     unique_word_ids,
     words_of,
 )
+from ui.markdown import md_literal
 
 LONG = "unaffable playing bookkeeper cafés the cat sat on the mat and the dog was happy"
 

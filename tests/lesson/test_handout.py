@@ -1,4 +1,5 @@
-"""The Lesson's handout as a pure function: plain data in, one HTML file out (ui/handout_doc.py, ui/handout_svg.py).
+"""The Lesson's handout as a pure function: plain data in, one HTML file out (ui/lesson/handout_doc.py,
+handout_svg.py).
 
 Escaping (hostile sentences, questions, choices, chart labels and model names appear only as text), the 5 MB
 budget with every step visited, and every visited step's title and computed answer in the file."""
@@ -21,8 +22,9 @@ from bert_core.figures.heads import importance_figure, without_head_figure
 from bert_core.figures.layers import answer_trajectory, same_word_figure
 from bert_core.figures.predictions import candidates_figure, nsp_figure
 from bert_core.figures.training import loss_figure
-from ui import handout_doc, handout_svg, lesson
-from ui.handout_doc import Handout, Split, StepPage
+from ui.lesson import content as lesson
+from ui.lesson import handout_doc, handout_svg
+from ui.lesson.handout_doc import Handout, Split, StepPage
 
 SCRIPT = "</script><script>alert(1)</script><!--"
 IMG = "<img src=x onerror=alert(1)>"
@@ -242,7 +244,7 @@ def test_the_charts_a_session_keeps_are_bounded_in_bytes(monkeypatch):
     """Each step keeps what it drew when last shown; past MAX_CHART_BYTES the other steps' largest charts go."""
     from types import SimpleNamespace
 
-    from ui import handout
+    from ui.lesson import handout
 
     session: dict = {}
     monkeypatch.setattr(handout, "st", SimpleNamespace(session_state=session))

@@ -76,7 +76,7 @@ def test_input_cosine_is_transformers_hidden_states_of_the_word_the_pair_is_abou
 
 def test_the_lessons_pair_makes_its_point_on_the_bundled_model(m):
     """Two senses of "bank" end further apart than one sense twice (the step's own sentences and its Try-this)."""
-    from ui import lesson
+    from ui.lesson import content as lesson
 
     s = lesson.STEPS[lesson.KEYS.index("embeddings")]
     assert (s.text, s.pair) == BANK and (s.try_text, s.try_pair) == BANK_SAME
@@ -334,7 +334,7 @@ def test_a_question_that_cannot_be_asked_says_what_to_change(m):
 
 def test_the_lessons_sentences_make_their_point_on_the_bundled_model(m):
     """Each step's own sentence and its Try-this show what the slide says, on the model that ships."""
-    from ui import lesson
+    from ui.lesson import content as lesson
 
     step = {s.key: s for s in lesson.STEPS}
     both = step["both-sides"]

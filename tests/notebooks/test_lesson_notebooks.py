@@ -19,7 +19,7 @@ kernel, minilm = nb_run.kernel, nb_run.minilm  # the shared fixtures
 
 def test_lesson_steps(kernel, minilm):
     """Every Lesson step's notebook: its question's answer is the one the Lesson computes for the same sentence."""
-    from ui import lesson
+    from ui.lesson import content as lesson
 
     at = open_page("lesson")
     for k, step in enumerate(lesson.STEPS, start=1):

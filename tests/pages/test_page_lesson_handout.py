@@ -15,7 +15,7 @@ from streamlit.testing.v1 import AppTest
 
 import bert_core
 import classroom
-from ui import lesson
+from ui.lesson import content as lesson
 
 N = len(lesson.STEPS)
 FILE = "bert-lesson-handout.html"

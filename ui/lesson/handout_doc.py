@@ -2,8 +2,8 @@
 
 What went in: each visited step's title, explanation, formula, sentence (and sentence B), its question with
 the choices, the model's answer (computed by the app, passed in here), the student's guess, and after a live
-class the class's split. Charts come as static SVG (ui/handout_svg.py): the file opens with no network and
-has no script at all. Pure: no streamlit, no model; ui/handout.py gathers the data from a session.
+class the class's split. Charts come as static SVG (handout_svg.py): the file opens with no network and
+has no script at all. Pure: no streamlit, no model; handout.py gathers the data from a session.
 
 Every text that may come from a user (sentences, questions, choices, chart labels) goes through html.escape.
 The explanations and formulas are the app's own: the Markdown is rendered with raw HTML off, the formula
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from latex2mathml.converter import convert as latex_to_mathml
 from markdown_it import MarkdownIt
 
-from ui import handout_svg
+from ui.lesson import handout_svg
 
 MAX_BYTES = 5 * 2**20  # the handout's budget: charts are left out (with a note) past it
 _MD = MarkdownIt("commonmark", {"html": False})  # our own explanations; raw HTML would be shown, never run

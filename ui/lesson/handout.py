@@ -1,9 +1,9 @@
 """The Lesson's "Download the handout": a session's visited steps, their questions and charts, as one HTML file.
 
-views/lesson.py calls `keep_charts` and `remember_split` once a step's run, after the step's view (a following
-student's pushed run too), and `button` in the side column; ui/classroom_ui.py calls `button` in the teacher's
-results, at the end of a class. The file is written by ui/handout_doc.py from plain data; this module gathers that
-data: each visited step's sentence from the session, its question through `lesson.ask` (the same computation and
+The Lesson's renderers call `keep_charts` and `remember_split` once a step's run, after the step's view (a following
+student's pushed run too), and `button` in the side column; live_class/results.py calls `button` in the teacher's
+results, at the end of a class. The file is written by handout_doc.py from plain data; this module gathers that
+data: each visited step's sentence from the session, its question through `ask` (the same computation and
 cache the step uses), the student's guess, the charts the step last drew, and for a teacher the class's split read
 from the class store.
 """
@@ -17,7 +17,10 @@ import streamlit as st
 
 import bert_core
 import classroom
-from ui import handout_doc, handout_svg, lesson
+from ui.lesson import handout_doc, handout_svg
+from ui.lesson.content import STEPS, explain, question_token
+from ui.lesson.state import QUESTION_ERROR, pair_key, text_key
+from ui.lesson.views import ask
 from ui.state import BUNDLED_LABELS, require_current
 
 CHARTS = "lesson_charts"  # session key: {step key: chart records} of what each step drew when last shown
@@ -30,10 +33,10 @@ def keep_charts(k: int) -> None:
     """The charts step k drew in this run replace those it drew before (a new sentence draws new charts)."""
     drawn = st.session_state.pop(handout_svg.DRAWN, {})
     charts = st.session_state.setdefault(CHARTS, {})
-    charts[lesson.STEPS[k - 1].key] = tuple(r for (step, _), r in drawn.items() if step == k and r is not None)
+    charts[STEPS[k - 1].key] = tuple(r for (step, _), r in drawn.items() if step == k and r is not None)
     # Bounded in bytes: past the budget, the other steps' largest charts go first.
     while sum(r["bytes"] for rs in charts.values() for r in rs) > MAX_CHART_BYTES:
-        other = [(r["bytes"], key) for key, rs in charts.items() for r in rs if key != lesson.STEPS[k - 1].key]
+        other = [(r["bytes"], key) for key, rs in charts.items() for r in rs if key != STEPS[k - 1].key]
         if not other:
             break
         _, key = max(other)
@@ -101,37 +104,37 @@ def handout_html(cur, live) -> str:
     """The handout of this session: every visited step (and every step the class voted on), in order."""
     visited = st.session_state.get("lesson_visited", set())
     splits = _splits(live)
-    wanted = [(i, s) for i, s in enumerate(lesson.STEPS, 1) if s.key in visited or i in splits]
+    wanted = [(i, s) for i, s in enumerate(STEPS, 1) if s.key in visited or i in splits]
     charts = st.session_state.get(CHARTS, {})
     guesses = st.session_state.get("lesson_guesses", {})
     pages = []
     bar = st.progress(0.0, text="Writing the handout…")
-    kept_error = st.session_state.get(lesson.QUESTION_ERROR)
+    kept_error = st.session_state.get(QUESTION_ERROR)
     for n, (i, s) in enumerate(wanted):
         bar.progress(n / max(len(wanted), 1), text=f"Writing the handout: step {i}, {s.title}")
-        text = st.session_state.get(lesson.text_key(i), s.text)
-        pair = st.session_state.get(lesson.pair_key(i), s.pair) if s.pair is not None else None
+        text = st.session_state.get(text_key(i), s.text)
+        pair = st.session_state.get(pair_key(i), s.pair) if s.pair is not None else None
         hush = st.empty()  # ask's own message ("needs another sentence") is for the step's page, not here
         with hush.container():
-            q = lesson.ask(cur, s, text, pair)
+            q = ask(cur, s, text, pair)
         hush.empty()
-        note = st.session_state.get(lesson.QUESTION_ERROR) or ""
-        page = handout_doc.StepPage(i, s.title, lesson.explain(s, cur.model), s.formula, text, pair,
+        note = st.session_state.get(QUESTION_ERROR) or ""
+        page = handout_doc.StepPage(i, s.title, explain(s, cur.model), s.formula, text, pair,
                                     note=f"This step's question needs another sentence: {note}." if note else "",
                                     charts=charts.get(s.key, ()), splits=tuple(splits.get(i, ())))
         if q is not None:
-            token = lesson.question_token(cur.model_key, i, text, pair, q)  # the page's own question token
+            token = question_token(cur.model_key, i, text, pair, q)  # the page's own question token
             page = dataclasses.replace(page, prompt=q.prompt, choices=tuple(q.choices), answer=q.answer,
                                        reveal=q.reveal, guess=guesses.get(token))
         pages.append(page)
-    st.session_state[lesson.QUESTION_ERROR] = kept_error
+    st.session_state[QUESTION_ERROR] = kept_error
     bar.empty()
     c = cur.model.config
     return handout_doc.build(handout_doc.Handout(
         model_name=model_name(cur), layers=c.num_hidden_layers, width=c.hidden_size, heads=c.num_attention_heads,
         parameters=sum(p.numel() for p in cur.model.model.parameters()),
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), version=bert_core.__version__,
-        total_steps=len(lesson.STEPS), steps=tuple(pages), class_code=_class_code(live)))
+        total_steps=len(STEPS), steps=tuple(pages), class_code=_class_code(live)))
 
 
 def _class_code(live) -> str | None:

@@ -1,0 +1,115 @@
+"""The Lesson's own controls: a step's sentence boxes, presenter mode's keys, corner and style."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+import bert_core
+from ui.lesson.content import Step
+from ui.lesson.state import (
+    exit_present,
+    keep_text,
+    move,
+    pair_key,
+    pick,
+    restore,
+    reveal,
+    text_key,
+    try_this,
+    widget_key,
+)
+from ui.markdown import plain
+from ui.state import FELL_BACK
+
+
+def sentence_ui(i: int, s: Step) -> None:
+    """Step i's sentence (and sentence B) as input boxes, its one-click change, and a way back."""
+    keys = [text_key(i)] + ([pair_key(i)] if s.pair is not None else [])
+    for key, label in zip(keys, ("This step's sentence", "Sentence B")):
+        st.session_state[widget_key(key)] = st.session_state[key]  # the box shows the stored sentence
+        st.text_input(label, key=widget_key(key), on_change=keep_text, args=(key,),
+                      max_chars=bert_core.MAX_TEXT_CHARS,
+                      help="Change it and the step recomputes; your sentences go into the link, so a teacher "
+                           "can prepare a lesson once and share it.")
+    c1, c2 = st.columns(2)
+    if s.try_text:
+        c1.button(f"Try this: {s.try_label}", key="lesson_try", on_click=try_this, args=(i,), width="stretch")
+    else:  # a step whose change is a setting, not a sentence (the anatomy table: this model or BERT-large)
+        c1.toggle(f"Try this: {s.try_label}", key="lesson_large")
+    c2.button("Back to the lesson's sentence", key="lesson_restore", on_click=restore, args=(i,), width="stretch",
+              disabled=all(st.session_state[key] == default for key, default in zip(keys, (s.text, s.pair))))
+
+
+def more_keys(k: int, n: int, reveal_args: tuple | None, n_choices: int = 0) -> None:
+    """Presenter mode's second keys (Page Down / Page Up, as clickers send, and Enter), on buttons kept out of sight;
+    with `n_choices` (and a guess still open), the number keys 1-4 pick the guess.
+
+    Each is a Streamlit button with its own shortcut: Streamlit listens on the whole document, so a key works
+    whatever was clicked last (a guess, a chart), except while typing in a text box.
+    """
+    with st.container(key="lesson_keys"):  # hidden by PRESENTER_CSS (.st-key-lesson_keys)
+        st.button("Next", key="lesson_next_pd", disabled=k == n, on_click=move, args=(1,), shortcut="PageDown")
+        st.button("Back", key="lesson_back_pu", disabled=k == 1, on_click=move, args=(-1,), shortcut="PageUp")
+        if reveal_args is not None:
+            st.button("Reveal", key="lesson_reveal_enter", on_click=reveal, args=reveal_args, shortcut="Enter")
+            token, _, guess_key, _ = reveal_args
+            for i in range(min(n_choices, 4)):
+                st.button(f"Guess {i + 1}", key=f"lesson_pick_{i + 1}", on_click=pick, args=(guess_key, token, i),
+                          shortcut=str(i + 1))
+
+
+def model_summary(cur) -> str:
+    """"6 layers × 384 wide, 12 heads, 22.9M parameters": the model the slides are computed on."""
+    c = cur.model.config
+    n = sum(p.numel() for p in cur.model.model.parameters())
+    size = f"{n / 1e6:.1f}M" if n < 1e9 else f"{n / 1e9:.2f}B"
+    return f"{c.num_hidden_layers} layers × {c.hidden_size} wide, {c.num_attention_heads} heads, {size} parameters"
+
+
+def presenter_corner(cur) -> None:
+    """Presenter mode's bottom-right corner: the model on screen, and the way out."""
+    with st.container(key="lesson_corner"):  # placed by PRESENTER_CSS
+        st.markdown(f"Model: **{plain(cur.model_key.removeprefix('bundled-').replace('minilm', 'MiniLM'))}**, "
+                    f"{model_summary(cur)}")
+        if failed := st.session_state.get(FELL_BACK):
+            st.markdown(f":red[Could not load **{plain(failed)}**: these slides are computed on the model above.]")
+        st.button("Exit presenter mode", key="lesson_exit", on_click=exit_present, icon=":material/close:",
+                  type="tertiary", shortcut="Escape")
+
+
+# Presenter mode: no sidebar or header, large type, tight spacing, so one step fits 1280 x 720.
+PRESENTER_CSS = """
+<style>
+section[data-testid="stSidebar"], div[data-testid="stSidebarCollapsedControl"],
+button[data-testid="stExpandSidebarButton"], header[data-testid="stHeader"] {display: none !important;}
+div[data-testid="stMainBlockContainer"], .block-container {padding: 0.6rem 1.5rem 0.4rem 1.5rem !important;
+  max-width: 100% !important;}
+[data-testid="stMain"] p, [data-testid="stMain"] li, [data-testid="stMain"] label,
+[data-testid="stMain"] label p, [data-testid="stMain"] [role="radiogroup"] p,
+[data-testid="stMain"] button p {font-size: 22px !important; line-height: 1.3 !important;}
+[data-testid="stMain"] [data-testid="stCaptionContainer"] p {font-size: 20px !important; line-height: 1.3 !important;}
+[data-testid="stMain"] p code, [data-testid="stMain"] li code {font-size: 0.9em !important;}  /* [CLS] at 19.8 px */
+[data-testid="stMain"] .katex-display {margin: 0.3em 0 0.45em 0 !important;}
+[data-testid="stMain"] h2 {font-size: 34px !important; padding: 0 0 0.2rem 0 !important;}
+[data-testid="stMain"] .katex {font-size: 23px !important;}
+/* KaTeX draws a script at 0.7 of its formula (16 px): 0.79 of 23 px keeps every sub- and superscript at 18 px. */
+[data-testid="stMain"] .katex .reset-size6.size3, [data-testid="stMain"] .katex .reset-size6.size1
+  {font-size: 0.79em !important;}
+[data-testid="stMain"] .katex .reset-size3.size1 {font-size: 1em !important;}
+[data-testid="stMain"] button kbd, .st-key-lesson_corner kbd {font-size: 18px !important;}
+/* Token chips (steps 1, 3, 7: bert_core's chips_html and tokens_html) and their labels at 22 px. */
+.bx-tokens, .bx-tokens *, .bx-chips .bx-chip, .bx-chips .bx-chip * {font-size: 22px !important;}
+.bx-legend span {font-size: 18px !important;}
+div[data-testid="stVerticalBlock"] {gap: 0.35rem !important;}
+.st-key-lesson_keys {display: none !important;}
+[data-testid="stMain"] button kbd {color: inherit !important; opacity: 1 !important;}  /* AA on a red button */
+[data-testid="stMain"] [data-testid="stTable"] td, [data-testid="stMain"] [data-testid="stTable"] th
+  {font-size: 18px !important; padding: 0.2rem 0.5rem !important;}
+.st-key-lesson_corner {position: fixed; bottom: 0.2rem; right: 2.5rem; z-index: 100; width: max-content !important;
+  flex-direction: row !important; align-items: center; gap: 0.8rem !important; background: #ffffff;
+  white-space: nowrap;}
+.st-key-lesson_corner p, .st-key-lesson_corner button p {font-size: 18px !important;}
+/* A clicked guess must not take the keys: the radio's input cannot hold focus (its label still picks it). */
+[data-testid="stMain"] [data-testid="stRadio"] input {display: none !important;}
+</style>
+"""

@@ -1,0 +1,212 @@
+"""The teacher's side of a live class: publishing the step and its question, the count and split, the reveal, the
+seats, and the class's start and end."""
+
+from __future__ import annotations
+
+import hashlib
+
+import streamlit as st
+
+import classroom
+from classroom import ClassError, Question
+from ui import classroom_push
+from ui.lesson.content import STEPS, answer_label
+from ui.lesson.live_class.results import split_chart
+from ui.lesson.live_class.session import (
+    CODE,
+    LOST,
+    PUBLISHED,
+    RECONNECT,
+    SECRET,
+    SID,
+    TICK,
+    Live,
+    current_model,
+    leave,
+    read_class,
+    say,
+    store,
+)
+from ui.markdown import plain
+from ui.widgets import presenting
+
+SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
+
+
+def lost_class(code: str, present: bool) -> None:
+    """The teacher's class is gone from a store that answers: say so, and offer a new class in one click."""
+    if present:  # in the join card's place, beside the slide: short
+        st.error(f"Class {code} was lost (its store restarted without it); its votes are gone.")
+    else:
+        st.error(f"Your class {code} was lost: the class's store restarted without it (or it expired). Its votes "
+                 "are gone; start a new class and give your students its code.")
+    st.button("Start a new class", key="class_restart", on_click=start, type="primary",
+              width="content" if present else "stretch")
+
+
+def question_id(token: str) -> str:
+    """A short id of the Lesson's question token (model, step, sentence(s), prompt, choices)."""
+    return hashlib.sha256(token.encode()).hexdigest()[:16]
+
+
+def teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
+    question = Question(question_id(token), q.prompt, tuple(q.choices)) if q is not None else None
+    # Publish only what this tab changed: a teacher's second tab (a laptop beside the projector) that reruns on
+    # an old step must not take the class back to it (its students would find that question's votes closed).
+    model = current_model()  # the class follows it (a student's page switches to it)
+    mine = (live.code, k, text, pair, question.qid if question else "", model)
+    try:
+        if st.session_state.get(PUBLISHED) != mine or live.view is None:
+            store().publish(live.code, live.secret, k, text, pair, question, model=model)
+            st.session_state[PUBLISHED] = mine
+            live.view = store().view(live.code, secret=live.secret)
+        v = live.view
+    except classroom.StoreUnavailable:  # e.g. a restarted Redis still loading its file: the panel says it is
+        st.session_state.pop(PUBLISHED, None)  # reconnecting, and reruns the page (publishing) once it answers
+        st.session_state[RECONNECT] = live.code
+        return False
+    except ClassError as e:
+        st.session_state.pop(PUBLISHED, None)
+        col.warning(str(e))
+        return False
+    if (v.step, v.question.qid if v.question else "") != (k, mine[4]):
+        col.info(f"Another tab of yours has the class on step {v.step}: the students see that one. Change the step "
+                 "or the sentence here to take the class with you.")
+        return v.revealed if question is not None and v.question == question else False
+    if q is None:
+        return False
+    present = presenting()
+    with col:
+        st.markdown(f"**The class's question.** {plain(q.prompt)}")
+        if present:  # one line, numbered as the split's bars in the join card (a projector has no room for a list)
+            st.markdown(" · ".join(f"**{i}.** {plain(c)}" for i, c in enumerate(q.choices, 1)))
+        else:
+            st.markdown("\n".join(f"{i}. {plain(c)}" for i, c in enumerate(q.choices, 1)))
+        if not v.revealed:
+            split_label = "Hide the split" if v.split_shown else "Show the class's split"
+            split_help = "The projector shows how the class's guesses split, before the answer."
+            reveal_help = "The answer, computed by the model from this sentence, goes to every device."
+            reveal_args = (question.qid, q.answer, token, STEPS[k - 1].key)
+            if present:  # side by side, each as wide as its words (halves would cut "Reveal the tokenizer's...")
+                with st.container(key="class_controls", horizontal=True, gap="small"):
+                    st.button(split_label, key="class_split", on_click=show_split, args=(not v.split_shown,),
+                              help=split_help)
+                    st.button(f"Reveal {answer_label(q)}", key="lesson_reveal", type="primary",
+                              on_click=reveal, args=reveal_args, shortcut="Space",  # as for one laptop
+                              help=reveal_help)
+            else:
+                c1, c2 = st.columns(2)
+                c1.button(split_label, key="class_split", on_click=show_split, args=(not v.split_shown,),
+                          width="stretch", help=split_help)
+                c2.button(f"Reveal {answer_label(q)}", key="lesson_reveal", type="primary", on_click=reveal,
+                          args=reveal_args, width="stretch", help=reveal_help)
+        elif present:  # the answer and why in one box (a projector has no line to spare)
+            st.info(f"{answer_label(q, capital=True)}: **{plain(q.choices[q.answer])}**. "
+                    f"{plain(q.reveal)}")
+        else:
+            st.info(f"{answer_label(q, capital=True)}: **{plain(q.choices[q.answer])}**")
+            st.markdown(plain(q.reveal))
+        if not present:  # on a projector the count and the split are in the join card
+            _teacher_live(live.code, live.secret, question.qid)
+    return v.revealed
+
+
+def _teacher_live(code: str, secret: str, qid: str) -> None:
+    @st.fragment(run_every=TICK)
+    def live_count() -> None:
+        classroom_push.count_here(code)  # a vote in this process redraws the count at once; the timer otherwise
+        v = read_class(code, secret=secret)
+        if v is None:
+            return
+        if v.question is None or v.question.qid != qid:
+            return
+        st.markdown(f"**{v.answered} of {v.students}** students have answered.")
+        if (v.split_shown or v.revealed) and v.tally is not None:
+            split_chart(v.question.choices, v.tally, v.answer, "class-split-chart", large=presenting())
+
+    live_count()
+
+
+def seats_ui(live: Live) -> None:
+    """The teacher's seats: who is present, who answered; remove a seat; lock the class (read on a slow timer)."""
+    code, secret = live.code, live.secret
+
+    @st.fragment(run_every=SEATS_TICK)
+    def seats() -> None:
+        try:
+            _seats_now(code, secret, store().seats(code, secret), store().view(code, secret=secret).locked)
+        except ClassError as e:
+            st.warning(str(e))
+
+    seats()
+
+
+def _seats_now(code: str, secret: str, rows: list[dict], locked: bool) -> None:
+    with st.expander(f"Seats: {len(rows)}" + (" (locked)" if locked else ""), expanded=False):
+        st.toggle("Lock the class (no new seats)", value=locked, key="class_lock", on_change=lock_class,
+                  help="The students there keep their seats (and may come back); nobody new can join.")
+        if not rows:
+            st.caption("Nobody has joined yet.")
+            return
+        st.dataframe([{"nickname": r["nickname"], "present": "yes" if r["present"] else "no",
+                       "answered": r["answered"]} for r in rows], hide_index=True)
+        names = {r["sid"]: r["nickname"] for r in rows}
+        st.multiselect("Remove seats", list(names), key="class_remove_pick", format_func=names.__getitem__,
+                       placeholder="Pick a seat to remove")
+        st.button("Remove the picked seats", key="class_remove", on_click=remove_seats, width="stretch",
+                  disabled=not st.session_state.get("class_remove_pick"),
+                  help="A removed seat can no longer vote; its vote on the open question is withdrawn.")
+
+
+def start() -> None:
+    """Start a class: this session becomes its teacher."""
+    try:
+        code, secret = store().create()
+    except ClassError as e:
+        say(e)
+        return
+    st.session_state.update({CODE: code, SECRET: secret})
+    st.session_state.pop(SID, None)
+    st.session_state.pop(LOST, None)
+    st.query_params.update({"class": code, "teacher": secret})
+    st.query_params.pop("me", None)
+
+
+def lock_class() -> None:
+    try:
+        store().lock(st.session_state[CODE], st.session_state.get(SECRET), bool(st.session_state.get("class_lock")))
+    except ClassError as e:
+        say(e)
+
+
+def remove_seats() -> None:
+    try:
+        for sid in st.session_state.get("class_remove_pick") or []:
+            store().remove(st.session_state[CODE], st.session_state.get(SECRET), sid)
+    except ClassError as e:
+        say(e)
+    st.session_state["class_remove_pick"] = []
+
+
+def show_split(on: bool) -> None:
+    try:
+        store().show_split(st.session_state[CODE], st.session_state.get(SECRET), on)
+    except ClassError as e:
+        say(e)
+
+
+def reveal(qid: str, answer: int, token: str, step_key: str) -> None:
+    try:
+        store().reveal(st.session_state[CODE], st.session_state.get(SECRET), qid, int(answer))
+    except ClassError as e:
+        say(e)
+        return
+    st.session_state.setdefault("lesson_revealed", set()).add(token)
+
+
+def end() -> None:
+    try:
+        store().end(st.session_state[CODE], st.session_state.get(SECRET))
+    except ClassError as e:
+        say(e)
+    leave()

@@ -1,0 +1,316 @@
+"""One renderer per role on the Lesson page, chosen once per run (`choose`).
+
+Solo: a student alone, a teacher's laptop, a student exploring on their own: sentence boxes, Back / Next, the side
+column. Presenter: presenter mode on a projector (the teacher's too): large type, one step per screen, keys. Follower:
+a student following the teacher, whose step is one fragment the class's push reruns: the teacher's sentence as text,
+no Back / Next. PresentingFollower: a follower whose address asked for presenter mode. `slide` draws the parts every
+role shares (the question, the guess, the view) and asks the role for the rest; the class's own parts (its question,
+its panel) are live_class's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from typing import Protocol
+
+import streamlit as st
+
+from ui import callbacks, model_choice
+from ui.lesson import handout
+from ui.lesson.content import (
+    CHECKLIST,
+    STEPS,
+    TICK,
+    UNTICKED,
+    answer_label,
+    built_truth,
+    explain,
+    link_markdown,
+    question_token,
+)
+from ui.lesson.controls import PRESENTER_CSS, more_keys, presenter_corner, sentence_ui
+from ui.lesson.live_class import shared
+from ui.lesson.live_class.panel import panel, question_ui
+from ui.lesson.live_class.session import Live, follow, following_student, redraw_here
+from ui.lesson.live_class.student import sentence_note
+from ui.lesson.state import (
+    goto_picked,
+    init_texts,
+    keep_guess,
+    kept_guess,
+    move,
+    pair_key,
+    reveal,
+    step_from_url,
+    text_key,
+    texts_in_url,
+    toggle_present,
+)
+from ui.lesson.views import ask, busy
+from ui.markdown import plain
+from ui.state import DEFAULT_MODEL, require_current
+
+N = len(STEPS)
+
+
+class Notebooks(Protocol):
+    """The step's notebook buttons (ui/notebook_ui.py, which reads the Lesson's content: the page passes it in, as an
+    import here would make the two packages import each other)."""
+
+    def lesson_button(self, cur, k: int, text: str, pair: str | None) -> None: ...
+
+    def keep_lesson_view(self, cur, k: int, text: str, pair: str | None) -> None: ...
+
+    def followed_button(self) -> None: ...
+
+
+def defaults() -> None:
+    """The Lesson's session keys, where a run has none: a whole run drops the keys of widgets it did not draw, and a
+    following student's fragment runs again without the page's first lines."""
+    init_texts()
+    if "lesson_step" not in st.session_state:
+        st.session_state["lesson_step"] = step_from_url(st.query_params.get("step"))
+    st.session_state.setdefault("lesson_present", st.query_params.get("present") == "1")
+
+
+class Solo:
+    """A student alone: the step in a wide column, the side column beside it, the sentence in boxes."""
+
+    present = False
+    follower = False
+
+    def __init__(self, notebooks: Notebooks):
+        self.notebooks = notebooks
+
+    def style(self) -> None:
+        """The page's own style, before anything else on it (Streamlit's theme needs none here)."""
+
+    def address(self, k: int) -> None:
+        """The step and every changed sentence in the URL, so one link shares them (a set is a message to the
+        browser even when unchanged: only what changed is set)."""
+        if st.query_params.get("step") != str(k):
+            st.query_params["step"] = str(k)
+        texts_in_url()
+
+    def columns(self, k: int):
+        """(the step's words and question, its view, the side column)."""
+        st.progress(k / N)
+        left, side = st.columns([3, 1], gap="large")
+        return left, left, side.container(key="lesson_side")  # its labels wrap (ui/theme.py)
+
+    def words(self, cur, step, k: int, text: str, pair: str | None, left, right) -> None:
+        with left:
+            st.markdown(explain(step, cur.model))
+            if step.formula:
+                st.latex(step.formula)
+            sentence_ui(k, step)
+
+    def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
+        """Back / Next, and the link to the step's full page on the same sentence and model."""
+        nav = st.columns([1, 1, 3])
+        nav[0].button("← Back", key="lesson_back", disabled=k == 1, on_click=move, args=(-1,), width="stretch")
+        nav[1].button("Next →", key="lesson_next", disabled=k == N, on_click=move, args=(1,), width="stretch")
+        model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \
+            else cur.model_key
+        nav[2].markdown(link_markdown(cur, step, text, pair, model_param))
+
+    def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
+        """Presenter mode, BERT-base, "Go to step", the step's notebook, the score, the checklist and the handout."""
+        with side:
+            st.toggle("Presenter mode", key="lesson_present", on_change=toggle_present,
+                      help="For a projector: no sidebar, large type, one step per screen; → / ← / space as keys.")
+            model_choice.bert_base_offer(st, key="lesson")  # the real BERT-base, where it can be had
+            st.session_state["lesson_goto"] = k
+            titles = [""] + [f"{i}. {s.title}" for i, s in enumerate(STEPS, 1)]
+            st.selectbox("Go to step", range(1, N + 1), key="lesson_goto", on_change=goto_picked,
+                         format_func=callbacks.labels(titles))
+            self.notebooks.lesson_button(require_current(), k, text, pair)
+            answers = st.session_state.setdefault("lesson_answers", {})  # step key -> the guess was right
+            st.metric("Right / answered", f"{sum(answers.values())} / {len(answers)}", help=f"{N} questions in all.")
+            visited = st.session_state["lesson_visited"]
+            st.markdown("**What you have seen**\n\n" + "\n".join(
+                f"- {TICK if all(s in visited for s in steps) else UNTICKED} {item}"
+                for item, steps in CHECKLIST.items()))
+            handout.button(live, "lesson_handout")
+
+    def run(self, live: Live | None) -> None:
+        k, text, pair, side = slide(self, live)
+        self.side(side, live, k, text, pair)
+        panel(live, self.present, side)
+
+
+class Presenter(Solo):
+    """Presenter mode: words and question left, formula, sentence and view right, keys on Streamlit's own button
+    shortcuts (they work whatever has focus, except a text box); no side column."""
+
+    present = True
+
+    def style(self) -> None:
+        st.html(PRESENTER_CSS)  # no sidebar or header, large type, tight spacing: one step fits 1280 x 720
+
+    def columns(self, k: int):
+        left, right = st.columns([6, 5], gap="medium")
+        return left, right, None
+
+    def words(self, cur, step, k: int, text: str, pair: str | None, left, right) -> None:
+        with left:
+            st.markdown(explain(step, cur.model))
+        with right:  # on a projector the formula and the sentence sit above the view
+            if step.formula:
+                st.latex(step.formula)
+            st.caption(f"Sentence: {plain(text)}" + (f" · B: {plain(pair)}" if pair else ""))
+
+    def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
+        nav = st.columns([1, 1, 4])
+        nav[0].button("Back", key="lesson_back", disabled=k == 1, on_click=move, args=(-1,), width="stretch",
+                      shortcut="Left")
+        nav[1].button("Next", key="lesson_next", disabled=k == N, on_click=move, args=(1,), width="stretch",
+                      shortcut="Right")
+        if live is None or not live.teacher:  # a class's teacher has them in the join card's popover
+            nav[2].caption("Keys: → or Page Down next, ← or Page Up back, 1-4 pick a guess, space or Enter reveals.")
+        more_keys(k, N, *keys)
+        presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
+
+    def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
+        """No side column on a projector."""
+
+
+class Follower(Solo):
+    """A student following the teacher: the step is one fragment, which the class's push reruns alone when the
+    teacher moves; the app, its sidebar and the side column (the class's count, Follow, Leave, the handout) stay as
+    drawn."""
+
+    follower = True
+
+    def address(self, k: int) -> None:
+        """No step in the address: a reload takes the class's step again (one message less in every student's step
+        change); the sentence is the class's, not the address's."""
+        if "step" in st.query_params:
+            del st.query_params["step"]
+
+    def columns(self, k: int):
+        here = contextlib.nullcontext()  # the page's own column (the fragment's container)
+        return here, here, None
+
+    def words(self, cur, step, k: int, text: str, pair: str | None, left, right) -> None:
+        sentence_note(text, pair, explain(step, cur.model), step.formula)  # one element, redrawn for every student
+
+    def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
+        self.notebooks.keep_lesson_view(cur, k, text, pair)  # the side column's notebook button opens this step
+
+    def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
+        with side:
+            self.notebooks.followed_button()
+            handout.button(live, "lesson_handout")
+
+    def run(self, live: Live | None) -> None:
+        main, side = (st.container(), None) if self.present else st.columns([3, 1], gap="large")
+        side = side.container(key="lesson_side") if side is not None else None  # labels that wrap (ui/theme.py)
+        first = [live]
+
+        @st.fragment
+        def following_slide():
+            if first:  # the whole run's read of the class serves the first run; the class's changes rerun this
+                now = first.pop()
+                redraw_here(now)
+            else:
+                defaults()
+                now = follow()
+            if not following_student(now):
+                st.rerun()  # the class ended or is away, or the student stopped following: the whole page again
+            return slide(self, now)
+
+        with main:
+            k, text, pair, _ = following_slide()
+        if side is not None:
+            self.side(side, live, k, text, pair)
+        panel(live, self.present, side)
+
+
+class PresentingFollower(Presenter):
+    """A following student whose address asked for presenter mode: the projector's slide, the class's step."""
+
+    follower = True
+    address, run = Follower.address, Follower.run
+
+
+def choose(live: Live | None, notebooks: Notebooks) -> Solo:
+    """This run's renderer, from the class (a following student) and presenter mode."""
+    present = bool(st.session_state["lesson_present"])
+    if following_student(live):
+        role = PresentingFollower if present else Follower
+    else:
+        role = Presenter if present else Solo
+    return role(notebooks)
+
+
+def slide(role: Solo, live: Live | None):
+    """The step: its title, words, sentence, question and view, then the role's own controls. Returns (step
+    number, sentence, pair, side column: None where the role has none)."""
+    cur = require_current()
+    k = int(st.session_state["lesson_step"])
+    step = STEPS[k - 1]
+    role.address(k)
+    st.session_state.setdefault("lesson_visited", set()).add(step.key)
+    text = st.session_state[text_key(k)]
+    pair = st.session_state.get(pair_key(k)) if step.pair is not None else None
+
+    role.style()
+    st.header(f"Step {k} of {N}: {step.title}")
+    left, right, side = role.columns(k)
+    role.words(cur, step, k, text, pair, left, right)
+
+    with busy(cur, k, text, pair, "question", "The model is computing this step's question…"):
+        q = ask(cur, step, text, pair)
+    # A question is its sentence too: a new sentence or pair opens a new question (a new guess, a new class vote).
+    token = question_token(cur.model_key, k, text, pair, q)
+    revealed = token in st.session_state.get("lesson_revealed", set())
+    revealed = question_ui(live, left, q, token, k, text, pair, revealed)  # the class's question, in a class
+
+    own_guess = q is not None and (live is None or not live.following)  # a class's question replaces this one
+    guess_key = f"lesson_guess_{zlib.crc32(token.encode())}"
+    if own_guess:
+        with left:
+            revealed = _guess(role, step, q, token, guess_key, text, pair, revealed)
+
+    with right, busy(cur, k, text, pair, f"view {revealed} {role.present}", "Drawing…"):
+        shared.draw_step(live, step, cur, text, pair, revealed)  # a class's followers share one drawing (read from
+        # the module on each run: a test reloads it with another byte budget)
+
+    keys = ((token, step.key, guess_key, q.answer) if own_guess and not revealed else None,
+            len(q.choices) if q is not None else 0)
+    role.nav(cur, step, k, text, pair, live, keys)
+    handout.keep_charts(k)  # this step's charts, for the handout
+    handout.remember_split(live)
+    return k, text, pair, side
+
+
+def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str | None, revealed: bool) -> bool:
+    """The student's own guess, its Reveal, and once revealed the model's answer beside the guess."""
+    st.markdown(f"**Your guess first.** {plain(q.prompt)}")
+    # A kept guess is the radio's default only when its key has no value (a number key sets the value): both would
+    # make Streamlit warn that a default and the Session State API set one widget.
+    kept = None if guess_key in st.session_state else kept_guess(token)
+    guess = st.radio("Your guess", range(len(q.choices)), index=kept, key=guess_key, horizontal=True,
+                     format_func=callbacks.labels(plain(c) for c in q.choices), disabled=revealed,
+                     label_visibility="collapsed", on_change=keep_guess, args=(guess_key, token))
+    if not revealed:
+        st.button(f"Reveal {answer_label(q)}", key="lesson_reveal", type="primary",
+                  disabled=guess is None and not role.present, on_click=reveal,
+                  args=(token, step.key, guess_key, q.answer), shortcut="Space" if role.present else None,
+                  help="Commit a guess first: the answer is computed now, from this sentence.")
+        return revealed
+    shown, label = plain(q.choices[q.answer]), answer_label(q)
+    if guess is None:
+        st.info(f"{label[0].upper()}{label[1:]}: **{shown}**")
+    elif guess == q.answer:  # "right" means: the same as the model, which is not always the truth
+        st.success(f"Right, the same as {label}: **{shown}**")
+    else:
+        st.error(f"Not this time: {label} is **{shown}**")
+    st.markdown(plain(q.reveal))
+    truth = built_truth(step, text, pair)
+    if truth is not None:
+        st.markdown(f"**The truth, as this pair was built:** {truth}"
+                    + ("" if truth.startswith(q.choices[q.answer]) else " The model got it wrong here."))
+    return revealed
