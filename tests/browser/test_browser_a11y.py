@@ -1,0 +1,110 @@
+"""WCAG 2.1 AA on every explorer page in a real chromium: axe-core's WCAG 2.0/2.1 A and AA rules find nothing; the
+page has its own title and one h1; every chart has an accessible name and its numbers as a table; every frame a
+title; and a focused control shows a focus ring of at least 3:1 and 2 px (the theme's, ui/theme.py).
+
+One server (the session's), one chromium, one visit per page. The Lesson is not here: its own tests cover it."""
+
+from __future__ import annotations
+
+import pytest
+import test_browser
+from page_checks import AXE, drawn
+
+from ui.theme import FOCUS_RING
+
+pytestmark = pytest.mark.browser
+
+server = test_browser.server  # the session's real server (offline, developmentMode off)
+browser = test_browser.browser
+watch = test_browser.watch
+
+# url_path -> the page's title in the menu (app.py's st.Page titles).
+PAGES = {
+    "tokenization": "Tokenization", "embeddings": "Embeddings", "masking": "Masking", "attention": "Attention",
+    "predictions": "Predictions", "layers": "Layers", "inside-layer": "Inside a layer", "heads": "Heads & patching",
+    "anatomy": "Model anatomy", "training": "Training", "compare": "Compare", "bert-vs-gpt": "BERT vs GPT",
+    "finetuning": "Fine-tuning", "tagging": "Tagging", "question-answering": "Question answering",
+    "similarity": "Sentence similarity", "probing": "Probing", "neighbours": "Neighbours",
+}
+
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+AXE_RUN = """async (tags) => {
+  const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
+  return r.violations.flatMap(v => v.nodes.map(n => v.id + ' :: ' + n.target.join(' ') + ' :: '
+      + n.failureSummary.replace(/\\s+/g, ' ')));
+}"""
+
+# Each chart: its accessible name (role=img, aria-label) and whether a table of its numbers follows it.
+CHARTS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data-testid="stPlotlyChart"]')].map(c => {
+  const named = c.querySelector('[role="img"][aria-label], [aria-label]') || (c.getAttribute('aria-label') && c);
+  const name = named ? named.getAttribute('aria-label') : '';
+  let block = c.closest('[data-testid="stElementContainer"]');
+  let table = false;
+  for (let i = 0; i < 3 && block; i++) {
+    block = block.nextElementSibling;
+    if (block && block.querySelector('[data-testid="stExpander"] summary')
+        && /^Data/.test(block.querySelector('[data-testid="stExpander"] summary').innerText.trim())) {
+      table = true; break;
+    }
+  }
+  return [name, table];
+})"""
+
+
+def _ring(pg, selector: str) -> dict:
+    """The outline a keyboard-focused `selector` shows (focus by Tab, so :focus-visible holds)."""
+    return pg.evaluate("""(sel) => { const e = document.querySelector(sel); if (!e) return null;
+        const s = getComputedStyle(e);
+        return {style: s.outlineStyle, width: parseFloat(s.outlineWidth), color: s.outlineColor}; }""", selector)
+
+
+@pytest.mark.parametrize("path", list(PAGES))
+def test_page_is_accessible(watch, path):
+    pg = watch.open(f"/{path}")
+    watch.assert_clean()
+    drawn(pg, timeout=60)
+    problems = []
+    title = pg.title()
+    if title != f"{PAGES[path]} · BERT Explorer":
+        problems.append(f"document title {title!r}")
+    h1 = pg.locator('[data-testid="stMain"] h1').count()
+    if h1 != 1:
+        problems.append(f"{h1} h1 elements")
+    levels = pg.locator('[data-testid="stMain"] :is(h1, h2, h3, h4, h5, h6)').evaluate_all(
+        "hs => hs.filter(h => h.offsetParent !== null).map(h => +h.tagName[1])")
+    skips = [(a, b) for a, b in zip(levels, levels[1:]) if b > a + 1]
+    if skips:
+        problems.append(f"heading levels skipped: {skips}")
+    for name, table in pg.evaluate(CHARTS_JS):
+        if not name or not table:
+            problems.append(f"chart name={name!r} table={table}")
+    for t in pg.locator("iframe").evaluate_all("fs => fs.map(f => f.title)"):
+        if not t or t == "st.iframe":
+            problems.append(f"iframe title {t!r}")
+    if not pg.evaluate("() => typeof window.axe !== 'undefined'"):
+        pg.add_script_tag(content=AXE)
+    problems += pg.evaluate(AXE_RUN, WCAG_TAGS)
+    assert not problems, f"/{path}:\n" + "\n".join(problems)
+
+
+def test_focus_ring_shows_on_keyboard_focus(watch):
+    """Tab to the sidebar's first link and on to a button: each shows the theme's ring (2 px or more, 3:1 or more
+    on the light background; ui/theme.py measures it)."""
+    pg = watch.open("/tokenization")
+    seen = {}
+    for _ in range(60):
+        pg.keyboard.press("Tab")
+        tag = pg.evaluate("""() => { const e = document.activeElement;
+            return e.matches('a') ? 'a' : e.matches('button') ? 'button' : e.matches('input, textarea') ? 'input'
+                   : e.matches('summary') ? 'summary' : ''; }""")
+        if tag and tag not in seen:
+            pg.evaluate("() => document.activeElement.setAttribute('data-a11y-probe', '1')")
+            seen[tag] = _ring(pg, "[data-a11y-probe]")
+            pg.evaluate("() => document.activeElement.removeAttribute('data-a11y-probe')")
+        if {"a", "button", "input", "summary"} <= set(seen):
+            break
+    assert {"a", "button", "input"} <= set(seen), seen
+    for tag, ring in seen.items():
+        assert ring["style"] != "none" and ring["width"] >= 2, (tag, ring)
+        assert ring["color"].replace(" ", "") == FOCUS_RING.css_rgb, (tag, ring)
