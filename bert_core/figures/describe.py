@@ -102,7 +102,8 @@ def _bar(fig, tr, i: int) -> str:
         return _said(_series(tr, i), "no bars")
     v = _floats(vals)
     what = _axis_title(fig, tr, "x" if horizontal else "y")
-    lead = ", ".join(w for w in (_series(tr, i), f"{len(v)} bars" + (f" of {what}" if what else "")) if w)
+    bars = f"{len(v)} bar{'s' if len(v) != 1 else ''}" + (f" of {what}" if what else "")
+    lead = ", ".join(w for w in (_series(tr, i), bars) if w)
     return f"{lead}: {_extremes(_labels(labs, len(v)), v)}"
 
 
