@@ -44,7 +44,7 @@ CHARTS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data
   for (let i = 0; i < 3 && block; i++) {
     block = block.nextElementSibling;
     const summary = block && block.querySelector('[data-testid="stExpander"] summary');
-    if (summary && /(^|\s)Data: /.test(summary.innerText)) {
+    if (summary && summary.textContent.includes('Data: ')) {  // textContent: a hidden tab's has no innerText
       table = true; break;
     }
   }

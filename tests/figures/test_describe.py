@@ -7,8 +7,8 @@ import re
 
 import numpy as np
 import plotly.graph_objects as go
-
 from apptest_util import ROOT
+
 from bert_core.figures import attention as fa
 from bert_core.figures.describe import MAX_ALT, alt_text, figure_table
 from bert_core.figures.tokens import pieces_per_word_figure
@@ -53,8 +53,8 @@ def test_lines_say_start_end_and_peak_and_table_every_point():
 
 
 def test_a_long_description_stops_short_and_points_to_the_table():
-    fig = go.Figure([go.Bar(x=[f"w{i}" for i in range(9)], y=list(range(9)), name=f"a rather long series name, number {k} of this chart, to say")
-                     for k in range(10)])
+    name = "a rather long series name, number {} of this chart, to say"
+    fig = go.Figure([go.Bar(x=[f"w{i}" for i in range(9)], y=list(range(9)), name=name.format(k)) for k in range(10)])
     alt = alt_text(fig)
     assert len(alt) <= MAX_ALT and alt.endswith("(every number is in the Data table below it).")
 
