@@ -47,16 +47,21 @@ def contrast(a: str, b: str) -> float:
 
 
 _BOXES = ':is([data-baseweb="input"], [data-baseweb="textarea"], [data-baseweb="select"] > div)'
+# Streamlit 1.67's text fields and selects (react-aria): the ring on the box that holds the focused field.
+_FIELDS = (':is([data-testid="stSelectbox"], [data-testid="stMultiSelect"], [data-testid="stTextInput"], '
+           '[data-testid="stTextArea"], [data-testid="stNumberInput"], [data-testid="stDateInput"])')
 _RING = f"outline: 3px solid {FOCUS_RING.hex} !important; outline-offset: 2px !important;"
-# The control itself where the browser focuses something visible; the holder where the focused input is hidden
-# or boxed. :focus-visible: a keyboard's focus (and a text field's), not a mouse click on a button.
+# Whatever has the keyboard's focus (links, buttons, expanders, tabs, sliders, the data grid and its toolbar, a
+# scrolling formula: chromium lets the keyboard scroll it); the holder where the focused input is hidden or boxed.
+# :focus-visible: a keyboard's focus (and a text field's), not a mouse click on a button.
 FOCUS_CSS = f"""
-:is(a, button, summary, select, [role="button"], [role="tab"], [role="link"], [role="menuitem"], [role="option"],
-    [role="slider"], [role="switch"], [role="checkbox"], [role="radio"], [tabindex]):focus-visible {{{_RING}}}
+:focus-visible {{{_RING}}}
 label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{{_RING} border-radius: 4px;}}
 {_BOXES}:has(:is(input, textarea):focus-visible) {{{_RING}}}
+{_FIELDS} div:has(> :is(input, textarea):focus-visible) {{{_RING}}}
 [data-baseweb="input"] :is(input):focus-visible, [data-baseweb="textarea"] textarea:focus-visible,
-  [data-baseweb="select"] input:focus-visible {{outline: none !important;}}
+  [data-baseweb="select"] input:focus-visible, {_FIELDS} :is(input, textarea):focus-visible
+  {{outline: none !important;}}
 [data-testid="stHeaderActionElements"]:focus-within, [data-testid="stHeaderActionElements"]:focus-within * {{
   visibility: visible !important; opacity: 1 !important;}}
 """

@@ -30,28 +30,32 @@ TABLE_CELLS = 400  # a Data table up to this many cells is an HTML table (read c
 
 
 def chart(fig, name: str, key: str | None = None, point: str | None = None, data: bool = True, **select):
-    """A plotly figure that speaks: its text alternative (the chart's role=img name: its title, `point` when the page
-    knows the main point, each series' extremes; bert_core.figures.describe) and, with `data`, a "Data" expander
+    """A plotly figure that speaks: its text alternative (the chart's role=figure name: its title, `point` when the
+    page knows the main point, each series' extremes; bert_core.figures.describe) and, with `data`, a "Data" expander
     under it holding its numbers as a table. Its toolbar's camera button downloads it as `<name>.png`. `select`:
     st.plotly_chart's on_select and selection_mode; returns what st.plotly_chart returns."""
+    key = key or f"chart-{_slug(name)}"
     config = {"displaylogo": False,
               "toImageButtonOptions": {"format": "png", "filename": _slug(name), "scale": 2}}
-    out = st.plotly_chart(fig, config=config, key=key or f"chart-{_slug(name)}", alt=alt_text(fig, point),
-                          **select)
+    out = st.plotly_chart(fig, config=config, key=key, alt=alt_text(fig, point), **select)
     if data and not presenting():  # presenter mode is one step per screen: its tables are the Lesson's part
-        chart_data(fig, name)
+        chart_data(fig, name, key)
     return out
 
 
-def chart_data(fig, name: str) -> None:
-    """The numbers behind `fig`, in a collapsed "Data" expander: one keystroke (Enter on it) away."""
+def chart_data(fig, name: str, key: str) -> None:
+    """The numbers behind `fig` in a "Data" expander: one keystroke (Enter on it) away. Built only while it is open
+    (a 12-head grid of 128 x 128 maps is 196,608 rows): a closed one costs the page's rerun nothing."""
+    box = st.expander(f"Data: {name}", key=f"{key}-data", on_change="rerun")
+    if not box.open:
+        return
     cols, rows = figure_table(fig)
     df = pd.DataFrame(rows, columns=cols)
-    with st.expander(f"Data: {name}"):
+    with box:
         if df.size <= TABLE_CELLS:
             st.table(df, hide_index=True)
         else:
-            st.dataframe(df, hide_index=True, height=min(35 * (len(df) + 1) + 3, 400))
+            table(df, name, key=f"{key}-csv", hide_index=True, height=min(35 * (len(df) + 1) + 3, 400))
 
 
 def presenting() -> bool:
