@@ -37,7 +37,7 @@ def chart(fig, name: str, key: str | None = None, point: str | None = None, data
     key = key or f"chart-{_slug(name)}"
     config = {"displaylogo": False,
               "toImageButtonOptions": {"format": "png", "filename": _slug(name), "scale": 2}}
-    out = st.plotly_chart(fig, config=config, key=key, alt=alt_text(fig, point), **select)
+    out = st.plotly_chart(fig, config=config, key=key, alt=alt_text(fig, point, name), **select)
     if data and not presenting():  # presenter mode is one step per screen: its tables are the Lesson's part
         chart_data(fig, name, key)
     return out

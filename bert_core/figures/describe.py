@@ -5,6 +5,7 @@ Read from the figure, not rebuilt beside it, so the words and the table cannot d
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Sequence
 
@@ -20,7 +21,7 @@ def plain(text) -> str:
     """A plotly label as plain text: its HTML (<br>, <b>, <sup>) dropped, whitespace collapsed."""
     if text is None:
         return ""
-    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", str(text))).strip()
+    return re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]+>", " ", str(text)))).strip()
 
 
 def number(v) -> str:
@@ -36,10 +37,30 @@ def number(v) -> str:
     return str(int(f)) if f.is_integer() and abs(f) < 1e6 else f"{f:.3g}"
 
 
-def _axis_title(fig: go.Figure, tr, letter: str) -> str:
+def _axis(fig: go.Figure, tr, letter: str):
     ref = getattr(tr, f"{letter}axis", None) or letter
-    ax = fig.layout[f"{letter}axis{ref[1:]}"]
+    return fig.layout[f"{letter}axis{ref[1:]}"]
+
+
+def _axis_title(fig: go.Figure, tr, letter: str) -> str:
+    ax = _axis(fig, tr, letter)
     return plain(ax.title.text) if ax is not None and ax.title is not None else ""
+
+
+def _tick_names(fig: go.Figure, tr, letter: str, a, n: int) -> list[str] | None:
+    """The axis's own tick texts for the trace's `a` (or positions 0..n-1, a map's default) where the axis names
+    each of them (tokens drawn at 0, 1, 2 ...), else None."""
+    ax = _axis(fig, tr, letter)
+    if ax is None or ax.tickvals is None or ax.ticktext is None or len(ax.tickvals) != len(ax.ticktext):
+        return None
+    named = {_float(v): plain(t) for v, t in zip(ax.tickvals, ax.ticktext)}
+    at = _floats(a) if a is not None and len(a) == n else np.arange(n, dtype=float)
+    return [named[v] for v in at] if at.ndim == 1 and all(v in named for v in at) else None
+
+
+def _ticks(fig: go.Figure, tr, letter: str, a, n: int) -> list[str]:
+    """The labels a reader sees along an axis for the trace's `a`: the axis's tick texts, else the values."""
+    return _tick_names(fig, tr, letter, a, n) or _labels(a, n)
 
 
 def _floats(a) -> np.ndarray:
@@ -48,8 +69,15 @@ def _floats(a) -> np.ndarray:
     try:
         return np.asarray(a, dtype=float)
     except (TypeError, ValueError):
-        return np.array([np.nan if v is None else v for v in np.asarray(a, dtype=object).ravel()], dtype=float)\
-            .reshape(np.shape(a))
+        return np.array([_float(v) for v in np.asarray(a, dtype=object).ravel()]).reshape(np.shape(a))
+
+
+def _float(v) -> float:
+    """One value as a float: NaN for a missing or non-numeric one (a category like "layer 1")."""
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return np.nan
 
 
 def _labels(a, n: int) -> list[str]:
@@ -60,11 +88,7 @@ def _labels(a, n: int) -> list[str]:
 
 
 def _numeric(a) -> bool:
-    try:
-        _floats(a)
-        return True
-    except (TypeError, ValueError):
-        return False
+    return bool(np.isfinite(_floats(a)).any())
 
 
 def _series(tr, i: int) -> str:
@@ -90,41 +114,57 @@ def _heatmap(fig, tr) -> str:
     if z.ndim != 2 or not np.isfinite(z).any():
         return "an empty map"
     ny, nx = z.shape
-    xs, ys = _labels(tr.x, nx), _labels(tr.y, ny)
+    xs, ys = _ticks(fig, tr, "x", tr.x, nx), _ticks(fig, tr, "y", tr.y, ny)
     xt, yt = _axis_title(fig, tr, "x"), _axis_title(fig, tr, "y")
+    rows = f"{ny} row{'s' if ny != 1 else ''}" + (f" ({yt})" if yt else "")
+    cols = f"{nx} column{'s' if nx != 1 else ''}" + (f" ({xt})" if xt else "")
+    shape = f"a map of {rows} by {cols}"
+    ok = z[np.isfinite(z)]
+    if ok.min() == ok.max():
+        return f"{shape}; every cell {number(ok[0])}"
+    if ny == nx > 2 and xs == ys and np.allclose(np.nan_to_num(z), np.nan_to_num(z.T)):
+        # a similarity map: its diagonal (a thing with itself) says nothing; the extremes are off it
+        off = np.where(np.eye(nx, dtype=bool), np.nan, z)
+        hi = np.unravel_index(int(np.nanargmax(off)), z.shape)
+        lo = np.unravel_index(int(np.nanargmin(off)), z.shape)
+        return (f"{shape}, symmetric; off the diagonal, highest {number(z[hi])} between {ys[hi[0]]} and "
+                f"{xs[hi[1]]}; lowest {number(z[lo])} between {ys[lo[0]]} and {xs[lo[1]]}")
     hi = np.unravel_index(int(np.nanargmax(z)), z.shape)
     lo = np.unravel_index(int(np.nanargmin(z)), z.shape)
-    rows = f"{ny} rows" + (f" ({yt})" if yt else "")
-    cols = f"{nx} columns" + (f" ({xt})" if xt else "")
-    return (f"a map of {rows} by {cols}; highest {number(z[hi])} at row {ys[hi[0]]}, column {xs[hi[1]]}; "
+    return (f"{shape}; highest {number(z[hi])} at row {ys[hi[0]]}, column {xs[hi[1]]}; "
             f"lowest {number(z[lo])} at row {ys[lo[0]]}, column {xs[lo[1]]}")
 
 
-def _bar(fig, tr, i: int) -> str:
+def _bar(fig, tr, name: str) -> str:
     horizontal = tr.orientation == "h"
     vals, labs = (tr.x, tr.y) if horizontal else (tr.y, tr.x)
     if vals is None:
-        return _said(_series(tr, i), "no bars")
+        return _said(name, "no bars")
     v = _floats(vals)
     what = _axis_title(fig, tr, "x" if horizontal else "y")
     bars = f"{len(v)} bar{'s' if len(v) != 1 else ''}" + (f" of {what}" if what else "")
-    lead = ", ".join(w for w in (_series(tr, i), bars) if w)
-    return f"{lead}: {_extremes(_labels(labs, len(v)), v)}"
+    lead = ", ".join(w for w in (name, bars) if w)
+    labels = _ticks(fig, tr, "y" if horizontal else "x", labs, len(v))
+    if horizontal and len(v) <= LIST_ALL:  # a ranking, drawn bottom up: said from the top (the largest) down
+        order = np.argsort(-np.nan_to_num(v, nan=-np.inf), kind="stable")
+        labels, v = [labels[k] for k in order], v[order]
+    return f"{lead}: {_extremes(labels, v)}"
 
 
-def _scatter(fig, tr, i: int) -> str:
+def _scatter(fig, tr, name: str) -> str:
     if tr.y is None:
-        return _said(_series(tr, i), "no points")
+        return _said(name, "no points")
     y = _floats(tr.y)
     n = len(y)
-    xs = _labels(tr.x, n)
-    name = _series(tr, i)
-    if not np.isfinite(y).any():
-        return _said(name, "no values")
+    xs = _ticks(fig, tr, "x", tr.x, n)
+    if not np.isfinite(y).any():  # points on two category axes (a marked cell): say where they are
+        at = [f"{a}, {b}" for a, b in zip(xs, _labels(tr.y, n))]
+        return _said(name, f"{n} point{'s' if n != 1 else ''} at " + "; ".join(at[:LIST_ALL])
+                     + ("…" if n > LIST_ALL else ""))
     if "lines" in (tr.mode or "lines") and n > 1:
         first, last = int(np.argmax(np.isfinite(y))), n - 1 - int(np.argmax(np.isfinite(y[::-1])))
         hi = int(np.nanargmax(y))
-        xt = _axis_title(fig, tr, "x") or "x"
+        xt = _axis_title(fig, tr, "x") or f"{n} points,"
         return _said(name, f"a line over {xt} {xs[0]} to {xs[-1]}, from {number(y[first])} to "
                            f"{number(y[last])}, highest {number(y[hi])} at {xs[hi]}")
     text = tr.text if tr.text is not None and not isinstance(tr.text, str) and len(tr.text) == n else None
@@ -135,28 +175,30 @@ def _scatter(fig, tr, i: int) -> str:
     return _said(name, f"{n} points: {_extremes(labels, y)}")
 
 
-def _histogram(fig, tr, i: int) -> str:
+def _histogram(fig, tr, name: str) -> str:
     raw = tr.x if tr.x is not None else tr.y
     v = _floats(raw) if raw is not None else np.array([])
     v = v[np.isfinite(v)]
     if not len(v):
-        return _said(_series(tr, i), "no values")
-    return _said(_series(tr, i), f"a histogram of {len(v)} values from {number(v.min())} to {number(v.max())}, "
+        return _said(name, "no values")
+    return _said(name, f"a histogram of {len(v)} values from {number(v.min())} to {number(v.max())}, "
                                  f"median {number(np.median(v))}")
 
 
-def trace_text(fig: go.Figure, tr, i: int) -> str:
-    """One series of the chart in words."""
+def trace_text(fig: go.Figure, tr, i: int, name: str | None = None) -> str:
+    """One series of the chart in words; `name` (default: the trace's own, or "series i + 1" when there are several,
+    i >= 0) leads it."""
+    name = name or _series(tr, i)
     kind = tr.type
     if kind == "heatmap":
-        return _said(plain(tr.name), _heatmap(fig, tr))
+        return _said(name if plain(tr.name) or i >= 0 else "", _heatmap(fig, tr))
     if kind == "bar":
-        return _bar(fig, tr, i)
+        return _bar(fig, tr, name)
     if kind in ("scatter", "scattergl"):
-        return _scatter(fig, tr, i)
+        return _scatter(fig, tr, name)
     if kind == "histogram":
-        return _histogram(fig, tr, i)
-    return _said(_series(tr, i), f"a {kind} chart")
+        return _histogram(fig, tr, name)
+    return _said(name, f"a {kind} chart")
 
 
 def shown(fig: go.Figure) -> list:
@@ -164,15 +206,27 @@ def shown(fig: go.Figure) -> list:
     return [tr for tr in fig.data if tr.visible is not False]
 
 
-def alt_text(fig: go.Figure, point: str | None = None) -> str:
-    """The chart's text alternative: its title, `point` (its main point, said by the page when it knows it), then
-    each series: a map's highest and lowest cell, bars' values or extremes, a line's start, end and peak."""
-    title = plain(fig.layout.title.text) if fig.layout.title is not None else ""
+def _panel_names(fig: go.Figure, traces: list) -> list[str]:
+    """Unnamed traces, one per panel of a make_subplots figure, take their panel's title: those titles are the
+    layout's annotations, in panel order."""
+    titles = [plain(a.text) for a in fig.layout.annotations or () if a.text]
+    if len(titles) == len(traces) > 1 and not any(plain(tr.name) for tr in traces):
+        return titles
+    return [plain(tr.name) for tr in traces]
+
+
+def alt_text(fig: go.Figure, point: str | None = None, name: str | None = None) -> str:
+    """The chart's text alternative: its title (`name` for a figure with none), `point` (its main point, said by the
+    page when it knows it), then each series: a map's highest and lowest cell (off the diagonal of a symmetric one),
+    bars' values or extremes, a line's start, end and peak."""
+    title = (plain(fig.layout.title.text) if fig.layout.title is not None else "") or plain(name)
     traces = shown(fig)
     parts = [f"Chart: {title}" if title else "Chart"]
     if point:
         parts.append(point)
-    parts += [trace_text(fig, tr, i if len(traces) > 1 else -1) for i, tr in enumerate(traces[:MAX_SERIES])]
+    names = _panel_names(fig, traces)
+    parts += [trace_text(fig, tr, i if len(traces) > 1 else -1, nm)
+              for i, (tr, nm) in enumerate(zip(traces[:MAX_SERIES], names))]
     if len(traces) > MAX_SERIES:
         parts.append(f"and {len(traces) - MAX_SERIES} more series")
     text = ". ".join(p[:1].upper() + p[1:].rstrip(".") for p in parts if p) \
@@ -213,20 +267,20 @@ def figure_table(fig: go.Figure) -> tuple[list[str], list[list]]:
         if z.ndim == 2:
             ny, nx = z.shape
             yt = _axis_title(fig, tr, "y") or "row"
-            cols = _unique([yt] + _labels(tr.x, nx))
-            return cols, [[lab, *(_cell(v) for v in row)] for lab, row in zip(_labels(tr.y, ny), z)]
+            cols = _unique([yt] + _ticks(fig, tr, "x", tr.x, nx))
+            return cols, [[lab, *(_cell(v) for v in row)] for lab, row in zip(_ticks(fig, tr, "y", tr.y, ny), z)]
     x_name = next((t for t in (_axis_title(fig, tr, "x") for tr in traces) if t), "x")
     y_name = next((t for t in (_axis_title(fig, tr, "y") for tr in traces) if t), "y")
     rows: list[list] = []
     labelled = heat = False
-    for i, tr in enumerate(traces):
-        name = _series(tr, i)
+    for i, (tr, panel) in enumerate(zip(traces, _panel_names(fig, traces))):
+        name = panel or _series(tr, i)
         if tr.type == "heatmap":
             z = _floats(tr.z)
             if z.ndim != 2:
                 continue
             ny, nx = z.shape
-            xs, ys = _labels(tr.x, nx), _labels(tr.y, ny)
+            xs, ys = _ticks(fig, tr, "x", tr.x, nx), _ticks(fig, tr, "y", tr.y, ny)
             heat = True
             rows += [[name, xs[c], ys[r], "", _cell(z[r, c])] for r in range(ny) for c in range(nx)]
             continue
@@ -236,8 +290,8 @@ def figure_table(fig: go.Figure) -> tuple[list[str], list[list]]:
             continue
         xs, ys = tr.x, tr.y
         n = len(ys) if ys is not None else len(xs) if xs is not None else 0
-        xs = list(xs) if xs is not None else list(range(n))
-        ys = list(ys) if ys is not None else list(range(n))
+        xs = _tick_names(fig, tr, "x", xs, n) or (list(xs) if xs is not None else list(range(n)))
+        ys = _tick_names(fig, tr, "y", ys, n) or (list(ys) if ys is not None else list(range(n)))
         text = tr.text if tr.text is not None and not isinstance(tr.text, str) and len(tr.text) == n else None
         labelled = labelled or text is not None
         rows += [[name, _cell(xs[k]), _cell(ys[k]), plain(text[k]) if text is not None else "", None]
