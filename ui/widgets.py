@@ -49,8 +49,7 @@ def chart_data(fig, name: str, key: str) -> None:
     box = st.expander(f"Data: {name}", key=f"{key}-data", on_change="rerun")
     if not box.open:
         return
-    cols, rows = figure_table(fig)
-    df = pd.DataFrame(rows, columns=cols)
+    df = pd.DataFrame(figure_table(fig))
     with box:
         if df.size <= TABLE_CELLS:
             st.table(df, hide_index=True)
