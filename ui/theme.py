@@ -9,9 +9,62 @@ lighter than an enabled label.
 The Lesson's side column (its buttons and toggles: "Follow the teacher", "Leave the class", the notebook and the
 handout) is a quarter of the page: in a window 900-1024 px wide Streamlit cut every label to "Follo…", "Leave
 the cl…". There the labels wrap onto a second line.
+Focus (WCAG 2.4.7, 1.4.11): Streamlit shows a focused radio, toggle or sidebar link as a grey tint (~1.1:1) and a
+button as a ring of ~2.3:1; a heading's anchor and a data grid's toolbar not at all. Every focusable control gets
+one ring instead: 3 px of FOCUS_RING, 2 px clear of the control, so it is measured against the page's own background
+(6.7:1 on white, 6.0:1 on the sidebar's grey; tests/browser/test_browser_a11y.py checks it is drawn). A widget
+whose real input is hidden under a drawing (radio, checkbox, toggle) or sits inside a box (text, select, number)
+draws the ring on the label or box that holds the focused input.
 """
 
+from typing import NamedTuple
+
 import streamlit as st
+
+
+class Colour(NamedTuple):
+    hex: str
+
+    @property
+    def css_rgb(self) -> str:
+        """As a browser's computed style reports it: `rgb(r,g,b)` (no spaces)."""
+        h = self.hex.lstrip("#")
+        return "rgb({},{},{})".format(*(int(h[i:i + 2], 16) for i in (0, 2, 4)))
+
+
+FOCUS_RING = Colour("#1d4ed8")
+PAGE_BACKGROUNDS = {"main": "#ffffff", "sidebar": "#f0f2f6"}  # Streamlit's light theme
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2.1's contrast ratio of two sRGB colours `#rrggbb`."""
+    def lum(h: str) -> float:
+        c = [int(h.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)]
+        c = [x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
+        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+    hi, lo = sorted((lum(a), lum(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+_BOXES = ':is([data-baseweb="input"], [data-baseweb="textarea"], [data-baseweb="select"] > div)'
+# Streamlit 1.67's text fields and selects (react-aria): the ring on the box that holds the focused field.
+_FIELDS = (':is([data-testid="stSelectbox"], [data-testid="stMultiSelect"], [data-testid="stTextInput"], '
+           '[data-testid="stTextArea"], [data-testid="stNumberInput"], [data-testid="stDateInput"])')
+_RING = f"outline: 3px solid {FOCUS_RING.hex} !important; outline-offset: 2px !important;"
+# Whatever has the keyboard's focus (links, buttons, expanders, tabs, sliders, the data grid and its toolbar, a
+# scrolling formula: chromium lets the keyboard scroll it); the holder where the focused input is hidden or boxed.
+# :focus-visible: a keyboard's focus (and a text field's), not a mouse click on a button.
+FOCUS_CSS = f"""
+:focus-visible {{{_RING}}}
+label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{{_RING} border-radius: 4px;}}
+{_BOXES}:has(:is(input, textarea):focus-visible) {{{_RING}}}
+{_FIELDS} div:has(> :is(input, textarea):focus-visible) {{{_RING}}}
+[data-baseweb="input"] :is(input):focus-visible, [data-baseweb="textarea"] textarea:focus-visible,
+  [data-baseweb="select"] input:focus-visible, {_FIELDS} :is(input, textarea):focus-visible
+  {{outline: none !important;}}
+[data-testid="stHeaderActionElements"]:focus-within, [data-testid="stHeaderActionElements"]:focus-within * {{
+  visibility: visible !important; opacity: 1 !important;}}
+"""
 
 CSS = """<style>
 [data-testid="stCaptionContainer"] code {color: inherit !important;}
@@ -22,7 +75,7 @@ CSS = """<style>
 [data-testid="stColumn"]:has(> div > .st-key-lesson_side), [data-testid="stColumn"]:has(.st-key-lesson_side)
   {min-width: 8rem;}
 .st-key-lesson_side .stMarkdownEllipsis {white-space: normal !important; text-overflow: clip !important;}
-</style>"""
+""" + FOCUS_CSS + """</style>"""
 
 
 def apply() -> None:

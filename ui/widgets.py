@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
+from bert_core.figures.describe import alt_text, figure_table
 from bert_core.runs.settings import MAX_TRAIN_SECONDS
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
 
@@ -23,11 +24,35 @@ def numbering_note(n_layers: int, n_heads: int | None = None) -> None:
     st.caption(f"Layers are numbered 1–{n_layers} (layer 0 = the embeddings' output){heads}.")
 
 
-def chart(fig, name: str, key: str | None = None) -> None:
-    """A plotly figure; its toolbar's camera button downloads it as `<name>.png`."""
+TABLE_CELLS = 400  # a Data table up to this many cells is an HTML table (read cell by cell); larger, the data grid
+
+
+def chart(fig, name: str, key: str | None = None, point: str | None = None, data: bool = True, **select):
+    """A plotly figure that speaks: its text alternative (the chart's role=figure name: its title, `point` when the
+    page knows the main point, each series' extremes; bert_core.figures.describe) and, with `data`, a "Data" expander
+    under it holding its numbers as a table. Its toolbar's camera button downloads it as `<name>.png`. `select`:
+    st.plotly_chart's on_select and selection_mode; returns what st.plotly_chart returns."""
+    key = key or f"chart-{_slug(name)}"
     config = {"displaylogo": False,
               "toImageButtonOptions": {"format": "png", "filename": _slug(name), "scale": 2}}
-    st.plotly_chart(fig, config=config, key=key or f"chart-{_slug(name)}")
+    out = st.plotly_chart(fig, config=config, key=key, alt=alt_text(fig, point, name), **select)
+    if data and not presenting():  # presenter mode is one step per screen: its tables are the Lesson's part
+        chart_data(fig, name, key)
+    return out
+
+
+def chart_data(fig, name: str, key: str) -> None:
+    """The numbers behind `fig` in a "Data" expander: one keystroke (Enter on it) away. Built only while it is open
+    (a 12-head grid of 128 x 128 maps is 196,608 rows): a closed one costs the page's rerun nothing."""
+    box = st.expander(f"Data: {name}", key=f"{key}-data", on_change="rerun")
+    if not box.open:
+        return
+    df = pd.DataFrame(figure_table(fig))
+    with box:
+        if df.size <= TABLE_CELLS:
+            st.table(df, hide_index=True)
+        else:
+            table(df, name, key=f"{key}-csv", hide_index=True, height=min(35 * (len(df) + 1) + 3, 400))
 
 
 def presenting() -> bool:
@@ -35,7 +60,7 @@ def presenting() -> bool:
     return bool(st.session_state.get("lesson_present"))
 
 
-def html_document(doc: str, height: int) -> None:
+def html_document(doc: str, height: int, alt: str) -> None:
     """A whole HTML document (bertviz's views) in a srcdoc iframe, without leaving a copy of it behind.
 
     st.iframe first asks whether the string is a URL, through urllib.parse.urlsplit, which keeps its
@@ -45,7 +70,7 @@ def html_document(doc: str, height: int) -> None:
     call costs the rest of the process a few re-parsed URLs.
     """
     try:
-        st.iframe(doc, height=height)
+        st.iframe(doc, height=height, alt=alt)  # alt: the frame's title, its accessible name
     finally:
         urllib.parse.urlsplit.cache_clear()
 

@@ -92,10 +92,12 @@ notebook_button(cur, "attention", layer=layer, head=head, average=average, fixed
 st.subheader("One head" if not average else "All heads, averaged")
 if average:
     fig = fa.head_average_figure(att[layer], tokens, layer, zmax=zmax)
-    chart(fig, f"attention layer {layer + 1} average", key="attn-main")
+    chart(fig, f"attention layer {layer + 1} average", key="attn-main",
+          point=fa.attended_text(fa.head_average(att[layer]), tokens))
 else:
     fig = fa.head_heatmap(att[layer, head], tokens, f"Layer {layer + 1}, head {head + 1}", zmax=zmax)
-    chart(fig, f"attention layer {layer + 1} head {head + 1}", key="attn-main")
+    chart(fig, f"attention layer {layer + 1} head {head + 1}", key="attn-main",
+          point=fa.attended_text(att[layer, head], tokens))
 st.caption("Hover a cell for query → key and its weight. Labels start with the token's position, "
            "so repeated words (and two [MASK]s) stay apart.")
 
@@ -207,6 +209,15 @@ if show:
                     "(bertviz's own menus count layers and heads from 0: its layer 0 is this page's layer 1). "
                     "Colours are heads: double-click a colour to show only that head, hover a token to see "
                     "only its lines.")
-        html_document(head_doc, head_view_height(nb))
+        html_document(head_doc, head_view_height(nb),
+                      alt=f"bertviz head view: lines from each query token to the tokens it attends to, "
+                          f"layer {layer + 1}, all heads as colours (for the keyboard: the table below)")
+        shown_map = fa.head_average(att[layer]) if average else att[layer, head]
+        which = "average of all heads" if average else f"head {head + 1}"
+        with st.expander(f"Head view as text: layer {layer + 1}, {which} (the Layer and Head choices above)"):
+            st.table(pd.DataFrame(fa.attended(shown_map, tokens), columns=["query token", "attends most to (weight)"]),
+                     hide_index=True)
         st.markdown("**Model view.** Every layer (rows) × head (columns) as a thumbnail; click one to enlarge it.")
-        html_document(model_doc, model_view_height(len(layers), n_heads, nb))
+        html_document(model_doc, model_view_height(len(layers), n_heads, nb),
+                      alt=f"bertviz model view: a thumbnail of every head's attention, layers {layers[0] + 1} to "
+                          f"{layers[-1] + 1} (the same weights are in the Data tables of the maps above)")

@@ -87,10 +87,8 @@ if can_knock:
         best = divmod(int(imp.argmax()), nh)
         fig = fh.importance_figure(imp, (st.session_state[heads_ui.LAYER_KEY], st.session_state[heads_ui.HEAD_KEY]),
                                    top)
-        st.plotly_chart(fig, key="heads-importance", on_select=functools.partial(
-            heads_ui.pick_clicked_head, "heads-importance", L, nh), selection_mode="points",
-            config={"displaylogo": False, "toImageButtonOptions": {"format": "png", "filename": "head-importance",
-                                                                   "scale": 2}})
+        chart(fig, "head importance", key="heads-importance", on_select=functools.partial(
+            heads_ui.pick_clicked_head, "heads-importance", L, nh), selection_mode="points")
         c1, c2 = st.columns([3, 1], vertical_alignment="center")
         c1.caption(f"Click a cell to knock that head out below. Red: the guess leans on the head; blue: it is surer "
                    f"without it. The most important head is layer {best[0] + 1}, head {best[1] + 1} "

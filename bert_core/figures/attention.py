@@ -114,6 +114,25 @@ def head_heatmap(matrix: np.ndarray, tokens: list[str], title: str = "", zmax: f
                "scaleanchor": "x", "constrain": "domain"})
 
 
+def attended(matrix: np.ndarray, tokens: list[str], k: int = 3) -> list[tuple[str, str]]:
+    """Each query token (T, T rows) and the `k` key tokens it attends to most, as text: the attention map in words,
+    for a reader who cannot see the map or bertviz's lines. Example row: ("2 cat", "4 [SEP] 0.46, 2 cat 0.20, …")."""
+    z = np.asarray(matrix, dtype=np.float64)
+    out = []
+    for i, row in enumerate(z):
+        top = np.argsort(-row, kind="stable")[:k]
+        out.append((f"{i} {tokens[i]}", ", ".join(f"{j} {tokens[j]} {row[j]:.2f}" for j in top)))
+    return out
+
+
+def attended_text(matrix: np.ndarray, tokens: list[str]) -> str:
+    """The map's main point in one sentence: which key each query token attends to most."""
+    z = np.asarray(matrix, dtype=np.float64)
+    best = z.argmax(axis=1)
+    pairs = "; ".join(f"{i} {tokens[i]} → {j} {tokens[j]} ({z[i, j]:.2f})" for i, j in enumerate(best))
+    return f"Each token's strongest key: {pairs}"
+
+
 def head_average_figure(layer_attention: np.ndarray, tokens: list[str], layer: int,
                         zmax: float | None = 1.0) -> go.Figure:
     """The mean over all heads of one layer (nh, T, T), drawn like a single head."""

@@ -89,6 +89,9 @@ def sentence_spans(trace: Trace, seq: int) -> list[Span]:
 _WORD_SHADES = (("#cfe2ff", "#9ec5fe"), ("#ffe3b3", "#ffc870"))
 _UNK_STYLE = "background:#f8c4c4;outline:2px solid #c0392b;"
 _PIECE_STYLE = "color:#111;border-radius:3px;padding:1px 0;"
+# Not by colour alone (WCAG 1.4.1): the two shades of one word's pieces are ~1.2:1 apart, so a piece that continues
+# a word opens with a dark bar (10.6:1 or more on every shade), where the word was cut.
+_CONTINUES_STYLE = "border-left:2px solid #14120f;border-radius:0 3px 3px 0;"
 _CHIP_STYLE = ("color:#111;border-radius:9px;padding:0 6px;margin:0 2px;font-family:monospace;"
                "font-size:0.85em;border:1px solid #888;")
 _CHIP_COLORS = {"mask": "#e2d4f7", "other": "#e9ecef"}
@@ -159,6 +162,8 @@ def _piece_html(trace, span: Span, ids, special_ids, unk_id, mask_id, piece_in_w
     else:
         word = trace.word_ids[first] or 0
         style = _PIECE_STYLE + f"background:{_WORD_SHADES[word % 2][piece_in_word[first] % 2]};"
+        if piece_in_word[first] > 0 and not as_read:  # as_read shows the piece's ## itself
+            style += _CONTINUES_STYLE
     shown = _esc(span.text)
     if as_read:  # the tokens themselves, ## in grey, a hair apart
         shown = " ".join(f'<span style="color:#555">##</span>{_esc(trace.tokens[p][2:])}'
