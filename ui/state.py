@@ -237,8 +237,9 @@ def sidebar_ui(lesson_page: bool = False) -> Current | None:
         st.session_state["model_choice"] = _label(DEFAULT_MODEL)
     choice = sb.selectbox("Model", opts, key="model_choice",
                           help="Two models ship with the app and work offline: MiniLM (6 layers, 384 wide, "
-                               "bert-base-uncased's 30,522-piece vocabulary; distilled from a large model and "
-                               "trained on a billion sentence pairs, its MLM and NSP heads re-learned here) and a "
+                               "bert-base-uncased's 30,522-piece vocabulary: half the layers of a MiniLM distilled "
+                               "from a BERT-base-sized teacher, trained on a billion sentence pairs for sentence "
+                               "similarity; its MLM and NSP heads trained by this project on Brown + WordNet) and a "
                                "tiny BERT (4 layers, 256 wide, 12,000 pieces) this project trained from scratch on "
                                "WordNet and the Brown corpus, as the Training page does. Hub models download on "
                                "first use.")

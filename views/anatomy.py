@@ -5,10 +5,11 @@ import streamlit as st
 
 from bert_core.inspect.anatomy import KNOWN_CONFIGS, anatomy_rows
 from ui.state import require_current
-from ui.widgets import table
+from ui.widgets import model_line, table
 
 cur = require_current()
 st.header("Model anatomy")
+model_line(cur.model)
 st.caption("Parameter counts follow from the config alone: no weights are needed to count them.")
 
 cfg = cur.model.config

@@ -11,7 +11,7 @@ from bert_core.inspect.masking_view import md_literal
 from ui import callbacks
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, model_cached, require_current, set_url, url_index
-from ui.widgets import chart, html_document, numbering_note, table
+from ui.widgets import chart, html_document, model_line, numbering_note, table
 
 
 def selector_ui(label: str, key: str, url_key: str, n: int, container, **kwargs) -> int:
@@ -50,6 +50,7 @@ def attention_summaries(_model, text: str, text_pair: str | None) -> tuple:
 
 cur = require_current()
 st.header("Attention")
+model_line(cur.model)
 st.markdown(
     "In every layer, each head projects every token to a query **q**, a key **k** and a value **v** "
     "(each of size d_k = hidden size / heads) and mixes the values with the weights"

@@ -15,7 +15,7 @@ from bert_core.train.toy import ANIMALS, FARM_CLOZE, FARM_PROMPTS
 from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, set_url, url_index
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 TOKEN_CAP = page_defaults.BVG_TOKEN_CAP  # the maps draw at most this many tokens (the first ones)
 PRESET_CHOICES = (QUICK_PRESET, "tiny (2 layers, 64 wide)", "small (4 layers, 128 wide)")
@@ -29,6 +29,7 @@ CORPUS_DEFAULTS = {FARM.label: (QUICK_PRESET, FARM_STEPS, False),
 
 cur = require_current()
 st.header("BERT vs GPT (and ELECTRA)")
+model_line(cur.model)
 st.markdown(
     "BERT is an encoder that reads a sentence **in both directions** and learns by filling in masked words; GPT "
     "is a decoder that reads **left to right** and learns by predicting the next word; ELECTRA keeps BERT's "

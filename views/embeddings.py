@@ -9,11 +9,12 @@ from bert_core.inspect import input_tables
 from ui import page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, require_current
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 cur = require_current()
 cfg = cur.model.config
 st.header("Embeddings")
+model_line(cur.model)
 st.markdown(
     "Before any attention, each token t becomes one vector of size H (here "
     f"H = {cfg.hidden_size}): three rows looked up in three learned tables and added — the token's own "

@@ -34,7 +34,7 @@ from bert_core.runs.status import FINISHED, IDLE, RUNNING, WAITING, format_secon
 from ui import callbacks
 from ui.finetune_ui import keep_ui, run_status
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
-from ui.widgets import chart, live_run, memory_wait_ui, run_buttons, run_controls, table
+from ui.widgets import chart, live_run, memory_wait_ui, model_line, run_buttons, run_controls, table
 
 TICK_SECONDS = 1.0  # as the Training page: refresh while training ...
 QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
@@ -54,6 +54,7 @@ fs: FineTuneSession = st.session_state.setdefault("ft_session", FineTuneSession(
 fs0: FineTuneSession = st.session_state.setdefault("ft_scratch", FineTuneSession())  # the same run from scratch
 
 st.header("Fine-tuning")
+model_line(cur.model)
 st.markdown(
     "Pretraining taught BERT to fill in masked words. **Fine-tuning** reuses it for a new task: classify a "
     "whole text. A small new layer (the *head*) reads one vector per text, and a few epochs of training "

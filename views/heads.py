@@ -11,7 +11,7 @@ from bert_core.inspect.masking_view import md_literal
 from ui import callbacks, heads_ui, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, set_url, url_int
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 CLEAN, CORRUPT, TARGET = "The king said that [MASK] was tired.", "The queen said that [MASK] was tired.", "he"
 
@@ -27,6 +27,7 @@ m = cur.model
 L, nh = m.config.num_hidden_layers, m.config.num_attention_heads
 opening = page_defaults.of("heads", m.config)  # the last layer's first head
 st.header("Heads & patching")
+model_line(cur.model)
 st.markdown("Which parts of the network does the guess at a [MASK] depend on? Two experiments answer by changing "
             "the network and running it again: **knock a head out**, or **patch in a vector** from another sentence.")
 st.caption(f"Layers are numbered 1–{L} (layer 0 = the embeddings' output); heads 1–{nh}.")

@@ -9,13 +9,14 @@ from bert_core.inspect.masking_view import md_literal
 from ui import callbacks
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, set_url, url_index
-from ui.widgets import chart, numbering_note
+from ui.widgets import chart, model_line, numbering_note
 
 cur = require_current()
 cfg = cur.model.config
 L, nh, H, F = cfg.num_hidden_layers, cfg.num_attention_heads, cfg.hidden_size, cfg.intermediate_size
 dk = H // nh
 st.header("Inside a layer")
+model_line(cur.model)
 st.markdown(
     f"One encoder layer, one token, every step with its real numbers. This model has {L} layers, each with "
     f"{nh} attention heads of size d_k = {H} / {nh} = {dk} and a feed-forward block of {F} neurons. Pick a "

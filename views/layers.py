@@ -8,7 +8,7 @@ from bert_core.inspect.masking_view import md_literal
 from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current
-from ui.widgets import chart, numbering_note
+from ui.widgets import chart, model_line, numbering_note
 
 TWO_CONTEXTS = ("He sat on the river bank.", "She opened an account at the bank.")
 LENS_K = 10  # the lens is read once with the slider's largest k; the slider only slices it
@@ -17,6 +17,7 @@ cur = require_current()
 cfg = cur.model.config
 L = cfg.num_hidden_layers
 st.header("Layers")
+model_line(cur.model)
 st.markdown(
     f"Between the embeddings and the prediction, every token's vector passes through {L} layers. Each layer "
     "*adds* to the vector (the **residual stream**) and renormalises: first what attention gathered from the "

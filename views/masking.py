@@ -9,10 +9,11 @@ from bert_core.inspect.masking_view import draw_loss, draw_rows, masking_draw, m
 from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import page_text, require_current
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 cur = require_current()
 st.header("Masking")
+model_line(cur.model)
 st.markdown(
     "To pre-train BERT, each ordinary token is **selected** with probability p = 15%. A selected token "
     "becomes **[MASK]** 80% of the time, a **random token** 10% of the time, and is **kept** unchanged "

@@ -24,7 +24,7 @@ from bert_core.probe.probing import sense_rows, sense_vectors
 from ui import callbacks
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, url_int
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 CORPUS_SIZES = (200, 500, 1_106)  # held-out Brown sentences (~20 words each); capped by the index's byte budget
 K_MAX = 50
@@ -34,6 +34,7 @@ m = cur.model
 L = m.config.num_hidden_layers
 names = layer_names(L + 1)
 st.header("Neighbours")
+model_line(cur.model)
 st.markdown(
     "Which words of a corpus does the model put **closest** to a word of your sentence? Every word of the "
     "corpus is read once, in its own sentence, and its vector kept at every layer; your word's vector is "

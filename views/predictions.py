@@ -10,11 +10,12 @@ from bert_core.inspect.masking_view import default_word, fill_at, mask_context, 
 from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, model_cached, require_current, set_url, url_int
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 cur = require_current()
 NSP_FIRST = st.query_params.get("section") == "nsp"  # the Lesson's NSP step links here for the pair's verdict
 st.header("Predictions")
+model_line(cur.model)
 st.markdown(
     "At a [MASK] position, BERT turns the final hidden state h (one vector of size H) into a probability "
     "for **every** word piece of its vocabulary:"

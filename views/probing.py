@@ -8,11 +8,12 @@ from bert_core.figures.probing import accuracy_by_layer_figure, layer_names
 from bert_core.probe.probing import POS, POS_SIZES, ROWS, SENSE, TASKS, probe_layers, probe_task
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 cur = require_current()
 L = cur.model.config.num_hidden_layers
 st.header("Probing")
+model_line(cur.model)
 st.markdown(
     "What does each layer *know*? Freeze the model, take every word's vector at one layer (its first piece's "
     "hidden state), and train the simplest possible reader on it: a **linear probe** (multinomial logistic "

@@ -28,7 +28,7 @@ from ui.finetune_ui import (
 from ui.notebook_ui import notebook_button
 from ui.state import require_current
 from ui.transfer_ui import TransferTask, transfer_sections
-from ui.widgets import chart, run_buttons, run_controls, table
+from ui.widgets import chart, model_line, run_buttons, run_controls, table
 
 SIZES = (1_000, 2_000, 5_000)  # training examples of the built-in task
 MAX_QUESTION_CHARS = 1_000
@@ -41,6 +41,7 @@ scratch: FineTuneSession = st.session_state.setdefault("qa_scratch", FineTuneSes
 example = builtin_qa_task().valid[0]
 
 st.header("Question answering")
+model_line(cur.model)
 st.markdown(
     "**Extractive question answering** reads the question and a passage together, `[CLS] question [SEP] passage "
     "[SEP]`, and points at the answer inside the passage. A new layer gives every token two scores from its final "

@@ -10,7 +10,7 @@ from bert_core.inspect.sentences import POOLINGS, auc_from_embeddings, cosine_ma
 from bert_core.model.loading import SENTENCE_MODEL_HUB_ID, SENTENCE_MODEL_NAME
 from ui.notebook_ui import notebook_button
 from ui.state import Current, model_cached, require_current, shared_model
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 MAX_SENTENCES = 12
 DEFAULT_SENTENCES = "\n".join([
@@ -24,6 +24,7 @@ DEFAULT_SENTENCES = "\n".join([
 
 cur = require_current()
 st.header("Sentence similarity")
+model_line(cur.model)
 st.markdown(
     "BERT gives one vector per **token**. To compare whole sentences, the vectors h₁…h_T of the last layer are "
     "pooled into one vector e, and two sentences are as similar as the cosine of their vectors:"

@@ -35,7 +35,7 @@ from ui.finetune_ui import (
 from ui.notebook_ui import notebook_button
 from ui.state import page_text, require_current
 from ui.transfer_ui import TransferTask, transfer_sections
-from ui.widgets import chart, run_buttons, run_controls, table
+from ui.widgets import chart, model_line, run_buttons, run_controls, table
 
 BUILTIN, UPLOAD, PASTE = "Built-in: Brown part of speech", "Upload a CoNLL file", "Paste CoNLL"
 SIZES = (1_000, 3_000, 12_000)  # training sentences of the built-in task
@@ -50,6 +50,7 @@ ts: FineTuneSession = st.session_state.setdefault("tg_session", FineTuneSession(
 scratch: FineTuneSession = st.session_state.setdefault("tg_scratch", FineTuneSession())  # fresh weights
 
 st.header("Tagging")
+model_line(cur.model)
 st.markdown(
     "**Token classification** makes one prediction per token: a new linear layer reads each token's final "
     "hidden state h_t and gives it a label (part of speech, a named-entity tag). Words split into several "

@@ -9,11 +9,12 @@ from bert_core.model.tokenization import SCHEMES, USER_MASK
 from ui import callbacks
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, require_current
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 cur = require_current()
 tok = cur.model.tokenizer
 st.header("Tokenization")
+model_line(cur.model)
 if tok.scheme == "wordpiece":
     st.markdown(
         "BERT never sees letters or whole words: it sees **WordPiece tokens** from a fixed vocabulary "

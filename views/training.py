@@ -28,7 +28,7 @@ from bert_core.train.toy import ANIMALS, FARM_ANSWERS, FARM_PROBES, farm_lines, 
 from bert_core.train.trainer import PRESETS
 from ui import callbacks
 from ui.state import require_current
-from ui.widgets import chart, memory_wait_ui, run_controls, table
+from ui.widgets import chart, memory_wait_ui, model_line, run_controls, table
 
 TICK_SECONDS = 1.0  # the live view refreshes this often while training
 # ...and this often while waiting for a slot: each refresh of a waiting page costs the server as much
@@ -48,6 +48,7 @@ cur = require_current()
 ts: TrainingSession = st.session_state.setdefault("train_session", TrainingSession())
 
 st.header("Training")
+model_line(cur.model)
 st.markdown(
     "Pretrain a small BERT from random weights, live, on the masked-language-model task (or, with the same "
     "layers, GPT's next-token task or ELECTRA's replaced-token task: pick the **objective** below). Each **step** "
