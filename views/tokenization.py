@@ -58,8 +58,9 @@ st.caption("Each highlight is one token over the characters it came from (hover 
 st.html(input_tables.tokens_html(trace, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
 
 st.subheader("Every token")
-st.caption("Position is the token's index t (it picks the position embedding); segment A/B picks the "
-           "segment embedding; characters are offsets into its own sentence.")
+st.caption("Position is the token's index t, counted from 0 at [CLS] (it picks the position embedding); word "
+           "index counts the sentence's words from 0, as every page does; segment A/B picks the segment "
+           "embedding; characters are offsets into its own sentence.")
 tokens_df = pd.DataFrame(input_tables.token_rows(trace, tok.all_special_ids, tok.unk_token_id))
 table(tokens_df.astype({"word index": "Int64"}), "tokens", key="csv-tokens", hide_index=True)
 
@@ -72,7 +73,8 @@ if tok.scheme == "wordpiece":
 else:
     st.subheader(f"How {SCHEMES[tok.scheme][0]} split each word")
     st.markdown(
-        "Byte-level BPE starts from single bytes and applies its learned merges, most frequent pair first; "
+        "Byte-level BPE starts from single bytes and applies its learned merges in the order it learned them "
+        "(the pair most frequent in its training text first); "
         "SentencePiece (Unigram) picks the most probable split under its piece probabilities. Below, each "
         "word as the pre-tokenizer hands it over (with its space mark) and the pieces the model read."
         if tok.scheme == "bpe" else
@@ -126,7 +128,7 @@ with st.expander("Three schemes side by side: WordPiece ##, byte-level BPE Ġ, S
     # A static markdown table (no user text in it), so the page's dataframes stay the ones above.
     st.markdown("| scheme | used by | mark | rule | this model |\n|---|---|---|---|---|\n" + "\n".join(
         f"| {n} | {fam} | `{mk}` | {rule} | {'✓' if key == tok.scheme else ''} |"
-        for (key, (n, mk, rule)), fam in zip(SCHEMES.items(), ("BERT, DistilBERT", "RoBERTa", "ALBERT"))))
+        for (key, (n, mk, rule)), fam in zip(SCHEMES.items(), ("BERT, DistilBERT, ELECTRA", "RoBERTa", "ALBERT"))))
     st.caption("WordPiece marks the pieces *inside* a word (##); BPE and SentencePiece mark the *start* of a "
                "word (Ġ is the space byte 0x20 shown printable; ▁ is SentencePiece's visible space). Byte-level "
                "BPE never needs an unknown token: any byte is in its vocabulary.")
