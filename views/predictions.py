@@ -28,7 +28,8 @@ if _cfg.E != _cfg.hidden_size:
 if cur.model.tokenizer.mask_token != "[MASK]":
     st.caption(f"This model's mask token is {cur.model.tokenizer.mask_token}: each typed [MASK] is read as it.")
 st.caption(
-    f"W, b: a dense H×H layer; LN: LayerNorm; W_e: the word-embedding matrix (V×H, the same one the "
+    f"W, b: a dense H×H layer; gelu: the Gaussian error linear unit x·Φ(x), a smooth ReLU (Φ: the standard "
+    f"normal's CDF); LN: LayerNorm; W_e: the word-embedding matrix (V×H, the same one the "
     f"input side uses); b_v: one bias per vocabulary entry. The softmax runs over all "
     f"V = {cur.model.config.vocab_size:,} entries; the bars show the k most likely. One [MASK] is one word "
     "piece, so a guess like ##s continues the word before it."
@@ -49,9 +50,15 @@ def nsp_section(trace) -> None:
     """The NSP head's verdict on the pair: at the end of the page, or first when the link asks (?section=nsp)."""
     st.subheader("Next sentence prediction (NSP)")
     st.caption(
-        "In pre-training, half of the pairs were real (B follows A) and half random. The NSP head reads the "
+        "In the paper's pre-training, half of the pairs were real (B is the sentence that follows A) and half had "
+        "a random sentence of the corpus as B (Sec. 3.1). The NSP head reads the "
         "pooled [CLS] vector: P(IsNext), P(NotNext) = softmax(W_nsp tanh(W_p h_[CLS] + b_p) + b_nsp)."
     )
+    if cur.model_key == bert_core.MINILM_NAME:
+        st.caption("The model on screen learned its NSP head here, on Brown sentence pairs: B was A's real next "
+                   "sentence half of the time; the other B was a random sentence at first, and in its last stage "
+                   "half came from A's own text and half from another text of A's genre, so that topic and style "
+                   "alone could not give a NotNext away.")
     if not cur.model.has_nsp:
         st.info("This model has no NSP head (its checkpoint has no cls.seq_relationship weights), so it "
                 "cannot say whether B follows A (models pre-trained with MLM only lack it).")
@@ -148,7 +155,7 @@ else:
                and not NSP_FIRST else ""))
     words = words_of(trace, 0)
     i = st.selectbox("Word to mask (sentence A)", range(len(words)), index=default_word(words), key="pred_word",
-                     format_func=callbacks.labels(f"{w.text}  (word {j + 1}, pieces: {' '.join(w.pieces)})"
+                     format_func=callbacks.labels(f"{w.text}  (word {j}, pieces: {' '.join(w.pieces)})"
                                                   for j, w in enumerate(words)))
     w = words[i]
     new_text = mask_word(cur.text, w.span, cur.model.tokenizer.mask_token)
@@ -230,7 +237,8 @@ st.subheader("Which sentence is more natural?")
 st.markdown("BERT cannot give a sentence a probability directly, but it can score each token with only that token "
             "masked and add up the log-probabilities: the pseudo-log-likelihood (Salazar et al., 2020).")
 st.latex(r"\mathrm{PLL}(S) = \sum_{i} \log p\big(w_i \mid S \text{ with } w_i \to \texttt{[MASK]}\big)")
-st.caption("Closer to 0 is more natural to the model. Longer sentences have more terms, so compare sentences of "
+st.caption("Logs are natural logs, so scores are in nats. Closer to 0 is more natural to the model. Longer "
+           "sentences have more terms, so compare sentences of "
            "similar length (or the mean per token). A word of several pieces is scored piece by piece with the "
            "other pieces visible, which makes it look easy. One model pass per token, so it is off until turned on.")
 if not cur.model.has_mlm:
