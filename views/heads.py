@@ -39,9 +39,11 @@ st.markdown("Each head of a layer writes its context vector c_h = softmax(q k^T 
             "after (later layers, the guess) is recomputed:")
 st.latex(r"\mathrm{importance}(l, h) = \frac{1}{|M|}\sum_{i \in M}\Big[\log p(y_i \mid x)"
          r" - \log p\big(y_i \mid x;\ c^{(l)}_h = 0\big)\Big]")
-st.caption("M: the [MASK] positions; y_i: the full model's top guess there. Why it matters: attention maps show "
+st.caption("M: the [MASK] positions; y_i: the full model's top guess there; log is the natural log, so importance "
+           "is in nats. Why it matters: attention maps show "
            "where a head looks, not whether the answer needs it; knocking it out measures that directly "
-           "(Michel et al. 2019 found most heads can go with little loss).")
+           "(Michel et al. 2019 removed up to about 40% of a fine-tuned BERT's heads with little loss, and found "
+           "many single layers that need only one of their heads).")
 
 ko, problem = None, None
 if not m.has_mlm:
