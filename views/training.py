@@ -59,7 +59,8 @@ st.markdown(
 st.latex(OBJECTIVE_LOSSES["mlm"])
 _V, _VF = bundled_tokenizer().vocab_size, farm_tokenizer().vocab_size
 st.caption(
-    "x̃ is the corrupted line, x_i the original token at position i. A model that guesses uniformly over "
+    "x̃ is the corrupted line, x_i the original token at position i; log is the natural log, so the loss is in "
+    "nats. A model that guesses uniformly over "
     f"the V word pieces has loss ln V (ln {_VF} ≈ {math.log(_VF):.1f} for the farm corpus's own vocabulary, "
     f"ln {_V:,} ≈ {math.log(_V):.1f} for the bundled model's, which the other corpora use); the loss falls as it "
     "learns which words are common, then which fit their context. The learning rate rises linearly over the first "
@@ -248,8 +249,8 @@ def curves_ui() -> None:
         "the selected token: replaced by [MASK], replaced by a random token, or kept. Kept tokens are "
         "the easiest (the answer is in the input, once the model learns to trust it); random ones are "
         "usually the hardest, because the input points the wrong way. The dotted grey line (right axis) is "
-        "how often the top guess is the original token. Only about 1.5% of tokens are random or kept, so "
-        "those two lines are noisy."
+        "how often the top guess is the original token. Only a tenth of the selected tokens are random and a "
+        "tenth kept (1.5% of all tokens each at p = 0.15), so those two lines are noisy."
     )
 
 
