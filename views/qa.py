@@ -52,7 +52,9 @@ st.latex(r"\text{score}(s, e) = \operatorname{softmax}(W_{start} h)_s \cdot \ope
          r"\qquad s \le e,\quad e - s + 1 \le L_{max}")
 st.caption(f"L_max = {MAX_ANSWER_TOKENS} tokens here (transformers' pipeline uses 15 by default). Only passage "
            "tokens may start or end an answer. The answer's text is cut from the passage by the tokens' character "
-           "offsets. This is how SQuAD-trained BERTs (transformers' BertForQuestionAnswering, `qa_outputs`) answer. "
+           "offsets. This is how SQuAD-trained BERTs (transformers' BertForQuestionAnswering, `qa_outputs`) answer; "
+           "the paper (Sec. 4.2) learns a start vector S and an end vector E and ranks spans by S·h_s + E·h_e, "
+           "the same order as the product of the two softmaxes. "
            "A question and passage longer than the model's positions are read as transformers' QA pipeline reads "
            "them: the passage in overlapping windows (128 tokens of overlap), each after the question, spans from "
            "every window ranked together.")
