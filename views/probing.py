@@ -26,9 +26,10 @@ st.latex(r"p(y = c \mid h^{l}_w) = \operatorname{softmax}(W h^{l}_w + b)_c,\qqua
          r"\min_{W,b}\; -\frac{1}{N}\sum_{w}\log p(y_w \mid h^{l}_w) + \frac{\lambda}{2}\lVert W\rVert^2")
 st.caption(f"Layers are numbered 1–{L} (layer 0 = the embeddings' output). The two floors: **random weights** — "
            "the same architecture with fresh random weights (whatever a probe finds there comes from the word's "
-           "identity, not from pretraining); **control task** (Hewitt & Liang 2019) — the pretrained vectors, but "
-           "every word type given a random tag: a probe that does well there is memorising words. Fitted by L-BFGS "
-           "on standardised features, λ = 0.01, held-out accuracy.")
+           "identity and its neighbours mixed by random layers, not from pretraining); **control task** "
+           "(Hewitt & Liang 2019) — the pretrained vectors, but "
+           "every word type given a random tag: a probe that does well there is memorising words. Fitted by L-BFGS (a "
+           "quasi-Newton optimiser: no learning rate to tune) on standardised features, λ = 0.01, held-out accuracy.")
 
 c1, c2, c3 = st.columns(3)
 task_name = c1.radio("Task", TASKS, key="pr_task", horizontal=True,
