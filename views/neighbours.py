@@ -39,7 +39,10 @@ st.markdown(
     "Which words of a corpus does the model put **closest** to a word of your sentence? Every word of the "
     "corpus is read once, in its own sentence, and its vector kept at every layer; your word's vector is "
     "compared with all of them by cosine (exBERT's search, Hoover et al. 2020). It matters because it shows "
-    "what a layer groups together: at layer 0 the same spelling, higher up the same role or meaning in context."
+    "what a layer groups together. At layer 0 (the embeddings' output, before any context) the same word comes "
+    "first, its vectors differing only by position and segment, then the words whose embedding rows "
+    "pretraining put close (on the bundled MiniLM, *mother*: parents, father's, daughter); higher up, the "
+    "neighbours also depend on each word's sentence, so one word's uses can part."
 )
 st.latex(r"\cos(q, w) = \frac{h^{l}_q \cdot h^{l}_w}{\lVert h^{l}_q\rVert\,\lVert h^{l}_w\rVert},\qquad "
          r"\text{neighbours} = \operatorname{top\text{-}k}_{w \in \text{corpus}} \cos(q, w)")
