@@ -130,7 +130,8 @@ st.markdown(
 chart(fa.special_share_figure(fa.special_share(trace.attentions, trace.special_tokens_mask)),
       "attention share on cls and sep", key="attn-special")
 st.caption("Each cell: the mean, over all query tokens of the full input, of the weight a head gives to "
-           "[CLS] and [SEP] together. Values near 1 mark sink heads.")
+           "[CLS] and [SEP] together. Values near 1 mark heads that sink on them (the finder below also counts "
+           "punctuation).")
 
 st.subheader("Which heads do what: head statistics")
 st.markdown("Each head's map A (row i: how query token i spreads its attention, rows sum to 1) summed up in a "
