@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from apptest_util import assert_ok, open_page
 from family_util import write_family_checkpoint
 
@@ -31,7 +33,16 @@ def test_a_hub_family_is_described_from_its_config(tmp_path):
     assert line.endswith(PAPER_BERT_BASE)
 
 
-def test_every_page_names_the_model_in_its_main_area():
-    at = open_page("embeddings")
+PAGES = sorted(p.stem for p in (Path(__file__).parents[2] / "views").glob("*.py") if p.stem != "lesson")
+
+
+def test_eighteen_pages():
+    assert len(PAGES) == 18
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_names_the_model_in_its_main_area(page):
+    at = open_page(page)
     assert_ok(at)
-    assert any(c.value.startswith("Model on screen: MiniLM") for c in at.main.caption)
+    assert [c.value for c in at.main.caption if c.value.startswith("Model on screen: MiniLM")] == [
+        model_line_text(bert_core.load_model())]
