@@ -129,9 +129,9 @@ def sink_heads(trace, at_least: float = 0.5) -> list[dict]:
 
     A head's share on a sink is the mean over query rows of its weight on the sink's positions: the [CLS]
     position, the [SEP] positions (cls_sep_positions) or the punctuation tokens (is_punctuation; never special).
-    Each head is named with its largest of the three (Clark et al. 2019 found bert-base's heads parking on [SEP]
-    and punctuation; a model can use [CLS] instead, as the bundled MiniLM does). One dict per head found:
-    layer, head (0-based), sink (one of SINKS) and share.
+    Each head is named with its largest of the three (Clark et al. 2019 found bert-base's heads parking on [CLS]
+    low down, on [SEP] in the middle layers and on punctuation; the bundled MiniLM uses [CLS] from layer 2 up).
+    One dict per head found: layer, head (0-based), sink (one of SINKS) and share.
     Example: a head whose every row puts 0.9 on position 0 -> {"sink": "[CLS]", "share": 0.9, ...}.
     """
     att = np.asarray(trace.attentions)  # (L, nh, T, T)
