@@ -17,8 +17,9 @@ st.header("Tokenization")
 model_line(cur.model)
 if tok.scheme == "wordpiece":
     st.markdown(
-        "BERT never sees letters or whole words: it sees **WordPiece tokens** from a fixed vocabulary "
-        f"(this model has {tok.vocab_size:,}). The text is normalised (e.g. lower-cased) and split into words "
+        "BERT never sees letters: it sees **WordPiece tokens** from a fixed vocabulary "
+        f"(this model has {tok.vocab_size:,}; bert-base-uncased 30,522; the paper says about 30,000): a common "
+        "word is one token, a rarer one several pieces. The text is normalised (e.g. lower-cased) and split into words "
         "at spaces and punctuation; then each word is cut greedily, longest match first, into pieces the "
         "vocabulary knows, a piece inside a word carrying the `##` prefix. A word with a stretch no "
         "vocabulary entry matches becomes a single `[UNK]`; `[CLS]` starts the input and `[SEP]` closes each "
@@ -27,8 +28,9 @@ if tok.scheme == "wordpiece":
 else:
     name, marker, _ = SCHEMES[tok.scheme]
     st.markdown(
-        f"This {cur.model.family} model never sees letters or whole words: it sees **{name} tokens** from a fixed "
-        f"vocabulary (this model has {tok.vocab_size:,}). A piece that starts a new word carries `{marker}`. "
+        f"This {cur.model.family} model never sees letters: it sees **{name} tokens** from a fixed "
+        f"vocabulary (this model has {tok.vocab_size:,}): a common word is one token, a rarer one several "
+        f"pieces. A piece that starts a new word carries `{marker}`. "
         f"`{tok.specials['cls_token']}` starts the input and `{tok.specials['sep_token']}` closes each sentence."
     )
 if tok.mask_token != USER_MASK:
