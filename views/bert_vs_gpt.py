@@ -239,8 +239,9 @@ else:
     chart(fo.sample_efficiency_figure(comp.probe_curves(), 1 / len(p.labels)), "sample efficiency",
           key="bvg-probe")
     st.caption(
-        f"At step 0 and after every quarter of each run, the encoder is frozen and a linear classifier (ridge, on "
-        f"the mean of its last hidden states) learns which of {len(p.labels)} topics a WordNet definition is about "
+        f"At step 0 and after every quarter of each run, the encoder is frozen and a linear classifier (ridge "
+        f"regression: least squares with an L2 penalty, on the mean of its last hidden states) learns which of "
+        f"{len(p.labels)} topics a WordNet definition is about "
         f"from {PROBE_TRAIN} fixed examples; the accuracy is on {PROBE_VALID} other fixed examples. Measured here, "
         "now: ELECTRA's claim is that RTD learns more per token than MLM because every token carries a loss. On "
         "runs this short the differences can be within the noise of one seed; compare the curves, not single points."

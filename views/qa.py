@@ -164,7 +164,9 @@ def results_ui() -> None:
     last = t.evals[-1]
     base = st.session_state.setdefault("qa_baseline", heuristic_baseline(builtin_qa_task()))
     st.markdown(f"Validation ({len(t.valid_rows):,} questions, step {last.step}): exact match "
-                f"**{100 * last.accuracy:.1f}%**, token F1 **{100 * last.f1:.1f}%**. The heuristic baseline (the "
+                f"**{100 * last.accuracy:.1f}%**, token F1 **{100 * last.f1:.1f}%** (SQuAD's F1: the harmonic mean of "
+                "the share of predicted words that are in the answer and the share of answer words predicted). The "
+                "heuristic baseline (the "
                 "sentence sharing most word stems with the question, then its word closest to a question word) gets "
                 f"{100 * base['exact_match']:.1f}% / {100 * base['f1']:.1f}%.")
     preds = getattr(t, "last_predictions", None)

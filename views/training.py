@@ -54,7 +54,8 @@ st.markdown(
     "layers, GPT's next-token task or ELECTRA's replaced-token task: pick the **objective** below). Each **step** "
     "takes a batch of lines (128 on the farm corpus, 32 on the others), draws a fresh masking (each token "
     "selected with probability p; of those 80% → [MASK], 10% → random token, 10% kept), and takes one AdamW "
-    "step on the cross-entropy at the selected positions S:"
+    "step (Adam with decoupled weight decay, as BERT's code has it) on the cross-entropy at the selected "
+    "positions S:"
 )
 st.latex(OBJECTIVE_LOSSES["mlm"])
 _V, _VF = bundled_tokenizer().vocab_size, farm_tokenizer().vocab_size
