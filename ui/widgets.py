@@ -55,10 +55,12 @@ def model_line_text(m: bert_core.LoadedModel) -> str:
     elif m.source == "session":
         what = f"your model from the Training page ({shape})"
     else:
-        heads = [h for h, on in (("fill-in (MLM)", m.has_mlm), ("next-sentence (NSP)", m.has_nsp)) if on]
+        heads = [h for h, on in (("fill-in (MLM)", m.has_mlm), ("next-sentence (NSP)", m.has_nsp),
+                                 ("replaced-token (ELECTRA discriminator)", getattr(m.model, "has_rtd", False)))
+                 if on]
         shared = ", one layer's weights shared by all" if c.model_type == "albert" else ""
         what = (f"{m.name} ({FAMILY_NAMES.get(c.model_type, c.model_type)}: {shape}{shared}; "
-                + (" and ".join(heads) + " head from its checkpoint" + ("s" if len(heads) > 1 else "")
+                + (" and ".join(heads) + (" heads" if len(heads) > 1 else " head") + " from its checkpoint"
                    if heads else "no pre-training head") + ")")
     base = (c.model_type == "bert" and (c.num_hidden_layers, c.hidden_size, c.num_attention_heads) == (12, 768, 12))
     return f"Model on screen: {what}." + ("" if base else " " + PAPER_BERT_BASE)
