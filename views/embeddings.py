@@ -96,8 +96,8 @@ if pair and two_segments:
 st.subheader("How long is each vector?")
 normed_norms = [r["|normed|"] for r in input_tables.norm_rows(trace)]
 st.caption(f"L2 norm ‖v‖ = sqrt(Σ v_i²) per token for each of the five. LayerNorm first shifts and scales each "
-           f"token's {W} = {cfg.E} numbers to mean 0 and variance 1 (so every token's length is then exactly "
-           f"√{cfg.E} ≈ {cfg.E ** 0.5:.1f}, whatever the sum's length was); the learned γ then rescales each "
+           f"token's {W} = {cfg.E} numbers to mean 0 and variance 1 (so every token's length is then √{cfg.E} "
+           f"≈ {cfg.E ** 0.5:.1f}, up to ε, whatever the sum's length was); the learned γ then rescales each "
            f"dimension and β shifts it, so the lengths after LayerNorm differ again (here "
            f"{min(normed_norms):.1f} to {max(normed_norms):.1f}). The table also shows each row's mean and "
            "standard deviation over its numbers before (sum) and after (normed, γ and β included) LayerNorm.")
