@@ -19,3 +19,19 @@ def test_neighbours_at_layer_0_are_related_words():
     w = q.words.index("mother")
     near = [r["word"] for r in neighbour_rows(index, nearest_words(index, q.vectors[0, w], 0, 20))]
     assert {"parents", "father's", "daughter"} <= set(near[:10])
+
+
+def test_inside_a_layer_feed_forward_words():
+    """Inside a layer, step 6: "Many neurons stay near zero for a given token, and a few large ones carry most of
+    the activation", for the page's default token (the [MASK]) in every layer of the bundled MiniLM."""
+    import numpy as np
+
+    from bert_core.inspect.inside_layers import follow_token
+
+    m = bert_core.load_model()
+    for layer in range(m.config.num_hidden_layers):
+        s = bert_core.layer_steps(m, DEFAULT_TEXT, layer)
+        a = np.asarray(follow_token(s, 0, s.tokens.index("[MASK]")).ffn_act, dtype=np.float64)
+        energy = np.sort(a**2)[::-1]
+        assert (np.abs(a) < 0.1).mean() > 0.25, layer
+        assert energy[: len(a) // 20].sum() > 0.5 * energy.sum(), layer  # the top 5% carry most of it
