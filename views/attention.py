@@ -151,8 +151,14 @@ with f1:
     finder_ui("Heads that look at the previous token", stats, "prev",
               "of each token's attention on the token before it")
 with f2:
-    finder_ui("Sink heads on [CLS], [SEP] or punctuation", sink_heads(trace), "share",
+    sinks = sink_heads(trace)
+    finder_ui("Sink heads on [CLS], [SEP] or punctuation", sinks, "share",
               lambda s: f"of all attention parked on {s['sink']}")
+    kinds = {k: sorted({s["layer"] + 1 for s in sinks if s["sink"] == k}) for k in ("[CLS]", "[SEP]", "punctuation")}
+    if sinks:
+        st.caption(f"{len(sinks)} of {n_layers * n_heads} heads park half or more of their attention on one sink: "
+                   + "; ".join(f"{sum(s['sink'] == k for s in sinks)} on {k} (layers "
+                               f"{', '.join(map(str, ls))})" for k, ls in kinds.items() if ls) + ".")
 ranked = sorted(stats, key=lambda s: -s[stat])
 o1, o2 = st.columns([3, 1], vertical_alignment="bottom")
 pick = o1.selectbox("Open a head in the heatmap and bertviz above (strongest first by the colour statistic)",
