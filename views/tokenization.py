@@ -3,6 +3,7 @@
 import pandas as pd
 import streamlit as st
 
+import bert_core
 from bert_core.figures.tokens import pieces_per_word_figure
 from bert_core.inspect import input_tables
 from bert_core.model.tokenization import SCHEMES, USER_MASK
@@ -33,6 +34,9 @@ else:
         f"pieces. A piece that starts a new word carries `{marker}`. "
         f"`{tok.specials['cls_token']}` starts the input and `{tok.specials['sep_token']}` closes each sentence."
     )
+if cur.model_key == bert_core.MINILM_NAME:
+    st.caption("The model on screen reads with bert-base-uncased's own vocabulary and rules (lower-cased, accents "
+               "stripped), so these are the pieces the paper's uncased BERT-base reads.")
 if tok.mask_token != USER_MASK:
     st.info(f"You always type {USER_MASK}; this model's own mask token is {tok.mask_token}, so every typed "
             f"{USER_MASK} becomes {tok.mask_token} (one token, id {tok.mask_token_id}) before tokenizing.")
