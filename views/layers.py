@@ -176,6 +176,10 @@ st.markdown("[CLS] can attend to every token in every layer; its last hidden sta
             "BERT's classifiers read when fine-tuned. The pooler turns it into the vector the next-sentence head "
             "reads:")
 st.latex(r"\mathrm{pooled} = \tanh\big(W_p\, h^{(L)}_{[\mathrm{CLS}]} + b_p\big)")
+if cur.model_key == bert_core.MINILM_NAME:
+    st.caption("On the model on screen the pooler comes from MiniLM's own pre-training and was trained further here "
+               "with the new NSP head; as a sentence encoder (all-MiniLM-L6-v2) it never used it: its sentence "
+               "vector was the mean of the last layer's vectors.")
 if st.toggle("Show the [CLS] and pooler vectors", key="lay_cls"):
     vecs = {"[CLS], last layer": stream.cls}
     if stream.pooled is not None:
