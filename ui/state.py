@@ -20,7 +20,7 @@ from ui.cache import RESULTS, ModelCache, budget_bytes, module_bytes
 log = logging.getLogger("bert_explorer.models")
 
 # The two models that ship with the app, in plain words (bert_core.BUNDLED_MODELS).
-MINILM_LABEL = "MiniLM, offline: a pretrained BERT that knows everyday English"
+MINILM_LABEL = "MiniLM, offline: a small pretrained BERT (6 layers × 384)"
 BUNDLED_LABEL = "tiny, offline: trained from scratch by this project"
 BUNDLED_LABELS = {bert_core.MINILM_NAME: MINILM_LABEL, bert_core.BUNDLED_NAME: BUNDLED_LABEL}
 SESSION_LABEL = "my trained model (this session)"
