@@ -258,7 +258,7 @@ def sidebar_ui(lesson_page: bool = False) -> Current | None:
         pair = st.session_state["pair"] if st.session_state["use_pair"] else None
     else:
         sb.text_area("Text", key="text", height=100, max_chars=bert_core.MAX_TEXT_CHARS,
-                     help="Use [MASK] where BERT should guess a word.")
+                     help="Use [MASK] where the model should guess a word.")
         use_pair = sb.checkbox("Add a second sentence (B)", key="use_pair")
         pair = (sb.text_area("Sentence B", key="pair", height=70, max_chars=bert_core.MAX_TEXT_CHARS)
                 if use_pair else None)

@@ -63,7 +63,7 @@ def nsp_section(trace) -> None:
         st.info("This model has no NSP head (its checkpoint has no cls.seq_relationship weights), so it "
                 "cannot say whether B follows A (models pre-trained with MLM only lack it).")
     elif cur.text_pair is None:
-        st.info("Add a second sentence (B) in the sidebar to see whether BERT thinks it follows the first.")
+        st.info("Add a second sentence (B) in the sidebar to see whether the model thinks it follows the first.")
     else:
         p_is, p_not = trace.nsp
         chart(nsp_figure(p_is, p_not), "next sentence prediction", key="chart-nsp")
@@ -150,7 +150,7 @@ elif trace.predictions:
         chart(candidates_figure(cands, title), f"predictions position {pos}", key=f"chart-pred-{pos}")
         candidate_buttons(trace, pos, cands)
 else:
-    st.info("There is no [MASK] in the text. Pick a word to hide: BERT then guesses it from both sides."
+    st.info("There is no [MASK] in the text. Pick a word to hide: the model then guesses it from both sides."
             + (" The pair's next-sentence prediction is at the end of this page." if cur.text_pair is not None
                and not NSP_FIRST else ""))
     words = words_of(trace, 0)
@@ -268,7 +268,7 @@ elif st.toggle("Compare sentences", key="pred_pll"):
         ranked = [x for x in sorted(scored, key=lambda x: -x[2].total) if x[2].per_token]
         if len(ranked) >= 2:
             (a, _, ra), (b, _, rb) = ranked[:2]
-            st.success(f"BERT finds sentence {a} the most natural: PLL {ra.total:.2f} against {rb.total:.2f} for "
+            st.success(f"The model finds sentence {a} the most natural: PLL {ra.total:.2f} against {rb.total:.2f} for "
                        f"sentence {b} (a difference of {ra.total - rb.total:.2f} nats).")
 
 if not NSP_FIRST:

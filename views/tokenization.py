@@ -104,7 +104,7 @@ table(words_df, "word splits", key="csv-words", hide_index=True)
 unknown = [r for r in rows if r["[UNK]"] == "yes"]
 if unknown:
     st.error(f"{len(unknown)} word(s) became [UNK]: some stretch of each matches no vocabulary entry, "
-             "so the whole word is replaced and BERT cannot tell these words apart.")
+             "so the whole word is replaced and the model cannot tell these words apart.")
     st.dataframe(pd.DataFrame(unknown)[["sentence", "word #", "word"]], hide_index=True, key="unk-words")
 
 if splits:
