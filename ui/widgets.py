@@ -14,7 +14,7 @@ import bert_core
 from bert_core.figures.style import projector
 from bert_core.runs.settings import MAX_TRAIN_SECONDS
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
-from ui import handout_svg
+from ui import handout_svg, model_choice
 
 
 def _slug(name: str) -> str:
@@ -67,8 +67,10 @@ def model_line_text(m: bert_core.LoadedModel) -> str:
 
 
 def model_line(m: bert_core.LoadedModel) -> None:
-    """The model on screen, said once in each page's main area (not only in the sidebar)."""
-    st.caption(model_line_text(m))
+    """The model on screen, said once in each page's main area (not only in the sidebar); where BERT-base can be
+    had (the hub answers, or it is on disk) and is not on screen, where to get it."""
+    offer = m.name != model_choice.BERT_BASE and model_choice.offer_label() is not None
+    st.caption(model_line_text(m) + (" BERT-base is one click away: the sidebar's “Use BERT-base”." if offer else ""))
 
 
 def chart(fig, name: str, key: str | None = None) -> None:

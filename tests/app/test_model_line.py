@@ -46,3 +46,13 @@ def test_every_page_names_the_model_in_its_main_area(page):
     assert_ok(at)
     assert [c.value for c in at.main.caption if c.value.startswith("Model on screen: MiniLM")] == [
         model_line_text(bert_core.load_model())]
+
+
+def test_where_bert_base_can_be_had_the_line_says_where(monkeypatch):
+    from ui import model_choice
+
+    monkeypatch.setattr(model_choice, "offer_label", lambda: model_choice.OFFER_LABEL)
+    at = open_page("masking")
+    assert_ok(at)
+    line = next(c.value for c in at.main.caption if c.value.startswith("Model on screen"))
+    assert line.endswith("BERT-base is one click away: the sidebar's “Use BERT-base”.")
