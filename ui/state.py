@@ -20,7 +20,7 @@ from ui.cache import RESULTS, ModelCache, budget_bytes, module_bytes
 log = logging.getLogger("bert_explorer.models")
 
 # The two models that ship with the app, in plain words (bert_core.BUNDLED_MODELS).
-MINILM_LABEL = "MiniLM, offline: a pretrained BERT that knows everyday English"
+MINILM_LABEL = "MiniLM, offline: a small pretrained BERT (6 layers × 384)"
 BUNDLED_LABEL = "tiny, offline: trained from scratch by this project"
 BUNDLED_LABELS = {bert_core.MINILM_NAME: MINILM_LABEL, bert_core.BUNDLED_NAME: BUNDLED_LABEL}
 SESSION_LABEL = "my trained model (this session)"
@@ -237,8 +237,9 @@ def sidebar_ui(lesson_page: bool = False) -> Current | None:
         st.session_state["model_choice"] = _label(DEFAULT_MODEL)
     choice = sb.selectbox("Model", opts, key="model_choice",
                           help="Two models ship with the app and work offline: MiniLM (6 layers, 384 wide, "
-                               "bert-base-uncased's 30,522-piece vocabulary; distilled from a large model and "
-                               "trained on a billion sentence pairs, its MLM and NSP heads re-learned here) and a "
+                               "bert-base-uncased's 30,522-piece vocabulary: half the layers of a MiniLM distilled "
+                               "from a BERT-base-sized teacher, trained on a billion sentence pairs for sentence "
+                               "similarity; its MLM and NSP heads trained by this project on Brown + WordNet) and a "
                                "tiny BERT (4 layers, 256 wide, 12,000 pieces) this project trained from scratch on "
                                "WordNet and the Brown corpus, as the Training page does. Hub models download on "
                                "first use.")
@@ -257,7 +258,7 @@ def sidebar_ui(lesson_page: bool = False) -> Current | None:
         pair = st.session_state["pair"] if st.session_state["use_pair"] else None
     else:
         sb.text_area("Text", key="text", height=100, max_chars=bert_core.MAX_TEXT_CHARS,
-                     help="Use [MASK] where BERT should guess a word.")
+                     help="Use [MASK] where the model should guess a word.")
         use_pair = sb.checkbox("Add a second sentence (B)", key="use_pair")
         pair = (sb.text_area("Sentence B", key="pair", height=70, max_chars=bert_core.MAX_TEXT_CHARS)
                 if use_pair else None)

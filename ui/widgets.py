@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import urllib.parse
 from collections.abc import Callable
@@ -9,9 +10,11 @@ from collections.abc import Callable
 import pandas as pd
 import streamlit as st
 
+import bert_core
 from bert_core.figures.describe import alt_text, figure_table
 from bert_core.runs.settings import MAX_TRAIN_SECONDS
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
+from ui import model_choice
 
 
 def _slug(name: str) -> str:
@@ -22,6 +25,52 @@ def numbering_note(n_layers: int, n_heads: int | None = None) -> None:
     """The app's one numbering, said once on each page that shows layers or heads."""
     heads = f"; heads 1–{n_heads}" if n_heads else ""
     st.caption(f"Layers are numbered 1–{n_layers} (layer 0 = the embeddings' output){heads}.")
+
+
+FAMILY_NAMES = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT", "albert": "ALBERT",
+                "electra": "ELECTRA"}
+PAPER_BERT_BASE = "The paper's BERT-base: 12 layers × 768, 12 heads, 110M parameters."
+
+
+def _minilm_tokens() -> float | None:
+    """Word pieces the bundled MiniLM's heads and encoder were trained on here, over all stages (export.json)."""
+    try:
+        return json.loads((bert_core.MINILM_DIR / "export.json").read_text())["total_tokens_seen"]
+    except (OSError, ValueError, KeyError):
+        return None
+
+
+def model_line_text(m: bert_core.LoadedModel) -> str:
+    """One line naming the model on screen from its config (and, for the bundled MiniLM, its training record)."""
+    c = m.config
+    shape = f"{c.num_hidden_layers} layers × {c.hidden_size}, {c.num_attention_heads} heads"
+    if m.source == "bundled" and m.name == bert_core.MINILM_NAME:
+        n = _minilm_tokens()
+        seen = f", {n / 1e6:.0f}M word pieces seen over many passes" if n else ""
+        what = (f"MiniLM ({shape}; half the layers of a MiniLM distilled from a BERT-base-sized teacher, then "
+                f"trained for sentence similarity; its fill-in (MLM) and next-sentence (NSP) heads trained by this "
+                f"project on Brown + WordNet{seen})")
+    elif m.source == "bundled":
+        what = f"the tiny BERT ({shape}), trained from scratch by this project on WordNet + Brown"
+    elif m.source == "session":
+        what = f"your model from the Training page ({shape})"
+    else:
+        heads = [h for h, on in (("fill-in (MLM)", m.has_mlm), ("next-sentence (NSP)", m.has_nsp),
+                                 ("replaced-token (ELECTRA discriminator)", getattr(m.model, "has_rtd", False)))
+                 if on]
+        shared = ", one layer's weights shared by all" if c.model_type == "albert" else ""
+        what = (f"{m.name} ({FAMILY_NAMES.get(c.model_type, c.model_type)}: {shape}{shared}; "
+                + (" and ".join(heads) + (" heads" if len(heads) > 1 else " head") + " from its checkpoint"
+                   if heads else "no pre-training head") + ")")
+    base = (c.model_type == "bert" and (c.num_hidden_layers, c.hidden_size, c.num_attention_heads) == (12, 768, 12))
+    return f"Model on screen: {what}." + ("" if base else " " + PAPER_BERT_BASE)
+
+
+def model_line(m: bert_core.LoadedModel) -> None:
+    """The model on screen, said once in each page's main area (not only in the sidebar); where BERT-base can be
+    had (the hub answers, or it is on disk) and is not on screen, where to get it."""
+    offer = m.name != model_choice.BERT_BASE and model_choice.offer_label() is not None
+    st.caption(model_line_text(m) + (" BERT-base is one click away: the sidebar's “Use BERT-base”." if offer else ""))
 
 
 TABLE_CELLS = 400  # a Data table up to this many cells is an HTML table (read cell by cell); larger, the data grid

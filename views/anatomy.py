@@ -5,11 +5,15 @@ import streamlit as st
 
 from bert_core.inspect.anatomy import KNOWN_CONFIGS, anatomy_rows
 from ui.state import require_current
-from ui.widgets import table
+from ui.widgets import model_line, table
 
 cur = require_current()
 st.header("Model anatomy")
-st.caption("Parameter counts follow from the config alone: no weights are needed to count them.")
+model_line(cur.model)
+st.caption("Parameter counts follow from the config alone: no weights are needed to count them. The counts include "
+           "the pre-training heads (the MLM head's transform and biases, the NSP head) where the checkpoint has "
+           "them, so bert-base-uncased comes to 110.1M here and 109.5M without them; the papers round (BERT-base "
+           "110M, BERT-large 340M, ALBERT-base 12M).")
 
 cfg = cur.model.config
 rows = {f"{cur.model.name} (loaded)": anatomy_rows(cfg, cur.model.has_mlm, cur.model.has_nsp,
@@ -21,10 +25,13 @@ table(summary, "model sizes", key="csv-sizes", hide_index=True)
 
 st.markdown(
     "**BERT's family.** DistilBERT (66M) keeps BERT-base's width but half its layers (6), and drops the "
-    "segment table and the pooler; it was trained to imitate BERT (distillation). RoBERTa (125M) is BERT-base's "
-    "shape with a 50,265-piece byte-level BPE vocabulary (the extra 16M parameters are word embeddings), "
-    "more data, dynamic masking and no NSP. ALBERT-base (12M) embeds in E = 128 and projects to H = 768, "
-    "and its 12 layers **share one set of weights**, so attention and feed-forward are counted once."
+    "segment table and the pooler; it starts from every other layer of BERT-base and is trained to imitate it "
+    "(distillation: BERT's output probabilities as soft targets, plus MLM and a loss aligning the hidden "
+    "states). RoBERTa (125M) is BERT-base's "
+    "shape with a 50,265-piece byte-level BPE vocabulary (the extra 15M parameters are word embeddings), "
+    "ten times the data, bigger batches, longer training, dynamic masking and no NSP. ALBERT-base (12M) embeds "
+    "in E = 128 and projects to H = 768, its 12 layers **share one set of weights**, so attention and "
+    "feed-forward are counted once, and it replaces NSP with sentence-order prediction."
 )
 pick = st.selectbox("Break down", list(rows), key="anatomy_model")
 df = pd.DataFrame(rows[pick])

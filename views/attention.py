@@ -5,13 +5,13 @@ import streamlit as st
 
 from bert_core import BertCoreError, attention_rollout, head_stats
 from bert_core.figures import attention as fa
-from bert_core.inspect.attribution import heads_by
+from bert_core.inspect.attribution import common_source, heads_by, is_punctuation, sink_heads
 from bert_core.inspect.bertviz_html import head_view_height, head_view_html, model_view_height, model_view_html
 from ui import callbacks
 from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, model_cached, require_current, set_url, url_index
-from ui.widgets import chart, html_document, numbering_note, table
+from ui.widgets import chart, html_document, model_line, numbering_note, table
 
 
 def selector_ui(label: str, key: str, url_key: str, n: int, container, **kwargs) -> int:
@@ -24,18 +24,26 @@ def selector_ui(label: str, key: str, url_key: str, n: int, container, **kwargs)
     return st.session_state[kept]
 
 
-def finder_ui(title: str, stats: list[dict], stat: str, what: str) -> None:
-    """A plain-words list of the heads where `stat` is at least one half, or the strongest one if none is."""
+def finder_ui(title: str, stats: list[dict], stat: str, what) -> None:
+    """A plain-words list of the heads where `stat` is at least one half, or the strongest one if none is.
+
+    `what` says what the number is: a string, or a function of the head's dict (the sink finder names each sink).
+    """
     st.markdown(f"**{title}**")
     found = heads_by(stats, stat, 0.5)
     if found:
-        lines = [f"- layer {s['layer'] + 1}, head {s['head'] + 1}: {s[stat]:.0%} {what}" for s in found[:6]]
+        say = what if callable(what) else (lambda s: what)
+        lines = [f"- layer {s['layer'] + 1}, head {s['head'] + 1}: {s[stat]:.0%} {say(s)}" for s in found[:6]]
         more = f"\n- … and {len(found) - 6} more" if len(found) > 6 else ""
         st.markdown("\n".join(lines) + more)
     else:
+        if not stats:
+            st.markdown("No head puts half of its attention there.")
+            return
         best = max(stats, key=lambda s: s[stat])
+        say = what if callable(what) else (lambda s: what)
         st.markdown(f"No head puts half of its attention there. The strongest is layer {best['layer'] + 1}, "
-                    f"head {best['head'] + 1}: {best[stat]:.0%} {what}.")
+                    f"head {best['head'] + 1}: {best[stat]:.0%} {say(best)}.")
 
 
 def attention_summaries(_model, text: str, text_pair: str | None) -> tuple:
@@ -50,6 +58,7 @@ def attention_summaries(_model, text: str, text_pair: str | None) -> tuple:
 
 cur = require_current()
 st.header("Attention")
+model_line(cur.model)
 st.markdown(
     "In every layer, each head projects every token to a query **q**, a key **k** and a value **v** "
     "(each of size d_k = hidden size / heads) and mixes the values with the weights"
@@ -108,18 +117,23 @@ chart(fa.layer_grid(att[layer], tokens, layer, zmax=zmax), f"attention layer {la
 st.markdown(
     "**How to read the maps**\n"
     "- A bright column: many queries look at the same key. In trained BERTs this is often "
-    "[CLS] or [SEP], a *sink* where a head parks attention when it has nothing useful to do.\n"
+    "[CLS], [SEP] or a full stop or comma, a *sink* where a head parks attention when it has nothing useful to "
+    "do (Clark et al. 2019 found bert-base's heads parking on [CLS] in the lowest layers, on [SEP] in the "
+    "middle ones and on full stops and commas; the bundled MiniLM parks on [CLS] from layer 2 on).\n"
     "- A bright diagonal (or the diagonal just beside it): the head attends to the token itself "
     "(or to the previous / next token): a positional head.\n"
     "- Scattered bright cells: content heads that link related words (a verb and its object, "
     "a pronoun and its noun, a [MASK] and the words that help guess it).\n"
-    "- Lower layers tend to be broad and positional; higher layers sharper and more specific. "
+    "- In bert-base (Clark et al. 2019) the broadest heads and most positional heads are in the lowest layers, "
+    "[SEP] sinks in the middle, and heads that follow syntax (a verb to its object, a noun to its determiner) "
+    "in the middle and upper layers. "
     "Attention shows where a head reads from, not why the model predicts what it does."
 )
 chart(fa.special_share_figure(fa.special_share(trace.attentions, trace.special_tokens_mask)),
       "attention share on cls and sep", key="attn-special")
 st.caption("Each cell: the mean, over all query tokens of the full input, of the weight a head gives to "
-           "[CLS] and [SEP] together. Values near 1 mark sink heads.")
+           "[CLS] and [SEP] together. Values near 1 mark heads that sink on them (the finder below also counts "
+           "punctuation).")
 
 st.subheader("Which heads do what: head statistics")
 st.markdown("Each head's map A (row i: how query token i spreads its attention, rows sum to 1) summed up in a "
@@ -128,8 +142,9 @@ st.latex(r"\text{prev} = \frac{1}{T-1}\sum_{i=1}^{T-1} a_{i,i-1} \qquad "
          r"\text{sep} = \frac{1}{T}\sum_{i}\sum_{j \in \text{[SEP]}} a_{ij} \qquad "
          r"\text{entropy} = -\frac{1}{T}\sum_{i}\sum_{j} a_{ij} \ln a_{ij}")
 st.caption("next and self are the same for a_{i,i+1} and a_{ii}; cls for the [CLS] column; distance = mean of "
-           "Σ_j a_ij·|i−j|, how far a head reads. Entropy is 0 when every row looks at one token and ln T when it "
-           "spreads evenly. Computed on the whole input, not only the tokens the maps show.")
+           "Σ_j a_ij·|i−j|, how far a head reads; i and j are positions as the maps number them (0 = [CLS]). Entropy "
+           "uses the natural log, so it is in nats: 0 when every row looks at one token, ln T when it spreads "
+           "evenly. Computed on the whole input, not only the tokens the maps show.")
 stats, rollout = model_cached(cur, attention_summaries, cur.text, cur.text_pair)  # per (layer, head); (L, T, T)
 stat = st.selectbox("Colour the grid by", list(fa.STAT_LABELS), format_func=fa.STAT_LABELS.get, key="attn_stat")
 chart(fa.head_stats_figure(stats, stat), f"head statistics {stat}", key="attn-stats")
@@ -138,7 +153,14 @@ with f1:
     finder_ui("Heads that look at the previous token", stats, "prev",
               "of each token's attention on the token before it")
 with f2:
-    finder_ui("Sink heads on [SEP]", stats, "sep", "of all attention parked on [SEP]")
+    sinks = sink_heads(trace)
+    finder_ui("Sink heads on [CLS], [SEP] or punctuation", sinks, "share",
+              lambda s: f"of all attention parked on {s['sink']}")
+    kinds = {k: sorted({s["layer"] + 1 for s in sinks if s["sink"] == k}) for k in ("[CLS]", "[SEP]", "punctuation")}
+    if sinks:
+        st.caption(f"{len(sinks)} of {n_layers * n_heads} heads park half or more of their attention on one sink: "
+                   + "; ".join(f"{sum(s['sink'] == k for s in sinks)} on {k} (layers "
+                               f"{', '.join(map(str, ls))})" for k, ls in kinds.items() if ls) + ".")
 ranked = sorted(stats, key=lambda s: -s[stat])
 o1, o2 = st.columns([3, 1], vertical_alignment="bottom")
 pick = o1.selectbox("Open a head in the heatmap and bertviz above (strongest first by the colour statistic)",
@@ -161,8 +183,10 @@ st.markdown(
     "heads, add the residual connection as half of each token staying where it is, and multiply layer by layer:"
 )
 st.latex(r"\hat A_l = \mathrm{rownorm}\!\left(\tfrac12\,\overline{A}_l + \tfrac12\,I\right), \qquad "
-         r"R_0 = \hat A_0, \qquad R_l = \hat A_l\,R_{l-1}")
-st.caption("Row i of R_l: how much of input token j can have reached position i after layer l (each row sums to 1). "
+         r"R_0 = I, \qquad R_l = \hat A_l\,R_{l-1} \quad (l = 1, \dots, L)")
+st.caption("Ā_l is layer l's attention averaged over its heads; R_0 = I is the embeddings' output, where each "
+           "position holds only its own token. "
+           "Row i of R_l: how much of input token j can have reached position i after layer l (each row sums to 1). "
            "It ignores what the values and the feed-forward layers do, so it is a map of possible routes, not of "
            "what the prediction used; the Predictions page's salience asks that.")
 st.session_state.setdefault("attn_rollout_layer_kept", n_layers - 1)  # start at the last layer
@@ -177,7 +201,14 @@ chart(fa.rollout_row_figure(r_shown, tokens, query), f"rollout of token {query}"
 top = sorted(range(n), key=lambda j: -float(r_shown[r_layer, query, j]))[:3]
 st.caption(f"After layer {r_layer + 1}, {md_literal(f'{query} {tokens[query]}')} draws most from "
            + ", ".join(f"{md_literal(f'{j} {tokens[j]}')} ({float(r_shown[r_layer, query, j]):.0%})" for j in top)
-           + ". Rollout tends to even out in higher layers: every token has mixed with every other.")
+           + ".")
+source, rows = common_source(r_shown[r_layer])
+if rows > n // 2 and n > 2:
+    sink = bool(trace.special_tokens_mask[source]) or is_punctuation(tokens[source])
+    st.caption(f"After layer {r_layer + 1}, {rows} of the {n} rows draw most from "
+               f"{md_literal(f'{source} {tokens[source]}')}"
+               + (": rollout counts every route, so the weight the sink heads park there adds up layer by layer "
+                  "and the rows come to look alike." if sink else "."))
 
 st.subheader("bertviz: the same weights as lines")
 show = st.toggle("Show the bertviz views", value=True, key="attn_bertviz",

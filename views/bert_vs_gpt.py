@@ -15,7 +15,7 @@ from bert_core.train.toy import ANIMALS, FARM_CLOZE, FARM_PROMPTS
 from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, set_url, url_index
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 TOKEN_CAP = page_defaults.BVG_TOKEN_CAP  # the maps draw at most this many tokens (the first ones)
 PRESET_CHOICES = (QUICK_PRESET, "tiny (2 layers, 64 wide)", "small (4 layers, 128 wide)")
@@ -29,6 +29,7 @@ CORPUS_DEFAULTS = {FARM.label: (QUICK_PRESET, FARM_STEPS, False),
 
 cur = require_current()
 st.header("BERT vs GPT (and ELECTRA)")
+model_line(cur.model)
 st.markdown(
     "BERT is an encoder that reads a sentence **in both directions** and learns by filling in masked words; GPT "
     "is a decoder that reads **left to right** and learns by predicting the next word; ELECTRA keeps BERT's "
@@ -238,8 +239,9 @@ else:
     chart(fo.sample_efficiency_figure(comp.probe_curves(), 1 / len(p.labels)), "sample efficiency",
           key="bvg-probe")
     st.caption(
-        f"At step 0 and after every quarter of each run, the encoder is frozen and a linear classifier (ridge, on "
-        f"the mean of its last hidden states) learns which of {len(p.labels)} topics a WordNet definition is about "
+        f"At step 0 and after every quarter of each run, the encoder is frozen and a linear classifier (ridge "
+        f"regression: least squares with an L2 penalty, on the mean of its last hidden states) learns which of "
+        f"{len(p.labels)} topics a WordNet definition is about "
         f"from {PROBE_TRAIN} fixed examples; the accuracy is on {PROBE_VALID} other fixed examples. Measured here, "
         "now: ELECTRA's claim is that RTD learns more per token than MLM because every token carries a loss. On "
         "runs this short the differences can be within the noise of one seed; compare the curves, not single points."

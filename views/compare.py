@@ -17,10 +17,11 @@ from ui.state import (
     require_current,
     shared_model,
 )
-from ui.widgets import table
+from ui.widgets import model_line, table
 
 cur = require_current()
 st.header("Compare models")
+model_line(cur.model)
 st.markdown(
     "The same text through two or three models of BERT's family. Each reads it through its **own** tokenizer "
     "(WordPiece `##`, byte-level BPE `Ġ`, SentencePiece `▁`), so the pieces and their number differ; each "

@@ -9,11 +9,12 @@ from bert_core.inspect import input_tables
 from ui import page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, require_current
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 cur = require_current()
 cfg = cur.model.config
 st.header("Embeddings")
+model_line(cur.model)
 st.markdown(
     "Before any attention, each token t becomes one vector of size H (here "
     f"H = {cfg.hidden_size}): three rows looked up in three learned tables and added — the token's own "
@@ -85,15 +86,21 @@ if pair and two_segments:
     st.subheader("Sentence A and sentence B")
     st.markdown(
         "The strip left of each heatmap marks each token's segment. All A tokens (with [CLS] and the first "
-        "[SEP]) share **one** segment vector E_seg[0] and all B tokens share E_seg[1]; that single "
-        "difference is how BERT tells the two sentences apart (used by next-sentence prediction)."
+        "[SEP]) share **one** segment vector E_seg[0] and all B tokens (with the last [SEP]) share E_seg[1]. "
+        "BERT tells the two sentences apart in two ways (the paper, Sec. 3): the [SEP] token between them and "
+        "this segment vector added to every token. Next-sentence prediction and the fine-tuning tasks on "
+        "pairs (question and passage, premise and hypothesis) rely on both."
     )
     table(pd.DataFrame(input_tables.segment_rows(trace)), "segments", key="csv-segments", hide_index=True)
 
 st.subheader("How long is each vector?")
-st.caption("L2 norm ‖v‖ = sqrt(Σ v_i²) per token for each of the five. LayerNorm pulls every token to "
-           "about the same length, whatever the sum's length was; the table also shows each row's mean and "
-           "standard deviation over its H numbers before (sum) and after (normed) LayerNorm.")
+normed_norms = [r["|normed|"] for r in input_tables.norm_rows(trace)]
+st.caption(f"L2 norm ‖v‖ = sqrt(Σ v_i²) per token for each of the five. LayerNorm first shifts and scales each "
+           f"token's {W} = {cfg.E} numbers to mean 0 and variance 1 (so every token's length is then √{cfg.E} "
+           f"≈ {cfg.E ** 0.5:.1f}, up to ε, whatever the sum's length was); the learned γ then rescales each "
+           f"dimension and β shifts it, so the lengths after LayerNorm differ again (here "
+           f"{min(normed_norms):.1f} to {max(normed_norms):.1f}). The table also shows each row's mean and "
+           "standard deviation over its numbers before (sum) and after (normed, γ and β included) LayerNorm.")
 chart(norms_figure(input_tables.token_norms(trace.embeddings), labels, input_tables.EMBEDDING_TITLES, segments),
       "embedding norms", key="chart-emb-norms")
 table(pd.DataFrame(input_tables.norm_rows(trace)), "embedding norms", key="csv-emb-norms", hide_index=True)
@@ -101,8 +108,8 @@ table(pd.DataFrame(input_tables.norm_rows(trace)), "embedding norms", key="csv-e
 st.subheader("What the position embeddings learned")
 st.markdown(
     "The cosine similarity cos(E_pos[i], E_pos[j]) of the learned position rows, for the first n positions. "
-    "A trained BERT shows a bright band along the diagonal: nearby positions get similar vectors, "
-    "which is how order enters the model."
+    "These rows are how order enters the model. BERT learns them (the Transformer paper used fixed sine "
+    "waves); a trained BERT shows a bright band along the diagonal: nearby positions get similar vectors."
 )
 max_pos = cfg.max_position_embeddings - cfg.position_offset  # RoBERTa: its first 2 rows are no position
 n_pos = st.slider("Positions n", 2, max_pos, page_defaults.of("embeddings", cfg)["n_pos"], key="pos_n")

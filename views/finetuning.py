@@ -34,7 +34,7 @@ from bert_core.runs.status import FINISHED, IDLE, RUNNING, WAITING, format_secon
 from ui import callbacks
 from ui.finetune_ui import keep_ui, run_status
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
-from ui.widgets import chart, live_run, memory_wait_ui, run_buttons, run_controls, table
+from ui.widgets import chart, live_run, memory_wait_ui, model_line, run_buttons, run_controls, table
 
 TICK_SECONDS = 1.0  # as the Training page: refresh while training ...
 QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
@@ -54,8 +54,10 @@ fs: FineTuneSession = st.session_state.setdefault("ft_session", FineTuneSession(
 fs0: FineTuneSession = st.session_state.setdefault("ft_scratch", FineTuneSession())  # the same run from scratch
 
 st.header("Fine-tuning")
+model_line(cur.model)
 st.markdown(
-    "Pretraining taught BERT to fill in masked words. **Fine-tuning** reuses it for a new task: classify a "
+    "Pretraining taught BERT to fill in masked words and to tell whether sentence B follows A. **Fine-tuning** "
+    "reuses it for a new task: classify a "
     "whole text. A small new layer (the *head*) reads one vector per text, and a few epochs of training "
     "with a small learning rate adapt the head (and, unless frozen, BERT's weights) to labelled examples. "
     "The vector is the one the model was trained to produce: BERT's pooled [CLS] (its next-sentence head read "
@@ -66,8 +68,10 @@ st.latex(r"\begin{gathered}p(c \mid x) = \operatorname{softmax}(W_c\,v(x) + b_c)
          r"v(x) = \tanh(W_p\,h_{[CLS]} + b_p)\ \text{or}\ \tfrac{1}{T}\textstyle\sum_t h_t,\\ "
          r"\mathcal{L} = -\frac{1}{B}\sum_{i=1}^{B} \log p(y_i \mid x_i)\end{gathered}")
 st.caption(
-    "h_[CLS] is the last layer's vector at [CLS]; tanh(W_p h + b_p) is BERT's pooler; W_c, b_c the new "
-    "classifier (Hugging Face's BertForSequenceClassification). The learning rate warms up over the first "
+    "h_[CLS] is the last layer's vector at [CLS] (the paper's C, Sec. 3: its classifier reads C; its released "
+    "code and Hugging Face's BertForSequenceClassification read C through the pooler); tanh(W_p h + b_p) is "
+    "BERT's pooler; W_c, b_c the new classifier. The paper fine-tuned for 2 to 4 epochs with batches of 16 or "
+    "32 at 2e-5 to 5e-5 (Appendix A.3). The learning rate warms up over the first "
     "10% of steps, then falls linearly to 0. Fine-tuning all weights wants a small rate (2e-5 to 3e-4, smaller "
     "for bigger models): a large one overwrites what pretraining learned. A head alone can take 1e-3. The "
     "page starts on the sidebar's model with the recipe `bert_core.finetune_defaults(model, task)` picks (a "
@@ -522,8 +526,9 @@ def sample_efficiency_ui() -> None:
     st.markdown(
         "How many labelled examples does each learner need? For 2, 4, 8, 16, 32 training examples per class and "
         "for all of them: the pretrained model and its untrained copy each run once over every text (frozen), "
-        "and a logistic-regression head is fitted **exactly** on those vectors (L-BFGS: no learning rate, no "
-        "epochs to tune); bag of words fits the same regression on word counts. Each point averages 5 random "
+        "and a logistic-regression head is fitted **to convergence** on those vectors by L-BFGS (a quasi-Newton "
+        "optimiser: it estimates the loss's curvature from its last few gradients, so there is no learning rate "
+        "and no epochs to tune); bag of words fits the same regression on word counts. Each point averages 5 random "
         "draws of the examples (bars: their spread). This is the picture that explains why BERT changed NLP: "
         "with a handful of labels, the pretrained vectors already separate the classes."
     )

@@ -11,7 +11,7 @@ from ui import callbacks, heads_ui, page_defaults
 from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, set_url, url_int
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 CLEAN, CORRUPT, TARGET = "The king said that [MASK] was tired.", "The queen said that [MASK] was tired.", "he"
 
@@ -27,6 +27,7 @@ m = cur.model
 L, nh = m.config.num_hidden_layers, m.config.num_attention_heads
 opening = page_defaults.of("heads", m.config)  # the last layer's first head
 st.header("Heads & patching")
+model_line(cur.model)
 st.markdown("Which parts of the network does the guess at a [MASK] depend on? Two experiments answer by changing "
             "the network and running it again: **knock a head out**, or **patch in a vector** from another sentence.")
 st.caption(f"Layers are numbered 1–{L} (layer 0 = the embeddings' output); heads 1–{nh}.")
@@ -38,9 +39,11 @@ st.markdown("Each head of a layer writes its context vector c_h = softmax(q k^T 
             "after (later layers, the guess) is recomputed:")
 st.latex(r"\mathrm{importance}(l, h) = \frac{1}{|M|}\sum_{i \in M}\Big[\log p(y_i \mid x)"
          r" - \log p\big(y_i \mid x;\ c^{(l)}_h = 0\big)\Big]")
-st.caption("M: the [MASK] positions; y_i: the full model's top guess there. Why it matters: attention maps show "
+st.caption("M: the [MASK] positions; y_i: the full model's top guess there; log is the natural log, so importance "
+           "is in nats. Why it matters: attention maps show "
            "where a head looks, not whether the answer needs it; knocking it out measures that directly "
-           "(Michel et al. 2019 found most heads can go with little loss).")
+           "(Michel et al. 2019 removed up to about 40% of a fine-tuned BERT's heads with little loss, and found "
+           "many single layers that need only one of their heads).")
 
 ko, problem = None, None
 if not m.has_mlm:

@@ -9,13 +9,14 @@ from ui import callbacks
 from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, set_url, url_index
-from ui.widgets import chart, numbering_note
+from ui.widgets import chart, model_line, numbering_note
 
 cur = require_current()
 cfg = cur.model.config
 L, nh, H, F = cfg.num_hidden_layers, cfg.num_attention_heads, cfg.hidden_size, cfg.intermediate_size
 dk = H // nh
 st.header("Inside a layer")
+model_line(cur.model)
 st.markdown(
     f"One encoder layer, one token, every step with its real numbers. This model has {L} layers, each with "
     f"{nh} attention heads of size d_k = {H} / {nh} = {dk} and a feed-forward block of {F} neurons. Pick a "
@@ -91,8 +92,8 @@ st.caption("Largest weights: " + ", ".join(f"{md_literal(labels[j])} {float(p.we
            + f" (all {T} weights sum to {float(p.weights.sum()):.4f}).")
 
 st.subheader("4. Weighted sum of the values, heads side by side")
-st.latex(r"c^{(h)} = \sum_j a_j\, v_j \quad(\text{size } d_k), \qquad c = [\,c^{(0)}; c^{(1)}; \dots\,] "
-         r"\quad(\text{size } H)")
+st.latex(r"c^{(h)} = \sum_j a_j\, v_j \quad(\text{size } d_k), \qquad c = [\,c^{(1)}; c^{(2)}; \dots; "
+         r"c^{(n_h)}\,] \quad(\text{size } H)")
 st.markdown(f"Head {head + 1} returns the mix of values its weights chose; the {nh} heads' results are laid side by "
             "side (black lines: where each head's slice begins).")
 chart(fl.vector_strip({f"c (head {head + 1})": p.head_context}, f"Head {head + 1}'s weighted sum of values"),
@@ -114,8 +115,11 @@ act = cfg.hidden_act.replace("_", r"\_")  # one of bert_core.model.config.ACTIVA
 st.latex(r"\mathrm{ffn\_act} = \mathrm{" + act + r"}(W_1\, h_1 + b_1)\ \ (\text{size } F),\qquad "
          r"\mathrm{ffn\_out} = W_2\, \mathrm{ffn\_act} + b_2\ \ (\text{size } H)")
 st.markdown(f"Each token alone (no mixing between tokens here) goes up to F = {F} neurons, through the "
-            f"activation ({md_literal(cfg.hidden_act)}), and back down to H = {H}. Most neurons stay near zero "
-            "for a given token; the few that fire strongly decide the update.")
+            f"activation ({md_literal(cfg.hidden_act)}), and back down to H = {H}. "
+            + ("gelu, the Gaussian error linear unit x·Φ(x) (Φ: the standard normal's CDF), is a smooth ReLU: it "
+               "passes large positive values, turns large negative ones to 0 and lets small negatives through "
+               "(its least value is about −0.17). " if cfg.hidden_act.startswith("gelu") else "")
+            + "Many neurons stay near zero for a given token, and a few large ones carry most of the activation.")
 hcol, ncol = st.columns(2)
 with hcol:
     chart(fl.activation_histogram(p.ffn_act, f"The {F} activations of token {token}"), "ffn activations",

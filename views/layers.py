@@ -8,15 +8,16 @@ from ui import callbacks, page_defaults
 from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current
-from ui.widgets import chart, numbering_note
+from ui.widgets import chart, model_line, numbering_note
 
-TWO_CONTEXTS = ("He sat on the river bank.", "She opened an account at the bank.")
+TWO_CONTEXTS = ("We walked along the bank of the river.", "She works at the bank in the city.")
 LENS_K = 10  # the lens is read once with the slider's largest k; the slider only slices it
 
 cur = require_current()
 cfg = cur.model.config
 L = cfg.num_hidden_layers
 st.header("Layers")
+model_line(cur.model)
 st.markdown(
     f"Between the embeddings and the prediction, every token's vector passes through {L} layers. Each layer "
     "*adds* to the vector (the **residual stream**) and renormalises: first what attention gathered from the "
@@ -78,8 +79,10 @@ else:
                                  "ratio"), "feed-forward update size", key="lay-ffn-upd")
 
 st.markdown("**Token by token at one layer.** cos(h_i, h_j) between every pair of tokens. In the embedding "
-            "output, only equal tokens are alike; layer by layer, context makes neighbours and related words "
-            "more alike (and in many trained BERTs, all vectors drift into a narrow cone).")
+            "output a token is alike only to itself and to tokens its embedding row is already close to, such as "
+            "she and her in the default sentence; layer by layer, context mixes every token with the others, and "
+            "in many trained BERTs all vectors drift into a narrow cone (Ethayarajh, 2019), so even unrelated "
+            "tokens score above 0.")
 state = st.select_slider("Hidden state", options=list(range(L + 1)), value=L, key="lay_sim_state",
                          format_func=callbacks.labels(states))
 n_pair = min(T, fl.PAIR_TOKEN_CAP)
@@ -89,7 +92,8 @@ chart(fl.similarity_heatmap(stream.token_similarity[state, :n_pair, :n_pair], to
 st.subheader("The logit lens: when does the answer form?")
 st.markdown(
     f"The MLM head (dense → {md_literal(cfg.hidden_act)} → LayerNorm → the word-embedding matrix, tied) turns a "
-    "[MASK]'s **last** hidden state into a probability for every vocabulary entry. The lens applies that same "
+    "[MASK]'s **last** hidden state into a probability for every vocabulary entry (BERT uses gelu, the Gaussian "
+    "error linear unit x·Φ(x), a smooth ReLU; Φ is the standard normal's CDF). The lens applies that same "
     "head to every earlier state too. **The head was trained on the last layer only**, so it reads early "
     "layers imperfectly: a poor early guess means the head cannot read the answer there yet, not that the "
     "information is absent."
@@ -125,7 +129,9 @@ st.subheader("Same word, two contexts")
 st.markdown(
     "The same word piece starts from the same embedding row (only its position and segment differ), so its two "
     "occurrences begin almost identical. How far apart the layers push them shows how much the context "
-    "changed its meaning: *bank* of a river and *bank* with an account should drift apart."
+    "changed it: in the default pair, *bank* of a river and *bank* that employs people end further apart than "
+    "*the*, whose meaning does not change; on the bundled MiniLM both dip most in the middle layers and "
+    "come partly back in the last ones."
 )
 c1, c2 = st.columns(2)
 a = c1.text_input("Sentence A", TWO_CONTEXTS[0], key="lay_two_a", max_chars=500)
@@ -166,9 +172,14 @@ if st.toggle("Show the PCA paths", key="lay_pca",
                    "picture of a space with many more dimensions, so nearby dots may still differ.")
 
 st.subheader("The [CLS] vector and the pooler")
-st.markdown("[CLS] attends to every token in every layer; its last hidden state is the usual sentence summary. "
-            "The pooler turns it into the vector the next-sentence head reads:")
+st.markdown("[CLS] can attend to every token in every layer; its last hidden state (the paper's C, Fig. 1) is what "
+            "BERT's classifiers read when fine-tuned. The pooler turns it into the vector the next-sentence head "
+            "reads:")
 st.latex(r"\mathrm{pooled} = \tanh\big(W_p\, h^{(L)}_{[\mathrm{CLS}]} + b_p\big)")
+if cur.model_key == bert_core.MINILM_NAME:
+    st.caption("On the model on screen the pooler comes from MiniLM's own pre-training and was trained further here "
+               "with the new NSP head; as a sentence encoder (all-MiniLM-L6-v2) it never used it: its sentence "
+               "vector was the mean of the last layer's vectors.")
 if st.toggle("Show the [CLS] and pooler vectors", key="lay_cls"):
     vecs = {"[CLS], last layer": stream.cls}
     if stream.pooled is not None:

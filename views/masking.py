@@ -9,29 +9,38 @@ from bert_core.inspect.masking_view import draw_loss, draw_rows, masking_draw, m
 from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import page_text, require_current
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 cur = require_current()
 st.header("Masking")
+model_line(cur.model)
 st.markdown(
     "To pre-train BERT, each ordinary token is **selected** with probability p = 15%. A selected token "
     "becomes **[MASK]** 80% of the time, a **random token** 10% of the time, and is **kept** unchanged "
-    "10% of the time; the model must then recover the original token at every selected position."
+    "10% of the time; the model must then recover the original token at every selected position "
+    "(the paper, Sec. 3.1). The paper's code picks 15% of each sequence's tokens; this page, like Hugging "
+    "Face's data collator, flips a 15% coin for each token, so the count varies from draw to draw."
 )
+if cur.model_key == bert_core.MINILM_NAME:
+    st.caption("The model on screen learned its fill-in head here with this rule on word pieces at first, then "
+               "(its last three stages) with whole-word masking at 30% of the words; the paper's BERT: 15% of "
+               "the word pieces (whole-word masking came with Google's later release of BERT, May 2019).")
 mask_tok = cur.model.tokenizer.mask_token
 if mask_tok != "[MASK]":
     st.info(f"This {cur.model.family} model's mask token is **{mask_tok}**: below, [MASK] means {mask_tok} "
             f"(id {cur.model.tokenizer.mask_token_id}), and a typed [MASK] is read as it.")
 if cur.model.family == "roberta":
     st.info(
-        "**RoBERTa masks dynamically.** BERT's data pipeline drew the mask of each training sentence once, "
-        "when the data was prepared, and showed the model the same draw every epoch (10 copies, 4 epochs "
-        "each). RoBERTa draws a fresh mask every time a sentence is fed to the model — exactly what "
-        "*Draw again* does here — so it never sees the same corruption twice. The 15% / 80-10-10 rule "
+        "**RoBERTa masks dynamically.** BERT's data pipeline drew the masks once, when the data was "
+        "prepared: the training data was copied 10 times, each copy masked differently, so over 40 epochs "
+        "each sequence was seen with the same mask 4 times (RoBERTa, Sec. 4.1). RoBERTa draws a fresh mask "
+        "every time a sequence is fed to the model — what *Draw again* does here — which matched or slightly "
+        "beat static masking in its Table 1 and matters more the longer a model trains. The 15% / 80-10-10 rule "
         "is unchanged."
     )
 st.caption(
-    "Why not always [MASK]? At test time the input has no [MASK] tokens, so a model that only ever "
+    "Why not always [MASK]? (The paper, Sec. 3.1 and Appendix A.1.) When fine-tuned and used, the model "
+    "reads no [MASK] tokens, so a model that only ever "
     "learned to repair [MASK] would have no reason to build good vectors for ordinary words. The random "
     "10% means any token it reads might be wrong, so it has to check every token against its context; "
     "the kept 10% ties the representation of a correct word to the word itself."
@@ -49,7 +58,7 @@ opening = page_defaults.of("masking", cur.model.config)
 p = c1.slider("Mask probability p", 0.0, 1.0, opening["p"], 0.01, key="mask_p",
               help="Chance that each ordinary token is selected (BERT uses 0.15).")
 whole_word = c2.checkbox("Whole-word masking", key="mask_whole_word",
-                         help="Select whole words: all pieces of a word (play ##ing) or none.")
+                         help="Select whole words: all pieces of a word (token ##ization) or none.")
 draw = c3.number_input("Draw number", min_value=1, max_value=10**9, step=1, key="mask_draw",
                        help="Seed and draw number fix the draw: the same pair always gives the same result.")
 st.session_state["mask_draw_n"] = int(draw)

@@ -24,7 +24,7 @@ from bert_core.probe.probing import sense_rows, sense_vectors
 from ui import callbacks
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, url_int
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 CORPUS_SIZES = (200, 500, 1_106)  # held-out Brown sentences (~20 words each); capped by the index's byte budget
 K_MAX = 50
@@ -34,11 +34,15 @@ m = cur.model
 L = m.config.num_hidden_layers
 names = layer_names(L + 1)
 st.header("Neighbours")
+model_line(cur.model)
 st.markdown(
     "Which words of a corpus does the model put **closest** to a word of your sentence? Every word of the "
     "corpus is read once, in its own sentence, and its vector kept at every layer; your word's vector is "
     "compared with all of them by cosine (exBERT's search, Hoover et al. 2020). It matters because it shows "
-    "what a layer groups together: at layer 0 the same spelling, higher up the same role or meaning in context."
+    "what a layer groups together. At layer 0 (the embeddings' output, before any context) the same word comes "
+    "first, its vectors differing only by position and segment, then the words whose embedding rows "
+    "pretraining put close (on the bundled MiniLM, *mother*: parents, father's, daughter); higher up, the "
+    "neighbours also depend on each word's sentence, so one word's uses can part."
 )
 st.latex(r"\cos(q, w) = \frac{h^{l}_q \cdot h^{l}_w}{\lVert h^{l}_q\rVert\,\lVert h^{l}_w\rVert},\qquad "
          r"\text{neighbours} = \operatorname{top\text{-}k}_{w \in \text{corpus}} \cos(q, w)")

@@ -11,11 +11,12 @@ from ui import callbacks, page_defaults
 from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, model_cached, require_current, set_url, url_int
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 cur = require_current()
 NSP_FIRST = st.query_params.get("section") == "nsp"  # the Lesson's NSP step links here for the pair's verdict
 st.header("Predictions")
+model_line(cur.model)
 st.markdown(
     "At a [MASK] position, BERT turns the final hidden state h (one vector of size H) into a probability "
     "for **every** word piece of its vocabulary:"
@@ -28,7 +29,8 @@ if _cfg.E != _cfg.hidden_size:
 if cur.model.tokenizer.mask_token != "[MASK]":
     st.caption(f"This model's mask token is {cur.model.tokenizer.mask_token}: each typed [MASK] is read as it.")
 st.caption(
-    f"W, b: a dense H×H layer; LN: LayerNorm; W_e: the word-embedding matrix (V×H, the same one the "
+    f"W, b: a dense H×H layer; gelu: the Gaussian error linear unit x·Φ(x), a smooth ReLU (Φ: the standard "
+    f"normal's CDF); LN: LayerNorm; W_e: the word-embedding matrix (V×H, the same one the "
     f"input side uses); b_v: one bias per vocabulary entry. The softmax runs over all "
     f"V = {cur.model.config.vocab_size:,} entries; the bars show the k most likely. One [MASK] is one word "
     "piece, so a guess like ##s continues the word before it."
@@ -49,14 +51,20 @@ def nsp_section(trace) -> None:
     """The NSP head's verdict on the pair: at the end of the page, or first when the link asks (?section=nsp)."""
     st.subheader("Next sentence prediction (NSP)")
     st.caption(
-        "In pre-training, half of the pairs were real (B follows A) and half random. The NSP head reads the "
+        "In the paper's pre-training, half of the pairs were real (B is the sentence that follows A) and half had "
+        "a random sentence of the corpus as B (Sec. 3.1). The NSP head reads the "
         "pooled [CLS] vector: P(IsNext), P(NotNext) = softmax(W_nsp tanh(W_p h_[CLS] + b_p) + b_nsp)."
     )
+    if cur.model_key == bert_core.MINILM_NAME:
+        st.caption("The model on screen learned its NSP head here, on Brown sentence pairs: B was A's real next "
+                   "sentence half of the time; the other B was a random sentence at first, and in its last stage "
+                   "half came from A's own text and half from another text of A's genre, so that topic and style "
+                   "alone could not give a NotNext away.")
     if not cur.model.has_nsp:
         st.info("This model has no NSP head (its checkpoint has no cls.seq_relationship weights), so it "
                 "cannot say whether B follows A (models pre-trained with MLM only lack it).")
     elif cur.text_pair is None:
-        st.info("Add a second sentence (B) in the sidebar to see whether BERT thinks it follows the first.")
+        st.info("Add a second sentence (B) in the sidebar to see whether the model thinks it follows the first.")
     else:
         p_is, p_not = trace.nsp
         chart(nsp_figure(p_is, p_not), "next sentence prediction", key="chart-nsp")
@@ -143,12 +151,12 @@ elif trace.predictions:
         chart(candidates_figure(cands, title), f"predictions position {pos}", key=f"chart-pred-{pos}")
         candidate_buttons(trace, pos, cands)
 else:
-    st.info("There is no [MASK] in the text. Pick a word to hide: BERT then guesses it from both sides."
+    st.info("There is no [MASK] in the text. Pick a word to hide: the model then guesses it from both sides."
             + (" The pair's next-sentence prediction is at the end of this page." if cur.text_pair is not None
                and not NSP_FIRST else ""))
     words = words_of(trace, 0)
     i = st.selectbox("Word to mask (sentence A)", range(len(words)), index=default_word(words), key="pred_word",
-                     format_func=callbacks.labels(f"{w.text}  (word {j + 1}, pieces: {' '.join(w.pieces)})"
+                     format_func=callbacks.labels(f"{w.text}  (word {j}, pieces: {' '.join(w.pieces)})"
                                                   for j, w in enumerate(words)))
     w = words[i]
     new_text = mask_word(cur.text, w.span, cur.model.tokenizer.mask_token)
@@ -230,7 +238,8 @@ st.subheader("Which sentence is more natural?")
 st.markdown("BERT cannot give a sentence a probability directly, but it can score each token with only that token "
             "masked and add up the log-probabilities: the pseudo-log-likelihood (Salazar et al., 2020).")
 st.latex(r"\mathrm{PLL}(S) = \sum_{i} \log p\big(w_i \mid S \text{ with } w_i \to \texttt{[MASK]}\big)")
-st.caption("Closer to 0 is more natural to the model. Longer sentences have more terms, so compare sentences of "
+st.caption("Logs are natural logs, so scores are in nats. Closer to 0 is more natural to the model. Longer "
+           "sentences have more terms, so compare sentences of "
            "similar length (or the mean per token). A word of several pieces is scored piece by piece with the "
            "other pieces visible, which makes it look easy. One model pass per token, so it is off until turned on.")
 if not cur.model.has_mlm:
@@ -260,7 +269,7 @@ elif st.toggle("Compare sentences", key="pred_pll"):
         ranked = [x for x in sorted(scored, key=lambda x: -x[2].total) if x[2].per_token]
         if len(ranked) >= 2:
             (a, _, ra), (b, _, rb) = ranked[:2]
-            st.success(f"BERT finds sentence {a} the most natural: PLL {ra.total:.2f} against {rb.total:.2f} for "
+            st.success(f"The model finds sentence {a} the most natural: PLL {ra.total:.2f} against {rb.total:.2f} for "
                        f"sentence {b} (a difference of {ra.total - rb.total:.2f} nats).")
 
 if not NSP_FIRST:

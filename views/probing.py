@@ -8,11 +8,12 @@ from bert_core.figures.probing import accuracy_by_layer_figure, layer_names
 from bert_core.probe.probing import POS, POS_SIZES, ROWS, SENSE, TASKS, probe_layers, probe_task
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 cur = require_current()
 L = cur.model.config.num_hidden_layers
 st.header("Probing")
+model_line(cur.model)
 st.markdown(
     "What does each layer *know*? Freeze the model, take every word's vector at one layer (its first piece's "
     "hidden state), and train the simplest possible reader on it: a **linear probe** (multinomial logistic "
@@ -25,9 +26,10 @@ st.latex(r"p(y = c \mid h^{l}_w) = \operatorname{softmax}(W h^{l}_w + b)_c,\qqua
          r"\min_{W,b}\; -\frac{1}{N}\sum_{w}\log p(y_w \mid h^{l}_w) + \frac{\lambda}{2}\lVert W\rVert^2")
 st.caption(f"Layers are numbered 1–{L} (layer 0 = the embeddings' output). The two floors: **random weights** — "
            "the same architecture with fresh random weights (whatever a probe finds there comes from the word's "
-           "identity, not from pretraining); **control task** (Hewitt & Liang 2019) — the pretrained vectors, but "
-           "every word type given a random tag: a probe that does well there is memorising words. Fitted by L-BFGS "
-           "on standardised features, λ = 0.01, held-out accuracy.")
+           "identity and its neighbours mixed by random layers, not from pretraining); **control task** "
+           "(Hewitt & Liang 2019) — the pretrained vectors, but "
+           "every word type given a random tag: a probe that does well there is memorising words. Fitted by L-BFGS (a "
+           "quasi-Newton optimiser: no learning rate to tune) on standardised features, λ = 0.01, held-out accuracy.")
 
 c1, c2, c3 = st.columns(3)
 task_name = c1.radio("Task", TASKS, key="pr_task", horizontal=True,

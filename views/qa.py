@@ -28,7 +28,7 @@ from ui.finetune_ui import (
 from ui.notebook_ui import notebook_button
 from ui.state import require_current
 from ui.transfer_ui import TransferTask, transfer_sections
-from ui.widgets import chart, run_buttons, run_controls, table
+from ui.widgets import chart, model_line, run_buttons, run_controls, table
 
 SIZES = (1_000, 2_000, 5_000)  # training examples of the built-in task
 MAX_QUESTION_CHARS = 1_000
@@ -41,6 +41,7 @@ scratch: FineTuneSession = st.session_state.setdefault("qa_scratch", FineTuneSes
 example = builtin_qa_task().valid[0]
 
 st.header("Question answering")
+model_line(cur.model)
 st.markdown(
     "**Extractive question answering** reads the question and a passage together, `[CLS] question [SEP] passage "
     "[SEP]`, and points at the answer inside the passage. A new layer gives every token two scores from its final "
@@ -51,7 +52,9 @@ st.latex(r"\text{score}(s, e) = \operatorname{softmax}(W_{start} h)_s \cdot \ope
          r"\qquad s \le e,\quad e - s + 1 \le L_{max}")
 st.caption(f"L_max = {MAX_ANSWER_TOKENS} tokens here (transformers' pipeline uses 15 by default). Only passage "
            "tokens may start or end an answer. The answer's text is cut from the passage by the tokens' character "
-           "offsets. This is how SQuAD-trained BERTs (transformers' BertForQuestionAnswering, `qa_outputs`) answer. "
+           "offsets. This is how SQuAD-trained BERTs (transformers' BertForQuestionAnswering, `qa_outputs`) answer; "
+           "the paper (Sec. 4.2) learns a start vector S and an end vector E and ranks spans by S·h_s + E·h_e, "
+           "the same order as the product of the two softmaxes. "
            "A question and passage longer than the model's positions are read as transformers' QA pipeline reads "
            "them: the passage in overlapping windows (128 tokens of overlap), each after the question, spans from "
            "every window ranked together.")
@@ -161,7 +164,9 @@ def results_ui() -> None:
     last = t.evals[-1]
     base = st.session_state.setdefault("qa_baseline", heuristic_baseline(builtin_qa_task()))
     st.markdown(f"Validation ({len(t.valid_rows):,} questions, step {last.step}): exact match "
-                f"**{100 * last.accuracy:.1f}%**, token F1 **{100 * last.f1:.1f}%**. The heuristic baseline (the "
+                f"**{100 * last.accuracy:.1f}%**, token F1 **{100 * last.f1:.1f}%** (SQuAD's F1: the harmonic mean of "
+                "the share of predicted words that are in the answer and the share of answer words predicted). The "
+                "heuristic baseline (the "
                 "sentence sharing most word stems with the question, then its word closest to a question word) gets "
                 f"{100 * base['exact_match']:.1f}% / {100 * base['f1']:.1f}%.")
     preds = getattr(t, "last_predictions", None)

@@ -10,7 +10,7 @@ from bert_core.inspect.sentences import POOLINGS, auc_from_embeddings, cosine_ma
 from bert_core.model.loading import SENTENCE_MODEL_HUB_ID, SENTENCE_MODEL_NAME
 from ui.notebook_ui import notebook_button
 from ui.state import Current, model_cached, require_current, shared_model
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 MAX_SENTENCES = 12
 DEFAULT_SENTENCES = "\n".join([
@@ -24,6 +24,7 @@ DEFAULT_SENTENCES = "\n".join([
 
 cur = require_current()
 st.header("Sentence similarity")
+model_line(cur.model)
 st.markdown(
     "BERT gives one vector per **token**. To compare whole sentences, the vectors h₁…h_T of the last layer are "
     "pooled into one vector e, and two sentences are as similar as the cosine of their vectors:"
@@ -31,10 +32,13 @@ st.markdown(
 st.latex(r"e_{\text{mean}} = \frac{1}{T}\sum_{t=1}^{T} h_t \qquad e_{\text{cls}} = h_{[CLS]} \qquad "
          r"e_{\text{pooler}} = \tanh(W_p\,h_{[CLS]} + b_p) \qquad "
          r"\cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}")
-st.caption("A BERT pretrained only with masked words was never asked to make e mean anything: its [CLS] vector "
-           "learned next-sentence prediction, and raw cosines between its vectors are all high. Sentence-BERT "
-           "(Reimers & Gurevych, 2019) fine-tunes the encoder on sentence pairs so that the mean-pooled vector is "
-           "a sentence embedding; all-MiniLM-L6-v2, below, is such a model. Compare the two on the same sentences.")
+st.caption("BERT's pre-training (masked words and next-sentence prediction) never asks e to be a sentence "
+           "vector whose cosines mean anything: its [CLS] vector only feeds the next-sentence classifier. "
+           "Sentence-BERT (Reimers & Gurevych, 2019) found both the [CLS] vector and the mean of BERT's vectors "
+           "worse than averaged GloVe word vectors at sentence similarity, and fine-tuned the encoder on sentence "
+           "pairs so that the mean-pooled vector is a sentence embedding; all-MiniLM-L6-v2, below, is such a "
+           "model. The bundled MiniLM started from all-MiniLM-L6-v2 and was then trained further here with "
+           "masked words and next-sentence prediction: compare the two on the same sentences.")
 
 SIDEBAR = f"The sidebar's model ({cur.model.name})"
 SENTENCE = "all-MiniLM-L6-v2 (trained for sentence similarity)"
@@ -88,9 +92,13 @@ else:
     else:
         chart(cosine_heatmap(cosine_matrix(e), lines, f"cos between {pooling}-pooled vectors ({model.name})"),
               "sentence cosine matrix", key="sim-matrix")
-        st.caption("Each cell is cos(eᵢ, eⱼ) on a fixed scale from −1 to 1 (the diagonal is 1). With a model trained "
-                   "for it, paraphrases score high and unrelated sentences low; with raw MLM vectors nearly every "
-                   "pair scores high, which is why a raw [CLS] vector is a poor sentence embedding.")
+        cos = cosine_matrix(e)
+        off = [float(cos[i][j]) for i in range(len(lines)) for j in range(len(lines)) if i != j]
+        st.caption(f"Each cell is cos(eᵢ, eⱼ) on a fixed scale from −1 to 1 (the diagonal is 1). Here the pairs run "
+                   f"from {min(off):.2f} to {max(off):.2f} (mean {sum(off) / len(off):.2f}). With a model trained "
+                   "for it and its own pooling, paraphrases score high and unrelated sentences low; the [CLS] "
+                   "vector of a model not trained for it scores nearly every pair high (on the bundled MiniLM, "
+                   "switch Pooling to cls: every pair of the default sentences scores above 0.8).")
 
 corpus = tuple(search_sentences())
 pairs = similarity_pairs()

@@ -35,7 +35,7 @@ from ui.finetune_ui import (
 from ui.notebook_ui import notebook_button
 from ui.state import page_text, require_current
 from ui.transfer_ui import TransferTask, transfer_sections
-from ui.widgets import chart, run_buttons, run_controls, table
+from ui.widgets import chart, model_line, run_buttons, run_controls, table
 
 BUILTIN, UPLOAD, PASTE = "Built-in: Brown part of speech", "Upload a CoNLL file", "Paste CoNLL"
 SIZES = (1_000, 3_000, 12_000)  # training sentences of the built-in task
@@ -50,11 +50,13 @@ ts: FineTuneSession = st.session_state.setdefault("tg_session", FineTuneSession(
 scratch: FineTuneSession = st.session_state.setdefault("tg_scratch", FineTuneSession())  # fresh weights
 
 st.header("Tagging")
+model_line(cur.model)
 st.markdown(
     "**Token classification** makes one prediction per token: a new linear layer reads each token's final "
     "hidden state h_t and gives it a label (part of speech, a named-entity tag). Words split into several "
     "pieces are labelled on their **first piece**; the other pieces are ignored by the loss (label -100), as "
-    "in BERT's paper and transformers' examples. It matters because it shows what the contextual vectors "
+    "in BERT's paper (Sec. 5.3, its NER task) and transformers' examples. It matters because it shows what "
+    "the contextual vectors "
     "know word by word: *book* is a NOUN in \"a book\" and a VERB in \"book a table\", from context alone."
 )
 st.latex(r"p(y_t = c \mid x) = \operatorname{softmax}(W_c\,h_t + b_c)_c,\qquad "
@@ -140,9 +142,10 @@ def settings_ui(locked: bool) -> tuple[str, dict]:
     """Base model and what to train; the settings a run gets are `token_finetune_defaults`' (see the caption)."""
     base, freeze, lr, epochs, batch = new_head_settings(cur, "tg", locked, st.columns([3, 2, 2, 1, 1]), 1)
     if freeze:
-        st.caption("**Head only, fit exactly** (the default): the frozen encoder reads every sentence once and "
-                   "keeps each word's vector; the head (softmax regression on those vectors) is then fit to "
-                   "convergence by L-BFGS. No learning rate or epochs to get wrong, and for 3,000 sentences under a "
+        st.caption("**Head only, fit exactly** (the default): the frozen encoder reads every sentence once "
+                   "and keeps each word's vector; the head (softmax regression on those vectors) is then fit to "
+                   "convergence by L-BFGS, a quasi-Newton optimiser that estimates the loss's curvature from its "
+                   "last few gradients. No learning rate or epochs to get wrong, and for 3,000 sentences under a "
                    "minute of one core's time with MiniLM (51 CPU seconds: docs/benchmarks.md), most of it reading. "
                    "Switch it off to train every weight "
                    "(slower: each step runs the encoder forwards and backwards).")

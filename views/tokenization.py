@@ -3,21 +3,24 @@
 import pandas as pd
 import streamlit as st
 
+import bert_core
 from bert_core.figures.tokens import pieces_per_word_figure
 from bert_core.inspect import input_tables
 from bert_core.model.tokenization import SCHEMES, USER_MASK
 from ui import callbacks
 from ui.notebook_ui import notebook_button
 from ui.state import analysis, require_current
-from ui.widgets import chart, table
+from ui.widgets import chart, model_line, table
 
 cur = require_current()
 tok = cur.model.tokenizer
 st.header("Tokenization")
+model_line(cur.model)
 if tok.scheme == "wordpiece":
     st.markdown(
-        "BERT never sees letters or whole words: it sees **WordPiece tokens** from a fixed vocabulary "
-        f"(this model has {tok.vocab_size:,}). The text is normalised (e.g. lower-cased) and split into words "
+        "BERT never sees letters: it sees **WordPiece tokens** from a fixed vocabulary "
+        f"(this model has {tok.vocab_size:,}; bert-base-uncased 30,522; the paper says about 30,000): a common "
+        "word is one token, a rarer one several pieces. The text is normalised (e.g. lower-cased) and split into words "
         "at spaces and punctuation; then each word is cut greedily, longest match first, into pieces the "
         "vocabulary knows, a piece inside a word carrying the `##` prefix. A word with a stretch no "
         "vocabulary entry matches becomes a single `[UNK]`; `[CLS]` starts the input and `[SEP]` closes each "
@@ -26,10 +29,14 @@ if tok.scheme == "wordpiece":
 else:
     name, marker, _ = SCHEMES[tok.scheme]
     st.markdown(
-        f"This {cur.model.family} model never sees letters or whole words: it sees **{name} tokens** from a fixed "
-        f"vocabulary (this model has {tok.vocab_size:,}). A piece that starts a new word carries `{marker}`. "
+        f"This {cur.model.family} model never sees letters: it sees **{name} tokens** from a fixed "
+        f"vocabulary (this model has {tok.vocab_size:,}): a common word is one token, a rarer one several "
+        f"pieces. A piece that starts a new word carries `{marker}`. "
         f"`{tok.specials['cls_token']}` starts the input and `{tok.specials['sep_token']}` closes each sentence."
     )
+if cur.model_key == bert_core.MINILM_NAME:
+    st.caption("The model on screen reads with bert-base-uncased's own vocabulary and rules (lower-cased, accents "
+               "stripped), so these are the pieces the paper's uncased BERT-base reads.")
 if tok.mask_token != USER_MASK:
     st.info(f"You always type {USER_MASK}; this model's own mask token is {tok.mask_token}, so every typed "
             f"{USER_MASK} becomes {tok.mask_token} (one token, id {tok.mask_token_id}) before tokenizing.")
@@ -57,8 +64,9 @@ st.caption("Each highlight is one token over the characters it came from (hover 
 st.html(input_tables.tokens_html(trace, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id))
 
 st.subheader("Every token")
-st.caption("Position is the token's index t (it picks the position embedding); segment A/B picks the "
-           "segment embedding; characters are offsets into its own sentence.")
+st.caption("Position is the token's index t, counted from 0 at [CLS] (it picks the position embedding); word "
+           "index counts the sentence's words from 0, as every page does; segment A/B picks the segment "
+           "embedding; characters are offsets into its own sentence.")
 tokens_df = pd.DataFrame(input_tables.token_rows(trace, tok.all_special_ids, tok.unk_token_id))
 table(tokens_df.astype({"word index": "Int64"}), "tokens", key="csv-tokens", hide_index=True)
 
@@ -71,7 +79,8 @@ if tok.scheme == "wordpiece":
 else:
     st.subheader(f"How {SCHEMES[tok.scheme][0]} split each word")
     st.markdown(
-        "Byte-level BPE starts from single bytes and applies its learned merges, most frequent pair first; "
+        "Byte-level BPE starts from single bytes and applies its learned merges in the order it learned them "
+        "(the pair most frequent in its training text first); "
         "SentencePiece (Unigram) picks the most probable split under its piece probabilities. Below, each "
         "word as the pre-tokenizer hands it over (with its space mark) and the pieces the model read."
         if tok.scheme == "bpe" else
@@ -95,7 +104,7 @@ table(words_df, "word splits", key="csv-words", hide_index=True)
 unknown = [r for r in rows if r["[UNK]"] == "yes"]
 if unknown:
     st.error(f"{len(unknown)} word(s) became [UNK]: some stretch of each matches no vocabulary entry, "
-             "so the whole word is replaced and BERT cannot tell these words apart.")
+             "so the whole word is replaced and the model cannot tell these words apart.")
     st.dataframe(pd.DataFrame(unknown)[["sentence", "word #", "word"]], hide_index=True, key="unk-words")
 
 if splits:
@@ -125,7 +134,7 @@ with st.expander("Three schemes side by side: WordPiece ##, byte-level BPE Ġ, S
     # A static markdown table (no user text in it), so the page's dataframes stay the ones above.
     st.markdown("| scheme | used by | mark | rule | this model |\n|---|---|---|---|---|\n" + "\n".join(
         f"| {n} | {fam} | `{mk}` | {rule} | {'✓' if key == tok.scheme else ''} |"
-        for (key, (n, mk, rule)), fam in zip(SCHEMES.items(), ("BERT, DistilBERT", "RoBERTa", "ALBERT"))))
+        for (key, (n, mk, rule)), fam in zip(SCHEMES.items(), ("BERT, DistilBERT, ELECTRA", "RoBERTa", "ALBERT"))))
     st.caption("WordPiece marks the pieces *inside* a word (##); BPE and SentencePiece mark the *start* of a "
                "word (Ġ is the space byte 0x20 shown printable; ▁ is SentencePiece's visible space). Byte-level "
                "BPE never needs an unknown token: any byte is in its vocabulary.")

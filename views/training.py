@@ -28,7 +28,7 @@ from bert_core.train.toy import ANIMALS, FARM_ANSWERS, FARM_PROBES, farm_lines, 
 from bert_core.train.trainer import PRESETS
 from ui import callbacks
 from ui.state import require_current
-from ui.widgets import chart, memory_wait_ui, run_controls, table
+from ui.widgets import chart, memory_wait_ui, model_line, run_controls, table
 
 TICK_SECONDS = 1.0  # the live view refreshes this often while training
 # ...and this often while waiting for a slot: each refresh of a waiting page costs the server as much
@@ -48,17 +48,20 @@ cur = require_current()
 ts: TrainingSession = st.session_state.setdefault("train_session", TrainingSession())
 
 st.header("Training")
+model_line(cur.model)
 st.markdown(
     "Pretrain a small BERT from random weights, live, on the masked-language-model task (or, with the same "
     "layers, GPT's next-token task or ELECTRA's replaced-token task: pick the **objective** below). Each **step** "
     "takes a batch of lines (128 on the farm corpus, 32 on the others), draws a fresh masking (each token "
     "selected with probability p; of those 80% → [MASK], 10% → random token, 10% kept), and takes one AdamW "
-    "step on the cross-entropy at the selected positions S:"
+    "step (Adam with decoupled weight decay, as BERT's code has it) on the cross-entropy at the selected "
+    "positions S:"
 )
 st.latex(OBJECTIVE_LOSSES["mlm"])
 _V, _VF = bundled_tokenizer().vocab_size, farm_tokenizer().vocab_size
 st.caption(
-    "x̃ is the corrupted line, x_i the original token at position i. A model that guesses uniformly over "
+    "x̃ is the corrupted line, x_i the original token at position i; log is the natural log, so the loss is in "
+    "nats. A model that guesses uniformly over "
     f"the V word pieces has loss ln V (ln {_VF} ≈ {math.log(_VF):.1f} for the farm corpus's own vocabulary, "
     f"ln {_V:,} ≈ {math.log(_V):.1f} for the bundled model's, which the other corpora use); the loss falls as it "
     "learns which words are common, then which fit their context. The learning rate rises linearly over the first "
@@ -247,8 +250,8 @@ def curves_ui() -> None:
         "the selected token: replaced by [MASK], replaced by a random token, or kept. Kept tokens are "
         "the easiest (the answer is in the input, once the model learns to trust it); random ones are "
         "usually the hardest, because the input points the wrong way. The dotted grey line (right axis) is "
-        "how often the top guess is the original token. Only about 1.5% of tokens are random or kept, so "
-        "those two lines are noisy."
+        "how often the top guess is the original token. Only a tenth of the selected tokens are random and a "
+        "tenth kept (1.5% of all tokens each at p = 0.15), so those two lines are noisy."
     )
 
 

@@ -2,12 +2,15 @@
 
 Attention maps say where each head *reads*; these three summaries answer the next questions:
 - `attention_rollout`: where information can have come from after several layers (Abnar & Zuidema 2020);
-- `head_stats`: which heads look at the previous token, park on [SEP], or spread out;
+- `head_stats`: which heads look at the previous token, park on [CLS] or [SEP], or spread out;
+- `sink_heads`: which heads park most of their attention on one kind of sink: [CLS], [SEP] or punctuation;
 - `salience`: which input tokens a prediction depended on, by occlusion or by gradient x input.
 Everything comes back as numpy.
 """
 
 from __future__ import annotations
+
+import unicodedata
 
 import numpy as np
 import torch
@@ -38,10 +41,11 @@ SALIENCE_METHODS = ("occlusion", "gradient")
 def attention_rollout(attentions: np.ndarray) -> np.ndarray:
     """(L, heads, T, T) attention probabilities -> (L, T, T) rollout after each layer (Abnar & Zuidema 2020).
 
-    A_l = mean over heads of layer l; Â_l = 0.5 A_l + 0.5 I with rows renormalised to sum 1 (the
-    residual connection carries half of each token forward unchanged); R_0 = Â_0, R_l = Â_l R_{l-1}.
-    Row i of R_l: how much each input token j can have flowed into position i after layer l.
-    Example: one layer, one head, A = [[0, 1], [1, 0]] -> R_0 = [[0.5, 0.5], [0.5, 0.5]].
+    Counting layers 1..L as the pages do: A_l = mean over heads of layer l; Â_l = 0.5 A_l + 0.5 I with rows
+    renormalised to sum 1 (the residual connection carries half of each token forward unchanged); R_0 = I (the
+    embeddings' output: each position holds only its own token), R_l = Â_l R_{l-1}. Entry [l - 1] of the result is
+    R_l; row i of R_l: how much each input token j can have flowed into position i after layer l.
+    Example: one layer, one head, A = [[0, 1], [1, 0]] -> R_1 = [[0.5, 0.5], [0.5, 0.5]].
     """
     att = np.asarray(attentions)
     if att.ndim != 4 or att.shape[-1] != att.shape[-2]:
@@ -107,6 +111,49 @@ def head_stats(trace) -> list[dict]:
                 "next": float(nxt[h].mean()) if t > 1 else 0.0,
             })
     return rows
+
+
+SINKS = ("[CLS]", "[SEP]", "punctuation")
+_WORD_MARKS = ("##", "Ġ", "▁")  # WordPiece's continuation mark, byte-level BPE's and SentencePiece's space marks
+
+
+def is_punctuation(token: str) -> bool:
+    """A token made only of punctuation once its piece marks are stripped. Example: "." -> True, "##," -> True."""
+    for mark in _WORD_MARKS:
+        token = token.removeprefix(mark)
+    return bool(token) and all(unicodedata.category(ch).startswith("P") for ch in token)
+
+
+def sink_heads(trace, at_least: float = 0.5) -> list[dict]:
+    """The heads that park at least `at_least` of their attention on one kind of sink, strongest first.
+
+    A head's share on a sink is the mean over query rows of its weight on the sink's positions: the [CLS]
+    position, the [SEP] positions (cls_sep_positions) or the punctuation tokens (is_punctuation; never special).
+    Each head is named with its largest of the three (Clark et al. 2019 found bert-base's heads parking on [CLS]
+    low down, on [SEP] in the middle layers and on punctuation; the bundled MiniLM uses [CLS] from layer 2 up).
+    One dict per head found: layer, head (0-based), sink (one of SINKS) and share.
+    Example: a head whose every row puts 0.9 on position 0 -> {"sink": "[CLS]", "share": 0.9, ...}.
+    """
+    att = np.asarray(trace.attentions)  # (L, nh, T, T)
+    special = np.asarray(trace.special_tokens_mask)
+    cls_pos, sep_pos = cls_sep_positions(special)
+    punct = [i for i, tok in enumerate(trace.tokens) if not special[i] and is_punctuation(tok)]
+    found = []
+    for layer in range(att.shape[0]):
+        a = np.asarray(att[layer], dtype=np.float64)  # (nh, T, T)
+        shares = np.stack([a[:, :, pos].sum(-1).mean(-1) for pos in (cls_pos, sep_pos, punct)])  # (3, nh)
+        for h in range(att.shape[1]):
+            k = int(shares[:, h].argmax())
+            if shares[k, h] >= at_least:
+                found.append({"layer": layer, "head": h, "sink": SINKS[k], "share": float(shares[k, h])})
+    return sorted(found, key=lambda s: -s["share"])
+
+
+def common_source(rollout_layer: np.ndarray) -> tuple[int, int]:
+    """The input token most rows of one rollout matrix draw most from, and how many rows do. (T, T) -> (j, rows)."""
+    top = np.asarray(rollout_layer).argmax(-1)  # (T,)
+    j = int(np.bincount(top).argmax())
+    return j, int((top == j).sum())
 
 
 # ----------------------------------------------------------------------------------------------
@@ -257,5 +304,5 @@ def heads_by(stats: list[dict], stat: str, at_least: float) -> list[dict]:
     return sorted((s for s in stats if s[stat] >= at_least), key=lambda s: -s[stat])
 
 
-__all__ = ["HEAD_STATS", "MAX_WORK_TOKENS", "SALIENCE_METHODS", "attention_rollout", "batched_positions",
-           "cls_sep_positions", "head_stats", "heads_by", "salience"]
+__all__ = ["HEAD_STATS", "MAX_WORK_TOKENS", "SALIENCE_METHODS", "SINKS", "attention_rollout", "batched_positions",
+           "cls_sep_positions", "common_source", "head_stats", "heads_by", "is_punctuation", "salience", "sink_heads"]

@@ -44,7 +44,7 @@ TOKENIZER_CLASSES = {"bert": "BertTokenizer", "distilbert": "DistilBertTokenizer
                      "albert": "AlbertTokenizer", "electra": "ElectraTokenizer"}
 USER_MASK = "[MASK]"  # what the user types, whatever the model's own mask token is
 SCHEMES = {
-    "wordpiece": ("WordPiece", "##", "a piece that continues a word starts with ##: playing -> play ##ing"),
+    "wordpiece": ("WordPiece", "##", "a piece that continues a word starts with ##: tokenization -> token ##ization"),
     "bpe": ("byte-level BPE", "Ġ",
             "a piece that follows a space starts with Ġ (the space byte): ' playing' -> Ġplaying"),
     "unigram": ("SentencePiece (Unigram)", "▁", "a piece that starts a word starts with ▁ (the space): ▁play ing"),

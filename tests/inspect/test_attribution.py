@@ -129,6 +129,41 @@ def test_head_stats_on_known_maps():
     assert b["sep"] == 1.0 and b["cls"] == 0.0 and b["self"] == pytest.approx(0.2)
 
 
+def test_sink_heads_name_cls_sep_or_punctuation():
+    """Three heads, each parking 0.9 of every row on one kind of sink, and one that reads the previous token."""
+
+    class T:
+        pass
+
+    n = 6
+    t = T()
+    t.tokens = ["[CLS]", "the", "cat", "##,", "sat", "[SEP]"]
+    t.special_tokens_mask = np.array([1, 0, 0, 0, 0, 1])
+    heads = []
+    for col in (0, 5, 3):  # [CLS], [SEP], the comma piece
+        a = np.full((n, n), 0.1 / (n - 1))
+        a[:, col] = 0.9
+        heads.append(a)
+    heads.append(np.eye(n, k=-1) + np.eye(n)[0] * np.eye(n)[:, :1])  # previous token (row 0 on itself)
+    t.attentions = np.stack(heads)[None]  # (1 layer, 4 heads, 6, 6)
+    found = attribution.sink_heads(t)
+    assert [(s["head"], s["sink"]) for s in found] == [(0, "[CLS]"), (1, "[SEP]"), (2, "punctuation")]
+    assert all(s["share"] == pytest.approx(0.9) for s in found)
+    assert attribution.is_punctuation("Ġ.") and not attribution.is_punctuation("cat")
+
+
+def test_sink_finder_names_cls_in_layers_2_to_6_of_the_bundled_minilm():
+    """The Attention page's words: MiniLM parks on [CLS] (not [SEP]) from layer 2 on, for the page's default."""
+    from ui.state import DEFAULT_TEXT
+
+    m = bert_core.load_model()
+    t = bert_core.analyze(m, DEFAULT_TEXT)
+    found = attribution.sink_heads(t)
+    assert {(s["layer"] + 1, s["sink"]) for s in found} == {(layer, "[CLS]") for layer in range(2, 7)}
+    rollout = bert_core.attention_rollout(t.attentions)
+    assert attribution.common_source(rollout[-1]) == (0, len(t.tokens))  # the rollout caption: every row on [CLS]
+
+
 # ----------------------------------------------------------------------------------------------
 # Salience
 # ----------------------------------------------------------------------------------------------

@@ -225,7 +225,9 @@ def test_head_statistics_grid_finders_table_and_open_head():
     z = arr(stats_fig["data"][0]["z"])
     assert z.shape == (BUNDLED_LAYERS, BUNDLED_HEADS) and ((z >= 0) & (z <= 1)).all()
     md = " ".join(m.value for m in at.markdown)
-    assert "Heads that look at the previous token" in md and "Sink heads on [SEP]" in md
+    assert "Heads that look at the previous token" in md and "Sink heads on [CLS], [SEP] or punctuation" in md
+    assert "of all attention parked on [CLS]" in md  # the bundled MiniLM parks on [CLS], not [SEP]
+    assert any(c.value.endswith("on [CLS] (layers 2, 3, 4, 5, 6).") for c in at.caption)
     df = at.dataframe[-1].value
     assert list(df.columns) == ["layer", "head", "entropy", "distance", "cls", "sep", "self", "prev", "next"]
     assert len(df) == BUNDLED_LAYERS * BUNDLED_HEADS

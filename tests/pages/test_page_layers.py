@@ -199,3 +199,24 @@ def test_inside_layer_512_tokens_and_encoder_only(long_model, tiny_dirs, monkeyp
     use_local_model(at, monkeypatch, tiny_dirs["base"][0])  # no MLM head: the layer is still there
     assert_ok(at)
     assert "in-resid2" in charts(at)
+
+
+def test_the_page_words_hold_on_the_bundled_minilm():
+    """Layers' prose about its defaults: she and her are alike already at the embeddings' output; in the default
+    two contexts, bank ends further apart than the does, below where it started, with its lowest in the middle."""
+    import ast
+    from pathlib import Path
+
+    from ui.state import DEFAULT_TEXT
+
+    page = ast.parse((Path(__file__).parents[2] / "views" / "layers.py").read_text())  # a page runs on import
+    two = next(n.value for n in page.body if isinstance(n, ast.Assign) and n.targets[0].id == "TWO_CONTEXTS")
+    TWO_CONTEXTS = ast.literal_eval(two)
+    m = bert_core.load_model()
+    r = bert_core.residual_stream(m, DEFAULT_TEXT, None, pca=False)
+    she, her = r.tokens.index("she"), r.tokens.index("her")
+    assert r.token_similarity[0, she, her] > 0.5
+    words = {w.word: np.asarray(w.cos) for w in bert_core.same_word(m, *TWO_CONTEXTS).words}
+    bank, the = words["bank"], words["the"]
+    assert bank[-1] < the[-1] - 0.1 and bank[-1] < bank[0] - 0.1
+    assert 0 < bank.argmin() < len(bank) - 1 and 0 < the.argmin() < len(the) - 1 and bank.min() < bank[-1]

@@ -93,3 +93,18 @@ def test_the_sentence_model_is_offered():
 def test_word_overlap():
     assert word_overlap("the cat sat", "the cat ran") == pytest.approx(2 / 4)
     assert word_overlap("", "") == 0.0
+
+
+def test_the_page_words_hold_on_the_bundled_minilm():
+    """The matrix caption's claims for the default sentences: cls pooling scores every pair above 0.8, and the
+    range it prints is the matrix's own; the word-overlap baseline is below 0.5 on another sense of the word."""
+    at = open_page("similarity")
+    assert_ok(at)
+    c = matrix_of(at)
+    off = c[~np.eye(len(c), dtype=bool)]
+    assert any(f"from {off.min():.2f} to {off.max():.2f}" in x.value for x in at.caption)
+    at.segmented_control(key="sim_pooling").set_value("cls").run()
+    assert_ok(at)
+    c = matrix_of(at)
+    assert c[~np.eye(len(c), dtype=bool)].min() > 0.8
+    assert word_overlap_auc(tasks.similarity_pair_sets()["another sense of the same word"]) < 0.5
