@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.metadata
 import os
 import re
+import tomllib
 import weakref
+from pathlib import Path
 
 import streamlit as st
 
@@ -14,8 +18,36 @@ from bert_core.notebooks import PAGES, View, notebook_bytes
 from ui import lesson, page_defaults
 from ui.state import Current
 
-# Where the project's code lives, for the notebook's install cell; a placeholder the reader fills in otherwise.
-REPO_URL = os.environ.get("BERT_EXPLORER_REPO_URL", "").strip()
+DIST = "bert-explorer"  # the project's distribution name (pyproject.toml's [project] name)
+
+
+def project_info() -> tuple[str, str]:
+    """(version, repository address) of the running app; an address in BERT_EXPLORER_REPO_URL wins."""
+    version, url = _project()
+    return version, os.environ.get("BERT_EXPLORER_REPO_URL", "").strip() or url
+
+
+@functools.cache
+def _project() -> tuple[str, str]:
+    """(version, [project.urls] Repository): the metadata of the installed distribution that holds this bert_core
+    (an older one installed beside a checkout does not count), or else pyproject.toml beside it (a checkout)."""
+    version = url = ""
+    try:
+        dist = importlib.metadata.distribution(DIST)
+        if Path(dist.locate_file("bert_core/__init__.py")).resolve() == Path(bert_core.__file__).resolve():
+            version = dist.version
+            urls = dict(u.split(", ", 1) for u in dist.metadata.get_all("Project-URL") or [] if ", " in u)
+            url = urls.get("Repository", "")
+    except importlib.metadata.PackageNotFoundError:  # a checkout that was never pip-installed
+        pass
+    pyproject = Path(bert_core.__file__).resolve().parents[1] / "pyproject.toml"
+    if not version and pyproject.is_file():
+        with open(pyproject, "rb") as f:
+            project = tomllib.load(f).get("project", {})
+        version, url = project.get("version", ""), project.get("urls", {}).get("Repository", "")
+    return version, url
+
+
 VIEWS_KEY = "notebook_views"  # page -> the View its button offers (read by the tests, which run the notebook)
 
 
@@ -35,9 +67,10 @@ def model_size(m: bert_core.LoadedModel) -> str:
 def view_of(cur: Current, page: str, text: str | None = None, **settings) -> View:
     """The View a page shows: the sidebar's model and input (or the page's own text) and its settings."""
     source = "session" if cur.model_key.startswith("session:") else cur.model.source
-    return View(page, cur.model_key if source != "session" else "session", source, model_size(cur.model),
-                cur.text if text is None else text, cur.text_pair, cur.seed,
-                settings, bert_core.__version__, REPO_URL)
+    version, repo_url = project_info()
+    return View(page=page, model=cur.model_key if source != "session" else "session", source=source,
+                model_size=model_size(cur.model), text=cur.text if text is None else text, pair=cur.text_pair,
+                seed=cur.seed, settings=settings, version=version, repo_url=repo_url)
 
 
 def notebook_button(cur: Current, page: str, text: str | None = None, **settings) -> None:
@@ -50,7 +83,7 @@ def offer(view: View, name: str) -> None:
     st.session_state.setdefault(VIEWS_KEY, {})[view.page] = view
     _download("Open as a notebook (.ipynb)", lambda: notebook_bytes(view), name, key=f"notebook-{view.page}",
               help="A Jupyter notebook that recomputes this view with bert_core: the same model, text and "
-                   "settings, the same figures and numbers. Runs offline next to the app's code.")
+                   "settings, the same figures and numbers. Its first cell installs bert_core where it is missing.")
 
 
 def _download(label: str, data, name: str, **kwargs) -> None:
@@ -91,7 +124,7 @@ def followed_button() -> None:
     _download("This step's notebook", lambda: notebook_bytes(views["lesson"]), "lesson-step",
               key="notebook-lesson-followed", width="stretch",
               help="A Jupyter notebook that recomputes the step on your screen with bert_core: the same model, "
-                   "sentence and question. Runs offline next to the app's code.")
+                   "sentence and question. Its first cell installs bert_core where it is missing.")
 
 
 def lesson_view(cur: Current, k: int, text: str, pair: str | None) -> View:

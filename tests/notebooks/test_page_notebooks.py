@@ -164,15 +164,17 @@ def test_bert_vs_gpt(kernel, minilm):
 
 def test_hostile_text_stays_a_literal():
     """A text that tries to break out of the string, the Markdown or the HTML stays data in the notebook."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
     from bert_core.notebooks import View
 
     evil = 'x"""\'\'\' ); import os; os.system("rm -rf /") # <script>alert(1)</script> $\\$ [MASK] {TEXT}\n#'
     v = View("predictions", evil, "hub", f"<img src=x onerror=alert(1)> {evil}", evil, evil, 0,
-             {"k": 5, "word": None}, "0.1.0")
+             {"k": 5, "word": None}, version="0.1.0", repo_url=f"https://h/{evil}")
     nb = build(v)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            tree = ast.parse(cell.source)  # valid Python: the text never ends a string early
+            tree = ast.parse(TransformerManager().transform_cell(cell.source))  # the text never ends a string early
             assert "os.system" not in [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call)]
         else:
             assert "<script" not in cell.source and "<img" not in cell.source
@@ -246,7 +248,7 @@ def test_models_trained_in_the_session_are_said_and_replaced(kernel):
     """A sidebar model or a tagger trained in the app stays there: the notebook says so and loads the bundled model."""
     from bert_core.notebooks import View
 
-    v = View("tagging", "session", "session", "4 layers", "The cat sat.", None, 3, {"head": "session"}, "0.1.0")
+    v = View("tagging", "session", "session", "4 layers", "The cat sat.", None, 3, {"head": "session"}, version="0.1.0")
     nb = build(v)
     said = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "trained in the app's session" in said and "fine-tuned in the app's session" in said
