@@ -14,6 +14,7 @@ from pathlib import Path
 import streamlit as st
 
 import bert_core
+from bert_core.finetune.tasks import builtin_tasks
 from bert_core.notebooks import PAGES, View, notebook_bytes
 from ui import lesson, page_defaults
 from ui.state import Current
@@ -71,6 +72,19 @@ def view_of(cur: Current, page: str, text: str | None = None, **settings) -> Vie
     return View(page=page, model=cur.model_key if source != "session" else "session", source=source,
                 model_size=model_size(cur.model), text=cur.text if text is None else text, pair=cur.text_pair,
                 seed=cur.seed, settings=settings, version=version, repo_url=repo_url)
+
+
+def finetuning_button(cur: Current, trainer, task, base: str, cfg) -> None:
+    """The Fine-tuning page's notebook: the run on the page (where it stands), or the one Start would begin, with its
+    task, base model (`base`: a load_model name or "session"), recipe and seed; offered before any run too."""
+    steps = None
+    if trainer is not None:
+        task, cfg = trainer.task, trainer.cfg
+        steps = None if trainer.done else trainer.step_count
+    if task is None or cfg is None:
+        return
+    notebook_button(cur, "finetuning", task=task.name if task.name in builtin_tasks() else None, base=base,
+                    recipe=dataclasses.asdict(cfg), steps=steps)
 
 
 def notebook_button(cur: Current, page: str, text: str | None = None, **settings) -> None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .cells import FALLBACK_MODEL as FALLBACK
 from .cells import View, code, md, setting_lines, show_table
-from .task_pages import neighbours, probing, qa, similarity, tagging
+from .task_pages import finetuning, neighbours, probing, qa, similarity, tagging
 
 
 @dataclass(frozen=True)
@@ -437,6 +437,10 @@ PAGES: dict[str, PageSpec] = {
                            neighbours),
     "probing": PageSpec("Probing", {"task": "part of speech or word sense", "n_train": "training sentences"},
                         probing),
+    "finetuning": PageSpec("Fine-tuning", {"task": "the built-in WordNet task (None: the page's CSV)",
+                                           "base": "the model fine-tuned (MODEL, \"bundled\", or \"session\")",
+                                           "recipe": "the run's FineTuneConfig, field by field",
+                                           "steps": "stop after this many steps (None: the whole run)"}, finetuning),
     "tagging": PageSpec("Tagging", {"head": "whose tagger: \"sidebar\" (the model's own head) or \"session\""},
                         tagging),
     "qa": PageSpec("Question answering", {"question": "the question (TEXT is the passage)",
@@ -467,6 +471,8 @@ LEFT_OUT = {
                     "trained live"),
     "similarity": "the AUC of each pooling on the WordNet pairs",
     "neighbours": "the PCA of one word's vectors across the corpus",
+    "finetuning": ("the bag-of-words baseline (`bert_core.bow_baseline`), the same network untrained "
+                   "(`bert_core.untrained_copy`), the PCA of the pooled vectors and the sample-efficiency figure"),
     "tagging": "fine-tuning a tagger (the page's live run) and its curves",
     "qa": "fine-tuning a reader (the page's live run) and its curves",
 }

@@ -180,3 +180,82 @@ elif r is not None:
     span_probabilities_figure(tokens, ps, pe, best).show()
 """),
     ]
+
+
+def finetuning(v: View):
+    imports = ("import time\n"
+               "from dataclasses import replace\n\n"
+               "import numpy as np\n\n"
+               "from bert_core.figures.finetuning import confusion_figure, curves_figure\n"
+               "from bert_core.finetune.tasks import task_from_csv\n"
+               "from bert_core.runs.memory import format_mb\n"
+               "from bert_core.runs.settings import ema\n"
+               "from bert_core.runs.status import format_seconds")
+    s = v.settings
+    cells = [
+        md("## 3. The task and the recipe",
+           "A new classifier reads one vector per text (the pooled [CLS], or the mean of the last layer's token "
+           "vectors) and is trained, with the encoder unless frozen, on labelled examples:",
+           "",
+           r"$$p(c \mid x) = \operatorname{softmax}(W_c\,v(x) + b_c)_c,\qquad "
+           r"\mathcal{L} = -\frac{1}{B}\sum_{i=1}^{B} \log p(y_i \mid x_i)$$",
+           "",
+           "`RECIPE` is the page's settings (`bert_core.finetune_defaults` picks them for the model and the task "
+           "unless you changed them there); `SEED` orders the batches and draws the new head and the dropout, so "
+           "the run below is the page's, step for step."),
+    ]
+    if s["base"] == "session":
+        cells.append(md("**The page fine-tuned a model trained in the app's session.** Its weights stay in the app: "
+                        "the cells start from `MODEL` instead, so the numbers are that model's."))
+    if s["task"] is None:
+        cells.append(md("**The page's task was your own CSV.** Put the file's name in `CSV_FILE` below (its fifth "
+                        "held out for validation is drawn with `SEED`, as on the page)."))
+    cells += [
+        code("""
+CSV_FILE = None  # the page's task was a CSV when TASK is None: its file name here
+if TASK is not None:
+    task = bert_core.builtin_tasks()[TASK]
+elif CSV_FILE is not None:
+    with open(CSV_FILE, encoding="utf-8") as f:
+        task = task_from_csv(f.read(), name="your data", seed=SEED)
+else:
+    raise SystemExit("Put the CSV's file name in CSV_FILE (the page's task was your own data).")
+base = model if BASE in (MODEL, "session") else bert_core.load_model(BASE)
+cfg = bert_core.FineTuneConfig(**RECIPE)
+print(f"Task: {task.name}, {len(task.train_texts):,} training and {len(task.valid_texts):,} validation texts, "
+      f"{len(task.labels)} classes. Base model: {base.name}.")
+picked = replace(bert_core.finetune_defaults(base, task), seed=SEED)
+print("RECIPE is what finetune_defaults picks here:", cfg == picked)
+c = bert_core.run_cost(base, task, cfg)
+print(f"This run trains {c['trainable']:,} parameters and needs about {format_mb(c['bytes'])}; about "
+      f"{c['seconds_per_step']:.2f} s a step x {c['steps']:,} steps = {format_seconds(c['seconds'])} "
+      "(estimated for one core of a 2-core server).")
+"""),
+        md("## 4. The run",
+           "Training from step 0 (the untrained head) to the end of the recipe's epochs"
+           + (f", or to step {s['steps']}, where the page stood" if s["steps"] else "")
+           + "; the validation set is evaluated on the page's schedule. On two cores the page's default run takes "
+             "a few minutes."),
+        code("""
+tuner = bert_core.FineTuner(base, task, cfg)
+t0 = time.perf_counter()
+tuner.run(steps=STEPS)
+if tuner.done and tuner.evals[-1].step != tuner.step_count:  # the page's last evaluation, when the run ends
+    tuner.evals.append(tuner.evaluate())
+print(f"{tuner.step_count:,} of {tuner.max_steps:,} steps in {time.perf_counter() - t0:.0f} s ({tuner.what()}).")
+last = tuner.evals[-1]
+train_loss = ema([m.loss for m in tuner.history], 0.9)
+print(f"Step {tuner.step_count:,} / {tuner.max_steps:,}; train loss (smoothed) "
+      f"{'-' if not tuner.history else format(train_loss[-1], '.3f')}; validation loss {last.loss:.3f}; "
+      f"validation accuracy {100 * last.accuracy:.1f} %; evaluated at step {last.step:,}.")
+evals = pd.DataFrame({"step": [e.step for e in tuner.evals], "validation loss": [e.loss for e in tuner.evals],
+                      "validation accuracy": [e.accuracy for e in tuner.evals]})
+""" + show_table("evals", "Validation at each evaluation") + """
+curves_figure({"step": np.array([m.step for m in tuner.history], dtype=int), "train_loss": train_loss,
+               "train_accuracy": ema([m.accuracy for m in tuner.history], 0.9), "eval_step": evals["step"].to_numpy(),
+               "valid_loss": evals["validation loss"].to_numpy(),
+               "valid_accuracy": evals["validation accuracy"].to_numpy()}).show()
+confusion_figure(last.confusion, list(task.labels)).show()
+"""),
+    ]
+    return imports, cells

@@ -300,3 +300,31 @@ def test_a_page_opens_on_the_settings_a_lesson_steps_notebook_reproduces(page):
     want = page_defaults.of(page, bert_core.load_model("bundled").config)
     got = {k: v for k, v in view.settings.items() if not (page == "heads" and k in ("clean", "corrupt", "target"))}
     assert got == {k: v for k, v in want.items() if k in got} and set(view.settings) == set(want)
+
+
+def test_finetuning_before_and_after_ten_steps(kernel, slots):
+    """Fine-tuning offers its notebook before any run (the whole default run: task, recipe, seed), and after "Run 10
+    steps" one that stops where the page stands and prints the page's metrics (its whole run: benchmarks)."""
+    at = open_page("finetuning", timeout=900)
+    assert_ok(at)
+    assert offers_button(at, "finetuning")
+    before = at.session_state[VIEWS_KEY]["finetuning"]
+    assert (before.settings["task"], before.settings["base"], before.settings["steps"]) == ("topic", "bundled-minilm",
+                                                                                            None)
+    at.button(key="ft_ten").click().run()
+    assert_ok(at)
+    fs = at.session_state["ft_session"]
+    assert fs.step == 10
+    view = at.session_state[VIEWS_KEY]["finetuning"]
+    assert view.settings == {**before.settings, "steps": 10}
+    assert view.settings["recipe"]["seed"] == view.seed
+    t = time.perf_counter()
+    _, out = run(notebook_bytes(view), kernel, timeout=600)
+    TIMES["finetuning (10 steps)"] = time.perf_counter() - t
+    m = {x.label: x.value for x in at.metric}
+    assert "RECIPE is what finetune_defaults picks here: True" in out
+    assert (f"Step {m['Step']}; train loss (smoothed) {m['Train loss (smoothed)']}; validation loss "
+            f"{m['Validation loss']}; validation accuracy {m['Validation accuracy']}; evaluated at step "
+            f"{m['Evaluated at step']}.") in out, (m, out[-1500:])
+    c = bert_core.run_cost(fs.trainer.base, fs.trainer.task, fs.trainer.cfg)
+    assert f"This run trains {c['trainable']:,} parameters" in out
