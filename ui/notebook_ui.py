@@ -17,7 +17,8 @@ import bert_core
 from bert_core.finetune.tasks import builtin_tasks
 from bert_core.notebooks import PAGES, View, notebook_bytes
 from ui import lesson, page_defaults
-from ui.state import Current
+from ui.finetune_ui import new_head_bases, recipe_config
+from ui.state import BUNDLED_LABEL, Current
 
 DIST = "bert-explorer"  # the project's distribution name (pyproject.toml's [project] name)
 
@@ -87,15 +88,38 @@ def finetuning_button(cur: Current, trainer, task, base: str, cfg) -> None:
                     recipe=dataclasses.asdict(cfg), steps=steps)
 
 
+def head_run_button(cur: Current, page: str, trainer, base_label: str, task, chosen: dict, text: str,
+                    **settings) -> None:
+    """Tagging and Question answering, beside the run's buttons: the page's fine-tuning run as a notebook (before any
+    run the one Start would begin, during one where it stands), which then tags or answers `text` with the new head.
+    `task`: the built-in task's first n examples, as the page builds it; `chosen`: `new_head_settings`' values."""
+    steps = None
+    if trainer is not None:
+        task, cfg = trainer.task, trainer.cfg
+        steps = None if trainer.done else trainer.step_count
+    else:
+        memo = st.session_state.setdefault("notebook_recipes", {})
+        key = (page, base_label, cur.model_key, len(getattr(task, "train_words", getattr(task, "train", ()))),
+               tuple(sorted(chosen.items())), cur.seed)
+        if key not in memo:  # all weights: finetune_defaults reads every training text's length (once per setting)
+            memo.clear()
+            memo[key] = recipe_config(new_head_bases(cur)[base_label][1](), task, chosen, cur.seed)
+        cfg = memo[key]
+    n = len(task.train_words) if hasattr(task, "train_words") else len(task.train)
+    train = {"n": n, "base": "bundled" if base_label == BUNDLED_LABEL else cur.model_key,
+             "recipe": dataclasses.asdict(cfg), "steps": steps}
+    offer(view_of(cur, page, text, **settings, head="train", train=train), f"{page}-run", slot="-run")
+
+
 def notebook_button(cur: Current, page: str, text: str | None = None, **settings) -> None:
     """"Open as a notebook": a .ipynb that recomputes this view (written only when clicked)."""
     offer(view_of(cur, page, text, **settings), page)
 
 
-def offer(view: View, name: str) -> None:
-    """The download button for `view`'s notebook, `bert-explorer-<name>.ipynb`."""
-    st.session_state.setdefault(VIEWS_KEY, {})[view.page] = view
-    _download("Open as a notebook (.ipynb)", lambda: notebook_bytes(view), name, key=f"notebook-{view.page}",
+def offer(view: View, name: str, slot: str = "") -> None:
+    """The download button for `view`'s notebook, `bert-explorer-<name>.ipynb` (`slot`: a page's second one)."""
+    st.session_state.setdefault(VIEWS_KEY, {})[view.page + slot] = view
+    _download("Open as a notebook (.ipynb)", lambda: notebook_bytes(view), name, key=f"notebook-{view.page}{slot}",
               help="A Jupyter notebook that recomputes this view with bert_core: the same model, text and "
                    "settings, the same figures and numbers. Its first cell installs bert_core where it is missing.")
 

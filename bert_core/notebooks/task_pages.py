@@ -102,8 +102,11 @@ df["majority label"] = r.majority
     ]
 
 
-def head_model(what: str, zip_name: str, head: str, has: str) -> list:
-    """Cells that pick the model with a task head: the sidebar's own, or the one fine-tuned in the app's session."""
+def head_model(what: str, zip_name: str, head: str, has: str, train: dict | None = None) -> list:
+    """Cells that pick the model with a task head: the sidebar's own, the one fine-tuned in the app's session, or
+    (head "train") a new head trained here as the page's run trains it."""
+    if head == "train":
+        return train_head(what, train)
     if head != "session":
         return [code(f"{what} = model  # the page's {what}: the sidebar's model, which has the head")]
     return [
@@ -114,6 +117,48 @@ def head_model(what: str, zip_name: str, head: str, has: str) -> list:
         code(f"""
 HEAD_MODEL = None  # e.g. "{zip_name.removesuffix('.zip')}": the unzipped folder
 {what} = bert_core.load_model(HEAD_MODEL) if HEAD_MODEL else model
+"""),
+    ]
+
+
+def train_head(what: str, train: dict) -> list:
+    """The Tagging or QA page's fine-tuning run (its built-in task's first N examples, base, recipe and seed), then
+    `what` = the trained model."""
+    tagger = what == "tagger"
+    task = ("first_sentences(builtin_pos_task(), TRAIN['n'])" if tagger else
+            "first_examples(builtin_qa_task(), TRAIN['n'])")
+    imports = ("from bert_core.finetune.tagging import builtin_pos_task, first_sentences" if tagger else
+               "from bert_core.finetune.qa import builtin_qa_task, first_examples")
+    metric = ("f\"validation accuracy (words) {100 * last.accuracy:.1f} %\"" if tagger else
+              "f\"validation exact match {100 * last.accuracy:.1f} %, token F1 {100 * last.f1:.1f} %\"")
+    return [
+        md(f"### The page's run: a new {what}",
+           f"The page's {what} is trained in the app; here the same run trains it again: the built-in task's first "
+           "`TRAIN['n']` training examples, the base model `TRAIN['base']`, the recipe `TRAIN['recipe']` "
+           "(`token_finetune_defaults` unless changed on the page) and its seed"
+           + (f", stopped at step {train['steps']}, where the page stood" if train.get("steps") else "")
+           + ". A frozen encoder's head is fit exactly (L-BFGS on the cached vectors): a minute or two on two "
+             "cores with MiniLM."),
+        code(f"""
+import time
+
+from bert_core.finetune.finetuning import FineTuneConfig
+{imports}
+from bert_core.runs.finetune_run import tuner_class
+
+task = {task}
+cfg = FineTuneConfig(**TRAIN["recipe"])
+base = model if TRAIN["base"] == MODEL else bert_core.load_model(TRAIN["base"])
+tuner = tuner_class(task, cfg)(base, task, cfg)
+t0 = time.perf_counter()
+while not tuner.done and (TRAIN["steps"] is None or tuner.step_count < TRAIN["steps"]):
+    tuner.step()
+if tuner.done and tuner.evals[-1].step != tuner.step_count:  # the page's last evaluation, when the run ends
+    tuner.evals.append(tuner.evaluate())
+last = tuner.evals[-1]
+print(f"{{tuner.step_count:,}} of {{tuner.max_steps:,}} steps in {{time.perf_counter() - t0:.0f}} s; "
+      f"validation loss {{last.loss:.3f}}; " + {metric} + f" at step {{last.step:,}}.")
+{what} = tuner.as_loaded()
 """),
     ]
 
@@ -129,7 +174,8 @@ def tagging(v: View):
            "its **first piece** (the other pieces are ignored by the loss, as in BERT's paper):",
            "",
            r"$$p(y_t = c \mid x) = \operatorname{softmax}(W_c\,h_t + b_c)_c$$"),
-        *head_model("tagger", "bert-explorer-tagger.zip", v.settings["head"], "token-classification"),
+        *head_model("tagger", "bert-explorer-tagger.zip", v.settings["head"], "token-classification",
+                    v.settings["train"]),
         code("""
 if not isinstance(tagger.model, BertForTokenClassification):
     print(f"{tagger.name} has no token-classification head, so it cannot tag.")
@@ -160,7 +206,8 @@ def qa(v: View):
            r"\quad s \le e,\ e - s + 1 \le L_{max}$$",
            "",
            "Here `TEXT` is the passage."),
-        *head_model("reader", "bert-explorer-qa.zip", v.settings["head"], "question-answering"),
+        *head_model("reader", "bert-explorer-qa.zip", v.settings["head"], "question-answering",
+                    v.settings["train"]),
         code("""
 try:
     r = answer(reader, QUESTION, TEXT, top_k=TOP_K, max_answer_tokens=MAX_TOKENS)

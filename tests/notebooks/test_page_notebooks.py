@@ -328,3 +328,34 @@ def test_finetuning_before_and_after_ten_steps(kernel, slots):
             f"{m['Evaluated at step']}.") in out, (m, out[-1500:])
     c = bert_core.run_cost(fs.trainer.base, fs.trainer.task, fs.trainer.cfg)
     assert f"This run trains {c['trainable']:,} parameters" in out
+
+
+@pytest.mark.parametrize("page", ["tagging", "qa"])
+def test_tagging_and_qa_offer_their_run_before_it_and_where_it_stands(kernel, slots, page):
+    """Before any run, beside its buttons, the page offers its fine-tuning run as a notebook (the built-in task's
+    size, base, recipe, seed); after "Run 10 steps" one that stops there and prints the page's validation loss."""
+    prefix = "tg" if page == "tagging" else "qa"
+    at = open_page(page, timeout=900)
+    assert_ok(at)
+    assert any(b.key == f"notebook-{page}-run" for b in at.get("download_button"))
+    before = at.session_state[VIEWS_KEY][f"{page}-run"]
+    assert before.settings["head"] == "train" and before.settings["train"]["steps"] is None
+    assert before.settings["train"]["n"] == (3_000 if page == "tagging" else 1_000)
+    assert before.settings["train"]["recipe"]["seed"] == before.seed
+    if page == "qa":  # every weight of MiniLM at 192 tokens (1,223 MB) is refused by the 1,000 MB budget: head only
+        from ui.state import BUNDLED_LABEL
+
+        at.selectbox(key="qa_base").set_value(BUNDLED_LABEL).run()
+        at.toggle(key="qa_freeze").set_value(True).run()
+        before = at.session_state[VIEWS_KEY][f"{page}-run"]
+        assert before.settings["train"]["base"] == "bundled" and before.settings["train"]["recipe"]["freeze_encoder"]
+    at.button(key=f"{prefix}_ten").click().run()
+    assert_ok(at)
+    view = at.session_state[VIEWS_KEY][f"{page}-run"]
+    assert view.settings["train"] == {**before.settings["train"], "steps": 10}
+    t = time.perf_counter()
+    _, out = run(notebook_bytes(view), kernel, timeout=600)
+    TIMES[f"{page} run (10 steps)"] = time.perf_counter() - t
+    m = {x.label: x.value for x in at.metric}
+    assert f"10 of {m['Step'].split(' / ')[1]} steps" in out, out[-1500:]
+    assert f"validation loss {m['Validation loss']};" in out, (m, out[-1500:])
