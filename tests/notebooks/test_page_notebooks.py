@@ -248,7 +248,8 @@ def test_models_trained_in_the_session_are_said_and_replaced(kernel):
     """A sidebar model or a tagger trained in the app stays there: the notebook says so and loads the bundled model."""
     from bert_core.notebooks import View
 
-    v = View("tagging", "session", "session", "4 layers", "The cat sat.", None, 3, {"head": "session"}, version="0.1.0")
+    v = View("tagging", "session", "session", "4 layers", "The cat sat.", None, 3, {"head": "session", "train": None},
+             version="0.1.0")
     nb = build(v)
     said = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "trained in the app's session" in said and "fine-tuned in the app's session" in said
