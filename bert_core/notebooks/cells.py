@@ -96,6 +96,8 @@ import importlib.util
 if importlib.util.find_spec("bert_core") is None:  # not installed here yet: pip-install the project (once)
     %pip install --quiet {pip_target(REPO_PLACEHOLDER)!r}
     importlib.invalidate_caches()
+    if importlib.util.find_spec("bert_core") is None:  # pip failed (no network, a wrong address): say so here
+        raise ModuleNotFoundError("bert_core is not installed: pip's message above says why")
 """),
         ]
     return [
@@ -111,6 +113,8 @@ import importlib.util
 if importlib.util.find_spec("bert_core") is None:  # not installed here yet: pip-install the project (once)
     %pip install --quiet {pip_target(view.repo_url)!r}
     importlib.invalidate_caches()
+    if importlib.util.find_spec("bert_core") is None:  # pip failed (no network, a wrong address): say so here
+        raise ModuleNotFoundError("bert_core is not installed: pip's message above says why")
 """),
     ]
 
