@@ -12,35 +12,22 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "notebooks")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "notebooks"), str(ROOT / "tests" / "packaging")]
 OUT = ROOT / "benchmarks" / "output" / "finetuning_notebook"
-SOURCES = ("pyproject.toml", "README.md", "app.py", "views", ".streamlit", "bert_core", "ui", "classroom")
 
 
 def install() -> Path:
     """The project's wheel (pip wheel . --no-deps), installed alone into a folder; that folder."""
-    shutil.rmtree(OUT, ignore_errors=True)
-    src = OUT / "src"
-    src.mkdir(parents=True)
-    for name in SOURCES:
-        p = ROOT / name
-        (shutil.copytree(p, src / name, ignore=shutil.ignore_patterns("__pycache__")) if p.is_dir()
-         else shutil.copy2(p, src / name))
-    env = {**os.environ, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_ROOT_USER_ACTION": "ignore"}
-    pip = [sys.executable, "-m", "pip"]
-    subprocess.run([*pip, "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(OUT / "dist"), str(src)],
-                   check=True, env=env)
-    (whl,) = (OUT / "dist").glob("*.whl")
-    subprocess.run([*pip, "install", "-q", "--no-deps", "--target", str(OUT / "site"), str(whl)], check=True, env=env)
+    from install_util import build_wheel, install
+
+    whl = build_wheel(OUT)
     print(f"wheel: {whl.name}, {whl.stat().st_size / 1e6:.1f} MB")
-    return OUT / "site"
+    return install(whl, OUT / "site")
 
 
 def main() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -20,42 +19,20 @@ from pathlib import Path
 import nbformat
 import pandas as pd
 import pytest
+from install_util import ROOT, build_wheel, install
 
-ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests" / "output" / "packaging"
-SOURCES = ("pyproject.toml", "README.md", "app.py", "views", ".streamlit", "bert_core", "ui", "classroom")
 DATA = ("bert_core/bundled", "bert_core/bundled_minilm", "bert_core/data", "bert_core/inspect/static/vendor")
 
 
 @pytest.fixture(scope="module")
 def wheel() -> Path:
-    """The project's wheel, built from a copy of the sources."""
-    shutil.rmtree(OUT, ignore_errors=True)
-    src = OUT / "src"
-    src.mkdir(parents=True)
-    for name in SOURCES:
-        p = ROOT / name
-        if p.is_dir():
-            shutil.copytree(p, src / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-        else:
-            shutil.copy2(p, src / name)
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-                    "-w", str(OUT / "dist"), str(src)], check=True, env=_pip_env())
-    (whl,) = (OUT / "dist").glob("bert_explorer-*.whl")
-    return whl
+    return build_wheel(OUT)
 
 
 @pytest.fixture(scope="module")
 def site(wheel) -> Path:
-    """The wheel installed alone (--no-deps) into a folder: torch and the rest come from this interpreter."""
-    target = OUT / "site"
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target), str(wheel)],
-                   check=True, env=_pip_env())
-    return target
-
-
-def _pip_env() -> dict[str, str]:
-    return {**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INDEX": "1", "PIP_ROOT_USER_ACTION": "ignore"}
+    return install(wheel, OUT / "site")
 
 
 def _outside(site: Path, code: str) -> subprocess.CompletedProcess:
