@@ -393,7 +393,7 @@ print(q.reveal)
 """),
     ]
     page = s["page"]
-    if page in PAGES and page != "lesson":
+    if page in PAGES and page not in ("lesson", "finetuning"):  # Fine-tuning's notebook is a run, not this sentence
         spec = PAGES[page]
         spec.check(s["page_settings"])
         imports, body = spec.build(v)
