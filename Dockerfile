@@ -6,7 +6,8 @@
 # and scripts/test by hand, which tests/app/test_deploy.py checks (same Python, same pins, same app command).
 # The install is CI's, minus the test tools: CI installs requirements-dev.txt (the runtime pins plus
 # pytest, playwright...), this installs requirements.txt (the same runtime pins plus PyTorch's CPU
-# wheel index, so torch is 2.13.0+cpu and none of the CUDA packages come along).
+# wheel index, so torch is 2.13.0+cpu and none of the CUDA packages come along). Both apply constraints.txt:
+# every package at the version the tests ran with.
 FROM python:3.11-slim
 
 # BERT_EXPLORER_MODEL: the model a fresh visitor sees. A container usually has the network: the real
@@ -24,10 +25,10 @@ RUN useradd --create-home --uid 1000 app
 WORKDIR /app
 
 # Requirements first: the layer with torch (about 200 MB) is rebuilt only when a pin changes.
-COPY requirements.txt requirements-runtime.txt ./
+COPY requirements.txt requirements-runtime.txt constraints.txt ./
 RUN python -m pip install -r requirements.txt
 
-# The app, its bundled model (bert_core/bundled, 21 MB) and .streamlit/config.toml.
+# The app, its two bundled models (bert_core/bundled 25 MB, bert_core/bundled_minilm 45 MB) and .streamlit/config.toml.
 COPY --chown=app:app . .
 USER app
 

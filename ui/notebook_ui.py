@@ -3,20 +3,54 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import importlib.metadata
 import os
 import re
+import tomllib
 import weakref
+from pathlib import Path
 
 import streamlit as st
 
 import bert_core
+from bert_core.finetune.tasks import builtin_tasks
 from bert_core.notebooks import PAGES, View, notebook_bytes
 from ui import page_defaults
+from ui.finetune_ui import new_head_bases, recipe_config
 from ui.lesson import content as lesson
-from ui.state import Current
+from ui.state import BUNDLED_LABEL, Current
 
-# Where the project's code lives, for the notebook's install cell; a placeholder the reader fills in otherwise.
-REPO_URL = os.environ.get("BERT_EXPLORER_REPO_URL", "").strip()
+DIST = "bert-explorer"  # the project's distribution name (pyproject.toml's [project] name)
+
+
+def project_info() -> tuple[str, str]:
+    """(version, repository address) of the running app; an address in BERT_EXPLORER_REPO_URL wins."""
+    version, url = _project()
+    return version, os.environ.get("BERT_EXPLORER_REPO_URL", "").strip() or url
+
+
+@functools.cache
+def _project() -> tuple[str, str]:
+    """(version, [project.urls] Repository): the metadata of the installed distribution that holds this bert_core
+    (an older one installed beside a checkout does not count), or else pyproject.toml beside it (a checkout)."""
+    version = url = ""
+    try:
+        dist = importlib.metadata.distribution(DIST)
+        if Path(dist.locate_file("bert_core/__init__.py")).resolve() == Path(bert_core.__file__).resolve():
+            version = dist.version
+            urls = dict(u.split(", ", 1) for u in dist.metadata.get_all("Project-URL") or [] if ", " in u)
+            url = urls.get("Repository", "")
+    except importlib.metadata.PackageNotFoundError:  # a checkout that was never pip-installed
+        pass
+    pyproject = Path(bert_core.__file__).resolve().parents[1] / "pyproject.toml"
+    if not version and pyproject.is_file():
+        with open(pyproject, "rb") as f:
+            project = tomllib.load(f).get("project", {})
+        version, url = project.get("version", ""), project.get("urls", {}).get("Repository", "")
+    return version, url
+
+
 VIEWS_KEY = "notebook_views"  # page -> the View its button offers (read by the tests, which run the notebook)
 
 
@@ -36,9 +70,46 @@ def model_size(m: bert_core.LoadedModel) -> str:
 def view_of(cur: Current, page: str, text: str | None = None, **settings) -> View:
     """The View a page shows: the sidebar's model and input (or the page's own text) and its settings."""
     source = "session" if cur.model_key.startswith("session:") else cur.model.source
-    return View(page, cur.model_key if source != "session" else "session", source, model_size(cur.model),
-                cur.text if text is None else text, cur.text_pair, cur.seed,
-                settings, bert_core.__version__, REPO_URL)
+    version, repo_url = project_info()
+    return View(page=page, model=cur.model_key if source != "session" else "session", source=source,
+                model_size=model_size(cur.model), text=cur.text if text is None else text, pair=cur.text_pair,
+                seed=cur.seed, settings=settings, version=version, repo_url=repo_url)
+
+
+def finetuning_button(cur: Current, trainer, task, base: str, cfg) -> None:
+    """The Fine-tuning page's notebook: the run on the page (where it stands), or the one Start would begin, with its
+    task, base model (`base`: a load_model name or "session"), recipe and seed; offered before any run too."""
+    steps = None
+    if trainer is not None:
+        task, cfg = trainer.task, trainer.cfg
+        steps = None if trainer.done else trainer.step_count
+    if task is None or cfg is None:
+        return
+    notebook_button(cur, "finetuning", task=task.name if task.name in builtin_tasks() else None, base=base,
+                    recipe=dataclasses.asdict(cfg), steps=steps)
+
+
+def head_run_button(cur: Current, page: str, trainer, base_label: str, task, chosen: dict, text: str,
+                    **settings) -> None:
+    """Tagging and Question answering, beside the run's buttons: the page's fine-tuning run as a notebook (before any
+    run the one Start would begin, during one where it stands), which then tags or answers `text` with the new head.
+    `task`: the built-in task's first n examples, as the page builds it; `chosen`: `new_head_settings`' values."""
+    steps = None
+    if trainer is not None:
+        task, cfg = trainer.task, trainer.cfg
+        steps = None if trainer.done else trainer.step_count
+    else:
+        memo = st.session_state.setdefault("notebook_recipes", {})
+        key = (page, base_label, cur.model_key, len(getattr(task, "train_words", getattr(task, "train", ()))),
+               tuple(sorted(chosen.items())), cur.seed)
+        if key not in memo:  # all weights: finetune_defaults reads every training text's length (once per setting)
+            memo.clear()
+            memo[key] = recipe_config(new_head_bases(cur)[base_label][1](), task, chosen, cur.seed)
+        cfg = memo[key]
+    n = len(task.train_words) if hasattr(task, "train_words") else len(task.train)
+    train = {"n": n, "base": "bundled" if base_label == BUNDLED_LABEL else cur.model_key,
+             "recipe": dataclasses.asdict(cfg), "steps": steps}
+    offer(view_of(cur, page, text, **settings, head="train", train=train), f"{page}-run", slot="-run")
 
 
 def notebook_button(cur: Current, page: str, text: str | None = None, **settings) -> None:
@@ -46,12 +117,12 @@ def notebook_button(cur: Current, page: str, text: str | None = None, **settings
     offer(view_of(cur, page, text, **settings), page)
 
 
-def offer(view: View, name: str) -> None:
-    """The download button for `view`'s notebook, `bert-explorer-<name>.ipynb`."""
-    st.session_state.setdefault(VIEWS_KEY, {})[view.page] = view
-    _download("Open as a notebook (.ipynb)", lambda: notebook_bytes(view), name, key=f"notebook-{view.page}",
+def offer(view: View, name: str, slot: str = "") -> None:
+    """The download button for `view`'s notebook, `bert-explorer-<name>.ipynb` (`slot`: a page's second one)."""
+    st.session_state.setdefault(VIEWS_KEY, {})[view.page + slot] = view
+    _download("Open as a notebook (.ipynb)", lambda: notebook_bytes(view), name, key=f"notebook-{view.page}{slot}",
               help="A Jupyter notebook that recomputes this view with bert_core: the same model, text and "
-                   "settings, the same figures and numbers. Runs offline next to the app's code.")
+                   "settings, the same figures and numbers. Its first cell installs bert_core where it is missing.")
 
 
 def _download(label: str, data, name: str, **kwargs) -> None:
@@ -92,7 +163,7 @@ def followed_button() -> None:
     _download("This step's notebook", lambda: notebook_bytes(views["lesson"]), "lesson-step",
               key="notebook-lesson-followed", width="stretch",
               help="A Jupyter notebook that recomputes the step on your screen with bert_core: the same model, "
-                   "sentence and question. Runs offline next to the app's code.")
+                   "sentence and question. Its first cell installs bert_core where it is missing.")
 
 
 def lesson_view(cur: Current, k: int, text: str, pair: str | None) -> View:

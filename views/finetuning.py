@@ -33,6 +33,7 @@ from bert_core.runs.settings import decode_upload
 from bert_core.runs.status import FINISHED, IDLE, RUNNING, WAITING, format_seconds
 from ui import callbacks
 from ui.finetune_ui import keep_ui, run_status
+from ui.notebook_ui import finetuning_button
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
 from ui.widgets import chart, live_run, memory_wait_ui, model_line, run_buttons, run_controls, table
 
@@ -407,6 +408,8 @@ saved.update({k: st.session_state[k] for k in saved if k in st.session_state})
 if cfg is not None and not locked:
     cost_ui(base_label, task, cfg)
 controls_ui(task, task_error, base_label, cfg)
+finetuning_button(cur, fs.trainer, task, {BUNDLED_LABEL: "bundled", SESSION_LABEL: "session"}.get(base_label,
+                                                                                        cur.model_key), cfg)
 
 if fs.state == WAITING:  # the server's memory for users' runs is full: wait in line for it
     memory_wait_ui(fs, QUEUED_TICK_SECONDS, TRAIN_SECONDS)

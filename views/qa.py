@@ -25,7 +25,7 @@ from ui.finetune_ui import (
     recipe_config,
     run_status,
 )
-from ui.notebook_ui import notebook_button
+from ui.notebook_ui import head_run_button, notebook_button
 from ui.state import require_current
 from ui.transfer_ui import TransferTask, transfer_sections
 from ui.widgets import chart, model_line, run_buttons, run_controls, table
@@ -82,7 +82,7 @@ def read_ui() -> None:
     top_k = c1.slider("Spans shown", 1, 10, 3, key="qa_top_k")
     max_tokens = c2.slider("Longest answer (tokens)", 1, 64, MAX_ANSWER_TOKENS, key="qa_max_tokens")
     notebook_button(cur, "qa", passage, question=question, top_k=top_k, max_tokens=max_tokens,
-                    head="sidebar" if chosen is cur.model else "session")
+                    head="sidebar" if chosen is cur.model else "session", train=None)
     if not passage.strip() or not question.strip():
         st.warning("The passage or the question is empty: type both.")
         return
@@ -187,6 +187,11 @@ if reset:  # the comparison belongs to the run
     st.session_state.pop("qa_se_job", None)
 if not ((start or ten) and qs.state == IDLE and not set_up(n, base_label, cfg)):
     run_controls(qs, start, ten, pause, reset)
+head_run_button(cur, "qa", qs.trainer, base_label, first_examples(builtin_qa_task(), n), cfg,
+                st.session_state.get("qa_context", example.context),
+                question=st.session_state.get("qa_question", example.question),
+                top_k=st.session_state.get("qa_top_k", 3), max_tokens=st.session_state.get("qa_max_tokens",
+                                                                                          MAX_ANSWER_TOKENS))
 
 
 def live_ui() -> None:

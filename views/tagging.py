@@ -32,7 +32,7 @@ from ui.finetune_ui import (
     recipe_config,
     run_status,
 )
-from ui.notebook_ui import notebook_button
+from ui.notebook_ui import head_run_button, notebook_button
 from ui.state import page_text, require_current
 from ui.transfer_ui import TransferTask, transfer_sections
 from ui.widgets import chart, model_line, run_buttons, run_controls, table
@@ -82,7 +82,7 @@ def tag_ui() -> None:
                 "(for named entities, say), or pick a tagger in the sidebar.")
         return
     chosen = pick_ready(found, "Tagger", "tg_tagger")
-    notebook_button(cur, "tagging", text, head="sidebar" if chosen is cur.model else "session")
+    notebook_button(cur, "tagging", text, head="sidebar" if chosen is cur.model else "session", train=None)
     try:
         with st.spinner("Tagging…"):
             r = tag_words(chosen, text)
@@ -244,6 +244,9 @@ locked = ts.state != IDLE
 choice, text, upload, n = task_ui(locked)
 base_label, cfg = settings_ui(locked)
 controls_ui(choice, text, upload, n, base_label, cfg)
+if choice == BUILTIN:  # (the radio keeps the run's task while it is locked)
+    head_run_button(cur, "tagging", ts.trainer, base_label, first_sentences(builtin_pos_task(), n), cfg,
+                    page_text(cur, TAG_EXAMPLE))
 
 
 def live_ui() -> None:

@@ -13,8 +13,7 @@ from dataclasses import dataclass, field
 from nbformat import v4
 
 FALLBACK_MODEL = "bundled-minilm"
-# Where a reader gets the project. The app's server can say where its code lives; otherwise a placeholder
-# the reader replaces (the project is not on PyPI, and its bundled MiniLM ships only with the repository).
+# Where a reader gets the project when the app knows no address (View.repo_url empty): a placeholder to replace.
 REPO_PLACEHOLDER = "<URL of the BERT Explorer repository>"
 
 
@@ -30,10 +29,11 @@ class View:
     pair: str | None
     seed: int
     settings: dict = field(default_factory=dict)
-    prose: dict = field(default_factory=dict)  # our own Markdown for the notebook (a Lesson step's words), not code
-    version: str = ""  # the app's version (bert_core.__version__)
-    repo_url: str = ""  # where the project's code is, if the server says so
-    created: str = ""  # ISO date; today when empty
+    # By name only: given by position, the version once landed in `prose` and the address in `version`.
+    prose: dict = field(default_factory=dict, kw_only=True)  # our own Markdown (a Lesson step's words), not code
+    version: str = field(default="", kw_only=True)  # the app's version (the installed distribution's, or pyproject's)
+    repo_url: str = field(default="", kw_only=True)  # the project's git repository (or a wheel's URL) to pip-install
+    created: str = field(default="", kw_only=True)  # ISO date; today when empty
 
 
 def md_text(s: str) -> str:
@@ -62,11 +62,12 @@ def header(view: View, title: str) -> list:
                  f"`{FALLBACK_MODEL}` instead)")
     else:
         model = f"{md_text(view.model)} ({view.source})"
+    where = f" Its code: {md_text(view.repo_url)}." if view.repo_url else ""
     return [md(
         f"# {title}: the view, as a notebook",
         "",
         f"Made by BERT Explorer {md_text(view.version or '(version unknown)')} on {created}. "
-        f"Model: {model}; {md_text(view.model_size)}.",
+        f"Model: {model}; {md_text(view.model_size)}.{where}",
         "",
         "The cells recompute the page's view through `bert_core`'s public functions, draw its figures with "
         "`bert_core.figures` and print its numbers as tables (what the notebook leaves out is said at its end). "
@@ -74,19 +75,46 @@ def header(view: View, title: str) -> list:
     )]
 
 
+def pip_target(repo_url: str) -> str:
+    """What `pip install` takes for the project at `repo_url`: a wheel's URL as it is, a git repository as git+."""
+    if repo_url.endswith(".whl") or repo_url.startswith(("git+", "bert-explorer")):
+        return repo_url
+    return f"bert-explorer @ git+{repo_url}"
+
+
 def install(view: View) -> list:
-    url = view.repo_url or REPO_PLACEHOLDER
+    if not view.repo_url:
+        return [
+            md("## 1. Get `bert_core`",
+               "`bert_core` is BERT Explorer's own package, with its bundled models. Where it is importable (next to "
+               "the app, or installed) the next cell does nothing. Elsewhere (Colab, a fresh environment) put the "
+               "address of BERT Explorer's repository in place of the placeholder and run it once."),
+            code(f"""
+import importlib
+import importlib.util
+
+if importlib.util.find_spec("bert_core") is None:  # not installed here yet: pip-install the project (once)
+    %pip install --quiet {pip_target(REPO_PLACEHOLDER)!r}
+    importlib.invalidate_caches()
+    if importlib.util.find_spec("bert_core") is None:  # pip failed (no network, a wrong address): say so here
+        raise ModuleNotFoundError("bert_core is not installed: pip's message above says why")
+"""),
+        ]
     return [
         md("## 1. Get `bert_core`",
-           "`bert_core` is BERT Explorer's own package; it is not on PyPI and its bundled models ship with the "
-           "repository. Where it is already importable (next to the app, or installed) leave the next cell as it "
-           "is. Elsewhere (Colab, a fresh environment) remove the `# ` before its lines"
-           + ("" if view.repo_url else ", with the repository's address in place of the placeholder")
-           + ", and run it once."),
+           "`bert_core` is BERT Explorer's own package, with its bundled models. Where it is importable (next to the "
+           "app, or installed) the next cell does nothing; elsewhere (Colab, a fresh environment) it installs the "
+           f"project with pip from {md_text(view.repo_url)}: about 75 MB, plus whichever of torch, transformers, "
+           "pandas and Streamlit the environment lacks."),
         code(f"""
-# !git clone --depth 1 {url} bert-explorer
-# %pip install -r bert-explorer/requirements.txt
-# import sys; sys.path.insert(0, "bert-explorer")
+import importlib
+import importlib.util
+
+if importlib.util.find_spec("bert_core") is None:  # not installed here yet: pip-install the project (once)
+    %pip install --quiet {pip_target(view.repo_url)!r}
+    importlib.invalidate_caches()
+    if importlib.util.find_spec("bert_core") is None:  # pip failed (no network, a wrong address): say so here
+        raise ModuleNotFoundError("bert_core is not installed: pip's message above says why")
 """),
     ]
 
@@ -101,6 +129,9 @@ def setup(view: View, settings_code: str, imports: str = "") -> list:
         model = FALLBACK_MODEL
     else:
         model = view.model  # a bundled name, a hub id or a folder: load_model takes each
+        if view.source == "local":
+            cells.append(md(f"**The page's model is a folder on the app's machine** ({md_text(view.model)}): "
+                            "copy it next to this notebook, or change `MODEL` below to where it is."))
     cells.append(md("## 2. The model and the input", "The same model, text and settings as on the page."))
     cells.append(code(f"""
 import pandas as pd
@@ -109,6 +140,10 @@ import bert_core
 {imports.strip()}
 
 pd.set_option("display.width", 200)
+MADE_WITH = {view.version!r}  # the app's version that wrote this notebook
+if MADE_WITH and getattr(bert_core, "__version__", None) != MADE_WITH:
+    print(f"Note: this notebook was made with BERT Explorer {{MADE_WITH}}; this bert_core is "
+          f"{{getattr(bert_core, '__version__', 'unknown')}}, so its numbers may differ from the page's.")
 MODEL = {model!r}
 model = bert_core.load_model(MODEL)
 n_params = sum(p.numel() for p in model.model.parameters())

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .cells import FALLBACK_MODEL as FALLBACK
 from .cells import View, code, md, setting_lines, show_table
-from .task_pages import neighbours, probing, qa, similarity, tagging
+from .task_pages import finetuning, neighbours, probing, qa, similarity, tagging
 
 
 @dataclass(frozen=True)
@@ -393,7 +393,7 @@ print(q.reveal)
 """),
     ]
     page = s["page"]
-    if page in PAGES and page != "lesson":
+    if page in PAGES and page not in ("lesson", "finetuning"):  # Fine-tuning's notebook is a run, not this sentence
         spec = PAGES[page]
         spec.check(s["page_settings"])
         imports, body = spec.build(v)
@@ -437,11 +437,18 @@ PAGES: dict[str, PageSpec] = {
                            neighbours),
     "probing": PageSpec("Probing", {"task": "part of speech or word sense", "n_train": "training sentences"},
                         probing),
-    "tagging": PageSpec("Tagging", {"head": "whose tagger: \"sidebar\" (the model's own head) or \"session\""},
+    "finetuning": PageSpec("Fine-tuning", {"task": "the built-in WordNet task (None: the page's CSV)",
+                                           "base": "the model fine-tuned (MODEL, \"bundled\", or \"session\")",
+                                           "recipe": "the run's FineTuneConfig, field by field",
+                                           "steps": "stop after this many steps (None: the whole run)"}, finetuning),
+    "tagging": PageSpec("Tagging", {"head": "whose tagger: \"sidebar\" (the model's own head), \"session\" or "
+                                            "\"train\" (the page's run, trained here)",
+                                    "train": "the page's run: its task's size, base, recipe and steps"},
                         tagging),
     "qa": PageSpec("Question answering", {"question": "the question (TEXT is the passage)",
                                           "top_k": "spans shown", "max_tokens": "longest answer (tokens)",
-                                          "head": "whose reader: \"sidebar\" or \"session\""}, qa),
+                                          "head": "whose reader: \"sidebar\", \"session\" or \"train\"",
+                                          "train": "the page's run: its task's size, base, recipe and steps"}, qa),
     "lesson": PageSpec("Lesson", {"step": "the Lesson's step (from 1)",
                                   "question": "the function that computes the step's question",
                                   "question_args": "its inputs after the model", "question_kwargs": "and by name",
@@ -467,6 +474,8 @@ LEFT_OUT = {
                     "trained live"),
     "similarity": "the AUC of each pooling on the WordNet pairs",
     "neighbours": "the PCA of one word's vectors across the corpus",
+    "finetuning": ("the bag-of-words baseline (`bert_core.bow_baseline`), the same network untrained "
+                   "(`bert_core.untrained_copy`), the PCA of the pooled vectors and the sample-efficiency figure"),
     "tagging": "fine-tuning a tagger (the page's live run) and its curves",
     "qa": "fine-tuning a reader (the page's live run) and its curves",
 }

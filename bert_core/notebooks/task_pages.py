@@ -102,8 +102,11 @@ df["majority label"] = r.majority
     ]
 
 
-def head_model(what: str, zip_name: str, head: str, has: str) -> list:
-    """Cells that pick the model with a task head: the sidebar's own, or the one fine-tuned in the app's session."""
+def head_model(what: str, zip_name: str, head: str, has: str, train: dict | None = None) -> list:
+    """Cells that pick the model with a task head: the sidebar's own, the one fine-tuned in the app's session, or
+    (head "train") a new head trained here as the page's run trains it."""
+    if head == "train":
+        return train_head(what, train)
     if head != "session":
         return [code(f"{what} = model  # the page's {what}: the sidebar's model, which has the head")]
     return [
@@ -114,6 +117,48 @@ def head_model(what: str, zip_name: str, head: str, has: str) -> list:
         code(f"""
 HEAD_MODEL = None  # e.g. "{zip_name.removesuffix('.zip')}": the unzipped folder
 {what} = bert_core.load_model(HEAD_MODEL) if HEAD_MODEL else model
+"""),
+    ]
+
+
+def train_head(what: str, train: dict) -> list:
+    """The Tagging or QA page's fine-tuning run (its built-in task's first N examples, base, recipe and seed), then
+    `what` = the trained model."""
+    tagger = what == "tagger"
+    task = ("first_sentences(builtin_pos_task(), TRAIN['n'])" if tagger else
+            "first_examples(builtin_qa_task(), TRAIN['n'])")
+    imports = ("from bert_core.finetune.tagging import builtin_pos_task, first_sentences" if tagger else
+               "from bert_core.finetune.qa import builtin_qa_task, first_examples")
+    metric = ("f\"validation accuracy (words) {100 * last.accuracy:.1f} %\"" if tagger else
+              "f\"validation exact match {100 * last.accuracy:.1f} %, token F1 {100 * last.f1:.1f} %\"")
+    return [
+        md(f"### The page's run: a new {what}",
+           f"The page's {what} is trained in the app; here the same run trains it again: the built-in task's first "
+           "`TRAIN['n']` training examples, the base model `TRAIN['base']`, the recipe `TRAIN['recipe']` "
+           "(`token_finetune_defaults` unless changed on the page) and its seed"
+           + (f", stopped at step {train['steps']}, where the page stood" if train.get("steps") else "")
+           + ". A frozen encoder's head is fit exactly (L-BFGS on the cached vectors): a minute or two on two "
+             "cores with MiniLM."),
+        code(f"""
+import time
+
+from bert_core.finetune.finetuning import FineTuneConfig
+{imports}
+from bert_core.runs.finetune_run import tuner_class
+
+task = {task}
+cfg = FineTuneConfig(**TRAIN["recipe"])
+base = model if TRAIN["base"] == MODEL else bert_core.load_model(TRAIN["base"])
+tuner = tuner_class(task, cfg)(base, task, cfg)
+t0 = time.perf_counter()
+while not tuner.done and (TRAIN["steps"] is None or tuner.step_count < TRAIN["steps"]):
+    tuner.step()
+if tuner.done and tuner.evals[-1].step != tuner.step_count:  # the page's last evaluation, when the run ends
+    tuner.evals.append(tuner.evaluate())
+last = tuner.evals[-1]
+print(f"{{tuner.step_count:,}} of {{tuner.max_steps:,}} steps in {{time.perf_counter() - t0:.0f}} s; "
+      f"validation loss {{last.loss:.3f}}; " + {metric} + f" at step {{last.step:,}}.")
+{what} = tuner.as_loaded()
 """),
     ]
 
@@ -129,7 +174,8 @@ def tagging(v: View):
            "its **first piece** (the other pieces are ignored by the loss, as in BERT's paper):",
            "",
            r"$$p(y_t = c \mid x) = \operatorname{softmax}(W_c\,h_t + b_c)_c$$"),
-        *head_model("tagger", "bert-explorer-tagger.zip", v.settings["head"], "token-classification"),
+        *head_model("tagger", "bert-explorer-tagger.zip", v.settings["head"], "token-classification",
+                    v.settings["train"]),
         code("""
 if not isinstance(tagger.model, BertForTokenClassification):
     print(f"{tagger.name} has no token-classification head, so it cannot tag.")
@@ -160,7 +206,8 @@ def qa(v: View):
            r"\quad s \le e,\ e - s + 1 \le L_{max}$$",
            "",
            "Here `TEXT` is the passage."),
-        *head_model("reader", "bert-explorer-qa.zip", v.settings["head"], "question-answering"),
+        *head_model("reader", "bert-explorer-qa.zip", v.settings["head"], "question-answering",
+                    v.settings["train"]),
         code("""
 try:
     r = answer(reader, QUESTION, TEXT, top_k=TOP_K, max_answer_tokens=MAX_TOKENS)
@@ -180,3 +227,82 @@ elif r is not None:
     span_probabilities_figure(tokens, ps, pe, best).show()
 """),
     ]
+
+
+def finetuning(v: View):
+    imports = ("import time\n"
+               "from dataclasses import replace\n\n"
+               "import numpy as np\n\n"
+               "from bert_core.figures.finetuning import confusion_figure, curves_figure\n"
+               "from bert_core.finetune.tasks import task_from_csv\n"
+               "from bert_core.runs.memory import format_mb\n"
+               "from bert_core.runs.settings import ema\n"
+               "from bert_core.runs.status import format_seconds")
+    s = v.settings
+    cells = [
+        md("## 3. The task and the recipe",
+           "A new classifier reads one vector per text (the pooled [CLS], or the mean of the last layer's token "
+           "vectors) and is trained, with the encoder unless frozen, on labelled examples:",
+           "",
+           r"$$p(c \mid x) = \operatorname{softmax}(W_c\,v(x) + b_c)_c,\qquad "
+           r"\mathcal{L} = -\frac{1}{B}\sum_{i=1}^{B} \log p(y_i \mid x_i)$$",
+           "",
+           "`RECIPE` is the page's settings (`bert_core.finetune_defaults` picks them for the model and the task "
+           "unless you changed them there); `SEED` orders the batches and draws the new head and the dropout, so "
+           "the run below is the page's, step for step."),
+    ]
+    if s["base"] == "session":
+        cells.append(md("**The page fine-tuned a model trained in the app's session.** Its weights stay in the app: "
+                        "the cells start from `MODEL` instead, so the numbers are that model's."))
+    if s["task"] is None:
+        cells.append(md("**The page's task was your own CSV.** Put the file's name in `CSV_FILE` below (its fifth "
+                        "held out for validation is drawn with `SEED`, as on the page)."))
+    cells += [
+        code("""
+CSV_FILE = None  # the page's task was a CSV when TASK is None: its file name here
+if TASK is not None:
+    task = bert_core.builtin_tasks()[TASK]
+elif CSV_FILE is not None:
+    with open(CSV_FILE, encoding="utf-8") as f:
+        task = task_from_csv(f.read(), name="your data", seed=SEED)
+else:
+    raise SystemExit("Put the CSV's file name in CSV_FILE (the page's task was your own data).")
+base = model if BASE in (MODEL, "session") else bert_core.load_model(BASE)
+cfg = bert_core.FineTuneConfig(**RECIPE)
+print(f"Task: {task.name}, {len(task.train_texts):,} training and {len(task.valid_texts):,} validation texts, "
+      f"{len(task.labels)} classes. Base model: {base.name}.")
+picked = replace(bert_core.finetune_defaults(base, task), seed=SEED)
+print("RECIPE is what finetune_defaults picks here:", cfg == picked)
+c = bert_core.run_cost(base, task, cfg)
+print(f"This run trains {c['trainable']:,} parameters and needs about {format_mb(c['bytes'])}; about "
+      f"{c['seconds_per_step']:.2f} s a step x {c['steps']:,} steps = {format_seconds(c['seconds'])} "
+      "(estimated for one core of a 2-core server).")
+"""),
+        md("## 4. The run",
+           "Training from step 0 (the untrained head) to the end of the recipe's epochs"
+           + (f", or to step {s['steps']}, where the page stood" if s["steps"] else "")
+           + "; the validation set is evaluated on the page's schedule. On two cores the page's default run takes "
+             "a few minutes."),
+        code("""
+tuner = bert_core.FineTuner(base, task, cfg)
+t0 = time.perf_counter()
+tuner.run(steps=STEPS)
+if tuner.done and tuner.evals[-1].step != tuner.step_count:  # the page's last evaluation, when the run ends
+    tuner.evals.append(tuner.evaluate())
+print(f"{tuner.step_count:,} of {tuner.max_steps:,} steps in {time.perf_counter() - t0:.0f} s ({tuner.what()}).")
+last = tuner.evals[-1]
+train_loss = ema([m.loss for m in tuner.history], 0.9)
+print(f"Step {tuner.step_count:,} / {tuner.max_steps:,}; train loss (smoothed) "
+      f"{'-' if not tuner.history else format(train_loss[-1], '.3f')}; validation loss {last.loss:.3f}; "
+      f"validation accuracy {100 * last.accuracy:.1f} %; evaluated at step {last.step:,}.")
+evals = pd.DataFrame({"step": [e.step for e in tuner.evals], "validation loss": [e.loss for e in tuner.evals],
+                      "validation accuracy": [e.accuracy for e in tuner.evals]})
+""" + show_table("evals", "Validation at each evaluation") + """
+curves_figure({"step": np.array([m.step for m in tuner.history], dtype=int), "train_loss": train_loss,
+               "train_accuracy": ema([m.accuracy for m in tuner.history], 0.9), "eval_step": evals["step"].to_numpy(),
+               "valid_loss": evals["validation loss"].to_numpy(),
+               "valid_accuracy": evals["validation accuracy"].to_numpy()}).show()
+confusion_figure(last.confusion, list(task.labels)).show()
+"""),
+    ]
+    return imports, cells

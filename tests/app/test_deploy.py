@@ -39,12 +39,13 @@ def test_dockerfile_installs_the_runtime_pins_ci_installs_plus_only_the_cpu_inde
     dev, dev_opts = _requirements("requirements-dev.txt")
     assert image == runtime, "requirements.txt must be the runtime pins and nothing else"
     assert set(runtime) <= set(dev), "CI must test the pins the image installs"
-    assert image_opts == ["--extra-index-url https://download.pytorch.org/whl/cpu"]
-    assert dev_opts == [], "CI reaches only PyPI"
+    # Both apply the tested versions of everything (constraints.txt, tests/packaging/test_pins.py).
+    assert image_opts == ["--extra-index-url https://download.pytorch.org/whl/cpu", "-c constraints.txt"]
+    assert dev_opts == ["-c constraints.txt"], "CI reaches only PyPI"
     assert "torch==2.13.0" in runtime
     d = _dockerfile()
     assert re.search(r"^RUN python -m pip install -r requirements\.txt$", d, re.M)
-    copied = re.search(r"^COPY (requirements\.txt requirements-runtime\.txt) \./$", d, re.M)
+    copied = re.search(r"^COPY (requirements\.txt requirements-runtime\.txt constraints\.txt) \./$", d, re.M)
     assert copied, "every file requirements.txt includes must be copied before the install"
     assert "requirements-dev.txt" in (ROOT / ".ci" / "run").read_text()
     assert "requirements-dev.txt" in (ROOT / "scripts" / "test").read_text()

@@ -18,22 +18,25 @@ OUTPUT = ROOT / "tests" / "output" / "notebooks"
 TIMES: dict[str, float] = {}  # notebook -> seconds to run it, printed when a test file ends
 
 
-def kernel_env() -> dict[str, str]:
-    """The kernel's environment: offline, this repository first on the path, two threads (the target machine)."""
+def kernel_env(path: Path = ROOT) -> dict[str, str]:
+    """The kernel's environment: offline, `path` (this repository, or an installed wheel's folder) first on the path,
+    two threads (the target machine)."""
     env = dict(os.environ)
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="2", MPLBACKEND="Agg",
-               PYTHONPATH=os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep))
+               PYTHONPATH=os.pathsep.join([str(path), env.get("PYTHONPATH", "")]).rstrip(os.pathsep) if path == ROOT
+               else str(path))  # an installed wheel's folder alone: not the checkout
     env.pop("BERT_EXPLORER_DEFAULT_MODEL", None)
     return env
 
 
-def start_kernel() -> KernelManager:
-    """One python3 kernel (this interpreter's ipykernel), started in a scratch folder under tests/output."""
-    OUTPUT.mkdir(parents=True, exist_ok=True)
+def start_kernel(path: Path = ROOT, cwd: Path = OUTPUT) -> KernelManager:
+    """One python3 kernel (this interpreter's ipykernel) with `path` first on its path, started in `cwd` (a scratch
+    folder under tests/output)."""
+    cwd.mkdir(parents=True, exist_ok=True)
     km = KernelManager(kernel_name="python3")
     km.kernel_spec  # noqa: B018  (resolve the spec now, so a missing ipykernel fails here)
     km.kernel_cmd = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
-    km.start_kernel(env=kernel_env(), cwd=str(OUTPUT))
+    km.start_kernel(env=kernel_env(path), cwd=str(cwd))
     return km
 
 

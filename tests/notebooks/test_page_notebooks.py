@@ -164,15 +164,17 @@ def test_bert_vs_gpt(kernel, minilm):
 
 def test_hostile_text_stays_a_literal():
     """A text that tries to break out of the string, the Markdown or the HTML stays data in the notebook."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
     from bert_core.notebooks import View
 
     evil = 'x"""\'\'\' ); import os; os.system("rm -rf /") # <script>alert(1)</script> $\\$ [MASK] {TEXT}\n#'
     v = View("predictions", evil, "hub", f"<img src=x onerror=alert(1)> {evil}", evil, evil, 0,
-             {"k": 5, "word": None}, "0.1.0")
+             {"k": 5, "word": None}, version="0.1.0", repo_url=f"https://h/{evil}")
     nb = build(v)
     for cell in nb.cells:
         if cell.cell_type == "code":
-            tree = ast.parse(cell.source)  # valid Python: the text never ends a string early
+            tree = ast.parse(TransformerManager().transform_cell(cell.source))  # the text never ends a string early
             assert "os.system" not in [ast.unparse(n) for n in ast.walk(tree) if isinstance(n, ast.Call)]
         else:
             assert "<script" not in cell.source and "<img" not in cell.source
@@ -246,7 +248,8 @@ def test_models_trained_in_the_session_are_said_and_replaced(kernel):
     """A sidebar model or a tagger trained in the app stays there: the notebook says so and loads the bundled model."""
     from bert_core.notebooks import View
 
-    v = View("tagging", "session", "session", "4 layers", "The cat sat.", None, 3, {"head": "session"}, "0.1.0")
+    v = View("tagging", "session", "session", "4 layers", "The cat sat.", None, 3, {"head": "session", "train": None},
+             version="0.1.0")
     nb = build(v)
     said = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "trained in the app's session" in said and "fine-tuned in the app's session" in said
@@ -298,3 +301,62 @@ def test_a_page_opens_on_the_settings_a_lesson_steps_notebook_reproduces(page):
     want = page_defaults.of(page, bert_core.load_model("bundled").config)
     got = {k: v for k, v in view.settings.items() if not (page == "heads" and k in ("clean", "corrupt", "target"))}
     assert got == {k: v for k, v in want.items() if k in got} and set(view.settings) == set(want)
+
+
+def test_finetuning_before_and_after_ten_steps(kernel, slots):
+    """Fine-tuning offers its notebook before any run (the whole default run: task, recipe, seed), and after "Run 10
+    steps" one that stops where the page stands and prints the page's metrics (its whole run: benchmarks)."""
+    at = open_page("finetuning", timeout=900)
+    assert_ok(at)
+    assert offers_button(at, "finetuning")
+    before = at.session_state[VIEWS_KEY]["finetuning"]
+    assert (before.settings["task"], before.settings["base"], before.settings["steps"]) == ("topic", "bundled-minilm",
+                                                                                            None)
+    at.button(key="ft_ten").click().run()
+    assert_ok(at)
+    fs = at.session_state["ft_session"]
+    assert fs.step == 10
+    view = at.session_state[VIEWS_KEY]["finetuning"]
+    assert view.settings == {**before.settings, "steps": 10}
+    assert view.settings["recipe"]["seed"] == view.seed
+    t = time.perf_counter()
+    _, out = run(notebook_bytes(view), kernel, timeout=600)
+    TIMES["finetuning (10 steps)"] = time.perf_counter() - t
+    m = {x.label: x.value for x in at.metric}
+    assert "RECIPE is what finetune_defaults picks here: True" in out
+    assert (f"Step {m['Step']}; train loss (smoothed) {m['Train loss (smoothed)']}; validation loss "
+            f"{m['Validation loss']}; validation accuracy {m['Validation accuracy']}; evaluated at step "
+            f"{m['Evaluated at step']}.") in out, (m, out[-1500:])
+    c = bert_core.run_cost(fs.trainer.base, fs.trainer.task, fs.trainer.cfg)
+    assert f"This run trains {c['trainable']:,} parameters" in out
+
+
+@pytest.mark.parametrize("page", ["tagging", "qa"])
+def test_tagging_and_qa_offer_their_run_before_it_and_where_it_stands(kernel, slots, page):
+    """Before any run, beside its buttons, the page offers its fine-tuning run as a notebook (the built-in task's
+    size, base, recipe, seed); after "Run 10 steps" one that stops there and prints the page's validation loss."""
+    prefix = "tg" if page == "tagging" else "qa"
+    at = open_page(page, timeout=900)
+    assert_ok(at)
+    assert any(b.key == f"notebook-{page}-run" for b in at.get("download_button"))
+    before = at.session_state[VIEWS_KEY][f"{page}-run"]
+    assert before.settings["head"] == "train" and before.settings["train"]["steps"] is None
+    assert before.settings["train"]["n"] == (3_000 if page == "tagging" else 1_000)
+    assert before.settings["train"]["recipe"]["seed"] == before.seed
+    if page == "qa":  # every weight of MiniLM at 192 tokens (1,223 MB) is refused by the 1,000 MB budget: head only
+        from ui.state import BUNDLED_LABEL
+
+        at.selectbox(key="qa_base").set_value(BUNDLED_LABEL).run()
+        at.toggle(key="qa_freeze").set_value(True).run()
+        before = at.session_state[VIEWS_KEY][f"{page}-run"]
+        assert before.settings["train"]["base"] == "bundled" and before.settings["train"]["recipe"]["freeze_encoder"]
+    at.button(key=f"{prefix}_ten").click().run()
+    assert_ok(at)
+    view = at.session_state[VIEWS_KEY][f"{page}-run"]
+    assert view.settings["train"] == {**before.settings["train"], "steps": 10}
+    t = time.perf_counter()
+    _, out = run(notebook_bytes(view), kernel, timeout=600)
+    TIMES[f"{page} run (10 steps)"] = time.perf_counter() - t
+    m = {x.label: x.value for x in at.metric}
+    assert f"10 of {m['Step'].split(' / ')[1]} steps" in out, out[-1500:]
+    assert f"validation loss {m['Validation loss']};" in out, (m, out[-1500:])
