@@ -11,7 +11,7 @@ import pandas as pd
 import streamlit as st
 
 import bert_core
-from bert_core.figures.describe import alt_text, figure_table
+from bert_core.figures.describe import alt_text, data_points, figure_table
 from bert_core.runs.settings import MAX_TRAIN_SECONDS
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
 from ui import model_choice
@@ -73,7 +73,8 @@ def model_line(m: bert_core.LoadedModel) -> None:
     st.caption(model_line_text(m) + (" BERT-base is one click away: the sidebar's “Use BERT-base”." if offer else ""))
 
 
-TABLE_CELLS = 400  # a Data table up to this many cells is an HTML table (read cell by cell); larger, the data grid
+SMALL_TABLE = 60  # numbers: a chart with at most this many has its table drawn with it, in an HTML table
+HTML_TABLE = 400  # cells: up to this many an HTML table (read cell by cell); more, the data grid
 
 
 def chart(fig, name: str, key: str | None = None, point: str | None = None, data: bool = True, **select):
@@ -91,17 +92,22 @@ def chart(fig, name: str, key: str | None = None, point: str | None = None, data
 
 
 def chart_data(fig, name: str, key: str) -> None:
-    """The numbers behind `fig` in a "Data" expander: one keystroke (Enter on it) away. Built only while it is open
-    (a 12-head grid of 128 x 128 maps is 196,608 rows): a closed one costs the page's rerun nothing."""
-    box = st.expander(f"Data: {name}", key=f"{key}-data", on_change="rerun")
-    if not box.open:
+    """The numbers behind `fig` in a "Data" expander: one keystroke (Enter on it) away. A few numbers: an HTML
+    table (read cell by cell), drawn with the chart, in a plain expander (no widget: the class's split chart is
+    drawn inside a cached function, where Streamlit refuses widgets). More: built only while the expander is open
+    (a 12-head grid of 128 x 128 maps is 196,608 rows); a large one in the data grid with its CSV button."""
+    if data_points(fig) <= SMALL_TABLE:
+        with st.expander(f"Data: {name}"):
+            st.table(pd.DataFrame(figure_table(fig)), hide_index=True)
         return
-    df = pd.DataFrame(figure_table(fig))
-    with box:
-        if df.size <= TABLE_CELLS:
-            st.table(df, hide_index=True)
-        else:
-            table(df, name, key=f"{key}-csv", hide_index=True, height=min(35 * (len(df) + 1) + 3, 400))
+    box = st.expander(f"Data: {name}", key=f"{key}-data", on_change="rerun")
+    if box.open:
+        with box:
+            df = pd.DataFrame(figure_table(fig))
+            if df.size <= HTML_TABLE:
+                st.table(df, hide_index=True)
+            else:
+                table(df, name, key=f"{key}-csv", hide_index=True, height=min(35 * (len(df) + 1) + 3, 400))
 
 
 def presenting() -> bool:

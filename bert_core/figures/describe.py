@@ -246,6 +246,15 @@ def _unique(names: Sequence[str]) -> list[str]:
     return out
 
 
+def data_points(fig: go.Figure) -> int:
+    """How many numbers the chart draws (a map's cells, a series' points): the size of its table, before building it."""
+    n = 0
+    for tr in shown(fig):
+        a = tr.z if tr.type == "heatmap" else tr.y if tr.y is not None else tr.x
+        n += int(np.size(a)) if a is not None else 0
+    return n
+
+
 def _sig(a) -> np.ndarray:
     """Numbers to 4 significant digits (a probability of 3e-5 stays 3e-05, not 0), NaN where there is none."""
     a = _floats(a)

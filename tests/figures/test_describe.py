@@ -102,3 +102,11 @@ def test_a_grid_of_maps_is_one_row_per_cell():
     k = 16 + 4 * 2 + 3  # head 2, query row 2, key column 3
     assert (table["series"][k], table["y"][k], table["x"][k]) == ("head 2", "2 b", "3 [SEP]")
     assert abs(table["value"][k] - att[1, 2, 3]) <= 1e-3 * abs(att[1, 2, 3])
+
+
+def test_data_points_counts_what_the_table_will_hold():
+    from bert_core.figures.describe import data_points
+
+    fig = fa.layer_grid(np.full((3, 4, 4), 0.25), ["[CLS]", "a", "b", "[SEP]"], 0)
+    assert data_points(fig) == len(figure_table(fig)["value"]) == 48
+    assert data_points(pieces_per_word_figure({1: 7, 2: 3, 3: 1})) == 3
