@@ -26,10 +26,11 @@ cur = require_current()
 st.header("Sentence similarity")
 model_line(cur.model)
 st.markdown(
-    "BERT gives one vector per **token**. To compare whole sentences, the vectors h₁…h_T of the last layer are "
-    "pooled into one vector e, and two sentences are as similar as the cosine of their vectors:"
+    "BERT gives one vector per **token**. To compare whole sentences, the last layer's vectors h_t (t = 0 … T−1, "
+    "[CLS] and [SEP] included) are pooled into one vector e, and two sentences are as similar as the cosine of "
+    "their vectors:"
 )
-st.latex(r"e_{\text{mean}} = \frac{1}{T}\sum_{t=1}^{T} h_t \qquad e_{\text{cls}} = h_{[CLS]} \qquad "
+st.latex(r"e_{\text{mean}} = \frac{1}{T}\sum_{t=0}^{T-1} h_t \qquad e_{\text{cls}} = h_{[CLS]} \qquad "
          r"e_{\text{pooler}} = \tanh(W_p\,h_{[CLS]} + b_p) \qquad "
          r"\cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}")
 st.caption("BERT's pre-training (masked words and next-sentence prediction) never asks e to be a sentence "
