@@ -100,6 +100,12 @@ else:
                    "for it and its own pooling, paraphrases score high and unrelated sentences low; the [CLS] "
                    "vector of a model not trained for it scores nearly every pair high (on the bundled MiniLM, "
                    "switch Pooling to cls: every pair of the default sentences scores above 0.8).")
+        if mc.model_key == bert_core.MINILM_NAME and raw == DEFAULT_SENTENCES and pooling == "mean":
+            st.caption("The bundled MiniLM was trained further here with masked words and next-sentence prediction, "
+                       "and that blurred its sentence vectors: here the unrelated “A man is eating food.” and “The "
+                       "girl is carrying a baby.” score above 0.7, and the river bank comes closer to the cheque "
+                       "than the interest rates do. Switch Model to all-MiniLM-L6-v2: that pair scores near 0 and "
+                       "the two money-bank sentences are the closest bank pair.")
 
 corpus = tuple(search_sentences())
 pairs = similarity_pairs()
