@@ -130,8 +130,8 @@ notebook_button(cur, "layers", state=state, k=st.session_state.get("lay_k", page
 st.subheader("Same word, two contexts")
 st.markdown(
     "The same word piece starts from the same embedding row (only its position and segment differ), so its two "
-    "occurrences begin close (cos about 0.9 at emb on the bundled MiniLM). The layers then mix in each one's "
-    "context. In the default pair, *bank* of a river and *bank* that employs people, one in each sentence, fall "
+    "occurrences begin close. The layers then mix in each one's context. On the bundled MiniLM (cos about 0.9 "
+    "at emb), in the default pair, *bank* of a river and *bank* that employs people, one in each sentence, fall "
     "to about 0.6 in the middle layers and end near 0.75, while the two *the*s, both in sentence A, stay near "
     "0.9. That contrast mixes two things, a change of meaning and a change of sentence: put *the* once in each "
     "sentence and it drifts as far as *bank* does, because every word's vector takes on its sentence, function "

@@ -107,6 +107,19 @@ def test_two_contexts_needs_a_repeated_word():
     assert "needs a word that occurs twice" in texts(at)
 
 
+def test_two_contexts_try_buttons_put_their_pairs():
+    at = open_page("layers")
+    assert at.text_input(key="lay_two_a").value == "We walked along the bank of the river."
+    at.button(key="lay_two_one_the").click().run()
+    assert_ok(at)
+    assert (at.text_input(key="lay_two_a").value, at.text_input(key="lay_two_b").value) == (
+        "We walked along the bank of a river.", "She works at the bank in town.")
+    at.button(key="lay_two_same").click().run()
+    assert_ok(at)
+    assert at.text_input(key="lay_two_b").value == "She sat on the bank of the stream."
+    assert "lay-same-word" in charts(at)
+
+
 def test_encoder_only_model_says_why_there_is_no_lens(tiny_dirs, monkeypatch):
     at = open_page("layers", query={"text": "the cat [MASK] on the mat."})
     use_local_model(at, monkeypatch, tiny_dirs["base"][0])
