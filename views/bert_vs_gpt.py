@@ -118,7 +118,7 @@ if mc is not None:
     if USER_MASK in cur.text:  # a typed [MASK] would be drawn as a word to recover and be GPT's next "word"
         lt_text = LOSS_EXAMPLE
         st.caption(f"Your text has a typed {USER_MASK}, which no objective reads as a word of the sentence, so "
-                   f"this section uses “{LOSS_EXAMPLE}”.")
+                   f"this section uses “{LOSS_EXAMPLE}”")
     try:
         lt = loss_targets(cur.model, lt_text, seed=cur.seed)
     except bert_core.BertCoreError as e:
