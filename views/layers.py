@@ -185,8 +185,8 @@ if st.toggle("Show the PCA paths", key="lay_pca",
 
 st.subheader("The [CLS] vector and the pooler")
 st.markdown("[CLS] can attend to every token in every layer; its last hidden state (the paper's C, Fig. 1) is what "
-            "BERT's classifiers read when fine-tuned. The pooler turns it into the vector the next-sentence head "
-            "reads:")
+            "BERT's classifiers read when fine-tuned (the paper's classifier reads C itself; its released code reads C "
+            "through the pooler). The pooler turns it into the vector the next-sentence head reads:")
 st.latex(r"\mathrm{pooled} = \tanh\big(W_p\, h^{(L)}_{[\mathrm{CLS}]} + b_p\big)")
 if cur.model_key == bert_core.MINILM_NAME:
     st.caption("On the model on screen the pooler comes from MiniLM's own pre-training and was trained further here "
