@@ -119,7 +119,8 @@ st.markdown(
     "- A bright column: many queries look at the same key. In trained BERTs this is often "
     "[CLS], [SEP] or a full stop or comma, a *sink* where a head parks attention when it has nothing useful to "
     "do (Clark et al. 2019 found bert-base's heads parking on [CLS] in the lowest layers, on [SEP] in the "
-    "middle ones and on full stops and commas; the bundled MiniLM parks on [CLS] from layer 2 on).\n"
+    "middle ones and on full stops and commas in the deepest ones; the bundled MiniLM parks on [CLS] from "
+    "layer 2 on).\n"
     "- A bright diagonal (or the diagonal just beside it): the head attends to the token itself "
     "(or to the previous / next token): a positional head.\n"
     "- Scattered bright cells: content heads that link related words (a verb and its object, "
@@ -190,6 +191,9 @@ st.caption("Ā_l is layer l's attention averaged over its heads; R_0 = I is the 
            "It ignores what the values and the feed-forward layers do, so it is a map of possible routes, not of "
            "what the prediction used; the Predictions page's salience asks that.")
 st.session_state.setdefault("attn_rollout_layer_kept", n_layers - 1)  # start at the last layer
+if "rollout_query" not in st.query_params:  # start at the first [MASK], else the first word: [CLS] draws on itself
+    st.session_state.setdefault("attn_rollout_query_kept", next(
+        (i for i, t in enumerate(tokens) if t == cur.model.tokenizer.mask_token), min(1, n - 1)))
 r1, r2 = st.columns(2)
 r_layer = selector_ui("Rollout after layer", "attn_rollout_layer", "rollout_layer", n_layers, r1)
 query = selector_ui("What does this token draw from?", "attn_rollout_query", "rollout_query", n, r2,

@@ -7,6 +7,7 @@ import bert_core
 from bert_core.figures import objectives as fo
 from bert_core.figures.attention import crop, token_labels
 from bert_core.inspect.objectives_view import loss_targets, mask_comparison, visibility
+from bert_core.model.tokenization import USER_MASK
 from bert_core.objectives.catalog import OBJECTIVE_LOSSES, OBJECTIVE_NAMES, OBJECTIVE_NOTES
 from bert_core.runs.objective_runs import COMPARE_STEPS, MAX_COMPARE_STEPS, ObjectiveComparison
 from bert_core.runs.settings import CORPUS_CHOICES, QUICK_PRESET
@@ -16,6 +17,8 @@ from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
 from ui.state import model_cached, require_current, set_url, url_index
 from ui.widgets import chart, model_line, table
+
+LOSS_EXAMPLE = "She wrote the letter to her mother."  # section 3's sentence when the sidebar's has a typed [MASK]
 
 TOKEN_CAP = page_defaults.BVG_TOKEN_CAP  # the maps draw at most this many tokens (the first ones)
 PRESET_CHOICES = (QUICK_PRESET, "tiny (2 layers, 64 wide)", "small (4 layers, 128 wide)")
@@ -111,8 +114,13 @@ st.subheader("3. What each objective's loss is computed on")
 for obj in OBJECTIVE_LOSSES:
     st.latex(OBJECTIVE_LOSSES[obj])
 if mc is not None:
+    lt_text = cur.text
+    if USER_MASK in cur.text:  # a typed [MASK] would be drawn as a word to recover and be GPT's next "word"
+        lt_text = LOSS_EXAMPLE
+        st.caption(f"Your text has a typed {USER_MASK}, which no objective reads as a word of the sentence, so "
+                   f"this section uses “{LOSS_EXAMPLE}”")
     try:
-        lt = loss_targets(cur.model, cur.text, seed=cur.seed)
+        lt = loss_targets(cur.model, lt_text, seed=cur.seed)
     except bert_core.BertCoreError as e:
         st.warning(str(e))
     else:

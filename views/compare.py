@@ -24,7 +24,8 @@ st.header("Compare models")
 model_line(cur.model)
 st.markdown(
     "The same text through two or three models of BERT's family. Each reads it through its **own** tokenizer "
-    "(WordPiece `##`, byte-level BPE `Ġ`, SentencePiece `▁`), so the pieces and their number differ; each "
+    "(WordPiece `##`, byte-level BPE `Ġ`, SentencePiece `▁`), so the pieces and their number can differ (the two "
+    "bundled models both use WordPiece on lower-cased text, so on everyday words they mostly agree); each "
     "[MASK] you type becomes that model's mask token. The k-th [MASK] of the text is compared across "
     "models as a word (marks removed, lower-cased)."
 )
@@ -47,7 +48,7 @@ default = [CURRENT, SESSION_LABEL if SESSION_LABEL in options else other]
 picked = st.multiselect("Models (two or three)", options, default=default, max_selections=3, key="cmp_models",
                         help="Hub models download on first use (hundreds of MB).")
 if SESSION_LABEL not in options:
-    st.caption("Train a model on the Training page and press “Use this model” to compare it with the bundled one.")
+    st.caption("Train a model on the Training page and press “Use this model” to compare it here too.")
 k = st.slider("Candidates per [MASK] (top k)", 1, 10, 5, key="cmp_k")
 
 

@@ -419,7 +419,9 @@ if fs.trainer is None:
     if choice in builtin_tasks():  # something to look at before the first run: the task itself
         st.subheader("What the classifier learns from")
         st.caption("Two training examples of each class (the first in the split): each definition goes in as "
-                   "[CLS] text [SEP]; the classifier reads the pooled vector and must name the class.")
+                   "[CLS] text [SEP]; the classifier reads the vector picked above ("
+                   + POOLINGS.get(st.session_state.get("ft_pooling"), "its one vector per text")
+                   + ") and must name the class.")
         table(pd.DataFrame(task_examples(builtin_tasks()[choice])), "task examples", key="ft-examples",
               hide_index=True)
     st.stop()

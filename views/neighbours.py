@@ -41,7 +41,8 @@ st.markdown(
     "compared with all of them by cosine (exBERT's search, Hoover et al. 2020). It matters because it shows "
     "what a layer groups together. At layer 0 (the embeddings' output, before any context) the same word comes "
     "first, its vectors differing only by position and segment, then the words whose embedding rows "
-    "pretraining put close (on the bundled MiniLM, *mother*: parents, father's, daughter); higher up, the "
+    "pretraining put close (on the bundled MiniLM, click *mother* and set Layer to 0: parents, father's, "
+    "daughter); higher up, the "
     "neighbours also depend on each word's sentence, so one word's uses can part."
 )
 st.latex(r"\cos(q, w) = \frac{h^{l}_q \cdot h^{l}_w}{\lVert h^{l}_q\rVert\,\lVert h^{l}_w\rVert},\qquad "

@@ -18,9 +18,10 @@ st.markdown(
     "What does each layer *know*? Freeze the model, take every word's vector at one layer (its first piece's "
     "hidden state), and train the simplest possible reader on it: a **linear probe** (multinomial logistic "
     "regression). If a linear probe can read a word's part of speech or sense off layer l on sentences it never "
-    "saw, that information is laid out plainly there (Tenney et al. 2019, *BERT rediscovers the classical NLP "
-    "pipeline*). It matters because it turns \"BERT understands grammar\" into a number per layer that you can "
-    "check against two floors."
+    "saw, that information is laid out plainly there. Tenney et al. 2019 (*BERT rediscovers the classical NLP "
+    "pipeline*) probed BERT's layers this way, with small classifiers on spans, and found part of speech read "
+    "best in lower layers than coreference and semantic roles. It matters because it turns \"BERT understands "
+    "grammar\" into a number per layer that you can check against two floors."
 )
 st.latex(r"p(y = c \mid h^{l}_w) = \operatorname{softmax}(W h^{l}_w + b)_c,\qquad "
          r"\min_{W,b}\; -\frac{1}{N}\sum_{w}\log p(y_w \mid h^{l}_w) + \frac{\lambda}{2}\lVert W\rVert^2")

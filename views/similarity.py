@@ -26,10 +26,11 @@ cur = require_current()
 st.header("Sentence similarity")
 model_line(cur.model)
 st.markdown(
-    "BERT gives one vector per **token**. To compare whole sentences, the vectors h₁…h_T of the last layer are "
-    "pooled into one vector e, and two sentences are as similar as the cosine of their vectors:"
+    "BERT gives one vector per **token**. To compare whole sentences, the last layer's vectors h_t (t = 0 … T−1, "
+    "[CLS] and [SEP] included) are pooled into one vector e, and two sentences are as similar as the cosine of "
+    "their vectors:"
 )
-st.latex(r"e_{\text{mean}} = \frac{1}{T}\sum_{t=1}^{T} h_t \qquad e_{\text{cls}} = h_{[CLS]} \qquad "
+st.latex(r"e_{\text{mean}} = \frac{1}{T}\sum_{t=0}^{T-1} h_t \qquad e_{\text{cls}} = h_{[CLS]} \qquad "
          r"e_{\text{pooler}} = \tanh(W_p\,h_{[CLS]} + b_p) \qquad "
          r"\cos(a, b) = \frac{a \cdot b}{\lVert a\rVert\,\lVert b\rVert}")
 st.caption("BERT's pre-training (masked words and next-sentence prediction) never asks e to be a sentence "
@@ -99,6 +100,12 @@ else:
                    "for it and its own pooling, paraphrases score high and unrelated sentences low; the [CLS] "
                    "vector of a model not trained for it scores nearly every pair high (on the bundled MiniLM, "
                    "switch Pooling to cls: every pair of the default sentences scores above 0.8).")
+        if mc.model_key == bert_core.MINILM_NAME and raw == DEFAULT_SENTENCES and pooling == "mean":
+            st.caption("The bundled MiniLM was trained further here with masked words and next-sentence prediction, "
+                       "and that blurred its sentence vectors: here the unrelated “A man is eating food.” and “The "
+                       "girl is carrying a baby.” score above 0.7, and the river bank comes closer to the cheque "
+                       "than the interest rates do. Switch Model to all-MiniLM-L6-v2: that pair scores near 0 and "
+                       "the two money-bank sentences are the closest bank pair.")
 
 corpus = tuple(search_sentences())
 pairs = similarity_pairs()

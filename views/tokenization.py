@@ -12,6 +12,8 @@ from ui.notebook_ui import notebook_button
 from ui.state import analysis, require_current
 from ui.widgets import chart, model_line, table
 
+SPLIT_EXAMPLE = "The embeddings were unaffected by tokenization."  # em ##bed ##ding ##s, token ##ization
+
 cur = require_current()
 tok = cur.model.tokenizer
 st.header("Tokenization")
@@ -100,6 +102,11 @@ words_df = pd.DataFrame(rows)
 if tok.scheme != "wordpiece":  # BPE and Unigram make no greedy look-ups to count
     words_df = words_df.drop(columns=["look-ups"], errors="ignore")
 table(words_df, "word splits", key="csv-words", hide_index=True)
+if rows and all(r["number of pieces"] <= 1 for r in rows):  # the default sentence: every word is one piece
+    pieces = tok.convert_ids_to_tokens(tok.encode_plain("embeddings"))
+    st.caption("Every word here is a single vocabulary entry, so nothing is cut. A rarer word shows the cutting: "
+               f"this model's vocabulary cuts “embeddings” into {' + '.join(pieces)}.")
+    st.button(f"Try “{SPLIT_EXAMPLE}”", key="tok-split-example", on_click=callbacks.put, args=("text", SPLIT_EXAMPLE))
 
 unknown = [r for r in rows if r["[UNK]"] == "yes"]
 if unknown:

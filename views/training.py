@@ -63,7 +63,7 @@ st.caption(
     "x̃ is the corrupted line, x_i the original token at position i; log is the natural log, so the loss is in "
     "nats. A model that guesses uniformly over "
     f"the V word pieces has loss ln V (ln {_VF} ≈ {math.log(_VF):.1f} for the farm corpus's own vocabulary, "
-    f"ln {_V:,} ≈ {math.log(_V):.1f} for the bundled model's, which the other corpora use); the loss falls as it "
+    f"ln {_V:,} ≈ {math.log(_V):.1f} for the bundled tiny BERT's, which the other corpora use); the loss falls as it "
     "learns which words are common, then which fit their context. The learning rate rises linearly over the first "
     "10% of steps (warm-up, at most 100) and then falls linearly to 0 at the last step."
 )
@@ -312,10 +312,11 @@ if ts.state == WAITING:  # the server's memory for users' runs is full: wait in 
 if ts.trainer is None:
     st.info("Pick a corpus and a model size, then press **Start** (or **Run 10 steps**).")
     if (ex := example_run()) is not None:  # something to look at before the first run: a finished one
-        st.subheader("What a run looks like: the bundled model's own pretraining")
+        st.subheader("What a run looks like: the bundled tiny BERT's own pretraining")
         chart(loss_figure(ex.curves), "example pretraining loss", key="train-example")
         st.caption(
-            f"An example, not your run: the bundled model ({ex.parameters:,} parameters) trained from random "
+            f"An example, not your run: the tiny BERT bundled with the app ({ex.parameters:,} parameters; not the "
+            f"MiniLM, whose encoder came pretrained) trained from random "
             f"weights for {ex.steps:,} steps of {ex.batch_size} rows ({ex.tokens_seen:,} tokens, "
             f"{ex.minutes:g} minutes on this project's 2-core machine), logged every 50 steps. The MLM loss starts "
             "near ln V (every word equally likely) and falls as the model learns which words fit where; the "

@@ -257,8 +257,9 @@ def test_rollout_views():
     t = len(rollout_map["data"][0]["x"])
     np.testing.assert_allclose(z.sum(-1), 1.0, atol=1e-4)  # nothing cropped: rollout rows sum to 1
     assert arr(row["data"][0]["z"]).shape == (BUNDLED_LAYERS, t)
-    np.testing.assert_allclose(arr(row["data"][0]["z"])[-1], z[0], atol=1e-6)  # [CLS]'s row after the last layer
-    assert "[CLS]" in row["layout"]["title"]["text"]
+    # No [MASK]: the query starts at the first word (position 1), not [CLS], which draws on itself.
+    np.testing.assert_allclose(arr(row["data"][0]["z"])[-1], z[1], atol=1e-6)  # its row after the last layer
+    assert "1 the" in row["layout"]["title"]["text"]
     at.selectbox(key="attn_rollout_layer").select(0).run()
     at.selectbox(key="attn_rollout_query").select(3).run()
     assert_ok(at)
@@ -266,6 +267,14 @@ def test_rollout_views():
     assert rollout_map["layout"]["title"]["text"] == "Rollout after layer 1"
     assert "3 sat" in row["layout"]["title"]["text"]
     assert any("After layer 1, 3 sat draws most from" in c.value for c in at.caption)
+
+
+def test_rollout_starts_at_the_mask():
+    """The default sentence's rollout row is its [MASK]'s (position 2), the token whose sources are worth asking."""
+    at = open_page("attention")
+    assert_ok(at)
+    assert at.selectbox(key="attn_rollout_query").value == 2
+    assert "2 [MASK]" in figures(at)[5]["layout"]["title"]["text"]
 
 
 def test_head_statistics_and_rollout_cached_across_reruns(monkeypatch):

@@ -43,6 +43,11 @@ def test_masks_visibility_and_loss_positions_on_the_sidebar_text():
     assert at.selectbox(key="bvg_pos").value == 6
     vis = arr(specs[2]["data"][0]["z"])
     assert vis[0, 7] == 1 and vis[1, 7] == 0 and vis[0, 6] == vis[1, 6] == vis[2, 6] == 2
+    # Section 3 never makes a typed [MASK] a word to recover or GPT's next word: it uses its own sentence.
+    ticks = specs[3]["layout"]["xaxis"]["ticktext"]
+    assert not any("[MASK]" in t for t in ticks) and any("letter" in t for t in ticks)  # the tokens of the columns
+    assert "→[MASK]" not in json.dumps(specs[3]["data"][0]["text"])  # GPT is never asked for a [MASK]
+    assert any("typed [MASK]" in c.value for c in at.caption)
     at.selectbox(key="bvg_pos").select(2).run()
     assert_ok(at)
     assert arr(chart_specs(at)[2]["data"][0]["z"])[1, 3] == 0
@@ -50,6 +55,13 @@ def test_masks_visibility_and_loss_positions_on_the_sidebar_text():
     at.selectbox(key="bvg_head").select(3).run()
     assert_ok(at)
     assert any("Press **Train the models**" in i.value for i in at.info)
+
+
+def test_loss_positions_use_a_text_without_mask():
+    at = open_page("bert_vs_gpt", text="the cat sat on the mat .")
+    assert_ok(at)
+    assert any("mat" in t for t in chart_specs(at)[3]["layout"]["xaxis"]["ticktext"])
+    assert not any("typed [MASK]" in c.value for c in at.caption)
 
 
 def test_three_runs_train_and_each_does_its_job():

@@ -107,6 +107,19 @@ def test_two_contexts_needs_a_repeated_word():
     assert "needs a word that occurs twice" in texts(at)
 
 
+def test_two_contexts_try_buttons_put_their_pairs():
+    at = open_page("layers")
+    assert at.text_input(key="lay_two_a").value == "We walked along the bank of the river."
+    at.button(key="lay_two_one_the").click().run()
+    assert_ok(at)
+    assert (at.text_input(key="lay_two_a").value, at.text_input(key="lay_two_b").value) == (
+        "We walked along the bank of a river.", "She works at the bank in town.")
+    at.button(key="lay_two_same").click().run()
+    assert_ok(at)
+    assert at.text_input(key="lay_two_b").value == "She sat on the bank of the stream."
+    assert "lay-same-word" in charts(at)
+
+
 def test_encoder_only_model_says_why_there_is_no_lens(tiny_dirs, monkeypatch):
     at = open_page("layers", query={"text": "the cat [MASK] on the mat."})
     use_local_model(at, monkeypatch, tiny_dirs["base"][0])
@@ -203,20 +216,35 @@ def test_inside_layer_512_tokens_and_encoder_only(long_model, tiny_dirs, monkeyp
 
 def test_the_page_words_hold_on_the_bundled_minilm():
     """Layers' prose about its defaults: she and her are alike already at the embeddings' output; in the default
-    two contexts, bank ends further apart than the does, below where it started, with its lowest in the middle."""
+    two contexts both start near 0.9, bank (one in each sentence) falls to about 0.6 mid-way and ends near 0.75,
+    the two the's (both in sentence A) stay near 0.9; with the once in each sentence, the drifts as far as bank;
+    bank of a river and bank of a stream end near 0.9."""
     import ast
     from pathlib import Path
 
     from ui.state import DEFAULT_TEXT
 
     page = ast.parse((Path(__file__).parents[2] / "views" / "layers.py").read_text())  # a page runs on import
-    two = next(n.value for n in page.body if isinstance(n, ast.Assign) and n.targets[0].id == "TWO_CONTEXTS")
-    TWO_CONTEXTS = ast.literal_eval(two)
+    pairs = {n.targets[0].id: ast.literal_eval(n.value) for n in page.body
+             if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+             and n.targets[0].id in ("TWO_CONTEXTS", "ONE_THE_EACH", "SAME_SENSE")}
     m = bert_core.load_model()
     r = bert_core.residual_stream(m, DEFAULT_TEXT, None, pca=False)
     she, her = r.tokens.index("she"), r.tokens.index("her")
     assert r.token_similarity[0, she, her] > 0.5
-    words = {w.word: np.asarray(w.cos) for w in bert_core.same_word(m, *TWO_CONTEXTS).words}
+
+    def curves(pair):
+        found = bert_core.same_word(m, *pair).words
+        return {w.word: np.asarray(w.cos) for w in found}, {w.word: (w.first, w.second) for w in found}
+
+    words, where = curves(pairs["TWO_CONTEXTS"])
     bank, the = words["bank"], words["the"]
-    assert bank[-1] < the[-1] - 0.1 and bank[-1] < bank[0] - 0.1
-    assert 0 < bank.argmin() < len(bank) - 1 and 0 < the.argmin() < len(the) - 1 and bank.min() < bank[-1]
+    a_len = len(m.tokenizer.encode(pairs["TWO_CONTEXTS"][0]))  # [CLS] A [SEP]: positions 0..a_len-1
+    assert max(where["the"][1]) < a_len <= min(where["bank"][1])  # the: both in A; bank: the second in B
+    assert 0.85 < bank[0] < 0.95 and 0.85 < the[0] < 0.95  # "begin close (cos about 0.9 at emb)"
+    assert 0.55 < bank.min() < 0.68 and 0 < bank.argmin() < len(bank) - 1  # "fall to about 0.6 in the middle"
+    assert 0.7 < bank[-1] < 0.8 and the.min() > 0.8 and the[-1] > 0.85  # "end near 0.75", "stay near 0.9"
+    one_the, _ = curves(pairs["ONE_THE_EACH"])
+    assert one_the["the"][-1] <= one_the["bank"][-1] + 0.02  # "it drifts as far as bank does"
+    same, _ = curves(pairs["SAME_SENSE"])
+    assert same["bank"][-1] > 0.85 and same["bank"][-1] > bank[-1] + 0.1  # "end near 0.9"

