@@ -144,10 +144,10 @@ class BertForPreTraining(nn.Module):
         return self.discriminator_predictions(hidden)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, rows=None,
-                head_mask=None, patch=None, start=None):
+                head_mask=None, patch=None, start=None, inputs_embeds=None):
         """Run the encoder; see `BertModel.forward`. Heads are applied by the caller, where needed."""
         return self.bert(input_ids, token_type_ids, attention_mask, trace=trace, rows=rows, head_mask=head_mask,
-                         patch=patch, start=start)
+                         patch=patch, start=start, inputs_embeds=inputs_embeds)
 
     def num_parameters(self) -> int:
         """Distinct parameters (the tied decoder weight counted once)."""
