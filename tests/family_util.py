@@ -1,4 +1,4 @@
-"""Tiny random BERT / RoBERTa / DistilBERT / ALBERT / ELECTRA checkpoints with tokenizers made here, saved as HF does."""
+"""Tiny random BERT, RoBERTa, DistilBERT, ALBERT and ELECTRA checkpoints, tokenizers made here, saved as HF does."""
 
 from __future__ import annotations
 

@@ -19,7 +19,15 @@ import torch
 from family_util import write_family_checkpoint
 
 import bert_core
-from bert_core.inspect import compare, inside_layers, interventions, masking_view, neighbours, sentences
+from bert_core.inspect import (
+    compare,
+    inside_layers,
+    interventions,
+    masking_view,
+    neighbours,
+    objectives_view,
+    sentences,
+)
 from bert_core.inspect.mask_filling import FILL_STRATEGIES
 from bert_core.probe import probing
 
@@ -103,6 +111,38 @@ def hf_heads_mix(name, hf):
     if name == "albert":
         return [(base.encoder.albert_layer_groups[0].albert_layers[0].attention.dense, i) for i in range(L)]
     return [(b.attention.output.dense, 0) for b in base.encoder.layer]
+
+
+def hf_sublayers(name, hf, layer):
+    """{step: (module, which call)} whose output is that step of layer `layer`: h1 = LayerNorm(x + attn_out) and
+    ffn_out = W_2 act(W_1 h1 + b_1) + b_2 (before its residual), in each family's own module names."""
+    base = hf.base_model
+    if name == "distilbert":
+        b = base.transformer.layer[layer]
+        return {"h1": (b.sa_layer_norm, 0), "ffn_out": (b.ffn.lin2, 0), "attn_out": (b.attention.out_lin, 0)}
+    if name == "albert":
+        b = base.encoder.albert_layer_groups[0].albert_layers[0]
+        return {"h1": (b.attention.LayerNorm, layer), "ffn_out": (b.ffn_output, layer),
+                "attn_out": (b.attention.dense, layer)}
+    b = base.encoder.layer[layer]
+    return {"h1": (b.attention.output.LayerNorm, 0), "ffn_out": (b.output.dense, 0),
+            "attn_out": (b.attention.output.dense, 0)}
+
+
+def hf_steps(name, hf, ids, types):
+    """[{step: (1, T, H)} for each layer]: transformers' h1, ffn_out and attn_out, read by forward hooks."""
+    out = []
+    for layer in range(L):
+        got = {}
+        with contextlib.ExitStack() as stack:
+            for step, (module, call) in hf_sublayers(name, hf, layer).items():
+                def keep(x, step=step, got=got):
+                    got[step] = x.clone()
+                    return x
+                stack.enter_context(hooked(module, call, keep, pre=False))
+            hf_out(name, hf, ids, types)
+        out.append(got)
+    return out
 
 
 @contextlib.contextmanager
@@ -417,13 +457,12 @@ def test_logit_lens_and_residual_stream(fam):
     u = torch.nn.functional.normalize(hs, dim=-1)
     close(rs.token_similarity, u @ u.transpose(-1, -2), f"{name} token similarity")
     close(rs.lens.final_prob[pos], lens.final_prob[pos], f"{name} lens in the residual stream")
-    # |attn_out| / |x|: the heads' mixed output (before the residual and LayerNorm) over the block's input.
-    outs = []
-    for layer, (module, call) in enumerate(hf_heads_mix(name, hf)):
-        with hooked(module, call, lambda x: outs.append(x.clone()) or x, pre=False):
-            hf_out(name, hf, ids, types)
-    want = torch.stack([outs[layer][0].norm(dim=-1) / hs[layer].norm(dim=-1) for layer in range(L)])
-    close(rs.attn_update, want, f"{name} attention update size")
+    # |attn_out| / |x| and |ffn_out| / |h1|: each sublayer's output (before its residual) over what it read.
+    steps = hf_steps(name, hf, ids, types)
+    close(rs.attn_update, torch.stack([steps[la]["attn_out"][0].norm(dim=-1) / hs[la].norm(dim=-1)
+                                       for la in range(L)]), f"{name} attention update size")
+    close(rs.ffn_update, torch.stack([steps[la]["ffn_out"][0].norm(dim=-1) / steps[la]["h1"][0].norm(dim=-1)
+                                      for la in range(L)]), f"{name} feed-forward update size")
 
 
 def test_inside_a_layer(fam):
@@ -431,10 +470,13 @@ def test_inside_a_layer(fam):
     text, pair = text_of(m)
     enc, ids, types = encode(m, text, pair)
     out = hf_out(name, hf, ids, types)
+    steps = hf_steps(name, hf, ids, types)
     for layer in range(L):
         s = bert_core.layer_steps(m, text, layer, pair)
         close(s.x, out.hidden_states[layer][0], f"{name} layer {layer} input")
         close(s.probs, out.attentions[layer][0], f"{name} layer {layer} probabilities")
+        for step in ("attn_out", "h1", "ffn_out"):
+            close(getattr(s, step), steps[layer][step][0], f"{name} layer {layer} {step}")
         close(s.out, out.hidden_states[layer + 1][0], f"{name} layer {layer} output")
         path = inside_layers.follow_token(s, 0, 1)
         assert path is not None
@@ -517,10 +559,35 @@ def test_sentence_pooling(fam, pooling):
         close(ours[i], want, f"{name} {pooling} pooling, sentence {i}")
 
 
-def test_pooler_pooling_is_refused_without_a_pooler(fam):
+def test_pooler_pooling_where_the_checkpoint_has_one(fam, tmp_path):
+    """An MLM checkpoint has no pooler (refused, with why); the family's base encoder has one where HF's has."""
     name, m, _ = fam
     with pytest.raises(bert_core.BertCoreError, match="no pooler"):
         sentences.sentence_embedding(m, ["the cat"], "pooler")
+    hf = write_family_checkpoint(tmp_path, name, "base", num_hidden_layers=L).eval()
+    base = bert_core.load_model(str(tmp_path))
+    texts = ["the cat sat on the mat.", "she went."]
+    if name in ("distilbert", "electra"):  # neither model has a pooler
+        with pytest.raises(bert_core.BertCoreError, match="no pooler"):
+            sentences.sentence_embedding(base, texts, "pooler")
+        return
+    ours = sentences.sentence_embedding(base, texts, "pooler", normalize=False)
+    for i, t in enumerate(texts):
+        _, ids, types = encode(base, t)
+        close(ours[i], hf_out(name, hf, ids, types).pooler_output[0], f"{name} pooler, sentence {i}")
+
+
+def test_bert_and_gpt_masks_on_the_same_weights(fam):
+    """The BERT vs GPT page: attention with every token visible, and with transformers given GPT's causal mask."""
+    name, m, hf = fam
+    text = "the cat sat on the mat."
+    enc, ids, types = encode(m, text)
+    T = ids.shape[1]
+    future = ~torch.tril(torch.ones(T, T, dtype=torch.bool))
+    causal = torch.zeros(1, 1, T, T).masked_fill(future, torch.finfo(torch.float32).min)  # additive, 4-D
+    mc = objectives_view.mask_comparison(m, text)
+    close(mc.attn_bidirectional, torch.cat(hf_out(name, hf, ids, types).attentions), f"{name} bidirectional maps")
+    close(mc.attn_causal, torch.cat(hf_out(name, hf, ids, types, mask=causal).attentions), f"{name} causal maps")
 
 
 # --- masking and what an MLM head cannot do -----------------------------------------------------------------
