@@ -81,3 +81,30 @@ def test_neighbours_probing_and_similarity(cached, fam):
     assert_ok(at)
     at = _open("similarity", fam, "the cat sat on the mat")
     _switch_on(at, "sim_auc")
+
+
+@pytest.fixture(scope="module")
+def electra_dirs(tmp_path_factory):
+    """ELECTRA's generator (an MLM head) and discriminator (none: every [MASK] feature refuses), as local folders."""
+    root = tmp_path_factory.mktemp("electra")
+    for kind in ("mlm", "disc"):
+        write_family_checkpoint(root / kind, "electra", kind, num_hidden_layers=2)
+    return root
+
+
+@pytest.mark.parametrize("kind", ["mlm", "disc"])
+def test_electra_pages(electra_dirs, kind, monkeypatch):
+    monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(electra_dirs))
+    toggles = {"predictions": ["pred_salience", "pred_fill", "pred_pll"], "heads": ["heads_rank"],
+               "layers": ["lay_lens_rank", "lay_pca", "lay_cls"], "inside_layer": [], "attention": [],
+               "bert_vs_gpt": []}
+    for page, keys in toggles.items():
+        at = open_page(page, query={"model": str(electra_dirs / kind), "text": "The cat [MASK] on the mat."},
+                       timeout=120)
+        assert_ok(at)
+        assert at.session_state["current"].model.family == "electra"
+        _switch_on(at, *[k for k in keys if any(t.key == k for t in at.toggle)])  # no MLM head: some are not offered
+    if kind == "mlm":
+        at = open_page("predictions", query={"model": str(electra_dirs / kind), "text": "The cat sat on the mat."})
+        _switch_on(at, "pred_salience")
+        assert {"chart-sal-occ", "chart-sal-grad"} <= {c.key for c in at.get("plotly_chart")}
