@@ -247,6 +247,22 @@ def test_forward_fill_in_and_embedding_parts(fam):
           .topk(5).values, f"{name} Compare page's top-5")
 
 
+def test_inputs_embeds_are_read_the_family_way(fam):
+    """Given word vectors (not the table's), the model adds its own positions, segments and projection, as HF does."""
+    name, m, hf = fam
+    text, pair = text_of(m)
+    _, ids, types = encode(m, text, pair)
+    torch.manual_seed(0)
+    word = hf.base_model.embeddings.word_embeddings(ids).detach() + 0.1 * torch.randn(*ids.shape, m.config.E)
+    kw = {} if name == "distilbert" else {"token_type_ids": types}
+    with torch.no_grad():
+        theirs = hf(inputs_embeds=word, output_hidden_states=True, **kw).hidden_states[-1]
+        ours = m.model(ids, types, inputs_embeds=word)
+        close(m.model(ids, types, inputs_embeds=m.model.bert.embeddings.word_embeddings(ids)), m.model(ids, types),
+              f"{name} the table's own rows")
+    close(ours, theirs, f"{name} last hidden state from inputs_embeds")
+
+
 def test_position_similarity(fam):
     name, m, hf = fam
     w = hf.base_model.embeddings.position_embeddings.weight.detach()
