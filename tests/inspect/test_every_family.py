@@ -247,6 +247,19 @@ def test_forward_fill_in_and_embedding_parts(fam):
           .topk(5).values, f"{name} Compare page's top-5")
 
 
+def test_the_tokenizers_are_not_degenerate(fam):
+    """Each family's tokenizer (trained or built in the test) merges characters into pieces and knows the words."""
+    name, m, hf = fam
+    text = "the cat sat on the mat, playing."
+    enc = m.tokenizer.encode(text)
+    pieces = [t for t, sp in zip(enc.tokens, enc.special_tokens_mask) if not sp]
+    assert m.tokenizer.unk_token not in pieces, (name, pieces)
+    assert len(pieces) < len(text.replace(" ", "")) and max(len(p.strip("Ġ▁#")) for p in pieces) >= 3, (name, pieces)
+    assert m.config.vocab_size == hf.config.vocab_size > 50
+    enc2 = m.tokenizer.encode(text_of(m)[0])
+    assert list(enc2.input_ids).count(m.tokenizer.mask_token_id) == 1  # the family's own mask token, one piece
+
+
 def test_inputs_embeds_are_read_the_family_way(fam):
     """Given word vectors (not the table's), the model adds its own positions, segments and projection, as HF does."""
     name, m, hf = fam
