@@ -1,4 +1,4 @@
-"""Tiny random RoBERTa / DistilBERT / ALBERT checkpoints with tokenizers trained here, saved as HF saves them."""
+"""Tiny random BERT, RoBERTa, DistilBERT, ALBERT and ELECTRA checkpoints, tokenizers made here, saved as HF does."""
 
 from __future__ import annotations
 
@@ -38,13 +38,14 @@ def hf_tokenizer(family: str, workdir):
     from conftest import VOCAB
 
     (workdir / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
-    cls = T.DistilBertTokenizer if family == "distilbert" else T.BertTokenizer
+    cls = {"distilbert": T.DistilBertTokenizer, "electra": T.ElectraTokenizer}.get(family, T.BertTokenizer)
     return cls(vocab=str(workdir / "vocab.txt"))
 
 
 def write_family_checkpoint(path, family: str, kind: str = "mlm", seed: int = 0, **overrides):
     """Save a random tiny HF model of `family` (`mlm` head, `base` encoder or `cls`, its
-    XForSequenceClassification) and its tokenizer to `path`. `overrides` go into the config first."""
+    XForSequenceClassification; ELECTRA also `disc`, ElectraForPreTraining) and its tokenizer to `path`.
+    `overrides` go into the config first."""
     import torch
     import transformers as T
 
@@ -62,9 +63,19 @@ def write_family_checkpoint(path, family: str, kind: str = "mlm", seed: int = 0,
                                  max_position_embeddings=40, attn_implementation="eager")
         cls = {"mlm": T.DistilBertForMaskedLM, "base": T.DistilBertModel,
                "cls": T.DistilBertForSequenceClassification}[kind]
-    else:
+    elif family == "bert":
+        cfg = T.BertConfig(**kw)
+        cls = {"mlm": T.BertForMaskedLM, "base": T.BertModel, "cls": T.BertForSequenceClassification,
+               "pretraining": T.BertForPreTraining}[kind]
+    elif family == "electra":  # E = 16 < H: the embeddings are projected, as in ELECTRA-small
+        cfg = T.ElectraConfig(**kw, embedding_size=16)
+        cls = {"mlm": T.ElectraForMaskedLM, "base": T.ElectraModel, "cls": T.ElectraForSequenceClassification,
+               "disc": T.ElectraForPreTraining}[kind]
+    elif family == "albert":
         cfg = T.AlbertConfig(**kw, embedding_size=16, pad_token_id=tok.pad_token_id)
         cls = {"mlm": T.AlbertForMaskedLM, "base": T.AlbertModel, "cls": T.AlbertForSequenceClassification}[kind]
+    else:
+        raise ValueError(f"no tiny checkpoint for family {family!r}")
     for k, v in overrides.items():
         setattr(cfg, k, v)
     model = cls(cfg).eval()

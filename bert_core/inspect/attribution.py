@@ -236,7 +236,8 @@ def salience(m: LoadedModel, text: str, position: int, token: str | int | None =
         every i in one batched pass; > 0: the token helped, < 0: it pointed elsewhere. NaN where the
         pass was capped (see `batched_positions`).
     gradient:  s_i = || (d p(token at position) / d e_i) * e_i ||_2, e_i the summed input embedding
-        (word + position + segment) of token i: a first-order, one-pass estimate of the same.
+        (word + position + segment, as the model's family adds them) of token i: a first-order, one-pass
+        estimate of the same.
     Both are 0 at special tokens ([CLS], [SEP]). token=None: the top-1 non-special candidate.
     """
     if method not in SALIENCE_METHODS:
@@ -282,16 +283,16 @@ def _gradient_salience(m, ids, types, position, target, special) -> np.ndarray:
     model = m.model
     emb = model.bert.embeddings
     with torch.enable_grad():
-        t = ids.shape[1]
-        # The same sum as BertEmbeddings.forward, as a leaf we can differentiate with respect to.
-        e = (emb.word_embeddings(ids) + emb.token_type_embeddings(types)
-             + emb.position_embeddings.weight[:t].unsqueeze(0)).detach().requires_grad_(True)  # (1, T, H)
-        x = emb.dropout(emb.LayerNorm(e))
-        for block in model.bert.encoder.layer:
-            x, _ = block(x, None, need_probs=False)
-        p = model.mlm_logits(x[0, position]).softmax(-1)[target]
-        (g,) = torch.autograd.grad(p, e)  # (1, T, H); the weights stay untouched (no .grad written)
-    out = (g * e).detach()[0].norm(dim=-1).double().numpy()  # (T,)
+        # The family's own embeddings (RoBERTa's offset positions, DistilBERT's missing segments, ALBERT's and
+        # ELECTRA's E -> H projection) read a leaf word vector. The sum is word + terms that do not depend on it,
+        # so d p / d(sum) = d p / d(word).
+        word = emb.word_embeddings(ids).detach().requires_grad_(True)  # (1, T, E)
+        h = model(ids, types, inputs_embeds=word)  # (1, T, H)
+        p = model.mlm_logits(h[0, position]).softmax(-1)[target]
+        (g,) = torch.autograd.grad(p, word)  # (1, T, E); the weights stay untouched (no .grad written)
+    with torch.no_grad():
+        e = emb(ids, types, parts=True)[1][3]  # (1, T, E) word + position + segment, the family's own sum
+    out = (g * e)[0].norm(dim=-1).double().numpy()  # (T,)
     out[special] = 0.0
     return out
 

@@ -67,8 +67,13 @@ class BertModel(nn.Module):
         self.pooler = BertPooler(config) if add_pooling_layer else None
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, rows=None,
-                causal: bool | None = None, head_mask=None, patch: Patch | None = None, start=None):
+                causal: bool | None = None, head_mask=None, patch: Patch | None = None, start=None,
+                inputs_embeds=None):
         """Return the last hidden state (B, T, H), or an `EncoderTrace` when `trace` is set.
+
+        `inputs_embeds` (B, T, E), when given, are the word vectors the embeddings read in place of the
+        table's rows for `input_ids` (HF's `inputs_embeds`), e.g. a leaf to differentiate with respect to;
+        the family adds its own position and segment terms (and ALBERT's/ELECTRA's E -> H projection).
 
         Two interventions, options of this same pass (so every trace field is the changed model's):
         `head_mask` (L, nh) or (B, L, nh), 1 = keep, 0 = knock out: head h of layer l has its context vector
@@ -90,6 +95,8 @@ class BertModel(nn.Module):
             raise ValueError("rows and trace cannot be combined: a trace holds every position")
         if start is not None and trace:
             raise ValueError("start and trace cannot be combined: a trace holds every layer")
+        if start is not None and inputs_embeds is not None:
+            raise ValueError("start and inputs_embeds cannot be combined: a resumed pass reads no embeddings")
         if rows is not None and patch is not None:
             raise ValueError("rows and patch cannot be combined: a patch may replace any position of the last layer")
         if token_type_ids is None:
@@ -111,7 +118,7 @@ class BertModel(nn.Module):
             mask = mask.masked_fill(future, torch.finfo(dtype).min)
         if start is None:
             first = 0
-            x, parts = self.embeddings(input_ids, token_type_ids, parts=trace)
+            x, parts = self.embeddings(input_ids, token_type_ids, parts=trace, word=inputs_embeds)
             x, normed = self.encoder.project_in(x)  # ALBERT: (B, T, E) -> (B, T, H); normed = its input
         else:
             first, x = start

@@ -7,6 +7,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from ..errors import BertCoreError
 from .config import ACTIVATIONS, BertConfig
 from .encoder import BertModel
 
@@ -128,26 +129,26 @@ class BertForPreTraining(nn.Module):
     def mlm_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """(..., H) hidden states -> (..., V) vocabulary logits. Pass only the rows you need."""
         if self.cls is None:
-            raise ValueError("this checkpoint has no masked-language-model head")
+            raise BertCoreError("this checkpoint has no masked-language-model head")
         return self.cls.predictions(hidden)
 
     def nsp_logits(self, pooled: torch.Tensor) -> torch.Tensor:
         """(B, H) pooled [CLS] -> (B, 2) logits for (is next, is not next)."""
         if not self.has_nsp:
-            raise ValueError("this checkpoint has no next-sentence-prediction head")
+            raise BertCoreError("this checkpoint has no next-sentence-prediction head")
         return self.cls.seq_relationship(pooled)
 
     def rtd_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """(..., H) hidden states -> (...) replaced-token logits (sigmoid: the probability a token was replaced)."""
         if self.discriminator_predictions is None:
-            raise ValueError("this checkpoint has no replaced-token-detection (ELECTRA discriminator) head")
+            raise BertCoreError("this checkpoint has no replaced-token-detection (ELECTRA discriminator) head")
         return self.discriminator_predictions(hidden)
 
     def forward(self, input_ids, token_type_ids=None, attention_mask=None, trace: bool = False, rows=None,
-                head_mask=None, patch=None, start=None):
+                head_mask=None, patch=None, start=None, inputs_embeds=None):
         """Run the encoder; see `BertModel.forward`. Heads are applied by the caller, where needed."""
         return self.bert(input_ids, token_type_ids, attention_mask, trace=trace, rows=rows, head_mask=head_mask,
-                         patch=patch, start=start)
+                         patch=patch, start=start, inputs_embeds=inputs_embeds)
 
     def num_parameters(self) -> int:
         """Distinct parameters (the tied decoder weight counted once)."""

@@ -43,8 +43,13 @@ class BertEmbeddings(nn.Module):
         """E_pos for each token: the first T rows of the table, (1, T, E), shared by every row of the batch."""
         return self.position_embeddings.weight[: input_ids.shape[1]].unsqueeze(0)
 
-    def forward(self, input_ids, token_type_ids, parts: bool = False):
-        word = self.word_embeddings(input_ids)  # (B, T, E)
+    def forward(self, input_ids, token_type_ids, parts: bool = False, word=None):
+        """LayerNorm(word + position + segment), (B, T, E); with `parts`, also (word, position, segment, sum).
+
+        `word` (B, T, E), when given, replaces the table's rows for `input_ids` (HF's `inputs_embeds`):
+        the position and segment terms are still the family's own for those ids (RoBERTa's offset positions).
+        """
+        word = self.word_embeddings(input_ids) if word is None else word  # (B, T, E)
         position = self.positions(input_ids)  # (1 or B, T, E)
         if self.token_type_embeddings is not None:
             segment = self.token_type_embeddings(token_type_ids)  # (B, T, E)
