@@ -601,7 +601,7 @@ def sentence_note(text: str, pair: str | None, explain: str = "", formula: str |
 
 def redraw_here(live: Live) -> None:
     """The class's next change reruns this run's fragment (a following student's step) in this session."""
-    classroom_push.follow_here(store(), live.code, live.sid)
+    classroom_push.redraw_here(store(), live.code, live.sid)
 
 
 FOLLOWING_NOTE = ("You follow the teacher: this is the teacher's sentence, and the teacher moves the steps. Switch "

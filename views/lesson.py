@@ -152,12 +152,12 @@ if follower:
     def following_slide():
         if first:  # the whole run's read of the class serves the first run; the class's changes rerun this fragment
             now = first.pop()
-            classroom_ui.redraw_here(now)
         else:
             defaults()
             now = classroom_ui.follow()
         if not classroom_ui.following_student(now):
             st.rerun()  # the class ended or is away, or the student stopped following: the whole page again
+        classroom_ui.redraw_here(now)  # each run of this fragment listens for the class's next change
         return slide(now)
 
     with main:
