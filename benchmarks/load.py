@@ -124,6 +124,7 @@ class Client:
         self._heard: dict[str, tuple[str, int, int]] = {}  # user key -> (epoch, last number heard, last acted on)
         self.on_event = None  # callback(key, fragment, trigger id, value): rerun for an event; None: rerun here
         self.events_heard = 0
+        self._one_at_a_time = asyncio.Lock()  # a rerun waits for the one being read (the server would queue it)
 
     async def connect(self) -> None:
         """Load the page over HTTP (keeping its cookies, as a browser does), then open the websocket with them."""
@@ -261,14 +262,7 @@ class Client:
         if self.on_event is not None:
             self.on_event(key, fragment, trigger, value)
         else:
-            asyncio.get_running_loop().create_task(self._rerun_when_idle(fragment, {trigger: value}))
-
-    async def _rerun_when_idle(self, fragment: str, events: dict[str, str]) -> None:
-        """An event's rerun once the run being read has finished (a browser sends it at once; the server queues it)."""
-        while self._run is not None and self._done is not None and not self._done.done():
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._done)
-        await self.rerun(fragment=fragment, auto=False, events=events)
+            asyncio.get_running_loop().create_task(self.rerun(fragment=fragment, auto=False, events={trigger: value}))
 
     def _heard_event(self, key: str, epoch: str | None, n: int) -> None:
         old_epoch, heard, acted = self._heard.get(key, ("", 0, 0))
@@ -327,6 +321,10 @@ class Client:
 
         With `fragment` and auto=False: a widget inside that fragment changed (only the fragment reruns).
         `events`: trigger widget id -> JSON value (a listener's event), sent once."""
+        async with self._one_at_a_time:
+            return await self._rerun(page, query, widgets, fragment, timeout, auto, events)
+
+    async def _rerun(self, page, query, widgets, fragment, timeout, auto, events) -> Run | None:
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         if self._pushed:  # the server is drawing a run it started: a browser's next request comes after it
