@@ -119,10 +119,10 @@ def slide(live: classroom_ui.Live | None):
     else:
         nav = st.columns([1, 1, 4] if present else [1, 1, 3])
         # Presenter keys are Streamlit's own button shortcuts: they work whatever has focus, except a text box.
-        nav[0].button("Back" if present else "← Back", key="lesson_back", disabled=k == 1, on_click=lesson.move,
-                      args=(-1,), width="stretch", shortcut="Left" if present else None)
-        nav[1].button("Next" if present else "Next →", key="lesson_next", disabled=k == N, on_click=lesson.move,
-                      args=(1,), width="stretch", shortcut="Right" if present else None)
+        nav[0].button("Back" if present else "← Back", key="lesson_back", disabled=k == 1, on_click=lesson.go,
+                      args=(k - 1,), width="stretch", shortcut="Left" if present else None)
+        nav[1].button("Next" if present else "Next →", key="lesson_next", disabled=k == N, on_click=lesson.go,
+                      args=(k + 1,), width="stretch", shortcut="Right" if present else None)
     if present:
         if live is None or not live.teacher:  # a class's teacher has them in the join card's popover
             nav[2].caption("Keys: → or Page Down next, ← or Page Up back, 1-4 pick a guess, space or Enter reveals.")
