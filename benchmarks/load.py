@@ -286,7 +286,9 @@ class Client:
                 await asyncio.sleep(2)
                 continue
             try:
-                writer.write((f"GET {url} HTTP/1.1\r\nHost: {parts.netloc}\r\nAccept: text/event-stream\r\n"
+                path = urllib.parse.urlsplit(urllib.parse.urljoin(self.base + "/", url))
+                writer.write((f"GET {path.path}?{path.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                              "Accept: text/event-stream\r\n"
                               + (f"Cookie: {self.cookie}\r\n" if self.cookie else "") + "\r\n").encode())
                 status = (await reader.readline()).decode()
                 if " 200 " not in status:

@@ -76,7 +76,9 @@ _fresh_bytes = [0]
 
 def listen_here(topic: str, key: str) -> None:
     """A listener of `topic` (server/events.py) in this run's fragment: each event reruns the fragment."""
-    url = f"{PATH}?{urllib.parse.urlencode({'topic': topic})}"
+    # Relative to the page (pages are one path segment deep): behind a proxy that serves the app under a prefix, the
+    # route is under it too.
+    url = f"{PATH.lstrip('/')}?{urllib.parse.urlencode({'topic': topic})}"
     _listener(key=key, data={"url": url, "epoch": EPOCH, "seen": HUB.seq(topic)}, height=0)
 
 
