@@ -80,8 +80,8 @@ class Ticker:
 
     def _event(self, key: str, fragment: str, trigger: str, value: str) -> None:
         """A listener heard its class's event: the rerun its component asks for, after the rerun under way."""
-        asyncio.get_running_loop().create_task(self.rerun(fragment=fragment, auto=False, events={trigger: value},
-                                                          kind="push"))
+        asyncio.get_running_loop().create_task(self.rerun(query=self.c.page_query, fragment=fragment, auto=False,
+                                                          events={trigger: value}, kind="push"))
 
     def _pushed(self, run) -> None:
         self.pushed += 1

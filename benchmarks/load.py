@@ -256,13 +256,15 @@ class Client:
             self._streams[key] = (data["url"], asyncio.get_running_loop().create_task(self._stream(key, data["url"])))
 
     def _fire(self, key: str, n: int) -> None:
+        """The listener's trigger: a rerun of its fragment from the page's address, as the browser sends it."""
         trigger, fragment, _, _ = self.listeners[key]
         value = json.dumps([{"event": "change", "value": n}])
         self.events_heard += 1
         if self.on_event is not None:
             self.on_event(key, fragment, trigger, value)
         else:
-            asyncio.get_running_loop().create_task(self.rerun(fragment=fragment, auto=False, events={trigger: value}))
+            asyncio.get_running_loop().create_task(self.rerun(query=self.page_query, fragment=fragment, auto=False,
+                                                              events={trigger: value}))
 
     def _heard_event(self, key: str, epoch: str | None, n: int) -> None:
         old_epoch, heard, acted = self._heard.get(key, ("", 0, 0))

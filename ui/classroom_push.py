@@ -63,7 +63,9 @@ export default function ({ data, key, setTriggerValue }) {
   return () => { s.closing = setTimeout(() => s.close(), 3000); };
 }
 """
-_listener = st.components.v2.component("bert_explorer.class_events", js=_JS)
+# Sent with every run that draws a listener: without its indentation.
+_listener = st.components.v2.component("bert_explorer.class_events",
+                                       js="\n".join(line.strip() for line in _JS.strip().splitlines()))
 
 _lock = threading.Lock()
 _followers: dict[str, dict[str, float]] = {}  # class code -> seat id -> when a run of it last followed the class
