@@ -109,7 +109,7 @@ class Client:
         self.page_query = ""  # the URL query string the page set last
         self._run: Run | None = None
         self._done: asyncio.Future | None = None
-        self.on_push = None  # callback(run): a run the server started itself (a class's push); None: ignored
+        self.on_push = None  # callback(run): a run the class's event asked for (or the server started); None: ignored
         self.tap: list | None = None  # when a list: (message kind, delta kind, bytes) of every message received
         self._pushed = False  # the run being read is such a run
         self._run_fragments: set[str] = set()  # the fragments the run being read reruns (none: a full run)
@@ -263,8 +263,13 @@ class Client:
         if self.on_event is not None:
             self.on_event(key, fragment, trigger, value)
         else:
-            asyncio.get_running_loop().create_task(self.rerun(query=self.page_query, fragment=fragment, auto=False,
-                                                              events={trigger: value}))
+            asyncio.get_running_loop().create_task(self._event_rerun(fragment, {trigger: value}))
+
+    async def _event_rerun(self, fragment: str, events: dict[str, str]) -> None:
+        """The rerun an event asks for; `on_push` hears it (a run of the class's, not of this user's doing)."""
+        run = await self.rerun(query=self.page_query, fragment=fragment, auto=False, events=events)
+        if run is not None and self.on_push is not None:
+            self.on_push(run)
 
     def _heard_event(self, key: str, epoch: str | None, n: int) -> None:
         old_epoch, heard, acted = self._heard.get(key, ("", 0, 0))
