@@ -198,25 +198,10 @@ def redraw(topic: str | None) -> bool:
     return HUB.poke(topic)
 
 
-def retime(seconds: float) -> bool:
-    """A fragment's timer changed in place: not possible through Streamlit's public API (a fragment's `run_every`
-    is sent when a whole run declares it), so always False: the caller reruns the page, which sets the timer."""
-    return False
-
-
 def forget_here() -> None:
     """This session no longer follows a class here (left, explores on its own, or opened another page)."""
     mine = st.session_state.pop(FOLLOWING, None)
     if mine is not None:
         with _lock:
             _drop(*mine)
-
-
-def push(code: str, store: classroom.ClassStore | None = None) -> int:
-    """Publish a change of class `code` to this process's listeners (with `store`: each follower's class read first);
-    returns how many streams listen."""
-    if store is not None:
-        _read_for(store, code)
-    HUB.publish(f"step:{code}")
-    return HUB.listeners(f"step:{code}")
 

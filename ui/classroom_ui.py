@@ -528,10 +528,9 @@ def _class_count(code: str, sid: str, first: View) -> None:
         if v is None:
             return
         grown = student_tick(v.students)
-        if grown > tick[0]:  # the class has grown: this timer slower, in place
+        if grown > tick[0]:  # the class has grown: this timer slower
             tick[0] = grown
-            if not classroom_push.retime(spread_tick(tick[0], sid)):
-                st.rerun()  # not a fragment's run (no server): the whole page, which sets the timer
+            st.rerun()  # the whole page, which declares the fragment's timer (no public way to change it in place)
         if v.following != st.session_state.get(SEEN):
             # The teacher moved on. The server's push redraws the step within a moment; only when a second tick
             # still sees the old step (no push: another process lost its Redis) does the page rerun itself, so

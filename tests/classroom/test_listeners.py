@@ -1,0 +1,60 @@
+"""Which pages listen for a class's events (ui/classroom_push.py's components): a following student's step listens to
+the class's step and the student's own count to the student's vote, the teacher's count to the class's votes; a
+student exploring on their own listens to no step; each listener is drawn with the event number its run has seen."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+import pytest
+from apptest_util import ROOT, assert_ok
+from streamlit.testing.v1 import AppTest
+
+import classroom
+from server import events
+
+LISTENER = "bert_explorer.class_events"
+
+
+@pytest.fixture
+def in_process(monkeypatch):
+    """The app's own in-process class store (BERT_EXPLORER_CLASS_STORE unset)."""
+    monkeypatch.delenv(classroom.ENV, raising=False)
+
+
+def page(query: dict | None = None) -> AppTest:
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    assert_ok(at)
+    return at
+
+
+def topics(at) -> dict[str, dict]:
+    """The topics this page's listeners listen to -> their data."""
+    out = {}
+    for e in at.get("bidi_component"):
+        if e.proto.component_name == LISTENER:
+            data = json.loads(e.proto.json)
+            out[urllib.parse.parse_qs(urllib.parse.urlsplit(data["url"]).query)["topic"][0]] = data
+    return out
+
+
+def test_each_page_listens_to_what_it_redraws(in_process):
+    t = page()
+    t.button(key="class_start").click().run()
+    code = t.session_state["class_code"]
+    s = page({"class": code})
+    s.button(key="class_join").click().run()
+    assert_ok(s)
+    sid = s.query_params["me"]
+    assert set(topics(t)) == {f"votes:{code}"}
+    mine = topics(s)
+    assert set(mine) == {f"step:{code}", f"seat:{code}:{sid}"}
+    step = mine[f"step:{code}"]
+    assert step["epoch"] == events.EPOCH and step["seen"] == events.HUB.seq(f"step:{code}")
+    assert step["url"].startswith("api/class-events?")  # relative: a proxy's prefix stays in front of it
+    s.toggle(key="class_follow").set_value(False).run()  # the student explores on their own
+    assert f"step:{code}" not in topics(s)
