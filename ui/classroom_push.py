@@ -34,7 +34,8 @@ MAX_FOLLOWERS = 20_000  # seats read for at a change, per process (a few hundred
 # A listener is a component with no markup: its script keeps one EventSource per component key across the fragment's
 # reruns (a rerun that draws it again with another topic replaces it), triggers a rerun on each event it has not yet
 # drawn, and closes the stream a moment after the component leaves the page (a cleanup that is followed by a new
-# call of the same key keeps it).
+# call of the same key keeps it). Drawn with `every` (seconds), it is also the fragment's timer: a trigger that often,
+# its interval replaced in place when a run draws it with another.
 _JS = """
 export default function ({ data, key, setTriggerValue }) {
   const all = (globalThis.__bxClassEvents ??= new Map());
@@ -53,12 +54,18 @@ export default function ({ data, key, setTriggerValue }) {
       hear(Number(n));
     });
     es.onmessage = (e) => hear(Number(e.data));
-    s.close = () => { es.close(); all.delete(key); };
+    s.close = () => { es.close(); clearInterval(s.timer); all.delete(key); };
     s.hear = hear;
     all.set(key, s);
   }
   clearTimeout(s.closing);
   s.fire = (n) => setTriggerValue("change", n);
+  s.tick = () => setTriggerValue("tick", Date.now());
+  if ((data.every || 0) !== (s.every || 0)) {
+    clearInterval(s.timer);
+    s.every = data.every || 0;
+    s.timer = s.every > 0 ? setInterval(() => s.tick(), 1000 * s.every) : null;
+  }
   if (data.epoch === s.epoch) { s.drawn = Math.max(data.seen, 0); s.hear(s.seq); }
   return () => { s.closing = setTimeout(() => s.close(), 3000); };
 }
@@ -76,12 +83,16 @@ _fresh: dict[tuple[str, str], tuple[float, int, classroom.View]] = {}
 _fresh_bytes = [0]
 
 
-def listen_here(topic: str, key: str) -> None:
-    """A listener of `topic` (server/events.py) in this run's fragment: each event reruns the fragment."""
+def listen_here(topic: str, key: str, every: float | None = None) -> None:
+    """A listener of `topic` (server/events.py) in this run's fragment: each event reruns the fragment, and with
+    `every`, so does a timer of that many seconds (in the browser: it runs where the event route cannot be reached)."""
     # Relative to the page (pages are one path segment deep): behind a proxy that serves the app under a prefix, the
     # route is under it too.
     url = f"{PATH.lstrip('/')}?{urllib.parse.urlencode({'topic': topic})}"
-    _listener(key=key, data={"url": url, "epoch": EPOCH, "seen": HUB.seq(topic)}, height=0)
+    data = {"url": url, "epoch": EPOCH, "seen": HUB.seq(topic)}
+    if every:
+        data["every"] = round(float(every), 3)
+    _listener(key=key, data=data, height=0)
 
 
 def _forget_read(key: tuple[str, str]) -> None:
@@ -180,14 +191,11 @@ def poke(code: str) -> int:
     return int(HUB.poke(f"votes:{code}"))
 
 
-def fragment_here() -> str:
-    """This run is a following student's own count (a fragment): the student's vote reruns it (`redraw`). Returns
-    what `redraw` needs ("" when this session follows no class)."""
-    mine = st.session_state.get(FOLLOWING)
-    if mine is None:
-        return ""
-    topic = f"seat:{mine[0]}:{mine[1]}"
-    listen_here(topic, "class_events_seat")
+def fragment_here(code: str, sid: str, every: float) -> str:
+    """This run is student `sid`'s own count of class `code` (a fragment): it reruns every `every` s, and at once on
+    the student's vote (`redraw`). Returns what `redraw` needs."""
+    topic = f"seat:{code}:{sid}"
+    listen_here(topic, "class_events_seat", every)
     return topic
 
 
