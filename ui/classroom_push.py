@@ -28,6 +28,7 @@ import classroom
 from server.events import EPOCH, HUB, PATH
 
 FOLLOWING = "class_push_following"  # session state: (code, sid) this session's Lesson follows, for forget_here
+SEEN = "class_push_seen"  # session state: (code, the class's event number when this run began to read the class)
 FOLLOW_TTL = 600.0  # seconds a follower not seen in a run is still read for at a change
 MAX_FOLLOWERS = 20_000  # seats read for at a change, per process (a few hundred bytes each)
 
@@ -83,13 +84,14 @@ _fresh: dict[tuple[str, str], tuple[float, int, classroom.View]] = {}
 _fresh_bytes = [0]
 
 
-def listen_here(topic: str, key: str, every: float | None = None) -> None:
+def listen_here(topic: str, key: str, every: float | None = None, seen: int | None = None) -> None:
     """A listener of `topic` (server/events.py) in this run's fragment: each event reruns the fragment, and with
-    `every`, so does a timer of that many seconds (in the browser: it runs where the event route cannot be reached)."""
+    `every`, so does a timer of that many seconds (in the browser: it runs where the event route cannot be reached).
+    `seen`: the topic's number when the run began to read what it draws (default: now)."""
     # Relative to the page (pages are one path segment deep): behind a proxy that serves the app under a prefix, the
     # route is under it too.
     url = f"{PATH.lstrip('/')}?{urllib.parse.urlencode({'topic': topic})}"
-    data = {"url": url, "epoch": EPOCH, "seen": HUB.seq(topic)}
+    data = {"url": url, "epoch": EPOCH, "seen": HUB.seq(topic) if seen is None else seen}
     if every:
         data["every"] = round(float(every), 3)
     _listener(key=key, data=data, height=0)
@@ -130,7 +132,11 @@ def _read_for(store: classroom.ClassStore, code: str) -> None:
 
 
 def read_at_push(code: str, sid: str | None) -> classroom.View | None:
-    """Student `sid`'s read of class `code` made at the class's last change, if fresh (taken: a later run reads)."""
+    """Student `sid`'s read of class `code` made at the class's last change, if fresh (taken: a later run reads).
+
+    Called just before the run reads the class: the class's event number now is what the run's listener has seen (a
+    change after it reruns the step again; one before it is in the read)."""
+    st.session_state[SEEN] = (code, HUB.seq(f"step:{code}"))
     if not sid:
         return None
     with _lock:
@@ -178,7 +184,8 @@ def _drop(code: str, sid: str) -> None:
 def redraw_here(store: classroom.ClassStore, code: str, sid: str) -> None:
     """This run is a following student's step (a fragment): the class's next change reruns it."""
     follow_here(store, code, sid)
-    listen_here(f"step:{code}", "class_events_step")
+    seen = st.session_state.get(SEEN)
+    listen_here(f"step:{code}", "class_events_step", seen=seen[1] if seen and seen[0] == code else None)
 
 
 def count_here(code: str) -> None:

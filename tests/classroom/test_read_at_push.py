@@ -84,3 +84,14 @@ def test_the_reads_kept_are_bounded_in_bytes(cls, monkeypatch):
     store.end(code, secret)
     classroom_push._read_for(store, code)  # the class is gone: nothing kept, each run reads and says so
     assert classroom_push._fresh == {} and classroom_push._fresh_bytes == [0]
+
+
+def test_a_run_keeps_the_event_number_from_before_its_read(cls):
+    """A change between the run's read and its listener's drawing is then heard as new: the step reruns again."""
+    from server import events
+
+    store, code, secret, a, b = cls
+    before = events.HUB.seq(f"step:{code}")
+    classroom_push.read_at_push(code, a)  # the run is about to read the class
+    events.HUB.publish(f"step:{code}")  # the teacher moves meanwhile
+    assert classroom_push.st.session_state[classroom_push.SEEN] == (code, before)
