@@ -8,8 +8,8 @@ import json
 import urllib.parse
 
 import pytest
-from apptest_util import ROOT, assert_ok
-from streamlit.testing.v1 import AppTest
+from apptest_util import assert_ok
+from test_page_classroom import session as page
 
 import classroom
 from server import events
@@ -21,15 +21,6 @@ LISTENER = "bert_explorer.class_events"
 def in_process(monkeypatch):
     """The app's own in-process class store (BERT_EXPLORER_CLASS_STORE unset)."""
     monkeypatch.delenv(classroom.ENV, raising=False)
-
-
-def page(query: dict | None = None) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.run()
-    assert_ok(at)
-    return at
 
 
 def topics(at) -> dict[str, dict]:
