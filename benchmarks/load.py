@@ -244,9 +244,11 @@ class Client:
         from streamlit.runtime.state.session_state import STREAMLIT_INTERNAL_KEY_PREFIX
 
         trigger = f"{STREAMLIT_INTERNAL_KEY_PREFIX}_{wid}{EVENT_DELIM}events"
-        self.listeners[key] = [trigger, fragment, data["url"], int(data["seen"])]
         if data.get("every"):  # the listener is its fragment's timer too: ticked as Streamlit's own timers are
             self.fragments[fragment] = float(data["every"])
+        if "url" not in data:  # a timer only
+            return
+        self.listeners[key] = [trigger, fragment, data["url"], int(data["seen"])]
         epoch, heard, acted = self._heard.get(key, (data["epoch"], 0, 0))
         if epoch == data["epoch"] and heard > max(int(data["seen"]), acted):
             self._heard[key] = (epoch, heard, heard)

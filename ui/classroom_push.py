@@ -4,8 +4,9 @@ A following student's step runs as one fragment (views/lesson.py's `following_sl
 vote and view, everything that changes with the teacher's step. Each of its runs draws a listener there
 (`listen_here`): a components v2 component that opens an event stream of the class (server/events.py, a route of
 app.py's `st.App`) and sets a trigger value on each event, which reruns that fragment alone, as a click inside it
-would. The teacher's count of answers listens in the same way to the class's votes in this process, and a student's
-own count to that student's vote. app.py, the navigation, the sidebar and the side column do not run again for a
+would. The teacher's count of answers listens in the same way to the class's votes in this process; a student's own
+count runs on its listener's timer, and a vote's callback reruns it with the step (`st.rerun` of the two named
+fragments). app.py, the navigation, the sidebar and the side column do not run again for a
 step change; a page whose stream cannot connect (a host that serves only Streamlit's own routes) keeps its
 fragments' own timers, which were always the fallback.
 
@@ -23,12 +24,15 @@ import time
 import urllib.parse
 
 import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 import classroom
 from server.events import EPOCH, HUB, PATH
 
 FOLLOWING = "class_push_following"  # session state: (code, sid) this session's Lesson follows, for forget_here
 SEEN = "class_push_seen"  # session state: (code, the class's event number when this run began to read the class)
+STEP_FRAGMENT = "class_step"  # the key of a following student's step fragment (views/lesson.py)
+COUNT_FRAGMENT = "class_count"  # the key of a following student's own count fragment (ui/classroom_ui.py)
 FOLLOW_TTL = 600.0  # seconds a follower not seen in a run is still read for at a change
 MAX_FOLLOWERS = 20_000  # seats read for at a change, per process (a few hundred bytes each)
 
@@ -44,7 +48,7 @@ export default function ({ data, key, setTriggerValue }) {
   if (s && s.url !== data.url) { s.close(); s = undefined; }
   if (!s) {
     s = { url: data.url, epoch: data.epoch, seq: 0, fired: 0, drawn: data.seen, fire: null, closing: null };
-    const es = new EventSource(data.url);
+    const es = data.url ? new EventSource(data.url) : new EventTarget();
     const hear = (n) => {
       s.seq = Math.max(s.seq, n);
       if (s.seq > s.drawn && s.seq > s.fired && s.fire) { s.fired = s.seq; s.fire(s.seq); }
@@ -55,7 +59,7 @@ export default function ({ data, key, setTriggerValue }) {
       hear(Number(n));
     });
     es.onmessage = (e) => hear(Number(e.data));
-    s.close = () => { es.close(); clearInterval(s.timer); all.delete(key); };
+    s.close = () => { es.close?.(); clearInterval(s.timer); all.delete(key); };
     s.hear = hear;
     all.set(key, s);
   }
@@ -67,7 +71,7 @@ export default function ({ data, key, setTriggerValue }) {
     s.every = data.every || 0;
     s.timer = s.every > 0 ? setInterval(() => s.tick(), 1000 * s.every) : null;
   }
-  if (data.epoch === s.epoch) { s.drawn = Math.max(data.seen, 0); s.hear(s.seq); }
+  if (data.url && data.epoch === s.epoch) { s.drawn = Math.max(data.seen, 0); s.hear(s.seq); }
   return () => { s.closing = setTimeout(() => s.close(), 3000); };
 }
 """
@@ -84,14 +88,16 @@ _fresh: dict[tuple[str, str], tuple[float, int, classroom.View]] = {}
 _fresh_bytes = [0]
 
 
-def listen_here(topic: str, key: str, every: float | None = None, seen: int | None = None) -> None:
+def listen_here(topic: str | None, key: str, every: float | None = None, seen: int | None = None) -> None:
     """A listener of `topic` (server/events.py) in this run's fragment: each event reruns the fragment, and with
     `every`, so does a timer of that many seconds (in the browser: it runs where the event route cannot be reached).
-    `seen`: the topic's number when the run began to read what it draws (default: now)."""
-    # Relative to the page (pages are one path segment deep): behind a proxy that serves the app under a prefix, the
-    # route is under it too.
-    url = f"{PATH.lstrip('/')}?{urllib.parse.urlencode({'topic': topic})}"
-    data = {"url": url, "epoch": EPOCH, "seen": HUB.seq(topic) if seen is None else seen}
+    `seen`: the topic's number when the run began to read what it draws (default: now). No topic: the timer only."""
+    data: dict = {"epoch": EPOCH}
+    if topic is not None:
+        # Relative to the page (pages are one path segment deep): behind a proxy that serves the app under a prefix,
+        # the route is under it too.
+        data["url"] = f"{PATH.lstrip('/')}?{urllib.parse.urlencode({'topic': topic})}"
+        data["seen"] = HUB.seq(topic) if seen is None else seen
     if every:
         data["every"] = round(float(every), 3)
     _listener(key=key, data=data, height=0)
@@ -198,19 +204,24 @@ def poke(code: str) -> int:
     return int(HUB.poke(f"votes:{code}"))
 
 
-def fragment_here(code: str, sid: str, every: float) -> str:
-    """This run is student `sid`'s own count of class `code` (a fragment): it reruns every `every` s, and at once on
-    the student's vote (`redraw`). Returns what `redraw` needs."""
-    topic = f"seat:{code}:{sid}"
-    listen_here(topic, "class_events_seat", every)
-    return topic
+def fragment_here(every: float) -> str:
+    """This run is a following student's own count (the fragment keyed COUNT_FRAGMENT): it reruns every `every` s (its
+    listener's timer), and with the student's vote (`redraw`). Returns what `redraw` needs."""
+    listen_here(None, "class_events_count", every)
+    return COUNT_FRAGMENT
 
 
-def redraw(topic: str | None) -> bool:
-    """Rerun the student's own count (`fragment_here`'s) once this run has ended; False without one."""
-    if not topic:
+def redraw(count: str | None) -> bool:
+    """From a following student's vote callback: the vote's run reruns the student's step and own count (`count`,
+    from `fragment_here`) together, as one run of the two named fragments. False (the step alone, as a vote does
+    by default) where the page has no such count (presenter mode has no side column)."""
+    if not count:
         return False
-    return HUB.poke(topic)
+    try:
+        st.rerun(scope=[STEP_FRAGMENT, count])
+    except StreamlitAPIException:  # no fragment of that key on this page
+        return False
+    return True
 
 
 def forget_here() -> None:

@@ -521,9 +521,9 @@ def _class_count(code: str, sid: str, first: View) -> None:
     the side column the class's push does not redraw; and the fallback for a step change no push brought."""
     first_read, tick = [first], [student_tick(first.students)]  # this page's timer, until its next whole run
 
-    @st.fragment
-    def class_count() -> None:  # on the timer of its listener, which the student's vote also reruns at once
-        st.session_state[COUNT_FRAGMENT] = classroom_push.fragment_here(code, sid, spread_tick(tick[0], sid))
+    @st.fragment(key=classroom_push.COUNT_FRAGMENT)
+    def class_count() -> None:  # on the timer of its listener; the student's vote reruns it at once
+        st.session_state[COUNT_FRAGMENT] = classroom_push.fragment_here(spread_tick(tick[0], sid))
         v = first_read.pop() if first_read else _read(code, sid=sid)
         if v is None:
             return

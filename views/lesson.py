@@ -6,7 +6,7 @@ import zlib
 
 import streamlit as st
 
-from ui import callbacks, classroom_ui, handout, lesson, model_choice, notebook_ui
+from ui import callbacks, classroom_push, classroom_ui, handout, lesson, model_choice, notebook_ui
 from ui.state import DEFAULT_MODEL, require_current
 
 N = len(lesson.STEPS)
@@ -148,7 +148,7 @@ if follower:
     side = side.container(key="lesson_side") if side is not None else None  # labels that wrap (ui/theme.py)
     first = [live]
 
-    @st.fragment
+    @st.fragment(key=classroom_push.STEP_FRAGMENT)
     def following_slide():
         if first:  # the whole run's read of the class serves the first run; the class's changes rerun this fragment
             now = first.pop()
