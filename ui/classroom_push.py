@@ -19,7 +19,6 @@ counts its texts' length and RESERVE bytes more.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 import urllib.parse
@@ -89,12 +88,10 @@ _fresh: dict[tuple[str, str], tuple[float, int, classroom.View]] = {}
 _fresh_bytes = [0]
 
 
-def listen_here(topic: str | None, key: str, every: float | None = None, seen: int | None = None,
-                on_event=None) -> None:
+def listen_here(topic: str | None, key: str, every: float | None = None, seen: int | None = None) -> None:
     """A listener of `topic` (server/events.py) in this run's fragment: each event reruns the fragment, and with
     `every`, so does a timer of that many seconds (in the browser: it runs where the event route cannot be reached).
-    `seen`: the topic's number when the run began to read what it draws (default: now). No topic: the timer only.
-    `on_event`: a callback run on each event (a widget callback: it may rerun other fragments by key)."""
+    `seen`: the topic's number when the run began to read what it draws (default: now). No topic: the timer only."""
     data: dict = {"epoch": EPOCH}
     if topic is not None:
         # Relative to the page (pages are one path segment deep): behind a proxy that serves the app under a prefix,
@@ -103,7 +100,7 @@ def listen_here(topic: str | None, key: str, every: float | None = None, seen: i
         data["seen"] = HUB.seq(topic) if seen is None else seen
     if every:
         data["every"] = round(float(every), 3)
-    _listener(key=key, data=data, height=0, **({"on_change_change": on_event} if on_event else {}))
+    _listener(key=key, data=data, height=0)
 
 
 def _forget_read(key: tuple[str, str]) -> None:
@@ -191,18 +188,10 @@ def _drop(code: str, sid: str) -> None:
 
 
 def redraw_here(store: classroom.ClassStore, code: str, sid: str) -> None:
-    """A following student's whole run, outside the step's fragment: each of the class's changes reruns that fragment
-    (the listener's callback names it), and the listener is not drawn again with each step."""
+    """This run is a following student's step (a fragment): the class's next change reruns it."""
     follow_here(store, code, sid)
     seen = st.session_state.get(SEEN)
-    listen_here(f"step:{code}", "class_events_step", seen=seen[1] if seen and seen[0] == code else None,
-                on_event=_rerun_step)
-
-
-def _rerun_step() -> None:
-    """The listener's callback: only the step's fragment reruns (a page without it reruns whole, as by default)."""
-    with contextlib.suppress(StreamlitAPIException):
-        st.rerun(scope=STEP_FRAGMENT)
+    listen_here(f"step:{code}", "class_events_step", seen=seen[1] if seen and seen[0] == code else None)
 
 
 def count_here(code: str) -> None:

@@ -157,10 +157,10 @@ if follower:
             now = classroom_ui.follow()
         if not classroom_ui.following_student(now):
             st.rerun()  # the class ended or is away, or the student stopped following: the whole page again
+        classroom_ui.redraw_here(now)  # each run of this fragment listens for the class's next change
         return slide(now)
 
     with main:
-        classroom_ui.redraw_here(live)  # the class's next change reruns following_slide alone
         k, text, pair, _ = following_slide()
 else:
     k, text, pair, side = slide(live)
