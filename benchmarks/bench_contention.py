@@ -8,7 +8,7 @@ same bert-base-sized random checkpoint (as benchmarks/bench_analyze.py), in two 
   quiet      nothing else started by this script (the machine's own load is printed)
   busy       `--busy` processes spinning pure Python (one per core by default), started here
 and, in each, with torch's intra-op pool at the default size, at one thread, and at what the app picks
-(`auto`: ui/threads.py, from the tasks runnable at that moment); the whole set once
+(`auto`: server/threads.py, from the tasks runnable at that moment); the whole set once
 with OpenMP's default wait policy (idle pool threads spin before they sleep) and once in a child
 process with OMP_WAIT_POLICY=PASSIVE (they sleep at once; it must be set before torch loads).
 It also times the parts of `analyze` (tokenize, forward pass, the rest: top-k, stacking, numpy) to
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_analyze import make_checkpoint  # noqa: E402
 
 import bert_core  # noqa: E402
-from ui.threads import fit_torch_threads  # noqa: E402
+from server.threads import fit_torch_threads  # noqa: E402
 
 
 def spin(stop) -> None:
@@ -92,7 +92,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=116)
     ap.add_argument("--busy", type=int, default=os.cpu_count(), help="spinning processes in the busy condition")
     ap.add_argument("--threads", default=f"{torch.get_num_threads()},1,auto",
-                    help="torch intra-op sizes to try; auto: what the app picks (ui/threads.py)")
+                    help="torch intra-op sizes to try; auto: what the app picks (server/threads.py)")
     ap.add_argument("--child", action="store_true", help="one wait policy only (the environment's)")
     args = ap.parse_args()
     if not args.child:

@@ -76,6 +76,12 @@ class Ticker:
         self.pushed_whole = 0  # ... of them whole-page runs (app.py, sidebar and all), not the Lesson's fragment
         self.runs: list[tuple[float, str]] = []  # (when it finished, "push"/"tick"/"ask" + " whole" for a full run)
         client.on_push = self._pushed
+        client.on_event = self._event
+
+    def _event(self, key: str, fragment: str, trigger: str, value: str) -> None:
+        """A listener heard its class's event: the rerun its component asks for, after the rerun under way."""
+        asyncio.get_running_loop().create_task(self.rerun(query=self.c.page_query, fragment=fragment, auto=False,
+                                                          events={trigger: value}, kind="push"))
 
     def _pushed(self, run) -> None:
         self.pushed += 1
@@ -83,13 +89,16 @@ class Ticker:
         self.runs.append((time.perf_counter(), "push" + ("" if run.fragment else " whole")))
         self._took(run)
 
-    async def rerun(self, **kw):
+    async def rerun(self, kind: str | None = None, **kw):
         async with self.lock:
             if kw.get("fragment") and kw.get("auto", True) and kw["fragment"] not in self.c.fragments:
                 return None  # a full run since replaced that timer's fragment (a browser drops the timer too)
             run = await self.c.rerun(**kw)
         if run is not None:
-            kind = "tick" if kw.get("fragment") and kw.get("auto", True) else "ask"
+            kind = kind or ("tick" if kw.get("fragment") and kw.get("auto", True) else "ask")
+            if kind == "push":  # the class's event: the student asked for it, on the listener's trigger
+                self.pushed += 1
+                self.pushed_whole += not run.fragment
             self.runs.append((time.perf_counter(), kind + ("" if run.fragment else " whole")))
             self._took(run)
         return run

@@ -27,6 +27,9 @@ one asyncio loop, so the client costs little CPU beside the server (no browser p
   counts sessions inside a training step loop at once, slot holders and lapsed leases.
 - Latency: seconds from sending a rerun to its script_finished, for text edits; first with one
   user alone, then with the full class, in the same run.
+- A live class's pages listen for the class's events (server/events.py: a server-sent event stream per listener that a
+  run draws, ui/classroom_push.py) and rerun that listener's fragment with its trigger value on each event, as the
+  listener component does in a browser (`Client.on_event` lets a caller schedule those reruns itself).
 - More than one process (`--processes N`, or `--proxy` for one): N servers behind HAProxy with
   deploy/haproxy.cfg. Each "browser" first loads the page over HTTP as a browser does, keeps the
   sticky cookie HAProxy sets, and sends it with its websocket; HAProxy names the process that
@@ -60,6 +63,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from appserver import app_server, peak_rss_mb, proxied_app_servers  # noqa: E402
 
+LISTENER = "bert_explorer.class_events"  # ui/classroom_push.py's component: a run that draws one listens
 MAX_SESSIONS = 60
 MAX_SECONDS = 600
 ANALYSIS_PAGES = ("tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training")
@@ -105,7 +109,7 @@ class Client:
         self.page_query = ""  # the URL query string the page set last
         self._run: Run | None = None
         self._done: asyncio.Future | None = None
-        self.on_push = None  # callback(run): a run the server started itself (a class's push); None: ignored
+        self.on_push = None  # callback(run): a run the class's event asked for (or the server started); None: ignored
         self.tap: list | None = None  # when a list: (message kind, delta kind, bytes) of every message received
         self._pushed = False  # the run being read is such a run
         self._run_fragments: set[str] = set()  # the fragments the run being read reruns (none: a full run)
@@ -113,6 +117,14 @@ class Client:
         # The last messages' gist, (seconds, kind, detail), for a report on a page that did not show what it should
         self.trail: collections.deque = collections.deque(maxlen=120)
         self.session_id = ""  # the server's id of this session (its first new-session message says it)
+        self.cookie = ""  # the cookies the page load set (HAProxy's sticky one): the event streams send them too
+        # A class's listeners the last runs drew: user key -> [trigger widget id, fragment id, url, number drawn]
+        self.listeners: dict[str, list] = {}
+        self._streams: dict[str, tuple[str, asyncio.Task]] = {}  # user key -> (url, task reading its stream)
+        self._heard: dict[str, tuple[str, int, int]] = {}  # user key -> (epoch, last number heard, last acted on)
+        self.on_event = None  # callback(key, fragment, trigger id, value): rerun for an event; None: rerun here
+        self.events_heard = 0
+        self._one_at_a_time = asyncio.Lock()  # a rerun waits for the one being read (the server would queue it)
 
     async def connect(self) -> None:
         """Load the page over HTTP (keeping its cookies, as a browser does), then open the websocket with them."""
@@ -124,6 +136,7 @@ class Client:
                 return r.headers.get("X-Served-By"), "; ".join(cookies)
 
         self.backend_http, cookie = await asyncio.to_thread(load_page)
+        self.cookie = cookie
         self.ws = await websockets.connect(self.url, subprotocols=["streamlit"], max_size=None,
                                           ping_timeout=self.ping_timeout,
                                           additional_headers={"Cookie": cookie} if cookie else None)
@@ -131,6 +144,8 @@ class Client:
         self._reader = asyncio.create_task(self._read())
 
     async def close(self) -> None:
+        for _, task in self._streams.values():
+            task.cancel()
         if getattr(self, "ws", None) is None:  # never connected (the session's error is in its log)
             return
         try:
@@ -194,6 +209,8 @@ class Client:
                     self.widgets[wid.split("-", 2)[2]] = wid
                     self.widget_fragments[wid.split("-", 2)[2]] = m.delta.fragment_id
                     self._drawn.add(wid.split("-", 2)[2])
+                    if etype == "bidi_component" and sub.component_name == LISTENER:
+                        self._listen(wid.split("-", 2)[2], wid, m.delta.fragment_id, json.loads(sub.json))
                 self._run.elements.append((etype, sub))
                 self._run.arrived.append(time.perf_counter())
             elif kind == "page_info_changed":
@@ -220,11 +237,107 @@ class Client:
         for k in gone:
             del self.values[k]
 
+    def _listen(self, key: str, wid: str, fragment: str, data: dict) -> None:
+        """A run drew listener `key` (as the browser's component is drawn): keep its stream open, and act on an event
+        it heard that this drawing has not seen (the component's own rule)."""
+        from streamlit.components.v2.bidi_component.constants import EVENT_DELIM
+        from streamlit.runtime.state.session_state import STREAMLIT_INTERNAL_KEY_PREFIX
+
+        trigger = f"{STREAMLIT_INTERNAL_KEY_PREFIX}_{wid}{EVENT_DELIM}events"
+        if data.get("every"):  # the listener is its fragment's timer too: ticked as Streamlit's own timers are
+            self.fragments[fragment] = float(data["every"])
+        if "url" not in data:  # a timer only
+            return
+        self.listeners[key] = [trigger, fragment, data["url"], int(data["seen"])]
+        epoch, heard, acted = self._heard.get(key, (data["epoch"], 0, 0))
+        if epoch == data["epoch"] and heard > max(int(data["seen"]), acted):
+            self._heard[key] = (epoch, heard, heard)
+            self._fire(key, heard)
+        if key not in self._streams or self._streams[key][0] != data["url"]:
+            if key in self._streams:
+                self._streams[key][1].cancel()
+            self._heard[key] = (data["epoch"], 0, 0)
+            self._streams[key] = (data["url"], asyncio.get_running_loop().create_task(self._stream(key, data["url"])))
+
+    def _fire(self, key: str, n: int) -> None:
+        """The listener's trigger: a rerun of its fragment from the page's address, as the browser sends it."""
+        trigger, fragment, _, _ = self.listeners[key]
+        value = json.dumps([{"event": "change", "value": n}])
+        self.events_heard += 1
+        if self.on_event is not None:
+            self.on_event(key, fragment, trigger, value)
+        else:
+            asyncio.get_running_loop().create_task(self._event_rerun(fragment, {trigger: value}))
+
+    async def _event_rerun(self, fragment: str, events: dict[str, str]) -> None:
+        """The rerun an event asks for; `on_push` hears it (a run of the class's, not of this user's doing)."""
+        run = await self.rerun(query=self.page_query, fragment=fragment, auto=False, events=events)
+        if run is not None and self.on_push is not None:
+            self.on_push(run)
+
+    def _heard_event(self, key: str, epoch: str | None, n: int) -> None:
+        old_epoch, heard, acted = self._heard.get(key, ("", 0, 0))
+        if epoch is not None and epoch != old_epoch:  # another process's numbers
+            old_epoch, heard, acted = epoch, 0, 0
+        heard = max(heard, n)
+        drawn = self.listeners[key][3] if key in self.listeners else 0
+        if heard > max(drawn, acted):
+            self._heard[key] = (old_epoch, heard, heard)
+            self._fire(key, heard)
+        else:
+            self._heard[key] = (old_epoch, heard, acted)
+
+    async def _stream(self, key: str, url: str) -> None:
+        """Read one listener's event stream (HTTP/1.1, chunked) as EventSource does, reconnecting after RETRY_MS."""
+        parts = urllib.parse.urlsplit(self.base)
+        while True:
+            try:
+                reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
+            except OSError:
+                await asyncio.sleep(2)
+                continue
+            try:
+                path = urllib.parse.urlsplit(urllib.parse.urljoin(self.base + "/", url))
+                writer.write((f"GET {path.path}?{path.query} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                              "Accept: text/event-stream\r\n"
+                              + (f"Cookie: {self.cookie}\r\n" if self.cookie else "") + "\r\n").encode())
+                status = (await reader.readline()).decode()
+                if " 200 " not in status:
+                    return  # no event route here: the page's timers are the fallback, as in a browser
+                while (await reader.readline()).strip():
+                    pass  # headers
+                buf = ""
+                while True:
+                    size = int((await reader.readline()).strip() or b"0", 16)
+                    if size == 0:
+                        break
+                    buf += (await reader.readexactly(size + 2))[:-2].decode()
+                    while "\n\n" in buf:
+                        block, buf = buf.split("\n\n", 1)
+                        fields = dict(line.split(": ", 1) for line in block.split("\n") if ": " in line
+                                      and not line.startswith(":"))
+                        if fields.get("event") == "hello":
+                            epoch, n = fields["data"].split()
+                            self._heard_event(key, epoch, int(n))
+                        elif "data" in fields:
+                            self._heard_event(key, None, int(fields["data"]))
+            except (OSError, ValueError, asyncio.IncompleteReadError):
+                pass
+            finally:
+                writer.close()
+            await asyncio.sleep(2)
+
     async def rerun(self, page: str | None = None, query: str = "", widgets: dict | None = None,
-                    fragment: str | None = None, timeout: float = 300, auto: bool = True) -> Run | None:
+                    fragment: str | None = None, timeout: float = 300, auto: bool = True,
+                    events: dict[str, str] | None = None) -> Run | None:
         """Send one rerun (a page switch, widget values by key, or a fragment tick); wait for it to finish.
 
-        With `fragment` and auto=False: a widget inside that fragment changed (only the fragment reruns)."""
+        With `fragment` and auto=False: a widget inside that fragment changed (only the fragment reruns).
+        `events`: trigger widget id -> JSON value (a listener's event), sent once."""
+        async with self._one_at_a_time:
+            return await self._rerun(page, query, widgets, fragment, timeout, auto, events)
+
+    async def _rerun(self, page, query, widgets, fragment, timeout, auto, events) -> Run | None:
         from streamlit.proto.BackMsg_pb2 import BackMsg
 
         if self._pushed:  # the server is drawing a run it started: a browser's next request comes after it
@@ -252,6 +365,9 @@ class Client:
                 w.string_value = value
             else:
                 w.int_value = int(value)
+        for tid, value in (events or {}).items():
+            w = cs.widget_states.widgets.add()
+            w.id, w.json_trigger_value = tid, value
         if fragment:
             cs.fragment_id, cs.is_auto_rerun = fragment, auto
         self._run = Run(0.0, -1)

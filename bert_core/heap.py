@@ -15,7 +15,7 @@ def collect_garbage(freeze: bool = False) -> int:
     """One full collection that also reaches what `gc.freeze()` set aside; how many objects it found. What lives
     on is frozen again if the heap was frozen, or if `freeze`.
 
-    A server may freeze its settled heap (ui/housekeeping.py) so that Python's own full collections skip it; a
+    A server may freeze its settled heap (server/housekeeping.py) so that Python's own full collections skip it; a
     plain `gc.collect()` then never frees a frozen object that has since become cyclic garbage (a dropped model,
     a closed tab's run). Here the frozen objects are examined too."""
     with _collecting:

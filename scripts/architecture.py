@@ -49,7 +49,8 @@ def package_of(module: str, packages: list[str]) -> str | None:
 
 
 def app_imports() -> dict[str, set[str]]:
-    """What app.py and the pages import of bert_core, ui and classroom (they are scripts, not a package grimp reads)."""
+    """What app.py and the pages import of bert_core, ui, classroom and server (they are scripts, not a package grimp
+    reads)."""
     out: dict[str, set[str]] = {}
     for name in APP:
         files = [ROOT / "app.py"] if name == "app" else sorted((ROOT / "views").glob("*.py"))
@@ -57,15 +58,15 @@ def app_imports() -> dict[str, set[str]]:
             for line in f.read_text().splitlines():
                 words = line.split()
                 if (len(words) >= 2 and words[0] in ("from", "import")
-                        and words[1].split(".")[0] in ("bert_core", "ui", "classroom")):
+                        and words[1].split(".")[0] in ("bert_core", "ui", "classroom", "server")):
                     out.setdefault(name, set()).add(words[1])
     return out
 
 
 def mermaid() -> str:
     stack = layers()
-    graph = grimp.build_graph("bert_core", "ui", "classroom", cache_dir=None)
-    packages = stack + sorted(set(graph.find_children("bert_core")) - set(stack)) + ["ui", "classroom"]
+    graph = grimp.build_graph("bert_core", "ui", "classroom", "server", cache_dir=None)
+    packages = stack + sorted(set(graph.find_children("bert_core")) - set(stack)) + ["ui", "classroom", "server"]
     edges: dict[tuple[str, str], int] = {}
     for importer in graph.modules:
         a = package_of(importer, packages) or ("bert_core" if importer == "bert_core" else None)
@@ -86,10 +87,11 @@ def mermaid() -> str:
     for i, floor in enumerate(floors()):
         for layer in floor:
             lines.append(f'    {short(layer)}["{i + 1}. {short(layer)}"]')
-    for extra in packages[len(stack):-2]:
+    for extra in packages[len(stack):-3]:
         lines.append(f'    {short(extra)}["{short(extra)} (imports nothing of bert_core)"]')
     lines.append("  end")
     lines.append('  classroom["classroom/ (a live class: imports neither streamlit, ui nor bert_core)"]')
+    lines.append('  server["server/ (the process: event route, housekeeping, threads; no page code)"]')
     for (a, b), n in sorted(edges.items()):
         src = "api" if a == "bert_core" else short(a)
         dst = "api" if b == "bert_core" else short(b)

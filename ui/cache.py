@@ -7,8 +7,8 @@ and the least recently used entries are dropped until the total fits `BERT_EXPLO
 
 Values are returned as they are stored (not copied): callers must treat them as read-only.
 
-Memory freed is only memory saved if the allocator gives it back: `tune_allocator` (called on
-import) makes glibc serve every block of 1 MB or more with its own mmap, returned to the system on
+Memory freed is only memory saved if the allocator gives it back: `server.allocator.tune_allocator` (called
+when the server starts) makes glibc serve every block of 1 MB or more with its own mmap, returned to the system on
 free, instead of keeping it in per-thread heaps (see docs/benchmarks.md, "Memory").
 
 Memory dropped is only memory freed if nothing else holds it: a page script that defines a function
@@ -22,8 +22,6 @@ So once `collect_bytes` of results have been dropped or served uncached, the cac
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import dataclasses
 import logging
 import os
@@ -41,25 +39,6 @@ log = logging.getLogger("bert_explorer.cache")
 
 DEFAULT_CACHE_MB = 400  # fits a 2.7 GB Streamlit Cloud container beside bert-base (docs/benchmarks.md)
 COLLECT_BYTES = 100 * 2**20  # dropped results that trigger one gc.collect() (module docstring)
-MMAP_THRESHOLD = 1 << 20  # bytes: blocks this large get their own mmap (glibc's M_MMAP_THRESHOLD)
-
-
-def tune_allocator(threshold: int = MMAP_THRESHOLD) -> bool:
-    """Fix glibc's mmap threshold at `threshold` bytes; True when set (False off glibc, or when the env sets it).
-
-    glibc raises its threshold each time a large mmapped block is freed (up to 32 MB), after which
-    blocks of a 512-token analysis (12.6 MB per layer of attention maps) come from heaps that are
-    rarely given back: a server that analysed 8 long texts held ~400 MB more than its live data.
-    Fixing the threshold keeps every large block returnable. `MALLOC_MMAP_THRESHOLD_` in the
-    environment, when set, wins (glibc reads it itself).
-    """
-    if os.environ.get("MALLOC_MMAP_THRESHOLD_") or not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return bool(libc.mallopt(-3, int(threshold)))  # -3 is M_MMAP_THRESHOLD in <malloc.h>
-    except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to tune
-        return False
 
 
 def nbytes(obj: Any, _seen: set | None = None) -> int:
@@ -196,7 +175,6 @@ def budget_bytes(setting: str = "BERT_EXPLORER_CACHE_MB", default_mb: float = DE
     return int(max(mb, 0) * 2**20)
 
 
-TUNED = tune_allocator()
 RESULTS = ByteLRU(budget_bytes())  # shared by every session of this process
 
 

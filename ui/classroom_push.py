@@ -1,377 +1,233 @@
-"""The server redraws a following student's Lesson the moment the teacher moves: no student asks every second.
+"""A following student's Lesson is redrawn the moment the teacher moves: each browser listens for its class's changes.
 
 A following student's step runs as one fragment (views/lesson.py's `following_slide`): the step's header, words,
-vote and view, everything that changes with the teacher's step (the side column, with the class's count, Follow
-and Leave, is outside it). Its run records where it is (`follow_here(code)`, with that fragment's id). When the
-class's step, sentence, question or reveal changes, the store tells this process (`ClassStore.watch`: the
-in-process store directly, Redis over pub/sub, so every process behind the proxy hears it) and each of this
-process's students of that class gets a rerun of that fragment requested by the server, as a browser requests a
-fragment's rerun (`AppSession.request_rerun` with the fragment's id, from a thread that is not the session's):
-app.py, the navigation, the sidebar and the side column do not run again for a step change. A page not run as a
-fragment (no server) is rerun whole. The students' timers (the side column's count) are then only for the count
-of answers and a fallback; a student who leaves the Lesson, stops following or closes the tab is dropped.
+vote and view, everything that changes with the teacher's step. Each of its runs draws a listener there
+(`listen_here`): a components v2 component that opens an event stream of the class (server/events.py, a route of
+app.py's `st.App`) and sets a trigger value on each event, which reruns that fragment alone, as a click inside it
+would. The teacher's count of answers listens in the same way to the class's votes in this process; a student's own
+count runs on its listener's timer, and a vote's callback reruns it with the step (`st.rerun` of the two named
+fragments). app.py, the navigation, the sidebar and the side column do not run again for a
+step change; a page whose stream cannot connect (a host that serves only Streamlit's own routes) keeps its
+fragments' own timers, which were always the fallback.
 
-Every run, a pushed fragment's too, starts with Streamlit's new-session message, which carries the app's theme:
-Streamlit rebuilds it each time from every config option (six sections, each a scan of all options), 7% of the
-server's time in a profile of a class of 120 (1.4% with the cache). `cache_theme_messages` keeps each section's
-theme message until the config changes (a hook on Streamlit's `app_session._populate_theme_msg`;
-tests/classroom/test_streamlit_hooks.py checks that the message is byte for byte Streamlit's own and fails if
-that internal changes).
-
-A second hook (`wait_for_finished_runs`, on `AppSession._create_scriptrunner`) keeps a run that has just finished
-from losing its drawing to the next request: a pushed step and the student's own timer tick often meet
-(tests/classroom/test_finished_runs.py).
+The store tells each process of a class's change (`ClassStore.watch`: the in-process store directly, Redis over
+pub/sub); the process first reads the class once for all of its students who follow it (one round trip to Redis,
+not one per student's run: the reads were 7% of a step change in py-spy), then publishes the event. Each run takes
+its seat's read if the read is fresh (FRESH_S) and was not dropped by the seat's own vote. Bounded in bytes: a read
+counts its texts' length and RESERVE bytes more.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import threading
 import time
+import urllib.parse
 
-from streamlit import config, runtime
-from streamlit.proto.ClientState_pb2 import ClientState
-from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
-from streamlit.runtime import app_session
-from streamlit.runtime.scriptrunner import get_script_run_ctx
-from streamlit.runtime.scriptrunner_utils.script_run_context import ThreadState
+import streamlit as st
+from streamlit.errors import StreamlitAPIException
 
 import classroom
+from server.events import EPOCH, HUB, PATH
+
+FOLLOWING = "class_push_following"  # session state: (code, sid) this session's Lesson follows, for forget_here
+SEEN = "class_push_seen"  # session state: (code, the class's event number when this run began to read the class)
+STEP_FRAGMENT = "class_step"  # the key of a following student's step fragment (views/lesson.py)
+COUNT_FRAGMENT = "class_count"  # the key of a following student's own count fragment (ui/classroom_ui.py)
+FOLLOW_TTL = 600.0  # seconds a follower not seen in a run is still read for at a change
+MAX_FOLLOWERS = 20_000  # seats read for at a change, per process (a few hundred bytes each)
+
+# A listener is a component with no markup: its script keeps one EventSource per component key across the fragment's
+# reruns (a rerun that draws it again with another topic replaces it), triggers a rerun on each event it has not yet
+# drawn, and closes the stream a moment after the component leaves the page (a cleanup that is followed by a new
+# call of the same key keeps it). Drawn with `every` (seconds), it is also the fragment's timer: a trigger that often,
+# its interval replaced in place when a run draws it with another.
+_JS = """
+export default function ({ data, key, setTriggerValue }) {
+  const all = (globalThis.__bxClassEvents ??= new Map());
+  let s = all.get(key);
+  if (s && s.url !== data.url) { s.close(); s = undefined; }
+  if (!s) {
+    s = { url: data.url, epoch: data.epoch, seq: 0, fired: 0, drawn: data.seen, fire: null, closing: null };
+    const es = data.url ? new EventSource(data.url) : new EventTarget();
+    const hear = (n) => {
+      s.seq = Math.max(s.seq, n);
+      if (s.seq > s.drawn && s.seq > s.fired && s.fire) { s.fired = s.seq; s.fire(s.seq); }
+    };
+    es.addEventListener("hello", (e) => {
+      const [epoch, n] = e.data.split(" ");
+      if (epoch !== s.epoch) { s.epoch = epoch; s.seq = 0; s.fired = 0; s.drawn = 0; }  // another process
+      hear(Number(n));
+    });
+    es.onmessage = (e) => hear(Number(e.data));
+    s.close = () => { es.close?.(); clearInterval(s.timer); all.delete(key); };
+    s.hear = hear;
+    all.set(key, s);
+  }
+  clearTimeout(s.closing);
+  s.fire = (n) => setTriggerValue("change", n);
+  s.tick = () => setTriggerValue("tick", Date.now());
+  if ((data.every || 0) !== (s.every || 0)) {
+    clearInterval(s.timer);
+    s.every = data.every || 0;
+    s.timer = s.every > 0 ? setInterval(() => s.tick(), 1000 * s.every) : null;
+  }
+  if (data.url && data.epoch === s.epoch) { s.drawn = Math.max(data.seen, 0); s.hear(s.seq); }
+  return () => { s.closing = setTimeout(() => s.close(), 3000); };
+}
+"""
+# Sent with every run that draws a listener: without its indentation.
+_listener = st.components.v2.component("bert_explorer.class_events",
+                                       js="\n".join(line.strip() for line in _JS.strip().splitlines()))
 
 _lock = threading.Lock()
-# class code -> session id -> (query string, page hash, id of the fragment the Lesson runs in ("" for none), the
-# student's id in the class)
-_followers: dict[str, dict[str, tuple[str, str, str, str]]] = {}
-_watched: set[int] = set()  # id() of the stores whose changes reach push()
-# The teacher's count of answers: a vote asks it to rerun at once (this process's teachers), at most every POKE_GAP
-# seconds each (a class voting at once is one redraw per gap, not one per vote); its timer is the fallback.
-POKE_GAP = 0.15
-_counts: dict[str, dict[str, tuple[str, str, str]]] = {}  # class code -> session id -> (query, page, fragment id)
-_poked: dict[str, float] = {}  # session id -> when its count was last asked to rerun
-_due: set[str] = set()  # session ids with a rerun of their count already scheduled for the end of their gap
+_followers: dict[str, dict[str, float]] = {}  # class code -> seat id -> when a run of it last followed the class
 
-
-THEME_CACHE_BYTES = 64 * 1024  # the theme messages kept (a few hundred bytes each; a config reparse adds a set)
-THEME_RECHECK = 1.0  # seconds a kept theme message is used before its options are looked at again
-# (id of the config's options, section) -> (that section's options, their value functions, the section's message,
-# when they were last compared)
-_themes: dict[tuple[int, str], tuple[list, list, bytes, float]] = {}
-
-
-def cache_theme_messages() -> None:
-    """Streamlit's theme message of each new-session message built once per config, not once per run.
-
-    Hooks Streamlit's internal `streamlit.runtime.app_session._populate_theme_msg(msg, section)` (1.67), which
-    `AppSession._create_new_session_message` calls for six sections on every run: the hook fills `msg` with the
-    bytes that function gave for the same section and the same options (the options are those of the config in
-    use: a reparse of config.toml makes a new set, at once; an option set since, which gets a new value function,
-    is built again within THEME_RECHECK seconds). Installed once per process."""
-    original = app_session._populate_theme_msg
-    if getattr(original, "cached_by_bert_explorer", False):
-        return
-
-    def populate_theme_msg(msg, section: str = "theme") -> None:
-        opts = config.get_config_options()
-        kept = _themes.get((id(opts), section))
-        now = time.monotonic()
-        # A set option gets a new value function (ConfigOption.set_value): compare those, not the ~300 values (a
-        # call each), and at most every THEME_RECHECK seconds (3% of a class's server time when read every run).
-        if kept is not None and now - kept[3] >= THEME_RECHECK:
-            if [o._get_val_func for o in kept[0]] != kept[1]:
-                kept = None
-            else:
-                kept = (*kept[:3], now)
-                _themes[(id(opts), section)] = kept
-        if kept is None:
-            mine = [o for o in opts.values() if o.section == section]
-            fresh = type(msg)()
-            original(fresh, section)
-            kept = (mine, [o._get_val_func for o in mine], fresh.SerializeToString(), now)
-            with _lock:
-                if sum(len(b) for _, _, b, _ in _themes.values()) + len(kept[2]) > THEME_CACHE_BYTES:
-                    _themes.clear()  # configs parsed again and again (a developer editing config.toml)
-                _themes[(id(opts), section)] = kept
-        if kept[2]:  # nothing set: the message stays untouched, as Streamlit leaves it
-            msg.MergeFromString(kept[2])
-
-    populate_theme_msg.cached_by_bert_explorer = True
-    populate_theme_msg.original = original
-    app_session._populate_theme_msg = populate_theme_msg
-
-
-cache_theme_messages()
-
-DEFER_S, DEFER_TRIES = 0.002, 1000  # a new runner waits for the finished one's last messages at most 2 s
-
-
-def wait_for_finished_runs(original):
-    """`AppSession._create_scriptrunner` (Streamlit 1.67) that first lets a run which has just finished deliver its
-    messages.
-
-    A ScriptRunner that has finished its run refuses a new rerun request; AppSession.request_rerun then creates a new
-    ScriptRunner at once, and drops every event still queued on the event loop from the old one as "from a
-    non-current ScriptRunner": that run's whole drawing, which the browser never gets. A run that ends within a few
-    milliseconds of the next request meets it: a student's pushed step and the student's own timer tick
-    (benchmarks/class_load.py, 100 students on one process: in about one run of three a student never drew the
-    step or the reveal; a probe on AppSession showed the pushed run's messages ignored). Here the new runner is
-    created once the old one's SHUTDOWN has been handled, behind its queued events; a runner created meanwhile
-    takes the request instead."""
-    if getattr(original, "waits_for_finished_runs", False):
-        return original
-
-    def create_when_free(self, rerun_data, old, tries: int) -> None:
-        if self._state == app_session.AppSessionState.SHUTDOWN_REQUESTED:
-            return  # the tab closed meanwhile
-        current = self._scriptrunner
-        if current is old and tries < DEFER_TRIES:  # its SHUTDOWN (and the events before it) not handled yet
-            self._event_loop.call_later(DEFER_S if tries else 0, create_when_free, self, rerun_data, old, tries + 1)
-            return
-        if current is not None and current is not old and current.request_rerun(rerun_data):
-            return  # a request deferred with this one has started a runner since: it runs this one too
-        original(self, rerun_data)
-
-    def create_scriptrunner(self, initial_rerun_data) -> None:
-        old = self._scriptrunner  # not None: it refused the request, its run is over
-        try:
-            on_loop = old is not None and asyncio.get_running_loop() is self._event_loop
-        except RuntimeError:
-            on_loop = False
-        if not on_loop:
-            original(self, initial_rerun_data)
-            return
-        create_when_free(self, initial_rerun_data, old, 0)
-
-    create_scriptrunner.waits_for_finished_runs = True
-    create_scriptrunner.original = original
-    return create_scriptrunner
-
-
-app_session.AppSession._create_scriptrunner = wait_for_finished_runs(app_session.AppSession._create_scriptrunner)
-
-
-def _session() -> tuple[str, str, str, str] | None:
-    """(session id, query string, page hash, running fragment's id or "") of this run; None outside a server."""
-    ctx = get_script_run_ctx()
-    if ctx is None or not runtime.exists():
-        return None
-    return ctx.session_id, ctx.query_string, ctx.page_script_hash, ThreadState.get().fragment_id or ""
-
-
-def _drop(sid: str, keep: str | None = None) -> None:
-    """Take session `sid` out of every class but `keep` (a class left with nobody goes). Hold _lock."""
-    for c, members in list(_followers.items()):
-        if c != keep and members.pop(sid, None) is not None and not members:
-            del _followers[c]
-    _forget_read(sid)
-
-
-# A step change reads the class once for all of this process's students who follow it (one round trip to Redis,
-# not one per student's pushed run: the reads were 7% of a step change in py-spy), and each pushed run takes its
-# student's read. A read older than FRESH_S (the run started late) or dropped by the student's own vote is read
-# again by the run. Bounded in bytes: a read counts its texts' length and RESERVE bytes more.
+# The reads made at a class's change: (code, seat id) -> (when, bytes, view)
 FRESH_S, FRESH_BYTES, RESERVE = 2.0, 4 * 2**20, 1024
-_fresh: dict[str, tuple[str, str, float, int, classroom.View]] = {}  # session id -> (code, sid, when, bytes, view)
+_fresh: dict[tuple[str, str], tuple[float, int, classroom.View]] = {}
 _fresh_bytes = [0]
 
 
-def _forget_read(session_id: str) -> None:
-    """Drop a session's read of its class. Hold _lock."""
-    entry = _fresh.pop(session_id, None)
+def listen_here(topic: str | None, key: str, every: float | None = None, seen: int | None = None) -> None:
+    """A listener of `topic` (server/events.py) in this run's fragment: each event reruns the fragment, and with
+    `every`, so does a timer of that many seconds (in the browser: it runs where the event route cannot be reached).
+    `seen`: the topic's number when the run began to read what it draws (default: now). No topic: the timer only."""
+    data: dict = {"epoch": EPOCH}
+    if topic is not None:
+        # Relative to the page (pages are one path segment deep): behind a proxy that serves the app under a prefix,
+        # the route is under it too.
+        data["url"] = f"{PATH.lstrip('/')}?{urllib.parse.urlencode({'topic': topic})}"
+        data["seen"] = HUB.seq(topic) if seen is None else seen
+    if every:
+        data["every"] = round(float(every), 3)
+    _listener(key=key, data=data, height=0)
+
+
+def _forget_read(key: tuple[str, str]) -> None:
+    """Drop a seat's read of its class. Hold _lock."""
+    entry = _fresh.pop(key, None)
     if entry is not None:
-        _fresh_bytes[0] -= entry[3]
+        _fresh_bytes[0] -= entry[1]
 
 
-def _read_for(store: classroom.ClassStore, code: str, targets: list) -> None:
-    """Read class `code` for these followers (session id, (query, page, fragment, sid)) in one call of the store."""
-    sids = {session_id: entry[3] for session_id, entry in targets if entry[3]}
-    try:
-        views = store.views(code, sorted(set(sids.values())))
-    except classroom.ClassError:
-        return  # each run reads the class itself, and says what is wrong
+def _read_for(store: classroom.ClassStore, code: str) -> None:
+    """Read class `code` for this process's followers of it in one call of the store (in the thread that heard the
+    change, before the change's event goes out)."""
     now = time.monotonic()
     with _lock:
-        for session_id in [k for k, e in _fresh.items() if now - e[2] > FRESH_S]:
-            _forget_read(session_id)
-        for session_id, sid in sids.items():
-            _forget_read(session_id)  # an older read must not serve this change's run
+        seats = sorted(s for s, seen in _followers.get(code, {}).items() if now - seen <= FOLLOW_TTL)
+    if not seats:
+        return
+    try:
+        views = store.views(code, seats)
+    except classroom.ClassError:
+        return  # each run reads the class itself, and says what is wrong
+    with _lock:
+        for key in [k for k, e in _fresh.items() if now - e[0] > FRESH_S]:
+            _forget_read(key)
+        for sid in seats:
+            _forget_read((code, sid))  # an older read must not serve this change's runs
             v = views.get(sid)
             if v is None:
                 continue
             size = RESERVE + len(v.text) + len(v.pair or "") + (len(v.question.payload()) if v.question else 0)
             if _fresh_bytes[0] + size > FRESH_BYTES:
                 continue  # that run reads the class itself
-            _fresh[session_id] = (code, sid, now, size, v)
+            _fresh[(code, sid)] = (now, size, v)
             _fresh_bytes[0] += size
 
 
 def read_at_push(code: str, sid: str | None) -> classroom.View | None:
-    """This session's read of class `code` made at the class's last change, if it is student `sid`'s and fresh."""
-    me = _session()
-    if me is None or not sid:
+    """Student `sid`'s read of class `code` made at the class's last change, if fresh (taken: a later run reads).
+
+    Called just before the run reads the class: the class's event number now is what the run's listener has seen (a
+    change after it reruns the step again; one before it is in the read)."""
+    st.session_state[SEEN] = (code, HUB.seq(f"step:{code}"))
+    if not sid:
         return None
     with _lock:
-        entry = _fresh.get(me[0])
-        _forget_read(me[0])
-    if entry is None or entry[:2] != (code, sid) or time.monotonic() - entry[2] > FRESH_S:
+        entry = _fresh.get((code, sid))
+        _forget_read((code, sid))
+    if entry is None or time.monotonic() - entry[0] > FRESH_S:
         return None
-    return entry[4]
+    return entry[2]
 
 
 def forget_read() -> None:
-    """This session's read of its class is out of date (its student voted)."""
-    me = _session()
-    if me is not None:
+    """This session's seat's read of its class is out of date (its student voted)."""
+    mine = st.session_state.get(FOLLOWING)
+    if mine is not None:
         with _lock:
-            _forget_read(me[0])
+            _forget_read(tuple(mine))
 
 
 def follow_here(store: classroom.ClassStore, code: str, sid: str) -> None:
-    """This session (student `sid` of class `code`) shows the class's step: redraw it when the class changes."""
-    me = _session()
-    if me is None:
-        return
+    """This session (student `sid` of class `code`) shows the class's step: read for it at the class's changes."""
+    HUB.watch(store, before=lambda changed: _read_for(store, changed))
+    now = time.monotonic()
     with _lock:
-        if id(store) not in _watched:
-            store.watch(functools.partial(push, store=store))
-            _watched.add(id(store))
-        _drop(me[0], keep=code)  # one class per session
-        _followers.setdefault(code, {})[me[0]] = (*me[1:], sid)  # the fragment this run is in: the Lesson's, or none
+        old = st.session_state.get(FOLLOWING)
+        if old is not None and tuple(old) != (code, sid):
+            _drop(*old)
+        seats = _followers.setdefault(code, {})
+        if sid not in seats and sum(len(s) for s in _followers.values()) >= MAX_FOLLOWERS:
+            for c, members in list(_followers.items()):  # the seats not seen longest are let go first
+                for s, seen in list(members.items()):
+                    if now - seen > FOLLOW_TTL:
+                        _drop(c, s)
+        seats[sid] = now
+    st.session_state[FOLLOWING] = (code, sid)
+
+
+def _drop(code: str, sid: str) -> None:
+    """Seat `sid` no longer follows class `code` here. Hold _lock."""
+    members = _followers.get(code)
+    if members is not None and members.pop(sid, None) is not None and not members:
+        del _followers[code]
+    _forget_read((code, sid))
+
+
+def redraw_here(store: classroom.ClassStore, code: str, sid: str) -> None:
+    """This run is a following student's step (a fragment): the class's next change reruns it."""
+    follow_here(store, code, sid)
+    seen = st.session_state.get(SEEN)
+    listen_here(f"step:{code}", "class_events_step", seen=seen[1] if seen and seen[0] == code else None)
 
 
 def count_here(code: str) -> None:
-    """This run is the teacher's count of class `code`'s answers (a fragment): a vote redraws it at once."""
-    me = _session()
-    if me is None or not me[3]:
-        return
-    with _lock:
-        for c, members in list(_counts.items()):  # one count per session: the class this run counts
-            if c != code and members.pop(me[0], None) is not None and not members:
-                del _counts[c]
-        _counts.setdefault(code, {})[me[0]] = me[1:]
+    """This run is the teacher's count of class `code`'s answers (a fragment): a vote here redraws it at once."""
+    listen_here(f"votes:{code}", "class_events_votes")
 
 
 def poke(code: str) -> int:
-    """A vote in class `code`: rerun its teachers' counts in this process now, or at the end of their gap."""
-    with _lock:
-        targets = list(_counts.get(code, {}).items())
-    if not targets or not runtime.exists():
-        return 0
-    rt, now, asked = runtime.get_instance(), time.monotonic(), 0
-    for sid, (query, page, fragment) in targets:
-        with _lock:
-            if sid in _due:
-                continue  # a rerun at the end of the gap reads this vote too
-            wait = _poked.get(sid, 0.0) + POKE_GAP - now
-            if wait > 0:
-                _due.add(sid)
-        if wait > 0:
-            threading.Timer(wait, _rerun_count, (rt, code, sid, query, page, fragment)).start()
-            continue
-        asked += _rerun_count(rt, code, sid, query, page, fragment)
-    return asked
+    """A vote in class `code`: its teachers' counts in this process rerun now, or at the end of their gap."""
+    return int(HUB.poke(f"votes:{code}"))
 
 
-def _rerun_count(rt, code: str, sid: str, query: str, page: str, fragment: str) -> int:
-    with _lock:
-        _due.discard(sid)
-        _poked[sid] = time.monotonic()
-    session = rt.get_app_session(sid)
-    if session is None:  # the teacher's tab was closed
-        with _lock:
-            _poked.pop(sid, None)
-            members = _counts.get(code, {})
-            if members.pop(sid, None) is not None and not members:
-                _counts.pop(code, None)
-        return 0
-    _rerun(session, ClientState(query_string=query, page_script_hash=page, fragment_id=fragment))
-    return 1
+def fragment_here(every: float) -> str:
+    """This run is a following student's own count (the fragment keyed COUNT_FRAGMENT): it reruns every `every` s (its
+    listener's timer), and with the student's vote (`redraw`). Returns what `redraw` needs."""
+    listen_here(None, "class_events_count", every)
+    return COUNT_FRAGMENT
 
 
-def _rerun(session, state: ClientState) -> None:
-    """`session.request_rerun(state)` on the server's event loop, where a browser's request runs.
-
-    AppSession is not thread-safe: asked from another thread (a teacher's script thread, Redis's listener) while the
-    student's last run was ending, it started a new script runner that the ending run's shutdown then unset, and
-    every message of the new run was dropped as coming from a runner no longer current (`benchmarks/class_load.py`,
-    120 students: 1 to 48 students missed a step or a reveal in about one run of three)."""
-    loop = getattr(session, "_event_loop", None)  # AppSession's own loop (Streamlit 1.67)
-    if loop is None or loop.is_closed():
-        session.request_rerun(state)
-        return
+def redraw(count: str | None) -> bool:
+    """From a following student's vote callback: the vote's run reruns the student's step and own count (`count`,
+    from `fragment_here`) together, as one run of the two named fragments. False (the step alone, as a vote does
+    by default) where the page has no such count (presenter mode has no side column)."""
+    if not count:
+        return False
     try:
-        loop.call_soon_threadsafe(session.request_rerun, state)
-    except RuntimeError:  # the loop closed meanwhile: the server is stopping
-        pass
-
-
-def retime(seconds: float) -> bool:
-    """The timer of the fragment this run is in set to `seconds` in the browser, in this run: no whole rerun.
-
-    Streamlit sends a timed fragment's interval when the fragment is declared (an auto-rerun message,
-    runtime/fragment.py), which only a whole run does; the browser keeps one timer per fragment and replaces its
-    interval when another auto-rerun message for the same fragment comes (Streamlit 1.67's App.handleAutoRerun;
-    tests/classroom/test_push_fragment.py checks it end to end). A class of 200 that joined within seconds had 120
-    of its students' pages rerun whole (25-55 ms each) to slow their timers, over the class's first step change.
-    False outside a fragment's run (the caller reruns the page instead)."""
-    ctx, fragment = get_script_run_ctx(), ThreadState.get().fragment_id
-    if ctx is None or not fragment:
+        st.rerun(scope=[STEP_FRAGMENT, count])
+    except StreamlitAPIException:  # no fragment of that key on this page
         return False
-    msg = ForwardMsg()
-    msg.auto_rerun.interval = seconds
-    msg.auto_rerun.fragment_id = fragment
-    ctx.enqueue(msg)
-    return True
-
-
-def fragment_here() -> str:
-    """The id of the fragment this run is in ("" outside a fragment or a server)."""
-    me = _session()
-    return me[3] if me is not None else ""
-
-
-def redraw(fragment: str | None) -> bool:
-    """Rerun fragment `fragment` of this session once this run has ended (a student's own count after its vote);
-    False outside a server or without a fragment."""
-    me = _session()
-    if me is None or not fragment or not runtime.exists():
-        return False
-    session = runtime.get_instance().get_app_session(me[0])
-    if session is None:
-        return False
-    _rerun(session, ClientState(query_string=me[1], page_script_hash=me[2], fragment_id=fragment))
     return True
 
 
 def forget_here() -> None:
     """This session no longer follows a class here (left, explores on its own, or opened another page)."""
-    me = _session()
-    if me is None:
-        return
-    with _lock:
-        _drop(me[0])
+    mine = st.session_state.pop(FOLLOWING, None)
+    if mine is not None:
+        with _lock:
+            _drop(*mine)
 
-
-def push(code: str, store: classroom.ClassStore | None = None) -> int:
-    """Request a rerun of every session of this process that follows `code` (with `store`: each with the class read
-    for it); returns how many were asked."""
-    with _lock:
-        targets = list(_followers.get(code, {}).items())
-    if not targets or not runtime.exists():
-        return 0
-    rt, open_tabs = runtime.get_instance(), []
-    for sid, entry in targets:
-        session = rt.get_app_session(sid)
-        if session is None:  # the tab was closed (and its seat is not read, so not kept present)
-            with _lock:
-                _drop(sid)
-            continue
-        open_tabs.append((sid, entry, session))
-    if store is not None:
-        _read_for(store, code, [(sid, entry) for sid, entry, _ in open_tabs])
-    for _, (query, page, fragment, _sid), session in open_tabs:
-        # No widget states: the session keeps its own (as st.rerun does). A fragment id: only the Lesson's
-        # fragment reruns (a session that no longer has it, after a whole run, ignores the request; that run
-        # recorded the fragment again or forgot the class). No fragment id: the whole page.
-        _rerun(session, ClientState(query_string=query, page_script_hash=page, fragment_id=fragment))
-    return len(open_tabs)

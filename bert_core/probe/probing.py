@@ -267,7 +267,7 @@ def one_thread():
     docs/benchmarks.md). On 2 idle cores one thread can cost the pass at most 2x (not measured here: the
     machine was never idle). One thread also fixes the order of every sum, so the page and a notebook elsewhere
     compute the same vectors and fit the same probes whatever their thread settings. torch's count is per thread
-    (ui/threads.py): other sessions' runs keep theirs.
+    (server/threads.py): other sessions' runs keep theirs.
     """
     before = torch.get_num_threads()
     torch.set_num_threads(1)

@@ -22,10 +22,10 @@ def lint_imports(cwd) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def tree():
-    """A copy of what the contracts read (bert_core's, ui's and classroom's Python files, pyproject.toml), to plant
-    faults in."""
+    """A copy of what the contracts read (bert_core's, ui's, classroom's and server's Python files, pyproject.toml), to
+    plant faults in."""
     shutil.rmtree(OUT, ignore_errors=True)
-    for pkg in ("bert_core", "ui", "classroom"):
+    for pkg in ("bert_core", "ui", "classroom", "server"):
         skip = shutil.ignore_patterns("bundled", "bundled_minilm", "data", "static", "__pycache__")
         shutil.copytree(ROOT / pkg, OUT / pkg, ignore=skip)
     shutil.copy(ROOT / "pyproject.toml", OUT / "pyproject.toml")
@@ -58,6 +58,9 @@ def test_the_real_tree_keeps_every_contract(tree):
     ("ui/lesson/content.py", "from ui.lesson import views  # noqa", "the Lesson's layers"),  # content is data
     ("ui/lesson/live_class/session.py", "import redis  # noqa", "reaches a class only through classroom"),
     ("ui/widgets.py", "from ui.lesson.live_class import session  # noqa", "does not import the Lesson's live class"),
+    ("server/events.py", "import ui  # noqa", "imports no page code"),  # the server's runtime is not a page's
+    ("server/housekeeping.py", "import streamlit  # noqa", "imports no page code"),  # Streamlit: the adapter only
+    ("bert_core/heap.py", "import server  # noqa", "the app's ui or its server"),
 ])
 def test_a_planted_violation_breaks_its_contract(tree, rel, line, contract):
     path, original = plant(tree, rel, line)

@@ -1,4 +1,5 @@
-"""The idle housekeeping: collects only after the app went quiet, and reaps closed sessions from Streamlit's store.
+"""The idle housekeeping (server/housekeeping.py): collects only after the app went quiet, reaps closed sessions from
+Streamlit's store (server/streamlit_private.py, with its canary), and runs only where the server's lifespan starts it.
 
 Each test owns its state: a `Housekeeper` of its own (the process's `HOUSEKEEPER` is the app's, and its thread,
 started by any page test that ran app.py in this worker, would share the state), and the process's thread is
@@ -6,19 +7,21 @@ stopped where a test looks at what a collection or a reap by anyone would change
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import sys
 import time
 import types
 import weakref
-from unittest import mock
 
 import pytest
 from streamlit.runtime import Runtime
 from streamlit.runtime.memory_session_storage import MemorySessionStorage
 
 from bert_core import heap
-from ui import housekeeping as hk
+from server import app as server_app
+from server import events, streamlit_private
+from server import housekeeping as hk
 
 
 class Node:
@@ -74,15 +77,28 @@ def test_reaps_expired_sessions_from_streamlits_store(monkeypatch, no_process_th
     runtime = types.SimpleNamespace(_session_mgr=types.SimpleNamespace(_session_storage=storage))
     monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))
     monkeypatch.setattr(Runtime, "instance", classmethod(lambda cls: runtime))
-    assert hk.reap_closed_sessions() == 1  # not expired yet
+    assert streamlit_private.reap_closed_sessions() == 1  # not expired yet
     time.sleep(0.1)
     assert ref() is not None  # expired but still held: Streamlit waits for the next save
-    assert hk.reap_closed_sessions() == 0
+    assert streamlit_private.reap_closed_sessions() == 0
     assert ref() is None
 
 
+def test_canary_streamlits_session_store_is_where_the_reaper_looks():
+    """Streamlit 1.67 keeps closed sessions in Runtime._session_mgr._session_storage._cache, a TTLCache: a release
+    that moves any of these fails here (and the reaper returns None instead of reaping)."""
+    import inspect
+
+    from streamlit.runtime import runtime, websocket_session_manager
+
+    assert "self._session_mgr" in inspect.getsource(runtime.Runtime.__init__)
+    assert "self._session_storage" in inspect.getsource(websocket_session_manager.WebsocketSessionManager.__init__)
+    cache = MemorySessionStorage()._cache
+    assert callable(cache.expire) and len(cache) == 0
+
+
 def test_no_runtime_no_reaping():
-    assert hk.reap_closed_sessions() is None  # pytest has no Streamlit server
+    assert streamlit_private.reap_closed_sessions() is None  # pytest has no Streamlit server
 
 
 def test_a_busy_process_without_whole_runs_is_not_idle(no_process_thread):
@@ -200,16 +216,25 @@ def test_the_idle_collection_frees_the_frozen_heaps_garbage_and_freezes_again(th
     assert not h.settle()  # the idle collection froze this set of modules
 
 
-def test_outside_a_server_nothing_is_frozen(thawed, monkeypatch):
-    """Under AppTest and plain imports (this test process) the collector stays Python's own. AppTest puts a mock
-    Runtime in place while it runs a script: the housekeeping thread of an AppTest process must not take it for a
-    server."""
-    assert not hk.in_server()
-    monkeypatch.setattr(Runtime, "_instance", mock.MagicMock(spec=Runtime))  # what AppTest's script runs see
-    assert Runtime.exists() and not hk.in_server()
-    monkeypatch.undo()
+def test_outside_a_server_nothing_is_frozen(thawed):
+    """A housekeeper of its own (a test's, AppTest's) keeps Python's plain collector: only the server's lifespan starts
+    the process's, which freezes."""
     h = hk.Housekeeper(reap=lambda: None)
     assert not h.settle()
     h.note_run()
     assert h.tidy(now=h.last_run + 21, idle=20)
     assert gc.get_freeze_count() == 0
+
+
+def test_the_servers_lifespan_starts_and_stops_the_housekeeping_and_binds_the_event_hub(monkeypatch):
+    mine = hk.Housekeeper(reap=lambda: None)
+    monkeypatch.setattr(hk, "HOUSEKEEPER", mine)
+    monkeypatch.setattr(events.HUB, "_loop", None)
+
+    async def serve():
+        async with server_app.lifespan(None):
+            assert mine._thread is not None and mine._thread.is_alive()
+            assert events.HUB._loop is asyncio.get_running_loop()
+        assert mine._thread is None
+
+    asyncio.run(serve())

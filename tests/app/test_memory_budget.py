@@ -16,6 +16,7 @@ from apptest_util import assert_ok, open_page
 import bert_core
 from bert_core.model import loading as pretrained
 from bert_core.model.layers import fuse_qkv_storage
+from server import allocator
 from ui import cache
 
 TEXT = "the cat sat on the [MASK] and he went to the store ."
@@ -158,7 +159,7 @@ def test_budget_from_the_environment(monkeypatch, raw, mb):
 
 
 def test_allocator_tuning_does_not_fail():
-    assert cache.tune_allocator() in (True, False)  # False off glibc: nothing to tune
+    assert allocator.tune_allocator() in (True, False)  # False off glibc: nothing to tune
 
 
 # ----------------------------------------------------------------------------- models too big for the memory left

@@ -1,22 +1,20 @@
 """A step change reaches a following student as a rerun of the Lesson's fragment, not of the whole page; a vote
 reaches the teacher's count and the student's own count at once.
 
-Over real websockets on the session's shared server (benchmarks/load.py's Client, as benchmarks/class_load.py
-drives a lecture hall): the run the server pushes when the teacher presses Next must be a fragment's run (app.py,
-the navigation and the sidebar do not run again) that draws the new step, its question and the vote box; a
-student's vote makes the server rerun the teacher's count and the student's own (fragments) without their timers.
+Over real websockets and the class's event streams on the session's shared server (benchmarks/load.py's Client, as
+benchmarks/class_load.py drives a lecture hall): the event the teacher's Next sends must make the follower's listener
+rerun a fragment (app.py, the navigation and the sidebar do not run again) that draws the new step, its question and
+the vote box; a student's vote reruns the teacher's count and the student's own (fragments) without their timers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import pathlib
 import re
 import time
 import urllib.parse
 
-import streamlit
 from appserver import app_server
 from apptest_util import ROOT
 from conftest import worker_suffix
@@ -39,27 +37,36 @@ async def _started(teacher: Client, student: Client, nick: str):
     return code, await student.rerun(widgets={"class_join_code": code, "class_nick": nick, "class_join": True})
 
 
+def _on_events(c: Client, runs: list) -> None:
+    """The client's listeners rerun their fragments on each event (as the component does); `runs` gets those runs."""
+    async def rerun(fragment, trigger, value):
+        runs.append(await c.rerun(fragment=fragment, auto=False, events={trigger: value}))
+
+    c.on_event = lambda key, fragment, trigger, value: asyncio.get_running_loop().create_task(
+        rerun(fragment, trigger, value))
+
+
 async def _class(base: str) -> tuple[list, list, list, list]:
     teacher, student = Client(base, ping_timeout=None), Client(base, ping_timeout=None)
     pushed, counted, own = [], [], []
     try:
         code, joined = await _started(teacher, student, "fragment test")
         assert "me=" in student.page_query, student.page_query
-        student.on_push = pushed.append
+        _on_events(student, pushed)
         await teacher.rerun(widgets={"lesson_next": True})
         deadline = time.monotonic() + 60
         while not pushed and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
-        await asyncio.sleep(1.0)  # a second push (a whole page's, if any) would come now
-        # The student votes; the teacher's client runs no timer: only the server's push can redraw its count.
-        teacher.on_push = counted.append
+        await asyncio.sleep(1.0)  # a second run (a whole page's, if any) would come now
+        # The student votes; the teacher's client runs no timer: only the class's event can redraw its count.
+        _on_events(teacher, counted)
         key = next(e.id.split("-", 2)[-1] for e in pushed[0].of("radio") if "class_vote_" in e.id)
         fragment = student.widget_fragments.get(key) or None
         # A forged message first: a value that is none of the radio's options (an attacker's websocket, not a browser).
         forged = await student.rerun(widgets={key: "NOT AN OPTION"}, fragment=fragment, auto=False)
         # The student's client runs no timer either: its count is redrawn by the vote's run (which runs the count's
-        # fragment after the step's) or by a run the server starts right after it.
-        student.on_push = own.append
+        # fragment after the step's) or by the event of the student's own vote.
+        _on_events(student, own)
         own.append(await student.rerun(widgets={key: student_choice(pushed[0], key)}, fragment=fragment, auto=False))
         deadline = time.monotonic() + 30
         while not (any(_count(r) == 1 for r in counted) and any(_own_count(r) == 1 for r in own)) \
@@ -67,7 +74,7 @@ async def _class(base: str) -> tuple[list, list, list, list]:
             await asyncio.sleep(0.1)
         return [joined, forged], pushed, counted, own
     finally:
-        student.on_push = teacher.on_push = None  # the class's end reruns the student's whole page: not a step change
+        student.on_event = teacher.on_event = lambda *a: None  # the class's end: not a step change
         try:
             await teacher.rerun(widgets={"class_end": True}, timeout=60)  # the shared server as it was: no class
         finally:
@@ -92,7 +99,7 @@ def test_next_reruns_only_the_followers_lesson_fragment_and_a_vote_the_teachers_
     (joined, forged), pushed, counted, own = asyncio.run(_class(shared_app_server))
     assert not problems_of(forged), problems_of(forged)  # a forged vote is ignored, not an exception on the page
     assert not joined.fragment and [h.body for h in joined.of("heading")][0].startswith("Step 1 of")
-    assert pushed, "the teacher's Next pushed no run to the following student"
+    assert pushed, "the teacher's Next reran nothing on the following student's page"
     assert all(r.fragment for r in pushed), "a step change reran the follower's whole page (app.py and all)"
     run = pushed[0]
     assert [h.body for h in run.of("heading")][0].startswith("Step 2 of"), [h.body for h in run.of("heading")]
@@ -103,8 +110,8 @@ def test_next_reruns_only_the_followers_lesson_fragment_and_a_vote_the_teachers_
 
 
 async def _grown_class(base: str, redis_url: str) -> tuple[dict, dict, list]:
-    """A student joins a class of one (a short timer), the class then grows past 30 seats: the student's next tick.
-    Returns the student's timers before and after, and the runs of its ticks meanwhile."""
+    """A student joins a class of one (a short timer), the class then grows past 30 seats: the student's next two
+    ticks. Returns the student's timers before and after, and the runs of its ticks."""
     teacher, student = Client(base, ping_timeout=None), Client(base, ping_timeout=None)
     try:
         code, _ = await _started(teacher, student, "early")
@@ -112,9 +119,8 @@ async def _grown_class(base: str, redis_url: str) -> tuple[dict, dict, list]:
         store = RedisStore(redis_url, join_rate=1000)  # the app's store, as the other seats' tabs would fill it
         for i in range(40):
             store.join(code, f"late {i}")
-        ticks = []
-        for fid in [f for f, every in before.items() if 2.0 <= every < 3.0]:  # the count's timer (tick 2 s)
-            ticks.append(await student.rerun(fragment=fid, timeout=60))
+        fid = next(f for f, every in before.items() if 2.0 <= every < 3.0)  # the count's timer (tick 2 s)
+        ticks = [await student.rerun(fragment=fid, timeout=60) for _ in range(2)]  # it reads 41; its next is slower
         return before, dict(student.fragments), ticks
     finally:
         try:
@@ -126,32 +132,16 @@ async def _grown_class(base: str, redis_url: str) -> tuple[dict, dict, list]:
 
 def test_a_grown_class_slows_a_students_timer_without_a_whole_run(redis_url):
     # A class of 200 that joined within seconds reran 120 students' whole pages (25-55 ms each) to slow their
-    # timers, over its first step change: the count's own fragment run now sets its timer.
+    # timers, over its first step change: the count's timer is its listener's, which the count's own run redraws.
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_CLASS_STORE": redis_url,
            "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
     with open(ROOT / "tests" / "output" / f"server-class-grow{worker_suffix()}.log", "w") as log, \
             app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=300) as (base, _):
         before, after, ticks = asyncio.run(_grown_class(base, redis_url))
-    assert len(ticks) == 1, before  # one timer on the student's page at a class's tick of 2 s
-    tick = ticks[0]
-    assert tick.fragment and not problems_of(tick), problems_of(tick)  # the fragment alone, no whole rerun
-    assert any(re.search(r"\b41\b", e.body) for e in tick.of("markdown")), "the tick did not read the class of 41"
+    assert all(t.fragment and not problems_of(t) for t in ticks), [problems_of(t) for t in ticks]  # no whole run
+    assert any(re.search(r"\b41\b", e.body) for e in ticks[0].of("markdown")), "the tick did not read the class of 41"
     fid = next(f for f, every in before.items() if 2.0 <= every < 3.0)
     assert set(after) == set(before)  # the same timers, no new fragment
     grown = session.student_tick(41)
     assert grown == 4.0 and grown <= after[fid] < 1.5 * grown, (before, after)  # slower, in place
     assert all(after[f] == every for f, every in before.items() if f != fid)
-
-
-def test_the_browser_replaces_a_fragments_timer_with_a_new_interval():
-    # retime() relies on Streamlit's browser code (1.67's App.handleAutoRerun): the same interval again is ignored,
-    # another one clears the fragment's timer and starts one with it (not a second timer). A Streamlit upgrade that
-    # changes this fails here.
-    js = "".join(p.read_text(errors="replace") for p in
-                 (pathlib.Path(streamlit.__file__).parent / "static" / "static" / "js").glob("index.*.js"))
-    handler = re.search(r"this\.handleAutoRerun=\w+=>\{(.{0,400}?)\},this\.handleStopAutoRerun", js)
-    assert handler, "Streamlit's browser code no longer has handleAutoRerun where retime() expects it"
-    body = handler.group(1)
-    assert re.search(r"this\.autoRerunIntervals\.get\((\w)\)\?\.interval===(\w)\)return;"
-                     r"this\.clearAutoRerunInterval\(\1\);let (\w)=setInterval\(", body), body
-    assert re.search(r"this\.autoRerunIntervals\.set\(\w,\{timer:\w,interval:\w\}\)", body), body

@@ -98,7 +98,7 @@ def test_pages_notebooks_run_in_an_empty_folder_with_the_installed_package(site)
     import bert_core
     from bert_core.figures import attention as fa
     from bert_core.notebooks import notebook_bytes
-    from ui import lesson
+    from ui.lesson import content as lesson
     from ui.notebook_ui import VIEWS_KEY
 
     text = "The lighthouse keeper [MASK] the lamp every night."

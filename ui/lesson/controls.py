@@ -8,8 +8,8 @@ import bert_core
 from ui.lesson.content import Step
 from ui.lesson.state import (
     exit_present,
+    go,
     keep_text,
-    move,
     pair_key,
     pick,
     restore,
@@ -48,8 +48,8 @@ def more_keys(k: int, n: int, reveal_args: tuple | None, n_choices: int = 0) -> 
     whatever was clicked last (a guess, a chart), except while typing in a text box.
     """
     with st.container(key="lesson_keys"):  # hidden by PRESENTER_CSS (.st-key-lesson_keys)
-        st.button("Next", key="lesson_next_pd", disabled=k == n, on_click=move, args=(1,), shortcut="PageDown")
-        st.button("Back", key="lesson_back_pu", disabled=k == 1, on_click=move, args=(-1,), shortcut="PageUp")
+        st.button("Next", key="lesson_next_pd", disabled=k == n, on_click=go, args=(k + 1,), shortcut="PageDown")
+        st.button("Back", key="lesson_back_pu", disabled=k == 1, on_click=go, args=(k - 1,), shortcut="PageUp")
         if reveal_args is not None:
             st.button("Reveal", key="lesson_reveal_enter", on_click=reveal, args=reveal_args, shortcut="Enter")
             token, _, guess_key, _ = reveal_args

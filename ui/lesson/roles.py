@@ -16,7 +16,7 @@ from typing import Protocol
 
 import streamlit as st
 
-from ui import callbacks, model_choice
+from ui import callbacks, classroom_push, model_choice
 from ui.lesson import handout
 from ui.lesson.content import (
     CHECKLIST,
@@ -35,11 +35,11 @@ from ui.lesson.live_class.panel import panel, question_ui
 from ui.lesson.live_class.session import Live, follow, following_student, redraw_here
 from ui.lesson.live_class.student import sentence_note
 from ui.lesson.state import (
+    go,
     goto_picked,
     init_texts,
     keep_guess,
     kept_guess,
-    move,
     pair_key,
     reveal,
     step_from_url,
@@ -109,8 +109,8 @@ class Solo:
     def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
         """Back / Next, and the link to the step's full page on the same sentence and model."""
         nav = st.columns([1, 1, 3])
-        nav[0].button("← Back", key="lesson_back", disabled=k == 1, on_click=move, args=(-1,), width="stretch")
-        nav[1].button("Next →", key="lesson_next", disabled=k == N, on_click=move, args=(1,), width="stretch")
+        nav[0].button("← Back", key="lesson_back", disabled=k == 1, on_click=go, args=(k - 1,), width="stretch")
+        nav[1].button("Next →", key="lesson_next", disabled=k == N, on_click=go, args=(k + 1,), width="stretch")
         model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \
             else cur.model_key
         nav[2].markdown(link_markdown(cur, step, text, pair, model_param))
@@ -163,9 +163,9 @@ class Presenter(Solo):
 
     def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
         nav = st.columns([1, 1, 4])
-        nav[0].button("Back", key="lesson_back", disabled=k == 1, on_click=move, args=(-1,), width="stretch",
+        nav[0].button("Back", key="lesson_back", disabled=k == 1, on_click=go, args=(k - 1,), width="stretch",
                       shortcut="Left")
-        nav[1].button("Next", key="lesson_next", disabled=k == N, on_click=move, args=(1,), width="stretch",
+        nav[1].button("Next", key="lesson_next", disabled=k == N, on_click=go, args=(k + 1,), width="stretch",
                       shortcut="Right")
         if live is None or not live.teacher:  # a class's teacher has them in the join card's popover
             nav[2].caption("Keys: → or Page Down next, ← or Page Up back, 1-4 pick a guess, space or Enter reveals.")
@@ -209,16 +209,16 @@ class Follower(Solo):
         side = side.container(key="lesson_side") if side is not None else None  # labels that wrap (ui/theme.py)
         first = [live]
 
-        @st.fragment
+        @st.fragment(key=classroom_push.STEP_FRAGMENT)
         def following_slide():
             if first:  # the whole run's read of the class serves the first run; the class's changes rerun this
                 now = first.pop()
-                redraw_here(now)
             else:
                 defaults()
                 now = follow()
             if not following_student(now):
                 st.rerun()  # the class ended or is away, or the student stopped following: the whole page again
+            redraw_here(now)  # each run of this fragment listens for the class's next change
             return slide(self, now)
 
         with main:

@@ -290,4 +290,4 @@ def following_student(live: Live | None) -> bool:
 
 def redraw_here(live: Live) -> None:
     """The class's next change reruns this run's fragment (a following student's step) in this session."""
-    classroom_push.follow_here(store(), live.code, live.sid)
+    classroom_push.redraw_here(store(), live.code, live.sid)

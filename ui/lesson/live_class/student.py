@@ -107,17 +107,15 @@ def count_ui(code: str, sid: str, first: View) -> None:
     the side column the class's push does not redraw; and the fallback for a step change no push brought."""
     first_read, tick = [first], [student_tick(first.students)]  # this page's timer, until its next whole run
 
-    @st.fragment(run_every=spread_tick(tick[0], sid))
-    def class_count() -> None:
-        st.session_state[COUNT_FRAGMENT] = classroom_push.fragment_here()  # the student's vote redraws it at once
+    @st.fragment(key=classroom_push.COUNT_FRAGMENT)
+    def class_count() -> None:  # on the timer of its listener; the student's vote reruns it at once
+        st.session_state[COUNT_FRAGMENT] = classroom_push.fragment_here(spread_tick(tick[0], sid))
         v = first_read.pop() if first_read else read_class(code, sid=sid)
         if v is None:
             return
         grown = student_tick(v.students)
-        if grown > tick[0]:  # the class has grown: this timer slower, in place
+        if grown > tick[0]:  # the class has grown: this timer slower, from the listener's next drawing
             tick[0] = grown
-            if not classroom_push.retime(spread_tick(tick[0], sid)):
-                st.rerun()  # not a fragment's run (no server): the whole page, which sets the timer
         if v.following != st.session_state.get(SEEN):
             # The teacher moved on. The server's push redraws the step within a moment; only when a second tick
             # still sees the old step (no push: another process lost its Redis) does the page rerun itself, so

@@ -9,7 +9,9 @@ what `analyze` saves over transformers (fewer FLOPs, about as many operations): 
 drifts towards 1 under load. One thread per busy core avoids the wait.
 
 torch's thread count is per thread (set in a Streamlit script thread, it holds for that run; new
-threads start from the last value set), so each run sets its own.
+threads start from the last value set), so each run sets its own. The runs of this process are the live threads that
+have called `fit_torch_threads` (each script run calls it at the top of app.py): Streamlit's script threads, counted
+without reading its internals (a script thread ends when its session has no run left to do).
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from __future__ import annotations
 import os
 import statistics
 import threading
+import weakref
 
 import torch
 
-SCRIPT_THREAD = "ScriptRunner.scriptThread"  # the name Streamlit gives the thread a script run runs in
+_runners: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # threads that ran a script (app.py) in this process
+_lock = threading.Lock()
 
 
 def runnable_tasks() -> int:
@@ -49,7 +53,9 @@ def fit_torch_threads() -> int:
         runnable = runnable_tasks()
     except (OSError, ValueError, IndexError):  # no /proc (not Linux): keep torch's own choice
         return torch.get_num_threads()
-    runs = sum(t.name == SCRIPT_THREAD for t in threading.enumerate())
+    with _lock:
+        _runners.add(threading.current_thread())
+        runs = sum(t.is_alive() for t in _runners)
     n = threads_for(cores, runnable, runs)
     if torch.get_num_threads() != n:
         torch.set_num_threads(n)

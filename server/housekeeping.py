@@ -21,7 +21,8 @@ last freeze (looked for every SETTLE_S s, so that a class started with the serve
 not frozen yet is collected first, and what lives of it frozen), and at each idle collection. A frozen object
 that becomes cyclic garbage waits for the next idle collection or for one of the app's own collections, which
 reach the frozen heap too (`bert_core.heap.collect_garbage`: the caches' and the memory ledger's). Only in a
-Streamlit server (not under AppTest or a plain import): a test process keeps Python's plain collector.
+Streamlit server: the thread is started by the server's lifespan (server/app.py), never by a page run, so AppTest and
+a plain import keep Python's plain collector.
 
 The state (the last run, whether there is garbage, how many closed sessions were stored) is a `Housekeeper`'s,
 not the module's: the app uses the process's `HOUSEKEEPER`, a test makes its own and no thread touches it.
@@ -40,6 +41,7 @@ import urllib.parse
 from collections.abc import Callable
 
 from bert_core.heap import collect_garbage, freeze_heap
+from server.streamlit_private import reap_closed_sessions
 
 log = logging.getLogger("bert_explorer.housekeeping")
 
@@ -50,34 +52,6 @@ SETTLE_S = 2.0  # how often the thread looks for new modules to freeze (a class 
 # step changes, votes and timers are fragment runs, which never run app.py's note_run (a process with students but
 # not the teacher looked idle, and its 270-310 ms idle collection landed inside step changes: class_load, 2 processes).
 BUSY_SHARE = 0.10
-
-
-def reap_closed_sessions() -> int | None:
-    """Drop the sessions whose tabs closed more than `server.disconnectedSessionTTL` ago; how many remain stored.
-
-    None when this Streamlit has no such store (then there is nothing to do here).
-    """
-    try:
-        from streamlit.runtime import Runtime
-
-        if not Runtime.exists():
-            return None
-        cache = Runtime.instance()._session_mgr._session_storage._cache  # a TTLCache of stored sessions
-        cache.expire()
-        return len(cache)
-    except AttributeError:  # another Streamlit: its storage is laid out differently
-        return None
-
-
-def in_server() -> bool:
-    """True inside a running Streamlit server; not under AppTest, which puts a mock Runtime in place while it runs
-    a script (a test process's heap frozen by it kept its garbage from the tests' own collections)."""
-    try:
-        from streamlit.runtime import Runtime
-
-        return Runtime.exists() and type(Runtime.instance()) is Runtime
-    except ImportError:
-        return False
 
 
 def _malloc_trim() -> bool:
@@ -92,14 +66,14 @@ class Housekeeper:
     """One process's housekeeping state and its thread: `note_run` at every page run, `tidy` every `period` s.
 
     reap: what reaps closed sessions and says how many stay stored (`reap_closed_sessions`; a test gives its own).
-    freeze: whether to freeze the settled heap now (`in_server`; a test gives its own).
+    freeze: whether to freeze the settled heap (the server's housekeeper: always; a test gives its own).
     cpu: the process's CPU seconds so far (`time.process_time` for the app's); None: runs are only `note_run`'s.
     """
 
     def __init__(self, reap: Callable[[], int | None] | None = None, freeze: Callable[[], bool] | None = None,
                  cpu: Callable[[], float] | None = None):
         self.reap = reap or reap_closed_sessions
-        self.freeze = freeze or in_server
+        self.freeze = freeze or (lambda: False)
         self.cpu = cpu
         self._cpu_seen: tuple[float, float] | None = None  # (CPU seconds, time.monotonic()) at the last pass
         self.frozen_modules = 0  # len(sys.modules) at the last freeze (0: none yet)
@@ -189,7 +163,7 @@ class Housekeeper:
         return True
 
 
-HOUSEKEEPER = Housekeeper(cpu=time.process_time)  # the process's: every session's page runs note into it
+HOUSEKEEPER = Housekeeper(freeze=lambda: True, cpu=time.process_time)  # the server's: page runs note into it
 
 
 def note_run() -> None:
@@ -198,5 +172,10 @@ def note_run() -> None:
 
 
 def start(period: float = PERIOD_S) -> bool:
-    """Start the process's housekeeping thread once; True the first time."""
+    """Start the process's housekeeping thread once (the server's lifespan); True the first time."""
     return HOUSEKEEPER.start(period)
+
+
+def stop() -> bool:
+    """Stop the process's housekeeping thread (the server's lifespan, at shutdown)."""
+    return HOUSEKEEPER.stop()
