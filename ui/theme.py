@@ -75,6 +75,11 @@ CSS = """<style>
 [data-testid="stColumn"]:has(> div > .st-key-lesson_side), [data-testid="stColumn"]:has(.st-key-lesson_side)
   {min-width: 8rem;}
 .st-key-lesson_side .stMarkdownEllipsis {white-space: normal !important; text-overflow: clip !important;}
+.bx-focus-target:focus {outline: none !important;}  /* a heading or answer focused after an action (ui/a11y.py) */
+.st-key-bx_moves {display: none !important;}  /* ui/a11y.py's component draws nothing */
+@media (max-width: 640px) {  /* a phone: a map's cell numbers would be 6 px; its Data table has them */
+  [data-testid="stPlotlyChart"] .heatmaplayer text {display: none;}
+}
 """ + FOCUS_CSS + """</style>"""
 
 

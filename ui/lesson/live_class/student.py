@@ -58,12 +58,13 @@ def student_question(live: Live, col, q, revealed: bool) -> bool:
         if v.revealed:
             shown = plain(v.question.choices[v.answer])
             label = answer_label(q) if q is not None else "the answer"
-            if v.my_vote is None:
-                st.info(f"{label[0].upper()}{label[1:]}: **{shown}**")
-            elif v.my_vote == v.answer:
-                st.success(f"Right: **{shown}**")
-            else:
-                st.error(f"Not this time: {label} is **{shown}**")
+            with st.container(key="lesson_answer"):  # focused after the reveal (roles._focus_and_say)
+                if v.my_vote is None:
+                    st.info(f"{label[0].upper()}{label[1:]}: **{shown}**")
+                elif v.my_vote == v.answer:
+                    st.success(f"Right: **{shown}**")
+                else:
+                    st.error(f"Not this time: {label} is **{shown}**")
             if q is not None and tuple(q.choices) == v.question.choices:
                 st.markdown(plain(q.reveal))
             if v.tally is not None:
