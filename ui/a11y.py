@@ -51,6 +51,21 @@ function install(w) {
     if (t && t.type === 'radio' && w.__bxA11y.pointer && document.body.dataset.bxPresent === '1')
       setTimeout(() => t.blur(), 0);
   }, true);
+  // A rerun may draw a focused widget anew (a spinner gone from above it): focus on the new one, same key and place.
+  document.addEventListener('focusout', (e) => {
+    const old = e.target, box = old.closest && old.closest('[class*="st-key-"]');
+    if (e.relatedTarget || !box) return;
+    const key = [...box.classList].find((c) => c.startsWith('st-key-'));
+    const at = [...box.querySelectorAll(CONTROL + ', input')].indexOf(old);
+    const until = Date.now() + 3000;
+    const back = () => {
+      if (old.isConnected || document.activeElement !== document.body) return;
+      const now = document.querySelector('.' + CSS.escape(key));
+      const el = now && [...now.querySelectorAll(CONTROL + ', input')][at];
+      if (el) el.focus(); else if (Date.now() < until) setTimeout(back, 50);
+    };
+    setTimeout(back, 50);
+  }, true);
   const live = document.createElement('div');
   live.id = 'bx-live';
   live.setAttribute('role', 'status');
