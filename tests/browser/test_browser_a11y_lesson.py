@@ -76,6 +76,14 @@ def test_presenter_keyboard_walk(browser, server):
     pg = open_page(browser, server, "/?step=1&present=1")
     radios = pg.locator(f'{MAIN} [role="radiogroup"] input[type="radio"]')
     assert radios.count() == 5
+    pg.locator(".st-key-class_tools button").first.focus()  # before the reveal, Enter opens the popover
+    pg.keyboard.press("Enter")
+    expect(pg.get_by_role("textbox", name="This step's sentence")).to_be_visible(timeout=30_000)
+    pg.keyboard.press("Escape")  # closes it, still in presenter mode
+    expect(pg.get_by_role("textbox", name="This step's sentence")).to_be_hidden(timeout=30_000)
+    idle(pg)
+    assert not pg.evaluate(REVEALED) and "present=1" in pg.url
+    pg.evaluate("() => document.activeElement.blur()")
     for _ in range(20):  # Tab from the top of the page to the first guess
         pg.keyboard.press("Tab")
         if pg.evaluate("() => document.activeElement.type === 'radio'"):
@@ -120,6 +128,9 @@ def test_presenter_keyboard_walk(browser, server):
     assert charts.count() >= 1 and all(charts.evaluate_all("cs => cs.map(c => !!c.getAttribute('aria-label'))"))
     assert pg.locator(f'{MAIN} [data-testid="stExpander"] summary', has_text="Data: ").count() == charts.count()
     assert axe(pg) == []
+    pg.locator(".st-key-lesson_exit button").focus()  # Enter on "Exit presenter mode": out, not a reveal
+    pg.keyboard.press("Enter")
+    expect(pg.locator('[data-testid="stSidebar"]')).to_be_visible(timeout=60_000)
     assert not pg.errors, pg.errors
 
 
