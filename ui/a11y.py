@@ -46,15 +46,17 @@ function install(w) {
   }, true);
   document.addEventListener('pointerdown', () => { w.__bxA11y.pointer = true; }, true);
   document.addEventListener('keydown', () => { w.__bxA11y.pointer = false; }, true);
-  document.addEventListener('change', (e) => {
-    const t = e.target;
-    if (t && t.type === 'radio' && w.__bxA11y.pointer && document.body.dataset.bxPresent === '1')
-      setTimeout(() => t.blur(), 0);
-  }, true);
+  const mouseInPresenter = () => w.__bxA11y.pointer && document.body.dataset.bxPresent === '1';
+  const letGo = () => setTimeout(() => {
+    const a = document.activeElement;
+    if (a && a.type === 'radio' && mouseInPresenter()) a.blur();
+  }, 0);
+  document.addEventListener('change', letGo, true);
+  document.addEventListener('click', letGo, true);
   // A rerun may draw a focused widget anew (a spinner gone from above it): focus on the new one, same key and place.
   document.addEventListener('focusout', (e) => {
     const old = e.target, box = old.closest && old.closest('[class*="st-key-"]');
-    if (e.relatedTarget || !box) return;
+    if (e.relatedTarget || !box || mouseInPresenter()) return;
     const key = [...box.classList].find((c) => c.startsWith('st-key-'));
     const at = [...box.querySelectorAll(CONTROL + ', input')].indexOf(old);
     const until = Date.now() + 3000;
