@@ -39,7 +39,7 @@ from ui.lesson import handout_svg
 from ui.lesson.content import Step, in_the_box, question_call
 from ui.lesson.state import QUESTION_ERROR, QUESTION_PAIR, next_draw
 from ui.state import model_cached
-from ui.widgets import chart, chart_data, presenting
+from ui.widgets import chart, chart_data, chart_data_static, presenting
 
 
 def _analysis(cur, text: str, pair: str | None, **keep):
@@ -335,9 +335,15 @@ def view_knockout(cur, text, pair, revealed) -> None:
 def lesson_chart(fig, name: str, key: str) -> None:
     """A step's chart, noted for the handout; on a projector every text in it at least 18 px, in dark ink."""
     handout_svg.keep(st.session_state, fig, key)
-    chart(projector(fig) if presenting() else fig, name, key=key)
-    if presenting():  # on a projector too, its numbers one keystroke away: the Data expander, collapsed
+    shared = bool(st.session_state.get(SHARED_DRAWING))
+    chart(projector(fig) if presenting() else fig, name, key=key, data=not shared)
+    if shared:  # a class's shared drawing, replayed for every student: its Data expander cannot be a widget
+        chart_data_static(fig, name)
+    elif presenting():  # on a projector too, its numbers one keystroke away: the Data expander, collapsed
         chart_data(fig, name, key)
+
+
+SHARED_DRAWING = "lesson_shared_drawing"  # set while live_class.shared draws the view every follower replays
 
 
 VIEWS: dict[str, Callable] = {  # step key -> its view
