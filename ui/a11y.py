@@ -8,11 +8,12 @@ and the sentence to announce, with a number that changes with each action so one
 
 Streamlit's button shortcuts listen on the whole document (they skip text fields, selects and radio inputs only):
 Space or Enter on a focused button ("Next", "Exit presenter mode", "Class and sentence", a Data expander) pressed
-the button and also reached the Reveal shortcut. Here a keydown of Space or Enter whose focus is on a control other
-than a text field stops before Streamlit's listener (the browser still presses the control); the reveal keys act
-only where nothing interactive has focus (the page, or a heading this module focused). A number key on a focused
-guess picks that choice (Streamlit's number shortcuts skip a focused radio input). A guess picked with the mouse in
-presenter mode gives its focus back to the page, so the next key goes to the slide's shortcuts.
+the button and also reached the Reveal shortcut. Here a keydown of Space or Enter whose focus is on a control the
+keyboard reached (Tab; not a mouse click) other than a text field stops before Streamlit's listener (the browser
+still presses the control); the reveal keys act where nothing interactive has the keyboard's focus (the page, a
+heading this module focused, a button last clicked with the mouse, as a presenter's keys always did). A number key
+on a focused guess picks that choice (Streamlit's number shortcuts skip a focused radio input). A guess picked with
+the mouse in presenter mode gives its focus back to the page, so the next key goes to the slide's shortcuts.
 """
 
 from __future__ import annotations
@@ -28,7 +29,10 @@ const TYPING = ['INPUT', 'TEXTAREA', 'SELECT'];
 
 function install(w) {
   if (w.__bxA11y) return;
-  w.__bxA11y = {pointer: false, done: -1};
+  w.__bxA11y = {pointer: false, done: -1, byPointer: false};
+  // Whether the focused element took focus from a click: a button clicked with the mouse leaves the page's keys
+  // to the page (a presenter clicks "Show the class's split", then presses Space to reveal, as before).
+  document.addEventListener('focusin', () => { w.__bxA11y.byPointer = w.__bxA11y.pointer; }, true);
   w.addEventListener('keydown', (e) => {
     if (e.ctrlKey || e.metaKey || e.altKey) return;
     const a = document.activeElement;
@@ -41,7 +45,7 @@ function install(w) {
       return;
     }
     if (e.key !== ' ' && e.key !== 'Enter') return;
-    if (TYPING.includes(a.tagName) || !a.matches(CONTROL)) return;
+    if (TYPING.includes(a.tagName) || !a.matches(CONTROL) || w.__bxA11y.byPointer) return;
     e.stopPropagation();  // the focused control's key, not the page's shortcut (the browser still presses it)
   }, true);
   document.addEventListener('pointerdown', () => { w.__bxA11y.pointer = true; }, true);
