@@ -169,8 +169,8 @@ class Presenter(Solo):
         nav[1].button("Next", key="lesson_next", disabled=k == N, on_click=move, args=(1,), width="stretch",
                       shortcut="Right")
         if live is None or not live.teacher:  # a class's teacher has them in the join card's popover
-            nav[2].caption(f"Keys: → or Page Down next, ← or Page Up back, {_numbers(keys[1])}space or Enter reveals "
-                            "(when no button has focus).")
+            nav[2].caption(f"Keys: → or Page Down next, ← or Page Up back, {_numbers(keys[1])}space or Enter "
+                           "reveals.")
         more_keys(k, N, *keys)
         presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
 
