@@ -111,8 +111,8 @@ div[data-testid="stVerticalBlock"] {gap: 0.35rem !important;}
 .st-key-lesson_corner p, .st-key-lesson_corner button p {font-size: 18px !important;}
 /* A chart's Data expander, collapsed under it: one short line (18 px, a projector's least), so a step still fits. */
 [data-testid="stMain"] [data-testid="stExpander"] summary {padding: 0 0.6rem !important; min-height: 0 !important;}
-[data-testid="stMain"] [data-testid="stExpander"] summary p {font-size: 18px !important; line-height: 1.15 !important;}
-[data-testid="stMain"] [data-testid="stExpander"] details {margin-top: -0.2rem;}
+[data-testid="stMain"] [data-testid="stExpander"] summary p {font-size: 18px !important; line-height: 1 !important;}
+[data-testid="stMain"] [data-testid="stExpander"] details {margin-top: -0.35rem;}  /* into the column's gap */
 /* Reflow (WCAG 1.4.10): at 200% zoom (640 x 360) or 320 px wide the fixed corner, the class's card and the
    "Class and sentence" popover would cover the step: they join the page's flow, after or before it, and wrap. */
 @media (max-width: 900px), (max-height: 480px) {
