@@ -75,6 +75,16 @@ CSS = """<style>
 [data-testid="stColumn"]:has(> div > .st-key-lesson_side), [data-testid="stColumn"]:has(.st-key-lesson_side)
   {min-width: 8rem;}
 .st-key-lesson_side .stMarkdownEllipsis {white-space: normal !important; text-overflow: clip !important;}
+/* An image's caption (the join link under the QR code) at 60% opacity put its link at 2.96:1: the caption in the
+   caption's 60% text colour (4.8:1), its link in FOCUS_RING's blue (6.7:1). */
+[data-testid="stImageCaption"] [data-testid="stCaptionContainer"] {opacity: 1 !important;
+  color: rgba(20, 18, 15, 0.6) !important;}
+[data-testid="stImageCaption"] a {color: #1d4ed8 !important;}
+.bx-focus-target:focus {outline: none !important;}  /* a heading or answer focused after an action (ui/a11y.py) */
+.st-key-bx_moves {display: none !important;}  /* ui/a11y.py's component draws nothing */
+@media (max-width: 640px) {  /* a phone: a map's cell numbers would be 6 px; its Data table has them */
+  [data-testid="stPlotlyChart"] .heatmaplayer text {display: none;}
+}
 """ + FOCUS_CSS + """</style>"""
 
 

@@ -110,6 +110,17 @@ def chart_data(fig, name: str, key: str) -> None:
                 table(df, name, key=f"{key}-csv", hide_index=True, height=min(35 * (len(df) + 1) + 3, 400))
 
 
+def chart_data_static(fig, name: str) -> None:
+    """The numbers behind `fig` in a "Data" expander that is no widget, its table built at once: for a chart drawn
+    inside a cached function (a class's shared drawing, replayed for every student), where a widget cannot be."""
+    df = pd.DataFrame(figure_table(fig))
+    with st.expander(f"Data: {name}"):
+        if df.size <= HTML_TABLE:
+            st.table(df, hide_index=True)
+        else:
+            st.dataframe(df, hide_index=True, height=min(35 * (len(df) + 1) + 3, 400))
+
+
 def presenting() -> bool:
     """The Lesson's presenter mode: one step per 1280 x 720 screen, so views keep to one chart."""
     return bool(st.session_state.get("lesson_present"))

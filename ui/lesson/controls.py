@@ -42,7 +42,7 @@ def sentence_ui(i: int, s: Step) -> None:
 
 def more_keys(k: int, n: int, reveal_args: tuple | None, n_choices: int = 0) -> None:
     """Presenter mode's second keys (Page Down / Page Up, as clickers send, and Enter), on buttons kept out of sight;
-    with `n_choices` (and a guess still open), the number keys 1-4 pick the guess.
+    with `n_choices` (and a guess still open), the number keys 1-9 pick the guess (steps 1-3 have five choices).
 
     Each is a Streamlit button with its own shortcut: Streamlit listens on the whole document, so a key works
     whatever was clicked last (a guess, a chart), except while typing in a text box.
@@ -53,7 +53,7 @@ def more_keys(k: int, n: int, reveal_args: tuple | None, n_choices: int = 0) -> 
         if reveal_args is not None:
             st.button("Reveal", key="lesson_reveal_enter", on_click=reveal, args=reveal_args, shortcut="Enter")
             token, _, guess_key, _ = reveal_args
-            for i in range(min(n_choices, 4)):
+            for i in range(min(n_choices, 9)):
                 st.button(f"Guess {i + 1}", key=f"lesson_pick_{i + 1}", on_click=pick, args=(guess_key, token, i),
                           shortcut=str(i + 1))
 
@@ -109,7 +109,21 @@ div[data-testid="stVerticalBlock"] {gap: 0.35rem !important;}
   flex-direction: row !important; align-items: center; gap: 0.8rem !important; background: #ffffff;
   white-space: nowrap;}
 .st-key-lesson_corner p, .st-key-lesson_corner button p {font-size: 18px !important;}
-/* A clicked guess must not take the keys: the radio's input cannot hold focus (its label still picks it). */
-[data-testid="stMain"] [data-testid="stRadio"] input {display: none !important;}
+/* A chart's Data expander, collapsed under it: one short line (18 px, a projector's least), so a step still fits. */
+[data-testid="stMain"] [data-testid="stExpander"] summary {padding: 0 0.6rem !important; min-height: 0 !important;}
+[data-testid="stMain"] [data-testid="stExpander"] summary p {font-size: 18px !important; line-height: 1 !important;}
+[data-testid="stMain"] [data-testid="stExpander"] details {margin-top: -0.35rem;}  /* into the column's gap */
+/* Reflow (WCAG 1.4.10): at 200% zoom (640 x 360) or 320 px wide the fixed corner, the class's card and the
+   "Class and sentence" popover would cover the step: they join the page's flow, after or before it, and wrap. */
+@media (max-width: 900px), (max-height: 480px) {
+  .st-key-lesson_corner, .st-key-class_tools, .st-key-class_card {position: static !important;
+    width: auto !important; max-width: 100% !important; max-height: none !important; white-space: normal !important;
+    flex-wrap: wrap !important;}
+  .st-key-lesson_corner p {white-space: normal !important;}
+  div[data-testid="stMainBlockContainer"], .block-container {padding: 0.6rem 0.8rem 0.4rem 0.8rem !important;}
+  [data-testid="stMain"] h2 {font-size: 26px !important;}
+  [data-testid="stMain"] [data-testid="stHorizontalBlock"] {flex-wrap: wrap !important;}
+  [data-testid="stMain"] [data-testid="stColumn"] {min-width: min(100%, 16rem) !important;}
+}
 </style>
 """

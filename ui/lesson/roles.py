@@ -17,6 +17,7 @@ from typing import Protocol
 import streamlit as st
 
 from ui import callbacks, classroom_push, model_choice
+from ui.a11y import moves
 from ui.lesson import handout
 from ui.lesson.content import (
     CHECKLIST,
@@ -168,12 +169,18 @@ class Presenter(Solo):
         nav[1].button("Next", key="lesson_next", disabled=k == N, on_click=go, args=(k + 1,), width="stretch",
                       shortcut="Right")
         if live is None or not live.teacher:  # a class's teacher has them in the join card's popover
-            nav[2].caption("Keys: → or Page Down next, ← or Page Up back, 1-4 pick a guess, space or Enter reveals.")
+            nav[2].caption(f"Keys: → or Page Down next, ← or Page Up back, {_numbers(keys[1])}space or Enter "
+                           "reveals.")
         more_keys(k, N, *keys)
         presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
 
     def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
         """No side column on a projector."""
+
+
+def _numbers(n: int) -> str:
+    """"1-5 pick a guess, " for a question of five choices (the number keys, as in more_keys)."""
+    return f"1-{min(n, 9)} pick a guess, " if n > 1 else ""
 
 
 class Follower(Solo):
@@ -283,7 +290,39 @@ def slide(role: Solo, live: Live | None):
     role.nav(cur, step, k, text, pair, live, keys)
     handout.keep_charts(k)  # this step's charts, for the handout
     handout.remember_split(live)
+    _focus_and_say(role, live, k, step, text, pair, token, revealed)
     return k, text, pair, side
+
+
+SEEN = "lesson_a11y_seen"  # (step, sentence, pair, question, revealed, class) as this session last drew them
+
+
+def _focus_and_say(role: Solo, live: Live | None, k: int, step, text: str, pair: str | None, token: str,
+                   revealed: bool) -> None:
+    """Where focus goes after what changed since this session's last run (Next / Back: the new step's heading;
+    a reveal: the answer; a class started or joined: the class's panel), and what a following student hears (the
+    teacher's new step, new sentence, reveal). A page's first run moves nothing."""
+    now = (k, text, pair, token, revealed, live.code if live is not None else None)
+    before = st.session_state.get(SEEN)
+    st.session_state[SEEN] = now
+    focus = heading = say = None
+    title = f"Step {k} of {N}: {step.title}"
+    if before is not None and before != now:
+        b_step, b_text, b_pair, b_token, b_revealed, b_class = before
+        if now[5] is not None and now[5] != b_class:  # started or joined a class
+            focus = ".st-key-class_card" if role.present and live.teacher else \
+                "[data-testid='stMain'] h2" if role.present else ".st-key-lesson_side h3"
+            heading = title if role.present and not live.teacher else None
+        elif k != b_step:
+            focus, heading = "[data-testid='stMain'] h2", title
+            say = f"{title}, your teacher moved on." if role.follower else None
+        elif (text, pair) != (b_text, b_pair):
+            say = (f"New sentence: {text}" + (f" Sentence B: {pair}" if pair else "")
+                   + ", from your teacher.") if role.follower else None
+        elif revealed and not b_revealed and token == b_token:
+            focus = ".st-key-lesson_answer"
+            say = "Your teacher revealed the answer." if role.follower else None
+    moves(focus, heading, say, role.present)
 
 
 def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str | None, revealed: bool) -> bool:
@@ -302,12 +341,13 @@ def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str
                   help="Commit a guess first: the answer is computed now, from this sentence.")
         return revealed
     shown, label = plain(q.choices[q.answer]), answer_label(q)
-    if guess is None:
-        st.info(f"{label[0].upper()}{label[1:]}: **{shown}**")
-    elif guess == q.answer:  # "right" means: the same as the model, which is not always the truth
-        st.success(f"Right, the same as {label}: **{shown}**")
-    else:
-        st.error(f"Not this time: {label} is **{shown}**")
+    with st.container(key="lesson_answer"):  # focused after the reveal (_focus_and_say)
+        if guess is None:
+            st.info(f"{label[0].upper()}{label[1:]}: **{shown}**")
+        elif guess == q.answer:  # "right" means: the same as the model, which is not always the truth
+            st.success(f"Right, the same as {label}: **{shown}**")
+        else:
+            st.error(f"Not this time: {label} is **{shown}**")
     st.markdown(plain(q.reveal))
     truth = built_truth(step, text, pair)
     if truth is not None:

@@ -11,6 +11,7 @@ import functools
 import json
 from collections.abc import Callable, Iterator
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -38,7 +39,7 @@ from ui.lesson import handout_svg
 from ui.lesson.content import Step, in_the_box, question_call
 from ui.lesson.state import QUESTION_ERROR, QUESTION_PAIR, next_draw
 from ui.state import model_cached
-from ui.widgets import chart, presenting
+from ui.widgets import chart, chart_data, chart_data_static, presenting
 
 
 def _analysis(cur, text: str, pair: str | None, **keep):
@@ -283,10 +284,12 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
     for col, z, name in ((c1, r.attn_bidirectional[layer, head], "BERT: every token"),
                          (c2, r.attn_causal[layer, head], "GPT: only j ≤ i")):
         with col:
-            lesson_chart(mask_heatmap(z, r.tokens, name), f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
+            fig = mask_heatmap(z, r.tokens, name)  # a mark in every cell, not colour alone: ✓ may attend, · masked
+            fig.update_traces(text=np.where(np.asarray(z) > 0, "✓", "·"), texttemplate="%{text}")
+            lesson_chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
     st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, once with each mask (the same "
                "weights): under GPT's causal mask every weight above the diagonal is exactly 0, so token i can use "
-               "only the tokens before it.")
+               "only the tokens before it (✓: a token it may attend to; ·: masked).")
 
 
 def ask(cur, step: Step, text: str, pair: str | None):
@@ -332,7 +335,15 @@ def view_knockout(cur, text, pair, revealed) -> None:
 def lesson_chart(fig, name: str, key: str) -> None:
     """A step's chart, noted for the handout; on a projector every text in it at least 18 px, in dark ink."""
     handout_svg.keep(st.session_state, fig, key)
-    chart(projector(fig) if presenting() else fig, name, key=key)
+    shared = bool(st.session_state.get(SHARED_DRAWING))
+    chart(projector(fig) if presenting() else fig, name, key=key, data=not shared)
+    if shared:  # a class's shared drawing, replayed for every student: its Data expander cannot be a widget
+        chart_data_static(fig, name)
+    elif presenting():  # on a projector too, its numbers one keystroke away: the Data expander, collapsed
+        chart_data(fig, name, key)
+
+
+SHARED_DRAWING = "lesson_shared_drawing"  # set while live_class.shared draws the view every follower replays
 
 
 VIEWS: dict[str, Callable] = {  # step key -> its view

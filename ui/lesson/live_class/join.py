@@ -110,7 +110,7 @@ def join_card(live: Live, big: bool) -> None:
     if big:  # the projector: a strip fixed at the top right, beside the step (CARD_CSS keeps the page clear of it)
         st.html(CARD_CSS)
         with st.container(key="class_card"):
-            st.image(qr_png(url, 5), width=CARD_QR)
+            st.image(qr_png(url, 5), width=CARD_QR, alt=f"QR code for the join link {url}")
             st.markdown(f"Join: code **{live.code}**")
             if short:  # in full in the presenter's popover
                 st.caption(short)
@@ -119,7 +119,7 @@ def join_card(live: Live, big: bool) -> None:
             presenter_tools(live, note)
     else:
         st.markdown(f"Code: **{live.code}**")
-        st.image(qr_png(url, 5), caption=url, width=200)
+        st.image(qr_png(url, 5), caption=url, width=200, alt=f"QR code for the join link {url}")
         if note:
             st.warning(note)
         _count(live)

@@ -44,7 +44,7 @@ def panel(live: Live | None, present: bool, side) -> None:
             presenter_tools(live)
         return
     with side:
-        st.markdown("**A live class**")
+        st.subheader("A live class", anchor=False)  # a heading: focused after Start a class / Join
         if msg:
             st.warning(msg)
         if away:

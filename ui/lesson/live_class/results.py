@@ -14,7 +14,7 @@ from bert_core.figures.votes import card_split_figure, split_figure
 from classroom import ClassError
 from ui.lesson import handout
 from ui.lesson.live_class.session import RETRY, Live, store
-from ui.widgets import chart
+from ui.widgets import chart, chart_data_static
 
 SHARED_SPLITS_MB = 1.0
 
@@ -90,13 +90,16 @@ def split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | 
     shows the same split (Streamlit's cached-element replay): a reveal is one figure, not one per student.
     `large`: on the projector, every text at least 18 px (bert_core.figures.style.projector)."""
     fig = split_figure(choices, tally, answer)
-    chart(projector(fig) if large else fig, "class split", key=key)
+    chart(projector(fig) if large else fig, "class split", key=key, data=False)  # replayed: no widget in it
+    if not large:
+        chart_data_static(fig, "class split")
 
 
 @st.cache_data(max_size=int(SHARED_SPLITS_MB * 2**20), show_spinner=False)
 def card_split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None) -> None:
     """The split in the projector's join card: a column per choice, numbered as on the slide, every text >= 18 px."""
-    chart(projector(card_split_figure(choices, tally, answer)), "class split", key="class-split-card")
+    chart(projector(card_split_figure(choices, tally, answer)), "class split", key="class-split-card",
+          data=False)  # replayed (no widget in it); its text alternative names every count
 
 
 # Plotly builds a trace type's validators the first time one is made: on a reveal 30 students' pages would all

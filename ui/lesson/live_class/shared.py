@@ -10,7 +10,7 @@ import streamlit as st
 from ui.lesson import handout_svg
 from ui.lesson.live_class.session import Live, following_student
 from ui.lesson.state import QUESTION_ERROR
-from ui.lesson.views import VIEWS, masking_drawing, masking_widgets
+from ui.lesson.views import SHARED_DRAWING, VIEWS, masking_drawing, masking_widgets
 from ui.widgets import presenting
 
 # Drawings shared by the screens of a class (Streamlit's cached-element replay keeps each drawing's element
@@ -72,9 +72,11 @@ def _shared_view(drawing: str, _step_key: str, _text: str, _pair: str | None, _r
     split = SPLIT_VIEWS.get(_step_key)
     draw = split[0] if split else VIEWS[_step_key]
     before = st.session_state.pop(handout_svg.DRAWN, {})
+    st.session_state[SHARED_DRAWING] = True  # its charts' Data expanders are no widgets (views.lesson_chart)
     try:
         draw(_cur, _text, _pair, _revealed)
         mine = st.session_state.pop(handout_svg.DRAWN, {})
     finally:
         st.session_state[handout_svg.DRAWN] = before
+        st.session_state.pop(SHARED_DRAWING, None)
     return {key: rec for (_, key), rec in mine.items()}

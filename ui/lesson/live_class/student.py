@@ -58,12 +58,13 @@ def student_question(live: Live, col, q, revealed: bool) -> bool:
         if v.revealed:
             shown = plain(v.question.choices[v.answer])
             label = answer_label(q) if q is not None else "the answer"
-            if v.my_vote is None:
-                st.info(f"{label[0].upper()}{label[1:]}: **{shown}**")
-            elif v.my_vote == v.answer:
-                st.success(f"Right: **{shown}**")
-            else:
-                st.error(f"Not this time: {label} is **{shown}**")
+            with st.container(key="lesson_answer"):  # focused after the reveal (roles._focus_and_say)
+                if v.my_vote is None:
+                    st.info(f"{label[0].upper()}{label[1:]}: **{shown}**")
+                elif v.my_vote == v.answer:
+                    st.success(f"Right: **{shown}**")
+                else:
+                    st.error(f"Not this time: {label} is **{shown}**")
             if q is not None and tuple(q.choices) == v.question.choices:
                 st.markdown(plain(q.reveal))
             if v.tally is not None:
@@ -79,7 +80,8 @@ def _vote_box(code: str, sid: str, v: View) -> None:
     key = f"class_vote_{v.question.qid}"
     if v.my_vote is not None and st.session_state.get(key) is None:
         st.session_state[key] = v.my_vote  # the vote this student already sent (a reload, a reopened laptop)
-    st.radio(f"**Your guess.** {plain(v.question.prompt)}", range(len(v.question.choices)), key=key,
+    st.markdown(f"**Your guess.** {plain(v.question.prompt)}")  # a radio's label is its name, unrendered
+    st.radio("Your guess", range(len(v.question.choices)), key=key, label_visibility="collapsed",
              horizontal=True, index=None, format_func=lesson_labels(v.question.choices), on_change=vote,
              args=(code, sid, v.question.qid, key))
     if v.my_vote is not None:  # what the class counts for this student (not drawn at a step change: no vote yet)

@@ -1,0 +1,133 @@
+"""Focus and announcements for the keyboard and screen readers (WCAG 2.1.1, 2.4.3, 4.1.3): one small component
+(Streamlit's components v2, public API) that moves focus after an action, speaks in a polite live region, and keeps
+the Lesson's document-wide keys off a focused control.
+
+`moves(focus=..., say=...)` is drawn once in each run that may need it: its data names the element to focus (a CSS
+selector, optionally the text the element must start with, so the new step's heading and not the old one is taken)
+and the sentence to announce, with a number that changes with each action so one action acts once.
+
+Streamlit's button shortcuts listen on the whole document (they skip text fields, selects and radio inputs only):
+Space or Enter on a focused button ("Next", "Exit presenter mode", "Class and sentence", a Data expander) pressed
+the button and also reached the Reveal shortcut. Here a keydown of Space or Enter whose focus is on a control the
+keyboard reached (Tab; not a mouse click) other than a text field stops before Streamlit's listener (the browser
+still presses the control); the reveal keys act where nothing interactive has the keyboard's focus (the page, a
+heading this module focused, a button last clicked with the mouse, as a presenter's keys always did). A number key
+on a focused guess picks that choice (Streamlit's number shortcuts skip a focused radio input). A guess picked with
+the mouse in presenter mode gives its focus back to the page, so the next key goes to the slide's shortcuts.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import streamlit as st
+
+_JS = r"""
+const CONTROL = 'button, a[href], summary, [role="button"], [role="link"], [role="tab"], [role="menuitem"], '
+  + '[role="option"], [role="slider"], [role="switch"], [role="checkbox"], [role="radio"]';
+const TYPING = ['INPUT', 'TEXTAREA', 'SELECT'];
+
+function install(w) {
+  if (w.__bxA11y) return;
+  w.__bxA11y = {pointer: false, done: -1, byPointer: false};
+  // Whether the focused element took focus from a click: a button clicked with the mouse leaves the page's keys
+  // to the page (a presenter clicks "Show the class's split", then presses Space to reveal, as before).
+  document.addEventListener('focusin', () => { w.__bxA11y.byPointer = w.__bxA11y.pointer; }, true);
+  w.addEventListener('keydown', (e) => {
+    if (e.ctrlKey || e.metaKey || e.altKey) return;
+    const a = document.activeElement;
+    if (!a || a === document.body || a === document.documentElement) return;
+    if (/^[1-9]$/.test(e.key) && a.tagName === 'INPUT' && a.type === 'radio') {
+      const group = a.closest('[role="radiogroup"]');
+      const radios = group ? [...group.querySelectorAll('input[type="radio"]')] : [];
+      const r = radios[Number(e.key) - 1];
+      if (r && !r.disabled) { e.preventDefault(); r.click(); r.focus(); }
+      return;
+    }
+    if (e.key !== ' ' && e.key !== 'Enter') return;
+    if (TYPING.includes(a.tagName) || !a.matches(CONTROL) || w.__bxA11y.byPointer) return;
+    e.stopPropagation();  // the focused control's key, not the page's shortcut (the browser still presses it)
+  }, true);
+  document.addEventListener('pointerdown', () => { w.__bxA11y.pointer = true; }, true);
+  document.addEventListener('keydown', () => { w.__bxA11y.pointer = false; }, true);
+  const mouseInPresenter = () => w.__bxA11y.pointer && document.body.dataset.bxPresent === '1';
+  const letGo = () => setTimeout(() => {
+    const a = document.activeElement;
+    if (a && a.type === 'radio' && mouseInPresenter()) a.blur();
+  }, 0);
+  document.addEventListener('change', letGo, true);
+  document.addEventListener('click', letGo, true);
+  // A rerun may draw a focused widget anew (a spinner gone from above it): focus on the new one, same key and place.
+  document.addEventListener('focusout', (e) => {
+    const old = e.target, box = old.closest && old.closest('[class*="st-key-"]');
+    if (e.relatedTarget || !box || mouseInPresenter()) return;
+    const key = [...box.classList].find((c) => c.startsWith('st-key-'));
+    const at = [...box.querySelectorAll(CONTROL + ', input')].indexOf(old);
+    const until = Date.now() + 3000;
+    const back = () => {
+      if (old.isConnected || document.activeElement !== document.body) return;
+      const now = document.querySelector('.' + CSS.escape(key));
+      const el = now && [...now.querySelectorAll(CONTROL + ', input')][at];
+      if (el) el.focus(); else if (Date.now() < until) setTimeout(back, 50);
+    };
+    setTimeout(back, 50);
+  }, true);
+  const live = document.createElement('div');
+  live.id = 'bx-live';
+  live.setAttribute('role', 'status');
+  live.setAttribute('aria-live', 'polite');
+  live.setAttribute('aria-atomic', 'true');
+  live.style.cssText = 'position:absolute;width:1px;height:1px;margin:-1px;padding:0;overflow:hidden;'
+    + 'clip:rect(0 0 0 0);white-space:nowrap;border:0;';
+  document.body.appendChild(live);
+}
+
+function find(sel, text) {
+  for (const e of document.querySelectorAll(sel)) {
+    if (!text || (e.textContent || '').trim().startsWith(text)) return e;
+  }
+  return null;
+}
+
+export default function ({data}) {
+  const w = window;
+  install(w);
+  document.body.dataset.bxPresent = data && data.present ? '1' : '0';
+  if (!data || data.n === w.__bxA11y.done) return;
+  w.__bxA11y.done = data.n;
+  if (data.say) {
+    const live = document.getElementById('bx-live');
+    live.textContent = '';
+    setTimeout(() => { live.textContent = data.say; }, 150);
+  }
+  if (data.focus) {
+    const until = Date.now() + 4000;
+    const tryFocus = () => {
+      const e = find(data.focus, data.text);
+      if (!e) { if (Date.now() < until) setTimeout(tryFocus, 50); return; }
+      if (!e.matches(CONTROL) && !e.hasAttribute('tabindex')) {
+        e.setAttribute('tabindex', '-1');
+        e.classList.add('bx-focus-target');
+      }
+      e.focus({preventScroll: true});
+      e.scrollIntoView({block: 'nearest'});
+    };
+    setTimeout(tryFocus, 0);
+  }
+}
+"""
+
+# A heading or box focused by the script is not a control: its focus shows no ring (a projector's slide).
+CSS = ".bx-focus-target:focus {outline: none !important;} .st-key-bx_moves {display: none !important;}"
+
+_component = st.components.v2.component("bert_explorer.a11y_moves", js=_JS)
+_count = itertools.count(1)
+
+
+def moves(focus: str | None = None, text: str | None = None, say: str | None = None, present: bool = False) -> None:
+    """Focus the first element matching `focus` (whose text starts with `text`), announce `say` (politely), once;
+    `present`: presenter mode (a guess clicked with the mouse gives the keys back to the page)."""
+    n = next(_count) if focus or say else 0
+    with st.container(key="bx_moves"):  # hidden (CSS): it draws nothing
+        _component(data={"focus": focus, "text": text, "say": say, "present": present, "n": n},
+                   key=f"bx_moves_{n}" if n else "bx_moves_idle", height=0)
