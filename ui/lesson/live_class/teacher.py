@@ -21,10 +21,12 @@ from ui.lesson.live_class.session import (
     SID,
     TICK,
     Live,
+    client,
     current_model,
     leave,
     read_class,
     say,
+    seat,
     store,
 )
 from ui.markdown import plain
@@ -161,7 +163,7 @@ def _seats_now(code: str, secret: str, rows: list[dict], locked: bool) -> None:
 def start() -> None:
     """Start a class: this session becomes its teacher."""
     try:
-        code, secret = store().create()
+        code, secret = store().create(client=client(), device=seat())
     except ClassError as e:
         say(e)
         return
