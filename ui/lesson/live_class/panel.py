@@ -80,6 +80,8 @@ def _join_box() -> None:
 
 def panel(live: Live | None, present: bool, side) -> None:
     """Start or join a class (side column), or the class's code, link, QR, count and results."""
+    if not present:
+        st.html(PHONE_CSS)  # the whole page's, for a phone (a style element takes no room)
     msg = st.session_state.pop(MSG, None)
     away, lost = st.session_state.pop(RECONNECT, None), st.session_state.get(LOST)  # lost: until a new class
     if present:
@@ -96,7 +98,6 @@ def panel(live: Live | None, present: bool, side) -> None:
             presenter_tools(live)
         return
     with side:
-        st.html(PHONE_CSS)  # the whole page's (a style element takes no room)
         st.markdown("**A live class**")
         if msg:
             st.warning(msg)
