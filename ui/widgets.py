@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import re
-import threading
 import urllib.parse
 from collections.abc import Callable
 
@@ -39,25 +37,8 @@ def chart(fig, name: str, key: str | None = None, point: str | None = None, data
               "toImageButtonOptions": {"format": "png", "filename": _slug(name), "scale": 2}}
     out = st.plotly_chart(fig, config=config, key=key, alt=alt_text(fig, point, name), **select)
     if data and not presenting():  # presenter mode is one step per screen: its tables are the Lesson's part
-        later = getattr(_later, "charts", None)
-        later.append((fig, name, key)) if later is not None else chart_data(fig, name, key)
+        chart_data(fig, name, key)
     return out
-
-
-_later = threading.local()  # a script thread's charts whose Data expander its caller draws (data_later)
-
-
-@contextlib.contextmanager
-def data_later():
-    """Inside, chart() keeps each chart's (figure, name, key) in the list this yields instead of drawing its Data
-    expander: a drawing replayed from st.cache_data (a class's shared step) may hold no widget, and the expander
-    is one (it reruns on open); the caller draws them after the replay (chart_data)."""
-    before = getattr(_later, "charts", None)
-    _later.charts = []
-    try:
-        yield _later.charts
-    finally:
-        _later.charts = before
 
 
 def chart_data(fig, name: str, key: str) -> None:

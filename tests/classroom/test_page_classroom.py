@@ -571,8 +571,8 @@ def test_the_followers_shared_step_views_are_bounded_in_bytes(monkeypatch):
     import importlib
 
     monkeypatch.delenv(classroom.ENV, raising=False)
-    # bytes: above any one step's drawing on the bundled model (23 KB: its elements, and its charts' figures for each
-    # follower's Data expander), below the 13 steps' together
+    # bytes: above any one step's drawing on the bundled model (about 23 KB with its charts' Data tables), below the
+    # 13 steps' together
     budget = 40_000
     monkeypatch.setenv("BERT_EXPLORER_CLASS_VIEWS_MB", str(budget / 2**20))
     importlib.reload(live_shared)

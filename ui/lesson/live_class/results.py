@@ -14,7 +14,7 @@ from bert_core.figures.votes import card_split_figure, split_figure
 from classroom import ClassError
 from ui.lesson import handout
 from ui.lesson.live_class.session import RETRY, Live, store
-from ui.widgets import chart, chart_data, data_later
+from ui.widgets import chart
 
 SHARED_SPLITS_MB = 1.0
 
@@ -83,36 +83,20 @@ def _cell(v):
     return "'" + v if isinstance(v, str) and v[:1] in ("=", "+", "-", "@", "\t", "\r") else v
 
 
+@st.cache_data(max_size=int(SHARED_SPLITS_MB * 2**20), show_spinner=False)
 def split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None, key: str,
                 large: bool = False) -> None:
     """The class's split as a chart, drawn once per (choices, tally, answer) and replayed for every screen that
-    shows the same split (Streamlit's cached-element replay): a reveal is one figure, not one per student. Its Data
-    expander (a widget, which a replayed drawing may not hold) is this screen's, drawn after the replay.
+    shows the same split (Streamlit's cached-element replay): a reveal is one figure, not one per student.
     `large`: on the projector, every text at least 18 px (bert_core.figures.style.projector)."""
-    for fig, name, k in _split_drawing(choices, tally, answer, key, large):
-        chart_data(fig, name, k)
+    fig = split_figure(choices, tally, answer)
+    chart(projector(fig) if large else fig, "class split", key=key)
 
 
 @st.cache_data(max_size=int(SHARED_SPLITS_MB * 2**20), show_spinner=False)
-def _split_drawing(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None, key: str,
-                   large: bool) -> list:
-    with data_later() as data:
-        fig = split_figure(choices, tally, answer)
-        chart(projector(fig) if large else fig, "class split", key=key)
-    return list(data)
-
-
 def card_split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None) -> None:
     """The split in the projector's join card: a column per choice, numbered as on the slide, every text >= 18 px."""
-    for fig, name, k in _card_split_drawing(choices, tally, answer):
-        chart_data(fig, name, k)
-
-
-@st.cache_data(max_size=int(SHARED_SPLITS_MB * 2**20), show_spinner=False)
-def _card_split_drawing(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None) -> list:
-    with data_later() as data:
-        chart(projector(card_split_figure(choices, tally, answer)), "class split", key="class-split-card")
-    return list(data)
+    chart(projector(card_split_figure(choices, tally, answer)), "class split", key="class-split-card")
 
 
 # Plotly builds a trace type's validators the first time one is made: on a reveal 30 students' pages would all

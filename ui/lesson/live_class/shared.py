@@ -7,7 +7,6 @@ import os
 
 import streamlit as st
 
-from ui import widgets
 from ui.lesson import handout_svg
 from ui.lesson.live_class.session import Live, following_student
 from ui.lesson.state import QUESTION_ERROR
@@ -55,32 +54,27 @@ def draw_step(live: Live | None, step, cur, text: str, pair: str | None, reveale
     # Keywords: a positional argument's name is looked up on every call.
     drawing = repr((cur.model_key, step.key, text, pair, bool(revealed), presenting(),
                     bool(st.session_state.get("lesson_large")), st.session_state.get(QUESTION_ERROR), own))
-    charts, data = _shared_view(drawing=drawing, _step_key=step.key, _text=text, _pair=pair,
-                                _revealed=bool(revealed), _cur=cur)
+    charts = _shared_view(drawing=drawing, _step_key=step.key, _text=text, _pair=pair, _revealed=bool(revealed),
+                          _cur=cur)
     drawn = st.session_state.setdefault(handout_svg.DRAWN, {})
     k = st.session_state.get("lesson_step")  # keyed as handout_svg.keep keys a chart drawn by the view itself
     drawn.update(((k, key), rec) for key, rec in charts.items())  # a replay runs no view code: its charts come back
-    for fig, name, key in data:  # each chart's Data expander, a widget: this session's, after the replay
-        widgets.chart_data(fig, name, key)
     if split:
         split[1]()
 
 
 @st.cache_data(max_size=int(SHARED_VIEWS_MB * 2**20), show_spinner=False)
-def _shared_view(drawing: str, _step_key: str, _text: str, _pair: str | None, _revealed: bool,
-                 _cur) -> tuple[dict, list]:
+def _shared_view(drawing: str, _step_key: str, _text: str, _pair: str | None, _revealed: bool, _cur) -> dict:
     """One drawing of a step's view, keyed by `drawing`: everything the view reads (the model by its key, the
     session's presenter mode, large type, question error and own draw), written out. Returns the handout records
     of the charts it drew ({chart key: record}): a replay repeats the elements only, so every follower takes its
-    handout's charts from this return value, not from the view's own bookkeeping; and its charts' (figure, name,
-    key) for their Data expanders, which the caller draws (a widget in a replayed drawing raises)."""
+    handout's charts from this return value, not from the view's own bookkeeping."""
     split = SPLIT_VIEWS.get(_step_key)
     draw = split[0] if split else VIEWS[_step_key]
     before = st.session_state.pop(handout_svg.DRAWN, {})
     try:
-        with widgets.data_later() as data:
-            draw(_cur, _text, _pair, _revealed)
+        draw(_cur, _text, _pair, _revealed)
         mine = st.session_state.pop(handout_svg.DRAWN, {})
     finally:
         st.session_state[handout_svg.DRAWN] = before
-    return {key: rec for (_, key), rec in mine.items()}, list(data)
+    return {key: rec for (_, key), rec in mine.items()}
