@@ -436,7 +436,8 @@ def test_leave_and_join_again_is_one_seat_and_the_teacher_removes_and_locks(back
     assert_ok(t)
     assert [r["nickname"] for r in backend.seats(code, secret)] == ["Bob"] and backend.view(code).locked
     twin.run()
-    assert any("no longer knows you" in w.value for w in twin.warning)
+    assert any(str(classroom.SeatRemoved()) in w.value for w in twin.warning)  # why, where the vote was
+    assert any(str(classroom.SeatRemoved()) in t_.value for t_ in twin.toast)  # and wherever it is scrolled
     twin.button(key="class_join").click().run()
     assert any("locked" in w.value for w in twin.warning)
     s.button(key="class_leave").click().run()
@@ -455,7 +456,10 @@ def test_the_projector_card_link_presenter_tools_and_the_smaller_confusions(back
     assert_ok(p)
     code = p.session_state["class_code"]
     card = " ".join(m.value for m in p.markdown) + " ".join(c.value for c in p.caption)
-    assert f"https://bert.school.example/lesson?class={code}" in card and f"Join: code **{code}**" in card
+    assert f"Join: code **{code}**" in card
+    link = f"https://bert.school.example/lesson?class={code}"  # it wraps after its punctuation, not mid-word
+    assert any(live_join.breakable(link) in h.proto.body for h in p.get("html"))
+    assert live_join.breakable(link).replace("<wbr>", "") == link
     s = session({"class": code, "present": "1"})  # the projector's address, opened by a student
     assert s.text_input(key="class_join_code").value == code and not s.session_state["lesson_present"]
     s.button(key="class_join").click().run()
@@ -700,3 +704,36 @@ def test_every_follower_keeps_the_shared_steps_charts_for_the_handout():
         assert s.header[0].value.startswith(f"Step {k} of") and s.get("plotly_chart")
     kept = [s.session_state[handout.CHARTS].get("embeddings", ()) for s in (s1, s2)]
     assert kept[0] and [handout_svg.svg(r, "x") for r in kept[0]] == [handout_svg.svg(r, "x") for r in kept[1]]
+
+
+@pytest.mark.parametrize("refusal", [classroom.RateLimited(classroom.store.VOTE_SLOW, 1.5), classroom.SeatRemoved(),
+                                     classroom.VoteCap(classroom.store.SEAT_CAP.format(n=240)),
+                                     classroom.StoreUnavailable("ConnectionError")],
+                         ids=lambda e: type(e).__name__)
+def test_a_refused_vote_is_said_beside_it_on_the_run_that_refused_it(backend, monkeypatch, refusal):
+    """The run of a refused vote shows why beside the vote, and the radio back on the vote the class counts (none,
+    or the earlier one): no tick on what was not counted. The next vote that counts clears the message."""
+    t, code, secret = teacher()
+    s = student(code, "Ada")
+    vote_radio(s).set_value(1).run()  # counted
+    real = backend.vote
+
+    def refuse(*a, **kw):
+        raise refusal
+
+    monkeypatch.setattr(backend, "vote", refuse)
+    vote_radio(s).set_value(2).run()
+    assert_ok(s)
+    said = [e.value for e in s.error]
+    assert said and str(refusal) in said[0] or isinstance(refusal, classroom.StoreUnavailable) and \
+        "Your vote was not sent" in said[0], said
+    assert vote_radio(s).value == 1  # back on the counted vote
+    assert backend.view(code, sid=s.session_state["class_sid"]).my_vote == 1
+    monkeypatch.setattr(backend, "vote", real)
+    vote_radio(s).set_value(2).run()
+    assert_ok(s)
+    assert not s.error and vote_radio(s).value == 2
+    fresh = student(code, "Bo")  # a first vote refused: the radio back to no choice
+    monkeypatch.setattr(backend, "vote", refuse)
+    vote_radio(fresh).set_value(0).run()
+    assert vote_radio(fresh).value is None and len(fresh.error) == 1

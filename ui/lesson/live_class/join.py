@@ -3,6 +3,7 @@ when the page is open as localhost), the teacher's join card and presenter popov
 
 from __future__ import annotations
 
+import html
 import io
 import os
 import socket
@@ -43,12 +44,22 @@ div[data-testid="stMainBlockContainer"], .block-container {padding-right: 185px 
 [data-testid="stMain"] [data-testid="stHorizontalBlock"] {gap: 1rem !important;}
 .st-key-class_controls button p {font-size: 20px !important;}
 [data-testid="stMain"] [data-testid="stAlertContainer"] {padding: 0.45rem 0.9rem !important;}
+.st-key-class_card p.bx-join-link {overflow-wrap: break-word !important; word-break: normal !important; margin: 0;}
 [data-testid="stMain"] h2 {font-size: 30px !important;}  /* the longest step title on one line beside the card */
 /* Formulas at 20 px in the narrower column (step 9's is 527 px at 23 px); scripts at 0.9 of it stay at 18 px. */
 [data-testid="stMain"] .katex {font-size: 20px !important;}
 [data-testid="stMain"] .katex .reset-size6.size3, [data-testid="stMain"] .katex .reset-size6.size1
   {font-size: 0.9em !important;}
 </style>"""
+
+
+def breakable(url: str) -> str:
+    """`url` as HTML that wraps only after its punctuation (/ . : ? = &), never inside a word (the projector's
+    166 px card), escaped."""
+    out = html.escape(url)
+    for mark in ("/", ".", ":", "?", "=", "&amp;"):
+        out = out.replace(mark, mark + "<wbr>")
+    return out.replace("/<wbr>/<wbr>", "//<wbr>")
 
 
 def join_url(code: str) -> str:
@@ -114,7 +125,7 @@ def join_card(live: Live, big: bool) -> None:
             st.markdown(f"Join: code **{live.code}**")
             if short:  # in full in the presenter's popover
                 st.caption(short)
-            st.caption(url)
+            st.html(f'<p class="bx-join-link">{breakable(url)}</p>')
             _card_live(live)
             presenter_tools(live, note)
     else:

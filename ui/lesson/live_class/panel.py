@@ -8,26 +8,80 @@ import streamlit as st
 import classroom
 from ui.lesson.live_class.join import CARD_CSS, join_card, presenter_tools
 from ui.lesson.live_class.results import results_ui
-from ui.lesson.live_class.session import ENDED, ENDED_NOTE, FOLLOW, LOST, MSG, RECONNECT, Live, leave, reconnecting
+from ui.lesson.live_class.session import ENDED_NOTE, FOLLOW, JOIN_FIRST, LOST, MSG, RECONNECT, Live, leave, reconnecting
 from ui.lesson.live_class.student import count_ui, join, keep_seat, student_question
 from ui.lesson.live_class.teacher import end, lost_class, seats_ui, start, teacher_question
-
-NICK_BOX = 200  # characters the nickname box takes (the store keeps 24)
 
 
 def question_ui(live: Live | None, col, q, token: str, k: int, text: str, pair: str | None, revealed: bool) -> bool:
     """The class's question in `col` (the teacher's controls, or a student's vote); returns whether it is revealed."""
     if live is None:
-        if st.session_state.pop(ENDED_NOTE, None):
-            col.warning(ENDED)
+        note = st.session_state.pop(ENDED_NOTE, None)
+        if note:
+            col.warning(note, icon=":material/logout:")
+            st.toast(note, icon=":material/logout:")
         return revealed
     if live.teacher:
         return teacher_question(live, col, q, token, k, text, pair)
     return student_question(live, col, q, revealed)
 
 
+# A phone in a class (a 390 px screen, a finger): vote targets at least 44 px tall (WCAG 2.5.5's size) on a touch
+# screen; plotly's toolbar off on a touch screen, where it sat over the chart's title after a tap (the chart's own
+# fullscreen stays in Streamlit's toolbar); a display formula wider than the screen wraps at its top-level relations
+# and operators (KaTeX's pieces, `.base`) instead of scrolling sideways.
+PHONE_CSS = """<style>
+@media (pointer: coarse) {
+  [data-testid="stRadio"] [role="radiogroup"] label {min-height: 44px; min-width: 44px; align-items: center;
+    padding-right: 0.5rem;}
+  [data-testid="stRadio"] [role="radiogroup"] {row-gap: 0.25rem;}
+  [data-testid="stMain"] .stButton button {min-height: 44px;}
+  .js-plotly-plot .modebar-container {display: none !important;}
+}
+@media (max-width: 640px) {
+  [data-testid="stMain"] .katex-display > .katex {white-space: normal;}
+  [data-testid="stMain"] .katex-display > .katex > .katex-html {display: flex; flex-wrap: wrap;
+    justify-content: center; row-gap: 0.4em;}
+}
+</style>"""
+
+
+def join_first(live: Live | None) -> None:
+    """A join link not joined yet: the nickname and Join at the top of the page, above the step (on a phone the side
+    column is below the whole step, ~1,800 px down, under the step's own guess). The step follows once joined."""
+    if not _joining_first(live):
+        return
+    st.html(PHONE_CSS)
+    with st.container(key="class_join_first", border=True):
+        code = st.session_state.get("class_link_code", "")
+        st.markdown(f"**Join the live class {code}**")
+        msg = st.session_state.pop(MSG, None)
+        if msg:  # a refused join, said here where Join was pressed
+            st.warning(msg)
+        _join_box()
+        st.caption("Below is the Lesson on your own; once you join, it follows your teacher's step and you vote on "
+                   "the class's question.")
+
+
+def _joining_first(live: Live | None) -> bool:
+    return live is None and bool(st.session_state.get(JOIN_FIRST)) and not st.session_state.get("lesson_present")
+
+
+def _join_box() -> None:
+    st.text_input("Class code", value=st.session_state.get("class_link_code", ""), key="class_join_code",
+                  max_chars=12, placeholder="e.g. K7QM2X")
+    # No max_chars: Streamlit's box empties a paste longer than it; the store cuts a nickname to 24 characters.
+    st.text_input("Nickname (optional)", key="class_nick",
+                  help=f"Shown only to the teacher, in the class's seats and the end-of-lesson table (at most "
+                       f"{classroom.codes.MAX_NICKNAME} characters; a longer one is cut). Leave it empty to be "
+                       "“Student 7”.")
+    st.button("Join the class", key="class_join", on_click=join, type="primary", width="stretch")
+
+
 def panel(live: Live | None, present: bool, side) -> None:
     """Start or join a class (side column), or the class's code, link, QR, count and results."""
+    if not present:
+        st.html(PHONE_CSS)  # the whole page's, for a phone (a style element takes no room)
     msg = st.session_state.pop(MSG, None)
     away, lost = st.session_state.pop(RECONNECT, None), st.session_state.get(LOST)  # lost: until a new class
     if present:
@@ -57,13 +111,10 @@ def panel(live: Live | None, present: bool, side) -> None:
             st.button("Start a class", key="class_start", on_click=start, width="stretch",
                       help="Students join from their own devices with a code; they follow your step and sentence, "
                            "vote on each question, and see the model's answer when you reveal it.")
-            st.text_input("Class code", value=st.session_state.get("class_link_code", ""), key="class_join_code",
-                          max_chars=12, placeholder="e.g. K7QM2X")
-            # A longer box than a nickname: a pasted long name is cut to 24 characters, not refused whole.
-            st.text_input("Nickname (optional)", key="class_nick", max_chars=NICK_BOX,
-                          help=f"Shown only to the teacher, in the class's seats and the end-of-lesson table (at most "
-                               f"{classroom.codes.MAX_NICKNAME} characters). Leave it empty to be “Student 7”.")
-            st.button("Join the class", key="class_join", on_click=join, width="stretch")
+            if _joining_first(live):
+                st.caption("Join the class with the box at the top of the page.")
+            else:
+                _join_box()
         elif live.teacher:
             join_card(live, big=False)
             seats_ui(live)

@@ -73,6 +73,9 @@ MODEL_TRIED = "class_model_tried"  # the teacher's model this student's page was
 SEAT, SEAT_KEPT, SEAT_COOKIE = "class_seat", "class_seat_kept", "bx_seat"
 
 
+JOIN_FIRST = "class_join_first"  # a join link opened here, not joined yet: the join box above the step
+
+
 @dataclass
 class Live:
     """This session's place in a class: the teacher (secret) or a student (sid), and the class as last read."""
@@ -93,6 +96,22 @@ class Live:
 
 def store() -> classroom.ClassStore:
     return classroom.open_store()
+
+
+def client() -> str | None:
+    """This browser's address as the class's limits count it (an IPv6 address by its /64; X-Forwarded-For believed
+    only from a loopback or trusted proxy); None for this machine, which is not limited."""
+    return classroom.client_address(st.context.ip_address, st.context.headers.get("X-Forwarded-For"))
+
+
+def seat() -> str:
+    """This browser's seat token: kept in the session, and in a cookie (a reload, a second tab, a new session). The
+    store gives one seat per token in a class, and limits class starts per token."""
+    token = st.session_state.get(SEAT) or classroom.clean_id(st.context.cookies.get(SEAT_COOKIE))
+    if token is None:
+        token = classroom.codes.new_id()
+    st.session_state[SEAT] = token
+    return token
 
 
 def say(e: Exception) -> None:
@@ -142,6 +161,7 @@ def follow() -> Live | None:
             else:
                 store().view(url_code)  # a plain join link: the class must exist; the panel asks for a nickname
                 st.session_state["class_link_code"] = url_code  # the join box shows it
+                st.session_state[JOIN_FIRST] = True  # at the top of the page, above the step (a phone)
                 st.session_state["lesson_present"] = False  # a projector's link (present=1): the join box first
                 q.pop("present", None)
                 q.pop("teacher", None)
@@ -190,7 +210,8 @@ def follow() -> Live | None:
     else:
         _keep_param("me", live.sid)
         if not live.view.joined:
-            say(ClassError("This class no longer knows you; join it again."))
+            _ended(str(classroom.SeatRemoved()) if live.view.removed else
+                   "This class no longer knows you: join it again.")
             leave()
             return None
         if live.following:
@@ -202,10 +223,10 @@ def follow() -> Live | None:
     return live
 
 
-def _ended() -> None:
-    """A student's class is gone: said where the vote box was (the main column, seen on a phone without
-    scrolling to the class's panel), on this run."""
-    st.session_state[ENDED_NOTE] = True
+def _ended(why: str = "") -> None:
+    """A student's class is gone, or their seat: said where the vote box was (the main column, seen on a phone
+    without scrolling to the class's panel) and in a toast (wherever the page is scrolled), on this run."""
+    st.session_state[ENDED_NOTE] = why or ENDED
 
 
 def _keep_param(k: str, v: str) -> None:

@@ -15,6 +15,7 @@ from ui.lesson.live_class.session import (
     CODE,
     COUNT_FRAGMENT,
     FOLLOW,
+    JOIN_FIRST,
     SEAT,
     SEAT_COOKIE,
     SEAT_KEPT,
@@ -23,9 +24,11 @@ from ui.lesson.live_class.session import (
     SID,
     STALE,
     Live,
+    client,
     current_model,
     read_class,
     say,
+    seat,
     spread_tick,
     store,
     student_tick,
@@ -76,14 +79,18 @@ def student_question(live: Live, col, q, revealed: bool) -> bool:
 
 def _vote_box(code: str, sid: str, v: View) -> None:
     """A following student's vote: part of the step the class's push redraws (a fragment of its own would cost each
-    student's step change more than the rest of it); the count is the side column's (`count_ui`)."""
+    student's step change more than the rest of it); the count is the side column's (`count_ui`). A refused vote
+    is said here, on the run that refused it, with the radio back on the vote the class counts."""
     key = f"class_vote_{v.question.qid}"
     if v.my_vote is not None and st.session_state.get(key) is None:
         st.session_state[key] = v.my_vote  # the vote this student already sent (a reload, a reopened laptop)
     st.markdown(f"**Your guess.** {plain(v.question.prompt)}")  # a radio's label is its name, unrendered
     st.radio("Your guess", range(len(v.question.choices)), key=key, label_visibility="collapsed",
              horizontal=True, index=None, format_func=lesson_labels(v.question.choices), on_change=vote,
-             args=(code, sid, v.question.qid, key))
+             args=(code, sid, v.question.qid, key, v.my_vote))
+    refused = st.session_state.get(REFUSED)
+    if refused is not None and refused[0] == v.question.qid:
+        st.error(refused[1], icon=":material/block:")
     if v.my_vote is not None:  # what the class counts for this student (not drawn at a step change: no vote yet)
         st.caption(f"Your vote: **{plain(v.question.choices[v.my_vote])}**. You can change it until the "
                    "teacher reveals the model's answer.")
@@ -112,9 +119,15 @@ def count_ui(code: str, sid: str, first: View) -> None:
     @st.fragment(key=classroom_push.COUNT_FRAGMENT)
     def class_count() -> None:  # on the timer of its listener; the student's vote reruns it at once
         st.session_state[COUNT_FRAGMENT] = classroom_push.fragment_here(spread_tick(tick[0], sid))
-        v = first_read.pop() if first_read else read_class(code, sid=sid)
-        if v is None:
+        try:
+            v = first_read.pop() if first_read else store().view(code, sid=sid)
+        except classroom.StoreUnavailable:
+            away_banner()  # pinned to the screen: a phone scrolled to the vote sees it
             return
+        except ClassError:
+            st.rerun()  # the class ended: the whole page says so (follow)
+        if not v.joined:
+            st.rerun()  # the teacher removed this seat: told now, without acting (follow says so at the top)
         grown = student_tick(v.students)
         if grown > tick[0]:  # the class has grown: this timer slower, from the listener's next drawing
             tick[0] = grown
@@ -131,6 +144,21 @@ def count_ui(code: str, sid: str, first: View) -> None:
             st.caption(f"**{v.answered} of {v.students}** have answered this step's question.")
 
     class_count()
+
+
+AWAY_CSS = """<style>
+.st-key-class_away {position: fixed; left: 0.5rem; right: 0.5rem; bottom: 0.5rem; z-index: 1000; width: auto !important;
+  max-width: 40rem; margin: 0 auto;}
+</style>"""
+
+
+def away_banner() -> None:
+    """The class's store does not answer: a note pinned to the bottom of the screen (wherever the student has
+    scrolled; its alert is announced), gone at the next tick that reads the class."""
+    st.html(AWAY_CSS)
+    with st.container(key="class_away"):
+        st.warning("Reconnecting to the class… Your votes are kept; a vote sent now is not counted, so vote again "
+                   "once this note is gone.", icon=":material/sync:")
 
 
 def lesson_labels(choices):
@@ -152,21 +180,12 @@ FOLLOWING_NOTE = ("You follow the teacher: this is the teacher's sentence, and t
                   "“Follow the teacher” off to try your own.")
 
 
-def _seat() -> str:
-    """This browser's seat token: kept in the session, and in a cookie (a reload, a second tab, a new session)."""
-    seat = st.session_state.get(SEAT) or classroom.clean_id(st.context.cookies.get(SEAT_COOKIE))
-    if seat is None:
-        seat = classroom.codes.new_id()
-    st.session_state[SEAT] = seat
-    return seat
-
-
 def keep_seat() -> None:
     """Write the seat token into the browser's cookie once (it has the shape of an id: nothing to escape)."""
-    seat = st.session_state.get(SEAT)
-    if seat and classroom.clean_id(seat) and st.context.cookies.get(SEAT_COOKIE) != seat \
+    token = st.session_state.get(SEAT)
+    if token and classroom.clean_id(token) and st.context.cookies.get(SEAT_COOKIE) != token \
             and not st.session_state.get(SEAT_KEPT):
-        st.html(f"<script>document.cookie = '{SEAT_COOKIE}={seat}; path=/; max-age=31536000; samesite=lax';</script>",
+        st.html(f"<script>document.cookie = '{SEAT_COOKIE}={token}; path=/; max-age=31536000; samesite=lax';</script>",
                 unsafe_allow_javascript=True, width=1)
         st.session_state[SEAT_KEPT] = True
 
@@ -177,17 +196,31 @@ def join() -> None:
     try:
         if code is None:
             raise classroom.NoSuchClass()
-        sid = store().join(code, st.session_state.get("class_nick", ""), seat=_seat())
+        sid = store().join(code, st.session_state.get("class_nick", ""), seat=seat(), client=client())
     except ClassError as e:
         say(e)
         return
     st.session_state.update({CODE: code, SID: sid, FOLLOW: True})
     st.session_state.pop(SECRET, None)
+    st.session_state.pop(JOIN_FIRST, None)
     st.query_params.update({"class": code, "me": sid})
     st.query_params.pop("teacher", None)
 
 
-def vote(code: str, sid: str, qid: str, key: str) -> None:
+REFUSED = "class_vote_refused"  # (question id, why): this student's last vote was refused, said beside the vote
+
+
+def refusal(e: ClassError) -> str:
+    """Why a vote was not counted, in the student's words (the store's own message, but for a store away)."""
+    if isinstance(e, classroom.StoreUnavailable):
+        return ("Your vote was not sent: the class's server is not answering. Choose again in a moment; your "
+                "earlier votes are kept.")
+    return f"Your vote was not counted. {e}"
+
+
+def vote(code: str, sid: str, qid: str, key: str, before: int | None = None) -> None:
+    """Send the radio's choice; refused, the radio goes back to `before` (the vote the class counts) and the reason
+    waits beside it for this same run."""
     choice = st.session_state.get(key)
     if not isinstance(choice, int):  # no vote, or a value none of the options has (a forged websocket message)
         return
@@ -195,8 +228,10 @@ def vote(code: str, sid: str, qid: str, key: str) -> None:
     try:
         store().vote(code, sid, qid, choice)
     except ClassError as e:
-        say(e)
+        st.session_state[key] = before  # no tick on what the class did not count
+        st.session_state[REFUSED] = (qid, refusal(e))
         return
+    st.session_state.pop(REFUSED, None)
     classroom_push.poke(code)  # the teacher's count, if the teacher is on this process
     # The student's own count ("1 of 30 have answered") is in the side column, outside the step this vote redraws:
     # redrawn now, it agrees with "Your vote: ..." at once, not at the student's next timer tick.

@@ -21,10 +21,12 @@ from ui.lesson.live_class.session import (
     SID,
     TICK,
     Live,
+    client,
     current_model,
     leave,
     read_class,
     say,
+    seat,
     store,
 )
 from ui.markdown import plain
@@ -142,7 +144,10 @@ def seats_ui(live: Live) -> None:
 
 
 def _seats_now(code: str, secret: str, rows: list[dict], locked: bool) -> None:
-    with st.expander(f"Seats: {len(rows)}" + (" (locked)" if locked else ""), expanded=False):
+    # A label that does not change as students join: a new label is a new expander, closed, and a class that was
+    # filling (a flood of joins) closed it under the teacher's hand every 5 s, before a seat could be removed.
+    with st.expander("Seats" + (" (locked)" if locked else ""), expanded=False):
+        st.caption(f"{len(rows)} seat{'s' if len(rows) != 1 else ''} in the class.")
         st.toggle("Lock the class (no new seats)", value=locked, key="class_lock", on_change=lock_class,
                   help="The students there keep their seats (and may come back); nobody new can join.")
         if not rows:
@@ -153,15 +158,17 @@ def _seats_now(code: str, secret: str, rows: list[dict], locked: bool) -> None:
         names = {r["sid"]: r["nickname"] for r in rows}
         st.multiselect("Remove seats", list(names), key="class_remove_pick", format_func=names.__getitem__,
                        placeholder="Pick a seat to remove")
+        # Never disabled: a button drawn disabled and then enabled by the pick's rerun lost the teacher's first
+        # click (tests/browser/test_browser_class_phone.py); with nothing picked it says so.
         st.button("Remove the picked seats", key="class_remove", on_click=remove_seats, width="stretch",
-                  disabled=not st.session_state.get("class_remove_pick"),
-                  help="A removed seat can no longer vote; its vote on the open question is withdrawn.")
+                  help="A removed seat can no longer vote; its vote on the open question is withdrawn. Its student "
+                       "is told within seconds.")
 
 
 def start() -> None:
     """Start a class: this session becomes its teacher."""
     try:
-        code, secret = store().create()
+        code, secret = store().create(client=client(), device=seat())
     except ClassError as e:
         say(e)
         return
@@ -180,6 +187,9 @@ def lock_class() -> None:
 
 
 def remove_seats() -> None:
+    if not st.session_state.get("class_remove_pick"):
+        say(ClassError("Pick the seats to remove first."))
+        return
     try:
         for sid in st.session_state.get("class_remove_pick") or []:
             store().remove(st.session_state[CODE], st.session_state.get(SECRET), sid)
