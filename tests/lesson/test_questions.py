@@ -393,4 +393,4 @@ def test_a_typed_mask_or_unk_is_not_the_pairs_topic_word(m):
     q = Q.input_cosine(m, "The [MASK] sat on the bank of the river.", "Then the [MASK] went to the bank.")
     assert q.prompt.startswith("“bank” occurs twice")
     with pytest.raises(bert_core.BertCoreError, match="do not count"):
-        Q.input_cosine(m, "A [MASK] here.", "A [MASK] there.")
+        Q.input_cosine(m, "[MASK] here.", "[MASK] there.")
