@@ -8,7 +8,6 @@ import numpy as np
 import plotly.graph_objects as go
 
 from .attention import head_heatmap
-from .heads import importance_figure
 from .training import loss_figure
 
 
@@ -35,9 +34,44 @@ def mask_heatmap(z: np.ndarray, tokens: list[str], title: str) -> go.Figure:
 
 
 def hidden_importance_figure(importance: np.ndarray, framed: tuple[int, int], guess: str) -> go.Figure:
-    """The last layer's head importance relative to the framed head, without a scale or values: how much the guess
-    loses is the question's answer, shown only with it."""
-    fig = importance_figure(importance / max(float(np.nanmax(np.abs(importance))), 1e-12), framed, guess)
-    fig.update_traces(showscale=False, selector=dict(type="heatmap"))
-    fig.update_traces(hovertemplate="%{y}, %{x}<extra></extra>", customdata=None, selector=dict(type="scatter"))
-    return fig.update_layout(height=min(fig.layout.height, 380))
+    """The ranked layers' head importance (the Lesson ranks the last layer's), relative to the framed head, without
+    a scale or values: how much the guess loses is the question's answer, shown only with it. Only the layers that
+    were ranked are drawn (a layer not ranked is NaN: no empty rows), each head labelled."""
+    imp = np.asarray(importance, dtype=float)  # (L, nh)
+    rows = [layer for layer in range(imp.shape[0]) if np.isfinite(imp[layer]).any()]
+    lim = max(float(np.nanmax(np.abs(imp))), 1e-12)
+    nh = imp.shape[1]
+    xs, ys = [f"head {h + 1}" for h in range(nh)], [f"layer {layer + 1}" for layer in rows]
+    fig = go.Figure(go.Heatmap(z=imp[rows] / lim, x=xs, y=ys, colorscale="RdBu_r", zmid=0.0, zmin=-1, zmax=1,
+                               showscale=False, xgap=1, ygap=1, hovertemplate="%{y}, %{x}<extra></extra>"))
+    layer, head = framed
+    if layer in rows:
+        r = rows.index(layer)
+        fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=r - 0.5, y1=r + 0.5,
+                      line=dict(color="black", width=3))
+    return fig.update_layout(
+        title=f"What “{guess}” loses without each head (relative)", height=150 + 50 * len(rows),
+        margin=dict(l=10, r=10, t=50, b=10), dragmode=False,
+        xaxis=dict(type="category", tickmode="linear", dtick=1, tickangle=-60),
+        yaxis=dict(type="category", autorange="reversed"))
+
+
+def every_label(fig: go.Figure, height: int, keys: bool = True) -> go.Figure:
+    """An attention map for a slide: every row labelled (cells as tall as the height allows, not square), and
+    the columns labelled too when `keys` (else the axis says they are the same tokens, left to right)."""
+    fig.update_yaxes(tickmode="linear", dtick=1, scaleanchor=None, constrain=None)
+    if keys:
+        fig.update_xaxes(tickmode="linear", dtick=1)
+    else:
+        # Set whole: a title set to None (mask_heatmap's) cannot be updated in place.
+        fig.layout.xaxis = {**fig.layout.xaxis.to_plotly_json(), "showticklabels": False,
+                            "title": {"text": "attended to (same order)"}}
+    return fig.update_layout(height=height)
+
+
+def bars_every_label(fig: go.Figure, per_bar: int = 44) -> go.Figure:
+    """A horizontal bar chart for a slide: tall enough that every bar's label is drawn (plotly drops labels that
+    would overlap), each category labelled."""
+    n = max(len(tr.y) for tr in fig.data if getattr(tr, "y", None) is not None)
+    fig.update_yaxes(tickmode="linear", dtick=1)
+    return fig.update_layout(height=max(int(fig.layout.height or 0), 110 + per_bar * n))

@@ -95,7 +95,7 @@ STEPS: list[Step] = [
          "She put the [MASK] in the oven to bake.", None, "right_context",
          "Change the words after the gap", "She put the [MASK] in the garage.", None,
          "predictions", "Predictions",
-         here="The guesses are {names}, with the whole sentence and with the words up to the gap.", guesses=True),
+         guesses=True),
     Step("attention", "Attention: who looks at whom",
          "In each layer every token builds a query, a key and a value; a head's weights (softmax of query · key) "
          "say how much of each token's value a token takes in. Each head does this with its own smaller query, "
@@ -103,7 +103,7 @@ STEPS: list[Step] = [
          "She gave the letter to her mother.", None, "attention_target",
          "A longer sentence", "After dinner she finally gave the long letter to her grateful mother.", None,
          "attention", "Attention",
-         r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V",
+         r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\big(QK^{\top} / \sqrt{d_k}\big)\,V",  # no ⊤ in a fraction: cut
          here="The map is one of {names} heads."),
     Step("nsp", "Next-sentence prediction and [CLS]",
          "BERT was also pre-trained on sentence pairs: half the time B follows A, half the time B is a random "
@@ -123,7 +123,7 @@ STEPS: list[Step] = [
          "layers", "Layers",
          r"h' = \mathrm{LN}\big(h + \mathrm{Attn}(h)\big),\quad h_{out} = \mathrm{LN}\big(h' + "
          r"\mathrm{FFN}(h')\big)",
-         here="The ranks are read from {names} layers.", guesses=True),
+         guesses=True),
     Step("knockout", "Knock out one head",
          "A layer's heads work side by side; their outputs are joined, projected and added to every token's "
          "vector. Does a `[MASK]` guess need a given head? **Knock it out** (its output set to zero), run again, "
@@ -132,7 +132,7 @@ STEPS: list[Step] = [
          "Another blank", "I drank a cup of [MASK] this morning.", None,
          "heads", "Heads & patching",
          r"\mathrm{importance}(l,h) = \log p(y \mid x) - \log p\big(y \mid x;\ c^{(l)}_h = 0\big)",
-         here="The heads are {names} last layer's.", guesses=True),
+         guesses=True),
     Step("anatomy", "How big is BERT?",
          "The paper's BERT-base has 12 layers, 768-wide vectors and 12 heads; BERT-large 24 layers, 1,024 wide "
          "and 16 heads. Every number is a learned parameter: the embedding tables, four attention matrices "
@@ -160,9 +160,9 @@ STEPS: list[Step] = [
          "Charles Babbage's engine in London.", None, "finetuning", "Fine-tuning"),
     Step("bert-vs-gpt", "BERT versus GPT: one mask and one loss",
          "BERT is an **encoder**: every token attends to every other. GPT (Radford et al. 2018) is a "
-         "**decoder**: a **causal mask** lets token i see only itself and the tokens before it (j ≤ i), and it is trained to predict the "
-         "next token, so it can generate text left to right. BERT's loss is taken at the 15% of tokens it "
-         "masks; GPT's at every next token.",
+         "**decoder**: a **causal mask** lets token i see only itself and the tokens before it (j ≤ i), and "
+         "it is trained to predict the next token, so it can generate text left to right. BERT's loss is "
+         "taken at the 15% of tokens it masks; GPT's at every next token.",
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
          "bert-vs-gpt", "BERT vs GPT",
@@ -192,15 +192,20 @@ def question_call(step: Step, text: str, pair: str | None, seed: int) -> tuple[C
 
 
 def explain(step: Step, m) -> str:
-    """The step's text (the paper's BERT), then what the slide shows of the model on screen, named; on a slide of
-    the model's guesses, the model line (`model_line`: where it differs from the paper's BERT, both)."""
+    """The step's text (the paper's BERT), then what the slide shows of the model on screen, named (a slide of the
+    model's guesses names it in its view too: `lesson_model_line`)."""
     here = step.here if step.question != "next_sentence" or m.has_nsp else \
         "{model} has no NSP head: its question is about its segments."
+    if not here:
+        return step.explain  # the question names the model
     name = model_name(m)
-    lines = [questions.cap(here.format(model=name.long, names=name.possessive))] if here else []
-    if step.guesses:
-        lines.append(model_line(m, bert_base_offered=model_choice.offer_label() is not None))
-    return "\n\n".join([step.explain, *(f"*{line}*" for line in lines)])
+    return f"{step.explain}\n\n*{questions.cap(here.format(model=name.long, names=name.possessive))}*"
+
+
+def lesson_model_line(m) -> str:
+    """The short line a slide of the model's guesses shows: the model on screen and the paper's BERT where they
+    differ, and BERT-base's one-click offer where the app can get it (`model_choice.offer_label`)."""
+    return model_line(m, bert_base_offered=model_choice.offer_label() is not None)
 
 
 def question_token(model_key: str, k: int, text: str, pair: str | None, q) -> str:

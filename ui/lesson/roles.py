@@ -159,7 +159,8 @@ class Presenter(Solo):
         with right:  # on a projector the formula and the sentence sit above the view
             if step.formula:
                 st.latex(step.formula)
-            st.caption(f"Sentence: {plain(text)}" + (f" · B: {plain(pair)}" if pair else ""))
+            with st.container(key="lesson_sentence"):  # dark ink (PRESENTER_CSS): the slide's own sentence
+                st.caption(f"Sentence: {plain(text)}" + (f" · B: {plain(pair)}" if pair else ""))
 
     def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
         nav = st.columns([1, 1, 4])

@@ -19,7 +19,13 @@ from bert_core.figures.attention import head_heatmap
 from bert_core.figures.embeddings import norms_figure
 from bert_core.figures.heads import without_head_figure
 from bert_core.figures.layers import answer_trajectory, same_word_figure
-from bert_core.figures.lesson import hidden_importance_figure, mask_heatmap, pretraining_start_figure
+from bert_core.figures.lesson import (
+    bars_every_label,
+    every_label,
+    hidden_importance_figure,
+    mask_heatmap,
+    pretraining_start_figure,
+)
 from bert_core.figures.masking import chips_html, legend_html
 from bert_core.figures.predictions import candidates_figure, nsp_figure
 from bert_core.figures.style import projector
@@ -35,7 +41,7 @@ from bert_core.runs.settings import CORPUS_CHOICES, example_run
 from bert_core.train.toy import farm_tokenizer
 from ui.cache import ByteLRU
 from ui.lesson import handout_svg
-from ui.lesson.content import Step, in_the_box, question_call
+from ui.lesson.content import STEPS, Step, in_the_box, lesson_model_line, question_call
 from ui.lesson.state import QUESTION_ERROR, QUESTION_PAIR, next_draw
 from ui.state import model_cached
 from ui.widgets import chart, presenting
@@ -88,6 +94,12 @@ def _table(df: pd.DataFrame) -> None:
         st.dataframe(df, hide_index=True, height=35 * (len(df) + 1) + 3)  # every row shown, no inner scroll
 
 
+def model_note(cur) -> None:
+    """The model whose guesses the slide shows, in one short line (and the paper's BERT where they differ)."""
+    with st.container(key="lesson_model_line"):  # 18 px on a projector (PRESENTER_CSS)
+        st.markdown(f"*{lesson_model_line(cur.model)}*")
+
+
 def view_tokens(cur, text, pair, revealed) -> None:
     tok = cur.model.tokenizer
     t = _analysis(cur, text, pair, **questions.PREDICTIONS)
@@ -106,7 +118,12 @@ def view_embeddings(cur, text, pair, revealed) -> None:
     if not (revealed and presenting()):  # a projector has room for one chart
         fig = norms_figure(input_tables.token_norms(t.embeddings), input_tables.token_labels(t.tokens),
                            input_tables.EMBEDDING_TITLES, t.token_type_ids)
-        lesson_chart(fig.update_layout(height=380), "lesson embeddings", key="lesson-emb")
+        fig.update_layout(height=380)
+        if presenting():  # every token labelled, upright; the legend under its labels, not over them
+            fig.update_xaxes(tickmode="linear", dtick=1, tickangle=-90)
+            fig.update_layout(height=500, margin=dict(b=230),
+                              legend=dict(yref="container", y=0, yanchor="bottom", x=0, orientation="h"))
+        lesson_chart(fig, "lesson embeddings", key="lesson-emb")
     if revealed:
         sw = _cached(cur, same_word, text, pair)
         if sw is not None and sw.words:
@@ -144,8 +161,8 @@ def view_predictions(cur, text, pair, revealed) -> None:
         return
     if revealed:
         pos = t.mask_positions[0]
-        lesson_chart(candidates_figure(t.predictions[pos], f"Top 5 at the [MASK] (position {pos}; [CLS] is 0)"),
-              "lesson predictions", key="lesson-pred")
+        fig = candidates_figure(t.predictions[pos], f"Top 5 at the [MASK] (position {pos}; [CLS] is 0)")
+        lesson_chart(bars_every_label(fig) if presenting() else fig, "lesson predictions", key="lesson-pred")
     else:
         st.caption("The model's bars appear with the answer.")
 
@@ -168,7 +185,8 @@ def view_both_sides(cur, text, pair, revealed) -> None:
     top = max(f.layout.xaxis.range[1] for _, f, _, _ in figs)  # one scale: equal bars mean equal probabilities
     for col, fig, name, key in figs:
         with col:
-            lesson_chart(fig.update_layout(xaxis_range=[0, top]), name, key=key)
+            fig.update_layout(xaxis_range=[0, top])
+            lesson_chart(bars_every_label(fig) if presenting() else fig, name, key=key)
 
 
 def view_attention(cur, text, pair, revealed) -> None:
@@ -181,6 +199,8 @@ def view_attention(cur, text, pair, revealed) -> None:
         fig.update_layout(height=min(fig.layout.height or 420, 420))
         if presenting() and len(t.tokens) > 8:  # 18 px numbers do not fit in the cells: hovering shows them
             fig.update_traces(texttemplate=None)
+        if presenting():  # every token a choice names labelled, on both axes
+            every_label(fig, 470)
         lesson_chart(fig, "lesson attention", key="lesson-attn")
     else:
         st.caption(f"The map of layer {layer + 1}, head {head + 1} appears with the answer (row = the token that "
@@ -230,18 +250,21 @@ def view_anatomy(cur, text, pair, revealed) -> None:
 
 
 def view_pretraining(cur, text, pair, revealed) -> None:
-    if not revealed:  # the curve starts at the answer
-        st.caption("A real pre-training curve appears with the answer.")
-        return
     ex = example_run()
     if ex is None:
         return
+    c = example_config()
+    if not revealed:  # the curve starts at the answer
+        st.caption(f"With the answer: the pre-training curve of this project's tiny BERT ({c['num_hidden_layers']} "
+                   f"layers × {c['hidden_size']}, {ex.parameters / 1e6:.1f}M parameters; BERT-base has 110M), "
+                   "trained from random weights.")
+        return
     V, mine = example_vocab_size(), cur.model.tokenizer.vocab_size
     lesson_chart(pretraining_start_figure(ex.curves, V, mine), "lesson pretraining", key="lesson-pretrain")
-    st.caption(f"An example: the tiny bundled model ({ex.parameters:,} parameters, its own vocabulary of V = {V:,} "
-               f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown: it starts at "
-               f"ln {V:,}. A fresh model with {model_name(cur.model).possessive} vocabulary (V = {mine:,}) would "
-               f"start at ln {mine:,}.")
+    st.caption(f"An example, not the model on screen: this project's tiny BERT ({ex.parameters:,} parameters, its "
+               f"own vocabulary of V = {V:,} pieces) trained from random weights for {ex.steps:,} steps on WordNet "
+               f"and Brown: it starts at ln {V:,}. A fresh model with {model_name(cur.model).possessive} "
+               f"vocabulary (V = {mine:,}) would start at ln {mine:,}.")
     if not presenting():  # a projector has room for the curve, not this note
         st.caption(f"Live: the Training page opens on {CORPUS_CHOICES['farm'].name} ({farm_tokenizer().vocab_size} "
                    "word pieces, five sentence patterns): press Start and its guesses turn right within about "
@@ -249,9 +272,14 @@ def view_pretraining(cur, text, pair, revealed) -> None:
 
 
 @functools.cache  # a file that ships with the app: read once per process, not on every rerun
+def example_config() -> dict:
+    """The config of the tiny bundled model, whose pre-training curve is the example."""
+    return json.loads((bert_core.BUNDLED_DIR / "config.json").read_text())
+
+
 def example_vocab_size() -> int:
     """The vocabulary of the tiny bundled model, whose pre-training curve is the example."""
-    return json.loads((bert_core.BUNDLED_DIR / "config.json").read_text())["vocab_size"]
+    return example_config()["vocab_size"]
 
 
 def view_fine_tuning(cur, text, pair, revealed) -> None:
@@ -283,10 +311,13 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
     for col, z, name in ((c1, r.attn_bidirectional[layer, head], "BERT: every token"),
                          (c2, r.attn_causal[layer, head], "GPT: only j ≤ i")):
         with col:
-            lesson_chart(mask_heatmap(z, r.tokens, name), f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
-    st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, once with each mask (the same "
-               "weights): under GPT's causal mask every weight above the diagonal is exactly 0, so token i can use "
-               "only the tokens before it.")
+            fig = mask_heatmap(z, r.tokens, name)
+            if presenting():  # every row labelled; the columns are the same tokens (no room for 18 px labels)
+                every_label(fig, 400, keys=False)
+            lesson_chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
+    st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, with each mask (same weights): "
+               "above the causal mask's diagonal every weight is exactly 0, so token i uses only itself and the "
+               "tokens before it (j ≤ i).")
 
 
 def ask(cur, step: Step, text: str, pair: str | None):
@@ -325,14 +356,25 @@ def view_knockout(cur, text, pair, revealed) -> None:
                    "appears with the answer.")
         return
     tokens, p_full, p_without = ko.guesses[pos]
-    lesson_chart(without_head_figure(tokens, p_full, p_without, f"without layer {layer + 1}, head {head + 1}"),
-          "lesson knock out", key="lesson-knockout")
+    fig = without_head_figure(tokens, p_full, p_without, f"without layer {layer + 1}, head {head + 1}")
+    fig.update_layout(legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0),
+                      margin=dict(b=110))  # under the bars' labels, not over the title
+    lesson_chart(fig, "lesson knock out", key="lesson-knockout")
 
 
 def lesson_chart(fig, name: str, key: str) -> None:
     """A step's chart, noted for the handout; on a projector every text in it at least 18 px, in dark ink."""
     handout_svg.keep(st.session_state, fig, key)
     chart(projector(fig) if presenting() else fig, name, key=key)
+
+
+def _with_model_note(view: Callable) -> Callable:
+    """A view of the model's guesses, under the line that names the model."""
+    @functools.wraps(view)
+    def noted(cur, text, pair, revealed) -> None:
+        model_note(cur)
+        view(cur, text, pair, revealed)
+    return noted
 
 
 VIEWS: dict[str, Callable] = {  # step key -> its view
@@ -350,3 +392,5 @@ VIEWS: dict[str, Callable] = {  # step key -> its view
     "fine-tuning": view_fine_tuning,
     "bert-vs-gpt": view_bert_vs_gpt,
 }
+GUESS_STEPS = {s.key for s in STEPS if s.guesses}  # the slides of the model's guesses: each names the model
+VIEWS.update({key: _with_model_note(VIEWS[key]) for key in GUESS_STEPS})
