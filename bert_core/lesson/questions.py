@@ -443,11 +443,11 @@ def bert_base_size(m: LoadedModel, *, run: Run | None = None) -> Question:
         prompt=f"How many parameters does the paper's BERT-base (12 layers, 768 wide, 12 heads) have? {here}",
         choices=tuple(name for name, _ in SIZE_CHOICES), answer=_nearest([v for _, v in SIZE_CHOICES], n, log=True),
         answered_by="the paper",
-        reveal=f"The paper: 110M. BERT-base's encoder with its pooler, counted from its config: {n:,}. "
-               f"{cap(name.long)}: {mine['total']:,} in all, of which {emb / mine['total']:.0%} are the embedding "
-               "tables" + (f" and {heads:,} the pre-training heads (the MLM head's transform and output bias, its "
-                           f"output matrix tied to the token embeddings; NSP's 2-way layer), so "
-                           f"{mine['total'] - heads:,} without them" if heads else "") + ".")
+        reveal=f"The paper: 110M. BERT-base's encoder with its pooler, from its config: {n:,}. "
+               f"{cap(name.short)}: {mine['total']:,} in all ({emb / mine['total']:.0%} embedding tables)"
+               + (f", of which {heads:,} are the pre-training heads (MLM transform and output bias, its output "
+                  f"matrix tied to the token embeddings; NSP's 2-way layer): {mine['total'] - heads:,} without them"
+                  if heads else "") + ".")
 
 
 # ------------------------------------------------------------------------------------ 9. pre-training

@@ -204,15 +204,15 @@ def test_bert_base_size_is_transformers_parameter_count(m):
     ours = sum(p.numel() for p in m.model.parameters())  # the tied decoder is counted once
     assert f"this model (MiniLM: 6 layers, 384 wide, distilled from a BERT-base-sized teacher) has " \
            f"{ours / 1e6:.1f} million" in q.prompt  # asked as BERT-base's fact, with the model on screen beside it
-    assert f"distilled from a BERT-base-sized teacher): {ours:,} in all" in q.reveal
+    assert f"MiniLM: {ours:,} in all" in q.reveal
     assert q.answered_by == "the paper" and "The paper: 110M" in q.reveal
     # Its pre-training heads are the difference between its total and the encoder's (with the pooler).
     from transformers import BertForPreTraining
 
     hf = BertForPreTraining.from_pretrained(bert_core.MINILM_DIR)
     heads = hf.num_parameters() - hf.bert.num_parameters()
-    assert heads > 0 and f"and {heads:,} the pre-training heads" in q.reveal
-    assert f"so {ours - heads:,} without them" in q.reveal
+    assert heads > 0 and f"of which {heads:,} are the pre-training heads" in q.reveal
+    assert f"{ours - heads:,} without them" in q.reveal
 
 
 def test_initial_loss_is_a_plain_cross_entropy_of_the_fresh_model(m):

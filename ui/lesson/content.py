@@ -138,8 +138,7 @@ STEPS: list[Step] = [
          "and 16 heads. Every number is a learned parameter: the embedding tables, four attention matrices "
          "(query, key, value, output) and a two-layer feed-forward network (3,072 wide in BERT-base) per layer.",
          "She [MASK] the letter to her mother.", None, "bert_base_size",
-         "Count BERT-large instead of this model", "", None, "anatomy", "Model anatomy",
-         here="On screen: {model}."),
+         "Count BERT-large instead of this model", "", None, "anatomy", "Model anatomy"),  # the question names it
     Step("pretraining", "Pre-training starts from nothing",
          "Pre-training fits all those parameters to the MLM and NSP losses: the paper's corpus was BooksCorpus "
          "(800M words) and English Wikipedia (2,500M words), 1,000,000 steps of 256 sequences. A model with "
