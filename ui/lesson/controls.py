@@ -111,7 +111,7 @@ div[data-testid="stVerticalBlock"] {gap: 0.35rem !important;}
 .st-key-lesson_corner p, .st-key-lesson_corner button p {font-size: 18px !important;}
 /* The Lesson's fit at 1280 x 720 (ui/lesson/views.py): the model line at 18 px; the step's sentence and the
    choices after the reveal in dark ink (Streamlit draws a caption and a disabled radio at 60% / 40%); choices close. */
-.st-key-lesson_model_line p {font-size: 18px !important; line-height: 1.25 !important;}
+.bx-model-line {font-size: 18px !important; line-height: 1.25 !important; display: block;}
 .st-key-lesson_sentence p {color: #14120F !important;}
 [data-testid="stMain"] [data-testid="stRadioOption"][data-disabled="true"],
 [data-testid="stMain"] [data-testid="stRadioOption"][data-disabled="true"] * {color: #14120F !important;}
