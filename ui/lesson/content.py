@@ -71,7 +71,7 @@ STEPS: list[Step] = [
          "Then I went back to the bank to pay.", "embeddings", "Embeddings",
          r"x_t = \mathrm{LayerNorm}(E_{tok}[id_t] + E_{seg}[s_t] + E_{pos}[t])",
          here="The cosines are {names}, for the repeated word the pair is about."),
-    Step("masking", "Masked language modelling: choose 15%, then corrupt them",
+    Step("masking", "Masked LM: choose 15%, then corrupt them",
          "To pre-train, BERT chooses 15% of the tokens at random (this app: each ordinary token with p = 15%) "
          "and takes the loss at those only. A chosen token is not always replaced by `[MASK]`: some become a "
          "**random** token, some stay **unchanged**. Below, one draw.",

@@ -113,6 +113,9 @@ div[data-testid="stVerticalBlock"] {gap: 0.35rem !important;}
    choices after the reveal in dark ink (Streamlit draws a caption and a disabled radio at 60% / 40%); choices close. */
 .bx-model-line {font-size: 18px !important; line-height: 1.25 !important; display: block;}
 .st-key-lesson_sentence p {color: #14120F !important;}
+.st-key-lesson_sentence [data-testid="stCaptionContainer"] {opacity: 1 !important;}
+/* A heading over the inline [MASK] chip of the text below it: its descenders are painted over the chip, not under. */
+[data-testid="stMain"] h2 {position: relative; z-index: 1;}
 [data-testid="stMain"] [data-testid="stRadioOption"][data-disabled="true"],
 [data-testid="stMain"] [data-testid="stRadioOption"][data-disabled="true"] * {color: #14120F !important;}
 [data-testid="stMain"] [data-testid="stRadioGroup"] {row-gap: 0.1rem !important;}
