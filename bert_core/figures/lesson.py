@@ -41,7 +41,7 @@ def hidden_importance_figure(importance: np.ndarray, framed: tuple[int, int], gu
     rows = [layer for layer in range(imp.shape[0]) if np.isfinite(imp[layer]).any()]
     lim = max(float(np.nanmax(np.abs(imp))), 1e-12)
     nh = imp.shape[1]
-    xs, ys = [f"head {h + 1}" for h in range(nh)], [f"layer {layer + 1}" for layer in rows]
+    xs, ys = [str(h + 1) for h in range(nh)], [f"layer {layer + 1}" for layer in rows]
     fig = go.Figure(go.Heatmap(z=imp[rows] / lim, x=xs, y=ys, colorscale="RdBu_r", zmid=0.0, zmin=-1, zmax=1,
                                showscale=False, xgap=1, ygap=1, hovertemplate="%{y}, %{x}<extra></extra>"))
     layer, head = framed
@@ -50,9 +50,9 @@ def hidden_importance_figure(importance: np.ndarray, framed: tuple[int, int], gu
         fig.add_shape(type="rect", x0=head - 0.5, x1=head + 0.5, y0=r - 0.5, y1=r + 0.5,
                       line=dict(color="black", width=3))
     return fig.update_layout(
-        title=f"What “{guess}” loses without each head (relative)", height=150 + 50 * len(rows),
-        margin=dict(l=10, r=10, t=50, b=10), dragmode=False,
-        xaxis=dict(type="category", tickmode="linear", dtick=1, tickangle=-60),
+        title=f"What “{guess}” loses without each head", height=170 + 50 * len(rows),
+        margin=dict(l=10, r=10, t=50, b=60), dragmode=False,
+        xaxis=dict(type="category", tickmode="linear", dtick=1, tickangle=0, title=dict(text="head")),
         yaxis=dict(type="category", autorange="reversed"))
 
 
@@ -64,8 +64,9 @@ def every_label(fig: go.Figure, height: int, keys: bool = True) -> go.Figure:
         fig.update_xaxes(tickmode="linear", dtick=1)
     else:
         # Set whole: a title set to None (mask_heatmap's) cannot be updated in place.
-        fig.layout.xaxis = {**fig.layout.xaxis.to_plotly_json(), "showticklabels": False,
+        fig.layout.xaxis = {**fig.layout.xaxis.to_plotly_json(), "showticklabels": False, "side": "bottom",
                             "title": {"text": "attended to (same order)"}}
+        fig.update_layout(margin=dict(b=40))  # room for that title
     return fig.update_layout(height=height)
 
 

@@ -114,6 +114,7 @@ div[data-testid="stVerticalBlock"] {gap: 0.35rem !important;}
 .bx-model-line {font-size: 18px !important; line-height: 1.25 !important; display: block;}
 .st-key-lesson_sentence p {color: #14120F !important;}
 .st-key-lesson_sentence [data-testid="stCaptionContainer"] {opacity: 1 !important;}
+.st-key-lesson_right_top {margin-top: 0.9rem;}  /* below the "Class and sentence" button at the slide's top right */
 /* A heading over the inline [MASK] chip of the text below it: its descenders are painted over the chip, not under. */
 [data-testid="stMain"] h2 {position: relative; z-index: 1;}
 [data-testid="stMain"] [data-testid="stRadioOption"][data-disabled="true"],

@@ -156,8 +156,8 @@ class Presenter(Solo):
     def words(self, cur, step, k: int, text: str, pair: str | None, left, right) -> None:
         with left:
             st.markdown(explain(step, cur.model))
-        with right:  # on a projector the formula and the sentence sit above the view
-            if step.formula:
+        with right, st.container(key="lesson_right_top"):  # the formula and the sentence above the view, below
+            if step.formula:                                   # the "Class and sentence" button (PRESENTER_CSS)
                 st.latex(step.formula)
             with st.container(key="lesson_sentence"):  # dark ink (PRESENTER_CSS): the slide's own sentence
                 st.caption(f"Sentence: {plain(text)}" + (f" · B: {plain(pair)}" if pair else ""))

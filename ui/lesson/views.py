@@ -123,7 +123,7 @@ def view_embeddings(cur, text, pair, revealed) -> None:
         fig.update_layout(height=380)
         if presenting():  # every token labelled, upright; the legend under its labels, not over them
             fig.update_xaxes(tickmode="linear", dtick=1, tickangle=-90)
-            fig.update_layout(height=500, margin=dict(b=230),
+            fig.update_layout(height=470, margin=dict(b=220),
                               legend=dict(yref="container", y=0, yanchor="bottom", x=0, orientation="h"))
         lesson_chart(fig, "lesson embeddings", key="lesson-emb")
     if revealed:
