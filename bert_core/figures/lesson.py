@@ -65,7 +65,7 @@ def every_label(fig: go.Figure, height: int, keys: bool = True) -> go.Figure:
     else:
         # Set whole: a title set to None (mask_heatmap's) cannot be updated in place.
         fig.layout.xaxis = {**fig.layout.xaxis.to_plotly_json(), "showticklabels": False, "side": "bottom",
-                            "title": {"text": "attended to (same order)"}}
+                            "title": {"text": "attended to"}}
         fig.update_layout(margin=dict(b=40))  # room for that title
     return fig.update_layout(height=height)
 
