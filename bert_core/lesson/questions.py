@@ -241,8 +241,12 @@ def attention_layer_head(m: LoadedModel) -> tuple[int, int]:
 
 
 def _is_word(t) -> np.ndarray:
-    """(T,) True where the token is a piece of a word of the text (no special token, no punctuation)."""
-    return np.array([w is not None and any(c.isalnum() for c in t.tokens[i]) for i, w in enumerate(t.word_ids)])
+    """(T,) True where the token is a piece of a word of the text (no special token, no punctuation, and no
+    [MASK] or [UNK] the text holds: they are not words)."""
+    def special(tok: str) -> bool:
+        return tok[:1] + tok[-1:] in ("[]", "<>")
+    return np.array([w is not None and any(c.isalnum() for c in t.tokens[i]) and not special(t.tokens[i])
+                     for i, w in enumerate(t.word_ids)])
 
 
 def _query(t) -> int:

@@ -195,7 +195,10 @@ def view_attention(cur, text, pair, revealed) -> None:
     t = _analysis(cur, text, pair, **questions.ATTENTION)
     if t is None:
         return
-    layer, head = questions.linking_head(t)  # the question's head, from the same analysis
+    try:
+        layer, head = questions.linking_head(t)  # the question's head, from the same analysis
+    except bert_core.BertCoreError:
+        return  # the step's question has said what its sentence needs
     if revealed:
         fig = head_heatmap(t.attentions[layer, head], t.tokens, f"Layer {layer + 1}, head {head + 1}")
         fig.update_layout(height=min(fig.layout.height or 420, 420))
