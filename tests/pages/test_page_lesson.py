@@ -466,3 +466,15 @@ def test_step_11_labels_each_curve_with_its_own_vocabulary():
     spec = chart_specs(reveal_step("initial_loss"))["lesson-pretrain"]
     notes = " ".join(a["text"] for a in spec["layout"]["annotations"])
     assert "its V = 12,000" in notes and "a fresh model with V = 30,522" in notes and "this model's V" not in notes
+
+
+def test_no_slide_shows_its_answer_before_the_reveal_step_10():
+    """Step 10 asks BERT-base's parameter count: neither its text nor presenter mode's corner prints a count
+    (on BERT-base the corner's "110.1M parameters" was the answer); the other steps' corners keep theirs."""
+    k = step_of("bert_base_size")
+    at = open_lesson({"step": str(k), "present": "1"})
+    shown = " ".join(md.value for md in at.markdown)
+    assert "110M" not in shown and "110 million" not in lesson.STEPS[k - 1].explain
+    assert "340M" not in shown and "Model: **MiniLM**" in shown and "parameters" not in shown.split("Model:")[1]
+    at = open_lesson({"step": str(k - 1), "present": "1"})
+    assert "M parameters" in " ".join(md.value for md in at.markdown)

@@ -171,7 +171,9 @@ class Presenter(Solo):
         if live is None or not live.teacher:  # a class's teacher has them in the join card's popover
             nav[2].caption("Keys: → or Page Down next, ← or Page Up back, 1-4 pick a guess, space or Enter reveals.")
         more_keys(k, N, *keys)
-        presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
+        # Fixed to the screen's corner; last, so the slide's own text comes first. No parameter count on the step
+        # that asks for BERT-base's: on BERT-base it would be the answer, on the slide before the reveal.
+        presenter_corner(cur, parameters=step.question != "bert_base_size")
 
     def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
         """No side column on a projector."""
