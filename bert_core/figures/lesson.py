@@ -14,7 +14,10 @@ from .training import loss_figure
 def pretraining_start_figure(curves, example_vocab: int, vocab: int) -> go.Figure:
     """The example run's loss curve with ln V marked where it starts: the example's V, and the model on screen's V
     when it differs (the question's V is the model on screen's, so its line names its own V)."""
-    fig = loss_figure(curves, height=300)
+    fig = loss_figure(curves, height=340)
+    # The legend under the plot: at its top it covered the ln V lines' notes.
+    fig.update_layout(legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0),
+                      margin=dict(b=90))
     fig.add_hline(y=math.log(example_vocab), line_dash="dash", annotation_position="bottom right",
                   annotation_text=f"ln {example_vocab:,} = {math.log(example_vocab):.2f}: the example's start "
                                   f"(its V = {example_vocab:,})")
