@@ -79,3 +79,15 @@ def bars_every_label(fig: go.Figure, per_bar: int = 44) -> go.Figure:
     n = max(len(tr.y) for tr in fig.data if getattr(tr, "y", None) is not None)
     fig.update_yaxes(tickmode="linear", dtick=1)
     return fig.update_layout(height=max(int(fig.layout.height or 0), 110 + per_bar * n))
+
+
+def row_bars(weights: np.ndarray, tokens: list[str], title: str, mark: int | None = None) -> go.Figure:
+    """One query token's attention weights (T,) as a bar per key token, each labelled "i token" upright: a slide's
+    view of one row of a head's map when the whole map has no room for every label. `mark` is drawn darker."""
+    labels = [f"{i} {t}" for i, t in enumerate(tokens)]
+    colors = ["#1f4e79" if i == mark else "#7fb3d5" for i in range(len(tokens))]
+    fig = go.Figure(go.Bar(x=labels, y=np.asarray(weights, dtype=float), marker_color=colors,
+                           hovertemplate="%{x}: %{y:.1%}<extra></extra>"))
+    return fig.update_layout(title=title, height=400, margin=dict(l=10, r=10, t=50, b=10), yaxis_tickformat=".0%",
+                             yaxis_title="weight", xaxis=dict(type="category", tickmode="linear", dtick=1,
+                                                              tickangle=-90))

@@ -249,6 +249,11 @@ def _is_word(t) -> np.ndarray:
                      for i, w in enumerate(t.word_ids)])
 
 
+def query_token(t) -> int:
+    """The position of the token the attention question reads from (`_query`)."""
+    return _query(t)
+
+
 def _query(t) -> int:
     """The token the attention question reads: the last word of sentence A, its first piece."""
     words = [i for i in np.flatnonzero(_is_word(t)) if t.sequence_ids[i] == 0]

@@ -26,6 +26,7 @@ from bert_core.figures.lesson import (
     hidden_importance_figure,
     mask_heatmap,
     pretraining_start_figure,
+    row_bars,
 )
 from bert_core.figures.masking import chips_html, legend_html
 from bert_core.figures.predictions import candidates_figure, nsp_figure
@@ -199,7 +200,12 @@ def view_attention(cur, text, pair, revealed) -> None:
         layer, head = questions.linking_head(t)  # the question's head, from the same analysis
     except bert_core.BertCoreError:
         return  # the step's question has said what its sentence needs
-    if revealed:
+    if revealed and presenting() and len(t.tokens) > 12:  # no room for every label of the map: the question's row
+        q = questions.query_token(t)
+        row = t.attentions[layer, head, q]
+        lesson_chart(row_bars(row, t.tokens, f"Layer {layer + 1}, head {head + 1}: from “{t.tokens[q]}” ({q})"),
+                     "lesson attention row", key="lesson-attn")
+    elif revealed:
         fig = head_heatmap(t.attentions[layer, head], t.tokens, f"Layer {layer + 1}, head {head + 1}")
         fig.update_layout(height=min(fig.layout.height or 420, 420))
         if presenting() and len(t.tokens) > 8:  # 18 px numbers do not fit in the cells: hovering shows them
