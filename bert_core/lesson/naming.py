@@ -3,10 +3,12 @@ with what it is (MiniLM: 6 layers, 384 wide, ...), read from the loaded model's 
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
 
 from ..model.loaded import LoadedModel
-from ..model.loading import BUNDLED_NAME, MINILM_NAME
+from ..model.loading import BUNDLED_NAME, MINILM_DIR, MINILM_NAME
 
 FAMILY_NAMES = {"bert": "BERT", "roberta": "RoBERTa", "distilbert": "DistilBERT", "albert": "ALBERT"}
 # (layers, width, heads, feed-forward) of the paper's two sizes (Devlin et al. 2019, section 3).
@@ -36,9 +38,41 @@ def model_name(m: LoadedModel) -> ModelName:
             if (c.num_hidden_layers, c.hidden_size, c.num_attention_heads, c.intermediate_size) == size:
                 return ModelName(name, name, True)
     if m.name == MINILM_NAME or "minilm" in m.name.lower():
-        return ModelName("MiniLM", f"this model (MiniLM: {shape}, distilled from a BERT-sized model)", False)
+        return ModelName("MiniLM", f"this model (MiniLM: {shape}, distilled from a BERT-base-sized teacher)", False)
     if m.name == BUNDLED_NAME:
         return ModelName("this model", f"this model (a tiny BERT: {shape}, pre-trained here from random "
                                        "weights on WordNet and Brown)", False)
     fam = FAMILY_NAMES.get(m.family, m.family)
     return ModelName("this model", f"this model ({'an' if fam[:1] in 'AEIOU' else 'a'} {fam}: {shape})", False)
+
+
+@functools.cache  # a small file that ships with the app
+def minilm_trained_tokens() -> int | None:
+    """Word pieces the bundled MiniLM's heads (and encoder) were trained on by this project, from its export.json."""
+    path = MINILM_DIR / "export.json"
+    value = json.loads(path.read_text()).get("total_tokens_seen") if path.is_file() else None
+    return value if isinstance(value, int) else None
+
+
+def model_line(m: LoadedModel, bert_base_offered: bool = False) -> str:
+    """One short line naming the model whose guesses a slide shows, and, where it differs, the paper's BERT:
+    "On screen: MiniLM, 6 layers x 384 (the paper's BERT-base: 12 x 768), distilled from a BERT-base-sized
+    teacher; its fill-in and NSP heads trained by this project on 27.2M word pieces of Brown + WordNet (the paper:
+    3.3B words of books and Wikipedia). BERT-base is one click away." `bert_base_offered`: the app offers it here."""
+    c, name = m.config, model_name(m)
+    shape = f"{c.num_hidden_layers} layers × {c.hidden_size}"
+    books = "the paper's BERT: 3.3B words of books and Wikipedia"
+    if name.paper:
+        return f"On screen: {name.short} ({m.name}), {shape}: the paper's {name.short} shape."
+    paper = "(the paper's BERT-base: 12 × 768)"
+    if m.name == MINILM_NAME:
+        tokens = minilm_trained_tokens()
+        on = f" on {tokens / 1e6:.1f}M word pieces of Brown + WordNet" if tokens else " on Brown + WordNet"
+        line = (f"On screen: MiniLM, {shape} {paper}, distilled from a BERT-base-sized teacher; its fill-in and "
+                f"NSP heads trained by this project{on} ({books}).")
+    elif m.name == BUNDLED_NAME:
+        line = (f"On screen: a tiny BERT, {shape} {paper}, pre-trained from random weights by this project on "
+                f"Brown + WordNet ({books}).")
+    else:
+        line = f"On screen: {name.long.removeprefix('this model (').removesuffix(')')} {paper}."
+    return line + (" BERT-base: one click away (“Use BERT-base”)." if bert_base_offered else "")

@@ -127,13 +127,20 @@ DETERMINERS = frozenset("a an the this that these those my your his her its our 
 MOVED = 0.05  # a change of cosine smaller than this from input to last layer: "about as alike as at the input"
 
 
-def topic_word(sw: SameWord) -> RepeatedWord:
-    """The repeated word the sentences are about: a content word (no stop word), used as a noun (a determiner
-    before both occurrences: "the bank" ... "the bank"), then the longest; the first one on a tie."""
+def topic_words(m: LoadedModel, sw: SameWord) -> list[RepeatedWord]:
+    """The repeated words of `sw` that are words of the text: no special token (a typed [MASK], an [UNK])."""
+    specials = {s.lower() for s in m.tokenizer.specials.values()} | {"[mask]", "[unk]"}
+    return [r for r in sw.words if r.word.lower() not in specials and any(c.isalnum() for c in r.word)]
+
+
+def topic_word(sw: SameWord, words: list[RepeatedWord] | None = None) -> RepeatedWord:
+    """The repeated word the sentences are about, of `words` (default: all of sw's): a content word (no stop word),
+    used as a noun (a determiner before both occurrences: "the bank" ... "the bank"), then the longest; the first
+    one on a tie."""
     def key(r: RepeatedWord) -> tuple[bool, bool, int]:
         before = [sw.tokens[p[0] - 1].lower() for p in (r.first, r.second)]
         return r.word.lower() not in STOPWORDS, all(b in DETERMINERS for b in before), len(r.word)
-    return max(sw.words, key=key)
+    return max(sw.words if words is None else words, key=key)
 
 
 def context_effect(c0: float, cl: float) -> str:
@@ -148,9 +155,11 @@ def context_effect(c0: float, cl: float) -> str:
 def input_cosine(m: LoadedModel, text: str, text_pair: str | None = None, *, run: Run | None = None) -> Question:
     """A word that occurs twice: cosine of its two input vectors (state 0, LayerNorm of the three embeddings)."""
     sw = (run or direct(m))(same_word, text, text_pair)
-    if not sw.words:
-        raise BertCoreError("this question needs a word that occurs twice (e.g. “bank” in two contexts)")
-    w = topic_word(sw)
+    words = topic_words(m, sw)
+    if not words:
+        raise BertCoreError("this question needs a word that occurs twice (e.g. “bank” in two contexts; "
+                            "[MASK] and unknown pieces do not count)")
+    w = topic_word(sw, words)
     c0, cl = float(w.cos[0]), float(w.cos[-1])
     L = len(w.cos) - 1
     return Question(
@@ -180,12 +189,13 @@ def kept_share(m: LoadedModel, text: str, text_pair: str | None = None, seed: in
                f"({model_name(m).possessive} pieces), "
                "what share of the selected tokens does the model read unchanged?",
         choices=tuple(name for name, _ in KEPT_CHOICES), answer=_nearest([v for _, v in KEPT_CHOICES], kept),
-        answered_by="",
+        answered_by="the masking rule",
         reveal=f"{sel:,} tokens selected in {n_draws:,} draws: {masked:.1%} became [MASK], {rnd:.1%} random, "
-               f"{kept:.1%} unchanged (the rule: 80 / 10 / 10). The paper's reason: [MASK] never appears at "
-               "fine-tuning, and the random and unchanged 10%s reduce that mismatch between pre-training and "
-               "fine-tuning. Its Table 8: always [MASK] costs little after fine-tuning (MNLI 84.3 vs 84.2; NER "
-               "94.9 vs 95.4), most with the vectors used as features (NER 94.0 vs 94.9).")
+               f"{kept:.1%} unchanged (the rule: 80 / 10 / 10). The paper's reasons (Sec. 3.1, A.1): [MASK] never "
+               "appears at fine-tuning, a mismatch with pre-training; unable to tell which tokens were replaced, "
+               "the model keeps a distributional representation of every input token; random tokens are 1.5% "
+               "of all, which does not seem to harm. Table 8, 80/10/10 vs 100% [MASK]: MNLI 84.2 vs 84.3; NER "
+               "95.4 vs 94.9 fine-tuned, 94.9 vs 94.0 feature-based.")
 
 
 # ----------------------------------------------------------------------------------- 4. predictions
@@ -231,8 +241,17 @@ def attention_layer_head(m: LoadedModel) -> tuple[int, int]:
 
 
 def _is_word(t) -> np.ndarray:
-    """(T,) True where the token is a piece of a word of the text (no special token, no punctuation)."""
-    return np.array([w is not None and any(c.isalnum() for c in t.tokens[i]) for i, w in enumerate(t.word_ids)])
+    """(T,) True where the token is a piece of a word of the text (no special token, no punctuation, and no
+    [MASK] or [UNK] the text holds: they are not words)."""
+    def special(tok: str) -> bool:
+        return tok[:1] + tok[-1:] in ("[]", "<>")
+    return np.array([w is not None and any(c.isalnum() for c in t.tokens[i]) and not special(t.tokens[i])
+                     for i, w in enumerate(t.word_ids)])
+
+
+def query_token(t) -> int:
+    """The position of the token the attention question reads from (`_query`)."""
+    return _query(t)
 
 
 def _query(t) -> int:
@@ -243,19 +262,41 @@ def _query(t) -> int:
     return int(min(i for i in words if t.word_ids[i] == t.word_ids[words[-1]]))
 
 
+def _far_content(t, q: int) -> np.ndarray:
+    """(T,) True at the content words a head must link the query to: a word of the text (no [CLS], [SEP] or
+    punctuation), not the query's own word, not a stop word, and not next to the query word (a head that reads the
+    previous or next token links by position alone)."""
+    other = _other_words(t, q)
+    same = [i for i, w in enumerate(t.word_ids) if w == t.word_ids[q] and t.sequence_ids[i] == t.sequence_ids[q]]
+    near = {min(same) - 1, max(same) + 1}
+    content = np.array([t.tokens[i].lower().lstrip("#") not in STOPWORDS for i in range(len(t.tokens))])
+    return other & content & ~np.isin(np.arange(len(t.tokens)), list(near))
+
+
+def _other_words(t, q: int) -> np.ndarray:
+    """(T,) True at the tokens of the text's other words: no [CLS], [SEP], punctuation or the query word itself."""
+    same = (np.asarray(t.sequence_ids) == t.sequence_ids[q]) & np.array([w == t.word_ids[q] for w in t.word_ids])
+    return _is_word(t) & ~same
+
+
 def linking_head(t) -> tuple[int, int]:
-    """(layer, head), 0-based, of the head that links the query word (`_query`) to another word most: of all
-    heads whose largest weight from it lands on a word of the text (not [CLS], [SEP], punctuation or the word
-    itself), the one with the largest such weight; the first on a tie; the middle layer's first head if none."""
+    """(layer, head), 0-based, of the head that links the query word (`_query`) to the sentence's content words
+    most: of all heads whose largest weight from it among the other words lands on a content word away from it
+    (`_far_content`), the one that gives those content words the most attention in all; the first on a tie.
+    A head whose largest such weight is on a neighbour (a previous- or next-token head) is never chosen.
+    Raises BertCoreError when the sentence has no such content word."""
     q = _query(t)
-    other = _is_word(t) & ~((np.asarray(t.sequence_ids) == t.sequence_ids[q])
-                            & (np.array([w == t.word_ids[q] for w in t.word_ids])))  # (T,)
+    far, other = _far_content(t, q), _other_words(t, q)
+    if not far.any():
+        raise BertCoreError(f"this question needs a content word that is not next to “{t.tokens[q]}” (the last word "
+                            "of the first sentence), e.g. “She gave the letter to her mother.”")
     rows = t.attentions[:, :, q, :]  # (L, nh, T)
-    best = rows.argmax(-1)  # (L, nh)
-    weight = np.where(other[best], rows.max(-1), -1.0)  # (L, nh)
-    if weight.max() < 0:
-        return t.attentions.shape[0] // 2, 0
-    layer, head = np.unravel_index(int(weight.argmax()), weight.shape)
+    mass = rows[..., far].sum(-1)  # (L, nh): the attention "mother" gives the far content words
+    best_other = np.where(other, rows, -1.0).argmax(-1)  # (L, nh): its most attended other word
+    mass = np.where(far[best_other], mass, -1.0)
+    if mass.max() < 0:  # no head puts its largest other-word weight on a far content word: the most mass there
+        mass = rows[..., far].sum(-1)
+    layer, head = np.unravel_index(int(mass.argmax()), mass.shape)
     return int(layer), int(head)
 
 
@@ -267,40 +308,40 @@ def attention_head(m: LoadedModel, text: str, text_pair: str | None = None, *,
 
 def attention_target(m: LoadedModel, text: str, text_pair: str | None = None, *,
                      run: Run | None = None) -> Question:
-    """From the last word of sentence A, which token does the head that links it to a word attend to most?"""
+    """From the last word of sentence A, which other word does the head that links it to content words attend to
+    most? The choices are other words only (no [CLS], [SEP], punctuation or the word itself), a content word
+    among them."""
     t = (run or direct(m))(analyze, text, text_pair, **ATTENTION)
     q = _query(t)
     layer, head = linking_head(t)
-    special = [s is None for s in t.word_ids]  # [CLS], [SEP] (and padding): no word of the text
     row = t.attentions[layer, head, q]  # (T,)
-    best = int(row.argmax())
+    other, far = _other_words(t, q), _far_content(t, q)
     order = [int(i) for i in np.argsort(-row, kind="stable")]
-    is_word = _is_word(t)
-    content = [i for i in order if is_word[i] and t.word_ids[i] != t.word_ids[q]
-               and t.tokens[i].lower().lstrip("#") not in STOPWORDS]
-    # Four candidates: the answer, [CLS], a content word (the one it weighs most), the last token ([SEP]), the
-    # query itself, topped up by weight.
+    best = next(i for i in order if other[i])  # the other word it weighs most
+    # Four other words: the answer, the far content words it weighs most, then the other words by weight.
     picks = []
-    for i in (best, 0, *content[:1], len(t.tokens) - 1, q, *order):
+    for i in (best, *[i for i in order if far[i]], *[i for i in order if other[i]]):
         if i not in picks:
             picks.append(i)
-        if len(picks) == min(4, len(t.tokens)):
+        if len(picks) == 4:
             break
     picks.sort()
-    labels = tuple(f"{t.tokens[i]} (position {i})" for i in picks)
+    if len(picks) < 2:
+        raise BertCoreError("this question needs at least two other words in the first sentence")
     L, nh = t.attentions.shape[:2]
-    neighbour = {q - 1: "the previous token", q + 1: "the next token"}.get(best)
+    word = t.tokens[q]
+    top = order[:3]
+    sink = [i for i in top[:1] if t.word_ids[i] is None]  # its largest weight on [CLS] or [SEP]
     return Question(
-        prompt=f"Of {model_name(m).possessive} {L * nh} heads, layer {layer + 1}, head {head + 1} is the one "
-               f"that links “{t.tokens[q]}” (position {q}; positions count from 0 at [CLS]) to another word "
-               "most strongly. Which token does it give the most attention to?",
-        choices=labels, answer=picks.index(best),
-        reveal="Its largest weights: " + ", ".join(f"{t.tokens[i]} ({i}) {row[i]:.1%}" for i in order[:3]) + "."
-               + (f" This head looks at {neighbour}: Clark et al. (2019) found heads in BERT-base that attend "
-                  "mostly to the previous or the next token, especially in early layers." if neighbour else "")
-               + (f" Many heads park most of their attention on {t.tokens[best]} when they have nothing useful to "
-                  "read (a sink): a large weight there means the head is idle for this token, not that "
-                  f"{t.tokens[best]} matters to it." if special[best] else ""))
+        prompt=f"Of {model_name(m).possessive} {L * nh} heads, layer {layer + 1}, head {head + 1} links “{word}” "
+               f"(position {q}; [CLS] is 0) most to content words not next to it. Of the sentence's other words, "
+               f"which one does it attend to most from “{word}”?",
+        choices=tuple(f"{t.tokens[i]} (position {i})" for i in picks), answer=picks.index(best),
+        reveal=f"From “{word}”, its largest weights: " + ", ".join(f"{t.tokens[i]} ({i}) {row[i]:.1%}" for i in top)
+               + f"; of the other words, {t.tokens[best]} ({best}) gets the most, {row[best]:.1%}."
+               + (f" Many heads park much of their attention on {t.tokens[sink[0]]} when they have nothing useful "
+                  "to read (a sink): a large weight there means the head is idle for this token, not that "
+                  f"{t.tokens[sink[0]]} matters to it." if sink else ""))
 
 
 # --------------------------------------------------------------------------------------- 6. NSP / [CLS]
@@ -403,16 +444,19 @@ def bert_base_size(m: LoadedModel, *, run: Run | None = None) -> Question:
     n = param_counts(bert_base_config(), mlm=False, nsp=False)["total"]
     mine = param_counts(m.config, mlm=m.has_mlm, nsp=m.has_nsp, pooler=m.model.bert.pooler is not None)
     emb = sum(v for k, v in mine.items() if "embeddings" in k or k == "embedding LayerNorm")
+    heads = sum(v for k, v in mine.items() if k.startswith(("MLM head", "NSP head")))
     name = model_name(m)
     here = ("BERT-base is the model on screen." if name.short == "BERT-base" else
             f"A fact of BERT-base, not of the model on screen: {name.long} has {mine['total'] / 1e6:.1f} million.")
     return Question(
         prompt=f"How many parameters does the paper's BERT-base (12 layers, 768 wide, 12 heads) have? {here}",
         choices=tuple(name for name, _ in SIZE_CHOICES), answer=_nearest([v for _, v in SIZE_CHOICES], n, log=True),
-        answered_by="",
-        reveal=f"BERT-base's encoder with its pooler, counted from its config: {n:,} (the paper: 110M). "
-               f"{cap(name.long)}: {mine['total']:,}, of which {emb / mine['total']:.0%} are the embedding "
-               "tables.")
+        answered_by="the paper",
+        reveal=f"The paper: 110M. BERT-base's encoder with its pooler, from its config: {n:,}. "
+               f"{cap(name.short)}: {mine['total']:,} in all ({emb / mine['total']:.0%} embedding tables)"
+               + (f", of which {heads:,} are the pre-training heads (MLM transform and output bias, its output "
+                  f"matrix tied to the token embeddings; NSP's 2-way layer): {mine['total'] - heads:,} without them"
+                  if heads else "") + ".")
 
 
 # ------------------------------------------------------------------------------------ 9. pre-training
@@ -479,6 +523,16 @@ def classifier_reads(m: LoadedModel) -> str:
     return "the mean of its tokens' vectors" if default_pooling(m) == "mean" else "[CLS] through the pooler"
 
 
+def classifier_note(m: LoadedModel) -> str:
+    """What a classifier on `m` reads, said against the paper's: the same, or different and how."""
+    name = model_name(m)
+    if default_pooling(m) == "mean":
+        return (f"Here the two differ: the paper's classifier reads the final [CLS] vector; {name.possessive} "
+                f"reads {classifier_reads(m)} instead (its encoder was trained for sentence vectors by mean "
+                "pooling).")
+    return f"{cap(name.possessive)} classifier reads {classifier_reads(m)}, as the paper's does ([CLS])."
+
+
 def head_sizes(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = None) -> Question:
     """How many scores do a sentence classifier and a token tagger give for this sentence? (choices shuffled)"""
     if not text.strip():
@@ -501,8 +555,7 @@ def head_sizes(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = No
         answered_by="",
         reveal=f"Both heads run on {name.short}. The classifier: ({n_clf},), one score per label; the tagger: "
                f"({T}, {len(NER_LABELS)}) = {n_tag}, one row per token (the paper labels only each word's first "
-               f"piece: {n_words} words here). {cap(name.possessive)} classifier reads {classifier_reads(m)}, the "
-               "paper's [CLS].")
+               f"piece: {n_words} words here). " + classifier_note(m))
 
 
 # ------------------------------------------------------------------------------------- 11. BERT vs GPT

@@ -8,6 +8,7 @@ as in Python, where the page counts from 1.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -397,11 +398,19 @@ print(q.reveal)
         spec = PAGES[page]
         spec.check(s["page_settings"])
         imports, body = spec.build(v)
-        cells.append(md(f"## The full {spec.title} page on this step's sentence",
+        cells.append(md(f"## 4. The full {spec.title} page on this step's sentence",
                         "The same computation as the app's page, with its default settings for this model."))
         cells.append(code(imports + "\n\n" + setting_lines(s["page_settings"], spec.settings)))
-        cells += body
+        # The page's own sections (3., 4., ...) follow the step's 3 and 4: numbered on from 5.
+        cells += [_renumbered(c, 2) for c in body]
     return "", cells
+
+
+def _renumbered(cell, by: int):
+    """A Markdown cell whose "## N." heading becomes "## N+by."; any other cell as it is."""
+    if cell.cell_type == "markdown":
+        cell.source = re.sub(r"^## (\d+)\.", lambda m: f"## {int(m.group(1)) + by}.", cell.source)
+    return cell
 
 
 PAGES: dict[str, PageSpec] = {

@@ -1,19 +1,24 @@
 """Readable from the back row: every Lesson step in presenter mode at 1280x720, before and after the reveal, on its
-own sentence and on its "Try this" sentence, measured in chromium.
+own sentence and on its "Try this" sentence, on the bundled MiniLM and on a bert-base-sized checkpoint (12 x 768,
+random weights, in a Hugging Face cache as a download leaves it), measured in chromium.
 
 Measured: the font size of every visible text on the slide (each text node's element in the page, and every
 <text> of the plotly charts' SVG): at least 18 px, and at least 22 px on token chips and their labels; no chart
 text outside its chart's box (a cut title or tick label); no box that hides text by scrolling sideways; and the
-slide within 720 px (the main area does not scroll).
+slide within 720 px (the main area does not scroll); nothing under the presenter corner or the "Class and
+sentence" button; the step's sentence and the choices after the reveal in dark ink (not faded); each slide of the
+model's guesses names the model on screen.
 """
 
 from __future__ import annotations
 
+import os
 import urllib.parse
 
 import pytest
 import test_browser
 import test_browser_lesson
+from hub_cache import hub_cache_checkpoint
 from page_checks import drawn, once_more
 from test_browser_lesson import OUT, main_scrolls, settle
 
@@ -62,7 +67,7 @@ TEXTS_JS = """() => {
 
 # Chart texts that stick out of their chart (cut off by the SVG's edge), and boxes whose text is scrolled
 # sideways out of sight (a formula wider than its column).
-CUT_JS = """() => {
+CUT_JS = r"""() => {
   const main = document.querySelector('[data-testid="stMain"]');
   const cut = [];
   for (const plot of main.querySelectorAll('.js-plotly-plot')) {
@@ -74,17 +79,32 @@ CUT_JS = """() => {
         cut.push('chart text out of its chart: ' + t.textContent.slice(0, 40));
     }
   }
-  // Presenter mode's corner (the model, the way out) is fixed over the slide's bottom right: nothing under it.
-  const corner = document.querySelector('.st-key-lesson_corner');
-  const c = corner && corner.getBoundingClientRect();
-  const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
-  for (let n = walker.nextNode(); c && n; n = walker.nextNode()) {
-    const el = n.parentElement;
-    if (!n.textContent.trim() || !el || corner.contains(el) || el.closest('.st-key-lesson_keys')) continue;
-    const r = el.getBoundingClientRect();
-    if (r.width >= 1 && r.right > c.left && r.left < c.right && r.bottom > c.top && r.top < c.bottom)
-      cut.push('under the corner: ' + n.textContent.trim().slice(0, 40));
+  // Presenter mode's corner (the model, the way out) is fixed over the slide's bottom right, and the "Class and
+  // sentence" button over its top right: nothing under either.
+  for (const [sel, what] of [['.st-key-lesson_corner', 'the corner'], ['.st-key-class_tools', 'Class and sentence']]) {
+    const corner = document.querySelector(sel);
+    const c = corner && corner.getBoundingClientRect();
+    const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); c && c.width > 0 && n; n = walker.nextNode()) {
+      const el = n.parentElement;
+      if (!n.textContent.trim() || !el || corner.contains(el) || el.closest('.st-key-lesson_keys')) continue;
+      for (const r of el.getClientRects()) {  // each line of the text: a title's first line may run under it
+        if (r.width >= 1 && r.right > c.left && r.left < c.right && r.bottom > c.top && r.top < c.bottom) {
+          cut.push('under ' + what + ': ' + n.textContent.trim().slice(0, 40));
+          break;
+        }
+      }
+    }
   }
+  // The step's sentence and the choices (after the reveal too) in full ink: no faded text, no faded box.
+  const faded = el => { for (let e = el; e && e !== main; e = e.parentElement) {
+      const cs = getComputedStyle(e);
+      if (parseFloat(cs.opacity) < 0.99) return true;
+      const a = cs.color.match(/rgba?\(([^)]*)\)/)[1].split(',').map(Number);
+      if (e === el && (a.length > 3 && a[3] < 0.99 || (a[0] + a[1] + a[2]) / 3 > 90)) return true;
+    } return false; };
+  for (const el of main.querySelectorAll('.st-key-lesson_sentence p, [data-testid="stRadioOption"] p'))
+    if (faded(el)) cut.push('faded: ' + el.innerText.trim().slice(0, 40));
   for (const el of main.querySelectorAll('*')) {
     if (el.closest('.js-plotly-plot') || el.closest('.katex-mathml')) continue;
     const cs = getComputedStyle(el);
@@ -113,6 +133,22 @@ def slide_problems(pg, what: str, wait_ms: int = 0) -> list[str]:
     return out
 
 
+BERT_BASE_HOME = OUT / "hf-home-bert-base"  # tests/app/test_bert_base_setting.py's cache: made once, then kept
+
+
+@pytest.fixture(scope="module")
+def bert_base_server():
+    """A server whose Hugging Face cache holds a bert-base-sized checkpoint as bert-base-uncased (no hub)."""
+    from appserver import app_server
+
+    snap = hub_cache_checkpoint(BERT_BASE_HOME)
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(BERT_BASE_HOME),
+           "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
+    with open(OUT / "lesson_readable_bert_base_server.log", "w") as log, \
+            app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=300) as (url, _):
+        yield url, snap
+
+
 def variants():
     """(step number, name, query) for each step on its own sentence and on its "Try this" sentence."""
     for i, s in enumerate(lesson.STEPS, start=1):
@@ -136,21 +172,28 @@ def key_or_button(pg, key: str, button: str, until: str, what: str) -> None:
               f"lesson_readable_{what}_key", retry=click, first_s=20, then_s=120)
 
 
-@pytest.mark.flaky(reruns=2)  # timing under a loaded 2-core machine; passes alone (closing note)
+@pytest.mark.parametrize("model_name", ["minilm", "bert-base"])
 @pytest.mark.parametrize("sentence", ["own", "try"])
-def test_every_presenter_step_is_readable_from_the_back_row(page, sentence):
+def test_every_presenter_step_is_readable_from_the_back_row(page, sentence, model_name, request):
     """Each step on its own sentence is reached with → from step 1 (the presenter's keyboard walk: → moves, space
     reveals the model's answer, ← goes back); each "Try this" sentence is opened by its link."""
     problems = []
     chips_seen = hashes = 0
-    model = bert_core.load_model()  # the server's default model, the bundled MiniLM
+    extra = {}
+    if model_name == "minilm":
+        model = bert_core.load_model()  # the server's default model, the bundled MiniLM
+    else:  # the same page, on a server that has a bert-base-sized checkpoint under bert-base-uncased
+        page.base, snap = request.getfixturevalue("bert_base_server")
+        host = urllib.parse.urlparse(page.base).netloc  # the page lets only its first server through: this one too
+        page.context.route(f"http://{host}/**", lambda r: r.continue_())
+        model, extra = bert_core.load_model(str(snap)), {"model": "bert-base-uncased"}
     n = len(lesson.STEPS)
     alert = "() => document.querySelector('[data-testid=\"stAlert\"]') !== null"
     for i, name, q in variants():
         if name != sentence:
             continue
         if sentence == "try" or i == 1:
-            query = urllib.parse.urlencode({"present": "1", "step": str(i), **q})
+            query = urllib.parse.urlencode({"present": "1", "step": str(i), **extra, **q})
             page.goto(f"{page.base}/lesson?{query}", wait_until="domcontentloaded")
         else:  # the keyboard walk: → from the step before
             key_or_button(page, "ArrowRight", ".st-key-lesson_next button",
@@ -175,6 +218,11 @@ def test_every_presenter_step_is_readable_from_the_back_row(page, sentence):
             problems.append(f"step {i} ({name} sentence): the reveal says {said!r}, not {label}: "
                             f"{asked.choices[asked.answer]}")
         problems += slide_problems(page, f"step {i} ({name} sentence), after the reveal")
+        if step.guesses:  # a slide of the model's guesses names the model on screen
+            shown = page.locator(".bx-model-line").all_inner_texts()
+            want = "On screen: BERT-base" if model_name == "bert-base" else "On screen: MiniLM, 6 layers × 384"
+            if not any(t.startswith(want) for t in shown):
+                problems.append(f"step {i} ({name} sentence): no model line {want!r}: {shown}")
         chips_seen += page.locator('[data-testid="stMain"] .bx-chip').count()
         if i in (1, 7):  # the token steps: one chip per token as the model reads it, ## on a word's later pieces
             tokens = bert_core.analyze(model, text, pair).tokens
@@ -183,7 +231,7 @@ def test_every_presenter_step_is_readable_from_the_back_row(page, sentence):
             if shown != tokens:
                 problems.append(f"step {i} ({name} sentence): the chips {shown} are not the tokens {tokens}")
             hashes += sum(t.startswith("##") for t in tokens)
-        page.screenshot(path=str(OUT / f"lesson_readable_{sentence}_{i}.png"))
+        page.screenshot(path=str(OUT / f"lesson_readable_{model_name}_{sentence}_{i}.png"))
     if sentence == "own":  # and back with ←
         key_or_button(page, "ArrowLeft", ".st-key-lesson_back button",
                       f"() => document.querySelector('h2')?.innerText.startsWith('Step {n - 1} of {n}')", "back")

@@ -151,7 +151,8 @@ def test_every_visited_step_and_its_computed_answer_are_in_the_file():
     for i in visited:
         s, q = lesson.STEPS[i - 1], computed(m, i)
         pages.append(StepPage(i, s.title, s.explain, s.formula, s.text, s.pair, prompt=q.prompt,
-                              choices=tuple(q.choices), answer=q.answer, reveal=q.reveal, guess=0))
+                              choices=tuple(q.choices), answer=q.answer, reveal=q.reveal, guess=0,
+                              answer_label=lesson.answer_label(q)))
     doc = handout_doc.build(handout(pages))
     assert_inert(doc)
     sections = re.findall(r'<section class="step" id="step-(\d+)">(.*?)</section>', doc, flags=re.S)
@@ -161,7 +162,10 @@ def test_every_visited_step_and_its_computed_answer_are_in_the_file():
         assert f"Step {i} of {len(lesson.STEPS)}: {html.escape(s.title)}</h2>" in body
         answer = re.search(r'<li class="answer">(.*?) <span class="mark model">', body).group(1)
         assert answer == html.escape(q.choices[q.answer])
-        assert f"The model's answer:</strong> {html.escape(q.choices[q.answer])}." in body
+        # Each answer names its source: the model, the tokenizer, the paper, the masking rule.
+        label = lesson.answer_label(q, capital=True)
+        assert f"{html.escape(label)}:</strong> {html.escape(q.choices[q.answer])}." in body
+        assert (html.escape("The model's answer") in body) == (q.answered_by == "the model")
         assert html.escape(q.reveal) in body
         assert ("<math" in body) == bool(s.formula)
     for s in lesson.STEPS:
@@ -282,6 +286,6 @@ def test_a_students_split_marks_their_vote_and_the_models_answer():
         assert [int(n) for _, n, _ in rows] == list(sp.tally)
         assert [int(p) for _, _, p in rows] == [round(100 * n / sum(sp.tally)) for n in sp.tally]
         assert [i for i, (c, _, _) in enumerate(rows) if "your vote" in c] == ([] if sp.mine is None else [sp.mine])
-        assert [i for i, (c, _, _) in enumerate(rows) if "the model" in c] == [sp.answer]
+        assert [i for i, (c, _, _) in enumerate(rows) if "the answer" in c] == [sp.answer]
         assert all(c.startswith(html.escape(ch)) for (c, _, _), ch in zip(rows, sp.choices))
     assert "live class ABC123" in doc

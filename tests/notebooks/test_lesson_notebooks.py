@@ -36,3 +36,19 @@ def test_lesson_steps(kernel, minilm):
         TIMES[f"lesson {k}"] = time.perf_counter() - t
         q = fn(minilm, *args, **kwargs)
         assert f"The model's answer: {q.choices[q.answer]}\n{q.reveal}\n" in out, (k, out[-800:])
+
+
+def test_a_steps_notebook_numbers_each_section_once():
+    """The step's own sections (3. the step, 4. the full page) and the page's, numbered on from 5: no two alike."""
+    import re
+
+    import nbformat
+
+    at = open_page("lesson")
+    for k in range(1, 3):  # step 1 (Tokenization's sections) and step 2 (Embeddings')
+        if k > 1:
+            at.button(key="lesson_next").click().run()
+        nb = nbformat.reads(notebook_bytes(at.session_state[VIEWS_KEY]["lesson"]).decode(), as_version=4)
+        numbers = [int(m.group(1)) for c in nb.cells if c.cell_type == "markdown"
+                   for m in [re.match(r"## (\d+)\.", c.source)] if m]
+        assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 5, numbers

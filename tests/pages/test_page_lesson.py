@@ -111,7 +111,8 @@ def step_of(question: str) -> int:
     return next(i for i, s in enumerate(lesson.STEPS, start=1) if s.question == question)
 
 
-@pytest.mark.parametrize("question, label", [("kept_share", "The answer"), ("bert_base_size", "The answer"),
+@pytest.mark.parametrize("question, label", [("kept_share", "The masking rule's answer"),
+                                             ("bert_base_size", "The paper's answer"),
                                              ("head_sizes", "The answer"), ("learning_signal", "The answer"),
                                              ("top_guess", "The model's answer")])
 def test_only_what_the_model_computed_is_called_the_models_answer(question, label):
@@ -262,7 +263,7 @@ def test_a_bert_base_sized_checkpoint(tmp_path, monkeypatch):
     m = bert_core.load_model(str(d), local_roots=[str(tmp_path)])
     assert m.config.num_hidden_layers == 12 and m.config.hidden_size == 768
     walk(at, m, guess_right=False)
-    assert "of BERT-base, once with each mask" in " ".join(c.value for c in at.caption)  # step 13 names it
+    assert "of BERT-base, with each mask" in " ".join(c.value for c in at.caption)  # step 13 names it
 
 
 @pytest.mark.parametrize("fam", ["roberta", "distilbert", "albert"])
@@ -454,12 +455,26 @@ def test_step_9_hides_how_much_the_guess_loses_before_the_reveal():
     at = open_lesson({"step": str(step_of("knockout_head"))})
     spec = chart_specs(at)["lesson-heads-imp"]
     heat = next(t for t in spec["data"] if t["type"] == "heatmap")
-    dots = next(t for t in spec["data"] if t["type"] == "scatter")
-    assert heat["showscale"] is False and "customdata" not in dots and "falls by" not in dots["hovertemplate"]
+    assert heat["showscale"] is False and "customdata" not in heat and "falls by" not in heat["hovertemplate"]
     assert heat["zmax"] == 1.0  # relative to the framed head, not in nats
+    # Only the ranked layer (the last): no empty rows for the layers the question did not compute.
+    z = heat["z"]  # plotly's typed array: {"bdata", "dtype", "shape"}
+    assert heat["y"] == ["layer 6"] and (z["shape"] if isinstance(z, dict) else f"{len(z)}, {len(z[0])}") == "1, 12"
 
 
 def test_step_11_labels_each_curve_with_its_own_vocabulary():
     spec = chart_specs(reveal_step("initial_loss"))["lesson-pretrain"]
     notes = " ".join(a["text"] for a in spec["layout"]["annotations"])
     assert "its V = 12,000" in notes and "a fresh model with V = 30,522" in notes and "this model's V" not in notes
+
+
+def test_no_slide_shows_its_answer_before_the_reveal_step_10():
+    """Step 10 asks BERT-base's parameter count: neither its text nor presenter mode's corner prints a count
+    (on BERT-base the corner's "110.1M parameters" was the answer); the other steps' corners keep theirs."""
+    k = step_of("bert_base_size")
+    at = open_lesson({"step": str(k), "present": "1"})
+    shown = " ".join(md.value for md in at.markdown)
+    assert "110M" not in shown and "110 million" not in lesson.STEPS[k - 1].explain
+    assert "340M" not in shown and "Model: **MiniLM**" in shown and "parameters" not in shown.split("Model:")[1]
+    at = open_lesson({"step": str(k - 1), "present": "1"})
+    assert "M parameters" in " ".join(md.value for md in at.markdown)

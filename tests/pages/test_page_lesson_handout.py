@@ -97,7 +97,8 @@ def test_the_handout_holds_the_visited_steps_their_computed_answers_guesses_and_
             assert "needs another sentence" in body, i
             continue
         assert f'<p class="q"><strong>Question.</strong> {html.escape(q.prompt)}</p>' in body
-        assert f"The model's answer:</strong> {html.escape(q.choices[q.answer])}." in body
+        label = lesson.answer_label(q, capital=True)  # its source: the model, the tokenizer, the paper
+        assert f"{html.escape(label)}:</strong> {html.escape(q.choices[q.answer])}." in body
         assert html.escape(q.reveal) in body
         if guesses.get(i) is None:
             assert "No guess of yours" in body and "your guess</span>" not in body
@@ -146,7 +147,7 @@ def step_1_split(downloads, code: str, votes: list[int]) -> list[tuple[str, str]
     assert f"The class's guesses</strong> ({len(votes)} answered): {html.escape(q.prompt)}" in body
     rows = re.findall(r"<tr><td>(.*?)</td><td class=\"num\">(\d+)</td>", body)
     assert [int(n) for _, n in rows] == [votes.count(i) for i in range(len(q.choices))]
-    assert "the model" in rows[q.answer][0]
+    assert "the answer" in rows[q.answer][0]
     assert f"live class {code}" in doc
     return rows
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 import bert_core
 from bert_core.lesson import heads as lesson_heads
 from bert_core.lesson import questions
-from bert_core.lesson.naming import model_name
+from bert_core.lesson.naming import model_line, model_name
+from ui import model_choice
 from ui.state import model_cached
 
 TICK, UNTICKED = ":material/check_box:", ":material/check_box_outline_blank:"  # Streamlit's own icon font
@@ -47,6 +48,7 @@ class Step:
     page_title: str
     formula: str | None = None
     here: str = ""  # what the slide shows of the model on screen: {model} / {names} become its name (`explain`)
+    guesses: bool = False  # the slide shows the model's guesses: it names the model on screen (`model_line`)
 
 
 STEPS: list[Step] = [
@@ -63,13 +65,13 @@ STEPS: list[Step] = [
          "Each token's input vector is the sum of three learned rows, the piece's **token** embedding, its "
          "**segment** (A or B) and its **position** (0, 1, 2, …), then LayerNorm (in the released code). The "
          "same word twice shares its token row: at the input only position and segment tell the two apart. "
-         "The layers mix in the context: a word in two senses should end further apart than in one sense.",
+         "The layers then mix in each occurrence's context, which can move the two apart or together.",
          "I sat on the bank of the river.", "Then I went to the bank to get money.", "input_cosine",
          "Put “bank” in the same sense twice", "I went to the bank to get money.",
          "Then I went back to the bank to pay.", "embeddings", "Embeddings",
          r"x_t = \mathrm{LayerNorm}(E_{tok}[id_t] + E_{seg}[s_t] + E_{pos}[t])",
          here="The cosines are {names}, for the repeated word the pair is about."),
-    Step("masking", "Masked language modelling: choose 15%, then corrupt them",
+    Step("masking", "Masked LM: choose 15%, then corrupt them",
          "To pre-train, BERT chooses 15% of the tokens at random (this app: each ordinary token with p = 15%) "
          "and takes the loss at those only. A chosen token is not always replaced by `[MASK]`: some become a "
          "**random** token, some stay **unchanged**. Below, one draw.",
@@ -85,7 +87,7 @@ STEPS: list[Step] = [
          "Mask the subject", "[MASK] wrote the letter to her mother.", None,
          "predictions", "Predictions",
          r"p = \mathrm{softmax}\big(E_{tok}\,\mathrm{LN}(\mathrm{gelu}(W h + b)) + b_v\big)",
-         here="The guesses are {names}."),
+         guesses=True),
     Step("both-sides", "BERT reads both sides",
          "BERT is **bidirectional**: a `[MASK]` is guessed from the words before it *and* after it. "
          "A left-to-right model (GPT) only has the words before. Cut the sentence after the gap and see "
@@ -93,7 +95,7 @@ STEPS: list[Step] = [
          "She put the [MASK] in the oven to bake.", None, "right_context",
          "Change the words after the gap", "She put the [MASK] in the garage.", None,
          "predictions", "Predictions",
-         here="The guesses are {names}, with the whole sentence and with the words up to the gap."),
+         guesses=True),
     Step("attention", "Attention: who looks at whom",
          "In each layer every token builds a query, a key and a value; a head's weights (softmax of query · key) "
          "say how much of each token's value a token takes in. Each head does this with its own smaller query, "
@@ -101,7 +103,7 @@ STEPS: list[Step] = [
          "She gave the letter to her mother.", None, "attention_target",
          "A longer sentence", "After dinner she finally gave the long letter to her grateful mother.", None,
          "attention", "Attention",
-         r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V",
+         r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\big(QK^{\top} / \sqrt{d_k}\big)\,V",  # no ⊤ in a fraction: cut
          here="The map is one of {names} heads."),
     Step("nsp", "Next-sentence prediction and [CLS]",
          "BERT was also pre-trained on sentence pairs: half the time B follows A, half the time B is a random "
@@ -110,7 +112,7 @@ STEPS: list[Step] = [
          "the paper notes, that vector is not a meaningful sentence representation.",
          "She opened the door of the house.", "The room inside was dark and cold.", "next_sentence",
          "An unrelated sentence B", "She opened the door of the house.",
-         "Penguins cannot fly but they swim very well.", "predictions", "Predictions"),
+         "Penguins cannot fly but they swim very well.", "predictions", "Predictions", guesses=True),
     Step("layers", "Layer by layer",
          "Each layer updates every token's vector twice: it adds the attention's output and normalises "
          "(LayerNorm), then adds the feed-forward network's output and normalises again. BERT puts each "
@@ -121,7 +123,7 @@ STEPS: list[Step] = [
          "layers", "Layers",
          r"h' = \mathrm{LN}\big(h + \mathrm{Attn}(h)\big),\quad h_{out} = \mathrm{LN}\big(h' + "
          r"\mathrm{FFN}(h')\big)",
-         here="The ranks are read from {names} layers."),
+         guesses=True),
     Step("knockout", "Knock out one head",
          "A layer's heads work side by side; their outputs are joined, projected and added to every token's "
          "vector. Does a `[MASK]` guess need a given head? **Knock it out** (its output set to zero), run again, "
@@ -130,15 +132,13 @@ STEPS: list[Step] = [
          "Another blank", "I drank a cup of [MASK] this morning.", None,
          "heads", "Heads & patching",
          r"\mathrm{importance}(l,h) = \log p(y \mid x) - \log p\big(y \mid x;\ c^{(l)}_h = 0\big)",
-         here="The heads are {names} last layer's."),
+         guesses=True),
     Step("anatomy", "How big is BERT?",
-         "The paper's BERT-base has 12 layers, 768-wide vectors and 12 heads (110M parameters); BERT-large 24 "
-         "layers, 1,024 wide and 16 heads (340M). Every number is a learned parameter: the embedding tables, "
-         "four attention matrices (query, key, value, output) and a two-layer feed-forward network (3,072 wide "
-         "in BERT-base) per layer.",
+         "The paper's BERT-base has 12 layers, 768-wide vectors and 12 heads; BERT-large 24 layers, 1,024 wide "
+         "and 16 heads. Every number is a learned parameter: the embedding tables, four attention matrices "
+         "(query, key, value, output) and a two-layer feed-forward network (3,072 wide in BERT-base) per layer.",
          "She [MASK] the letter to her mother.", None, "bert_base_size",
-         "Count BERT-large instead of this model", "", None, "anatomy", "Model anatomy",
-         here="On screen: {model}."),
+         "Count BERT-large instead of this model", "", None, "anatomy", "Model anatomy"),  # the question names it
     Step("pretraining", "Pre-training starts from nothing",
          "Pre-training fits all those parameters to the MLM and NSP losses: the paper's corpus was BooksCorpus "
          "(800M words) and English Wikipedia (2,500M words), 1,000,000 steps of 256 sequences. A model with "
@@ -159,9 +159,9 @@ STEPS: list[Step] = [
          "Charles Babbage's engine in London.", None, "finetuning", "Fine-tuning"),
     Step("bert-vs-gpt", "BERT versus GPT: one mask and one loss",
          "BERT is an **encoder**: every token attends to every other. GPT (Radford et al. 2018) is a "
-         "**decoder**: a **causal mask** lets token i see only tokens up to i, and it is trained to predict the "
-         "next token, so it can generate text left to right. BERT's loss is taken at the 15% of tokens it "
-         "masks; GPT's at every next token.",
+         "**decoder**: a **causal mask** lets token i see only itself and the tokens before it (j ≤ i), and "
+         "it is trained to predict the next token, so it can generate text left to right. BERT's loss is "
+         "taken at the 15% of tokens it masks; GPT's at every next token.",
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
          "bert-vs-gpt", "BERT vs GPT",
@@ -191,13 +191,20 @@ def question_call(step: Step, text: str, pair: str | None, seed: int) -> tuple[C
 
 
 def explain(step: Step, m) -> str:
-    """The step's text (the paper's BERT), then what the slide shows of the model on screen, named."""
+    """The step's text (the paper's BERT), then what the slide shows of the model on screen, named (a slide of the
+    model's guesses names it in its view too: `lesson_model_line`)."""
     here = step.here if step.question != "next_sentence" or m.has_nsp else \
         "{model} has no NSP head: its question is about its segments."
     if not here:
         return step.explain  # the question names the model
     name = model_name(m)
     return f"{step.explain}\n\n*{questions.cap(here.format(model=name.long, names=name.possessive))}*"
+
+
+def lesson_model_line(m) -> str:
+    """The short line a slide of the model's guesses shows: the model on screen and the paper's BERT where they
+    differ, and BERT-base's one-click offer where the app can get it (`model_choice.offer_label`)."""
+    return model_line(m, bert_base_offered=model_choice.offer_label() is not None)
 
 
 def question_token(model_key: str, k: int, text: str, pair: str | None, q) -> str:

@@ -58,19 +58,23 @@ def more_keys(k: int, n: int, reveal_args: tuple | None, n_choices: int = 0) -> 
                           shortcut=str(i + 1))
 
 
-def model_summary(cur) -> str:
-    """"6 layers × 384 wide, 12 heads, 22.9M parameters": the model the slides are computed on."""
+def model_summary(cur, parameters: bool = True) -> str:
+    """"6 layers × 384 wide, 12 heads, 22.9M parameters": the model the slides are computed on (without its
+    parameter count where a slide asks for one: on BERT-base it would be the answer)."""
     c = cur.model.config
+    shape = f"{c.num_hidden_layers} layers × {c.hidden_size} wide, {c.num_attention_heads} heads"
+    if not parameters:
+        return shape
     n = sum(p.numel() for p in cur.model.model.parameters())
     size = f"{n / 1e6:.1f}M" if n < 1e9 else f"{n / 1e9:.2f}B"
-    return f"{c.num_hidden_layers} layers × {c.hidden_size} wide, {c.num_attention_heads} heads, {size} parameters"
+    return f"{shape}, {size} parameters"
 
 
-def presenter_corner(cur) -> None:
-    """Presenter mode's bottom-right corner: the model on screen, and the way out."""
+def presenter_corner(cur, parameters: bool = True) -> None:
+    """Presenter mode's bottom-right corner: the model on screen (`parameters`: with its count), and the way out."""
     with st.container(key="lesson_corner"):  # placed by PRESENTER_CSS
         st.markdown(f"Model: **{plain(cur.model_key.removeprefix('bundled-').replace('minilm', 'MiniLM'))}**, "
-                    f"{model_summary(cur)}")
+                    f"{model_summary(cur, parameters)}")
         if failed := st.session_state.get(FELL_BACK):
             st.markdown(f":red[Could not load **{plain(failed)}**: these slides are computed on the model above.]")
         st.button("Exit presenter mode", key="lesson_exit", on_click=exit_present, icon=":material/close:",
@@ -125,5 +129,16 @@ div[data-testid="stVerticalBlock"] {gap: 0.35rem !important;}
   [data-testid="stMain"] [data-testid="stHorizontalBlock"] {flex-wrap: wrap !important;}
   [data-testid="stMain"] [data-testid="stColumn"] {min-width: min(100%, 16rem) !important;}
 }
+/* The Lesson's fit at 1280 x 720 (ui/lesson/views.py): the model line at 18 px; the step's sentence and the
+   choices after the reveal in dark ink (Streamlit draws a caption and a disabled radio at 60% / 40%); choices close. */
+.bx-model-line {font-size: 18px !important; line-height: 1.25 !important; display: block;}
+.st-key-lesson_sentence p {color: #14120F !important;}
+.st-key-lesson_sentence [data-testid="stCaptionContainer"] {opacity: 1 !important;}
+.st-key-lesson_right_top {margin-top: 0.9rem;}  /* below the "Class and sentence" button at the slide's top right */
+/* A heading over the inline [MASK] chip of the text below it: its descenders are painted over the chip, not under. */
+[data-testid="stMain"] h2 {position: relative; z-index: 1;}
+[data-testid="stMain"] [data-testid="stRadioOption"][data-disabled="true"],
+[data-testid="stMain"] [data-testid="stRadioOption"][data-disabled="true"] * {color: #14120F !important;}
+[data-testid="stMain"] [data-testid="stRadioGroup"] {row-gap: 0.1rem !important;}
 </style>
 """

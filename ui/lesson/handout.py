@@ -17,8 +17,9 @@ import streamlit as st
 
 import bert_core
 import classroom
+from bert_core.lesson import naming as lesson_naming
 from ui.lesson import handout_doc, handout_svg
-from ui.lesson.content import STEPS, explain, question_token
+from ui.lesson.content import STEPS, answer_label, explain, question_token
 from ui.lesson.state import QUESTION_ERROR, pair_key, text_key
 from ui.lesson.views import ask
 from ui.state import BUNDLED_LABELS, require_current
@@ -61,7 +62,7 @@ def button(live, key: str) -> None:
     """"Prepare the handout", then its download button (for this run: the file is not kept in the session)."""
     if not st.button("Prepare the handout", key=key, width="stretch",
                      help="One HTML file of the steps you visited: each step's text, your sentence, the question, "
-                          "the model's answer and your guess"
+                          "each answer (the model's, the tokenizer's or the paper's) and your guess"
                           + (", the class's split" if _teaching(live) or st.session_state.get(SEEN_SPLITS) else "")
                           + ", and the charts. It opens in any browser, with no network."):
         return
@@ -94,10 +95,11 @@ def _splits(live) -> dict[int, list[handout_doc.Split]]:
 
 
 def model_name(cur) -> str:
+    """The model's key, and for a bundled one what it is in a few words (the model line says the rest)."""
     if cur.model_key.startswith("session:"):
         return "a model trained in this session on the Training page"
-    label = BUNDLED_LABELS.get(cur.model_key)
-    return f"{cur.model_key} ({label})" if label else cur.model_key
+    return cur.model_key if cur.model_key not in BUNDLED_LABELS else \
+        f"{cur.model_key} ({lesson_naming.model_name(cur.model).short})"
 
 
 def handout_html(cur, live) -> str:
@@ -125,7 +127,7 @@ def handout_html(cur, live) -> str:
         if q is not None:
             token = question_token(cur.model_key, i, text, pair, q)  # the page's own question token
             page = dataclasses.replace(page, prompt=q.prompt, choices=tuple(q.choices), answer=q.answer,
-                                       reveal=q.reveal, guess=guesses.get(token))
+                                       reveal=q.reveal, guess=guesses.get(token), answer_label=answer_label(q))
         pages.append(page)
     st.session_state[QUESTION_ERROR] = kept_error
     bar.empty()
@@ -134,7 +136,8 @@ def handout_html(cur, live) -> str:
         model_name=model_name(cur), layers=c.num_hidden_layers, width=c.hidden_size, heads=c.num_attention_heads,
         parameters=sum(p.numel() for p in cur.model.model.parameters()),
         date=datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"), version=bert_core.__version__,
-        total_steps=len(STEPS), steps=tuple(pages), class_code=_class_code(live)))
+        total_steps=len(STEPS), steps=tuple(pages), class_code=_class_code(live),
+        model_line=lesson_naming.model_line(cur.model)))
 
 
 def _class_code(live) -> str | None:

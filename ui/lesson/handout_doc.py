@@ -49,6 +49,7 @@ class StepPage:
     choices: tuple[str, ...] = ()
     answer: int | None = None
     reveal: str = ""  # the model's numbers behind the answer
+    answer_label: str = "the model's answer"  # its source: the model, the tokenizer, the paper (content.answer_label)
     guess: int | None = None  # the student's guess, if they made one on this sentence
     note: str = ""
     charts: tuple[dict, ...] = ()  # handout_svg records of what the step drew
@@ -67,6 +68,7 @@ class Handout:
     total_steps: int
     steps: tuple[StepPage, ...] = field(default_factory=tuple)
     class_code: str | None = None  # set after a live class
+    model_line: str = ""  # what the model is, against the paper's BERT (bert_core.lesson.naming.model_line)
 
 
 def _e(s) -> str:
@@ -91,7 +93,7 @@ def _question(s: StepPage) -> str:
     for i, c in enumerate(s.choices):
         marks = []
         if i == s.answer:
-            marks.append('<span class="mark model">the model\'s answer</span>')
+            marks.append(f'<span class="mark model">{_e(s.answer_label)}</span>')
         if i == s.guess:
             marks.append('<span class="mark guess">your guess</span>')
         cls = ' class="answer"' if i == s.answer else ""
@@ -101,7 +103,8 @@ def _question(s: StepPage) -> str:
         verdict = ""
         if s.guess is not None:
             verdict = " Your guess was the same." if s.guess == s.answer else " Your guess was another one."
-        out.append(f'<p><strong>The model\'s answer:</strong> {_e(s.choices[s.answer])}.{_e(verdict)}</p>')
+        label = s.answer_label[:1].upper() + s.answer_label[1:]
+        out.append(f'<p><strong>{_e(label)}:</strong> {_e(s.choices[s.answer])}.{_e(verdict)}</p>')
     if s.guess is None:
         out.append('<p class="note">No guess of yours on this sentence.</p>')
     if s.reveal:
@@ -114,7 +117,7 @@ def _split(sp: Split) -> str:
     rows = []
     for i, (c, n) in enumerate(zip(sp.choices, sp.tally)):
         share = n / total if total else 0.0
-        model = ' <span class="mark model">the model\'s answer</span>' if i == sp.answer else ""
+        model = ' <span class="mark model">the answer</span>' if i == sp.answer else ""
         if i == sp.mine:
             model += ' <span class="mark guess">your vote</span>'
         color = "#2e7d32" if i == sp.answer else "#90a4ae"
@@ -163,11 +166,13 @@ def build(h: Handout) -> str:
     """The handout as one HTML document: no script, no external reference, at most MAX_BYTES (UTF-8)."""
     size = f"{h.layers} layers × {h.width} wide, {h.heads} heads, {h.parameters:,} parameters"
     head = (f"<header><h1>BERT Explorer: the Lesson</h1><p class=\"meta\">Model: <strong>{_e(h.model_name)}"
-            f"</strong> ({_e(size)}).<br>Made {_e(h.date)} with BERT Explorer {_e(h.version)}. "
+            f"</strong> ({_e(size)}).{' ' + _e(h.model_line) if h.model_line else ''}"
+            f"<br>Made {_e(h.date)} with BERT Explorer {_e(h.version)}. "
             f"{len(h.steps)} of {h.total_steps} steps visited"
             + (f"; live class {_e(h.class_code)}" if h.class_code else "")
-            + ".<br>Every answer below was computed by this model on the sentence shown; the model's answer is "
-              "what it computed, which is not always the truth.</p></header>")
+            + ".<br>Every answer below was computed on the sentence shown and names its source: the model's answer "
+              "is what the model computed, which is not always the truth; the tokenizer's, the paper's or the "
+              "masking rule's answer is a fact of that source.</p></header>")
     svgs = [[handout_svg.svg(rec, f"{s.number}-{i}") for i, rec in enumerate(s.charts) if rec] for s in h.steps]
     dropped = 0
     while True:

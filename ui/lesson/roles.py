@@ -157,10 +157,11 @@ class Presenter(Solo):
     def words(self, cur, step, k: int, text: str, pair: str | None, left, right) -> None:
         with left:
             st.markdown(explain(step, cur.model))
-        with right:  # on a projector the formula and the sentence sit above the view
-            if step.formula:
+        with right, st.container(key="lesson_right_top"):  # the formula and the sentence above the view, below
+            if step.formula:                                   # the "Class and sentence" button (PRESENTER_CSS)
                 st.latex(step.formula)
-            st.caption(f"Sentence: {plain(text)}" + (f" · B: {plain(pair)}" if pair else ""))
+            with st.container(key="lesson_sentence"):  # dark ink (PRESENTER_CSS): the slide's own sentence
+                st.caption(f"Sentence: {plain(text)}" + (f" · B: {plain(pair)}" if pair else ""))
 
     def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
         nav = st.columns([1, 1, 4])
@@ -172,7 +173,9 @@ class Presenter(Solo):
             nav[2].caption(f"Keys: → or Page Down next, ← or Page Up back, {_numbers(keys[1])}space or Enter "
                            "reveals.")
         more_keys(k, N, *keys)
-        presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
+        # Fixed to the screen's corner; last, so the slide's own text comes first. No parameter count on the step
+        # that asks for BERT-base's: on BERT-base it would be the answer, on the slide before the reveal.
+        presenter_corner(cur, parameters=step.question != "bert_base_size")
 
     def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
         """No side column on a projector."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import html
 import json
 from collections.abc import Callable, Iterator
 
@@ -20,7 +21,14 @@ from bert_core.figures.attention import head_heatmap
 from bert_core.figures.embeddings import norms_figure
 from bert_core.figures.heads import without_head_figure
 from bert_core.figures.layers import answer_trajectory, same_word_figure
-from bert_core.figures.lesson import hidden_importance_figure, mask_heatmap, pretraining_start_figure
+from bert_core.figures.lesson import (
+    bars_every_label,
+    every_label,
+    hidden_importance_figure,
+    mask_heatmap,
+    pretraining_start_figure,
+    row_bars,
+)
 from bert_core.figures.masking import chips_html, legend_html
 from bert_core.figures.predictions import candidates_figure, nsp_figure
 from bert_core.figures.style import projector
@@ -36,7 +44,7 @@ from bert_core.runs.settings import CORPUS_CHOICES, example_run
 from bert_core.train.toy import farm_tokenizer
 from ui.cache import ByteLRU
 from ui.lesson import handout_svg
-from ui.lesson.content import Step, in_the_box, question_call
+from ui.lesson.content import STEPS, Step, in_the_box, lesson_model_line, question_call
 from ui.lesson.state import QUESTION_ERROR, QUESTION_PAIR, next_draw
 from ui.state import model_cached
 from ui.widgets import chart, chart_data, chart_data_static, presenting
@@ -89,6 +97,13 @@ def _table(df: pd.DataFrame) -> None:
         st.dataframe(df, hide_index=True, height=35 * (len(df) + 1) + 3)  # every row shown, no inner scroll
 
 
+def model_note(cur) -> None:
+    """The model whose guesses the slide shows, in one short line (and the paper's BERT where they differ)."""
+    # A class, not a keyed container: a class's shared drawing is cached, and a keyed container counts as a widget.
+    st.markdown(f'<em class="bx-model-line">{html.escape(lesson_model_line(cur.model))}</em>',
+                unsafe_allow_html=True)  # 18 px on a projector (PRESENTER_CSS); a hub id is user text: escaped
+
+
 def view_tokens(cur, text, pair, revealed) -> None:
     tok = cur.model.tokenizer
     t = _analysis(cur, text, pair, **questions.PREDICTIONS)
@@ -107,7 +122,12 @@ def view_embeddings(cur, text, pair, revealed) -> None:
     if not (revealed and presenting()):  # a projector has room for one chart
         fig = norms_figure(input_tables.token_norms(t.embeddings), input_tables.token_labels(t.tokens),
                            input_tables.EMBEDDING_TITLES, t.token_type_ids)
-        lesson_chart(fig.update_layout(height=380), "lesson embeddings", key="lesson-emb")
+        fig.update_layout(height=380)
+        if presenting():  # every token labelled, upright; the legend under its labels, not over them
+            fig.update_xaxes(tickmode="linear", dtick=1, tickangle=-90)
+            fig.update_layout(height=470, margin=dict(b=220),
+                              legend=dict(yref="container", y=0, yanchor="bottom", x=0, orientation="h"))
+        lesson_chart(fig, "lesson embeddings", key="lesson-emb")
     if revealed:
         sw = _cached(cur, same_word, text, pair)
         if sw is not None and sw.words:
@@ -145,8 +165,8 @@ def view_predictions(cur, text, pair, revealed) -> None:
         return
     if revealed:
         pos = t.mask_positions[0]
-        lesson_chart(candidates_figure(t.predictions[pos], f"Top 5 at the [MASK] (position {pos}; [CLS] is 0)"),
-              "lesson predictions", key="lesson-pred")
+        fig = candidates_figure(t.predictions[pos], f"Top 5 at the [MASK] (position {pos}; [CLS] is 0)")
+        lesson_chart(bars_every_label(fig) if presenting() else fig, "lesson predictions", key="lesson-pred")
     else:
         st.caption("The model's bars appear with the answer.")
 
@@ -169,19 +189,30 @@ def view_both_sides(cur, text, pair, revealed) -> None:
     top = max(f.layout.xaxis.range[1] for _, f, _, _ in figs)  # one scale: equal bars mean equal probabilities
     for col, fig, name, key in figs:
         with col:
-            lesson_chart(fig.update_layout(xaxis_range=[0, top]), name, key=key)
+            fig.update_layout(xaxis_range=[0, top])
+            lesson_chart(bars_every_label(fig) if presenting() else fig, name, key=key)
 
 
 def view_attention(cur, text, pair, revealed) -> None:
     t = _analysis(cur, text, pair, **questions.ATTENTION)
     if t is None:
         return
-    layer, head = questions.linking_head(t)  # the question's head, from the same analysis
-    if revealed:
+    try:
+        layer, head = questions.linking_head(t)  # the question's head, from the same analysis
+    except bert_core.BertCoreError:
+        return  # the step's question has said what its sentence needs
+    if revealed and presenting() and len(t.tokens) > 12:  # no room for every label of the map: the question's row
+        q = questions.query_token(t)
+        row = t.attentions[layer, head, q]
+        lesson_chart(row_bars(row, t.tokens, f"Layer {layer + 1}, head {head + 1}: from “{t.tokens[q]}” ({q})"),
+                     "lesson attention row", key="lesson-attn")
+    elif revealed:
         fig = head_heatmap(t.attentions[layer, head], t.tokens, f"Layer {layer + 1}, head {head + 1}")
         fig.update_layout(height=min(fig.layout.height or 420, 420))
         if presenting() and len(t.tokens) > 8:  # 18 px numbers do not fit in the cells: hovering shows them
             fig.update_traces(texttemplate=None)
+        if presenting():  # every token a choice names labelled, on both axes
+            every_label(fig, 470)
         lesson_chart(fig, "lesson attention", key="lesson-attn")
     else:
         st.caption(f"The map of layer {layer + 1}, head {head + 1} appears with the answer (row = the token that "
@@ -231,18 +262,21 @@ def view_anatomy(cur, text, pair, revealed) -> None:
 
 
 def view_pretraining(cur, text, pair, revealed) -> None:
-    if not revealed:  # the curve starts at the answer
-        st.caption("A real pre-training curve appears with the answer.")
-        return
     ex = example_run()
     if ex is None:
         return
+    c = example_config()
+    if not revealed:  # the curve starts at the answer
+        st.caption(f"With the answer: the pre-training curve of this project's tiny BERT ({c['num_hidden_layers']} "
+                   f"layers × {c['hidden_size']}, {ex.parameters / 1e6:.1f}M parameters; BERT-base has 110M), "
+                   "trained from random weights.")
+        return
     V, mine = example_vocab_size(), cur.model.tokenizer.vocab_size
     lesson_chart(pretraining_start_figure(ex.curves, V, mine), "lesson pretraining", key="lesson-pretrain")
-    st.caption(f"An example: the tiny bundled model ({ex.parameters:,} parameters, its own vocabulary of V = {V:,} "
-               f"pieces) trained from random weights for {ex.steps:,} steps on WordNet and Brown: it starts at "
-               f"ln {V:,}. A fresh model with {model_name(cur.model).possessive} vocabulary (V = {mine:,}) would "
-               f"start at ln {mine:,}.")
+    st.caption(f"An example, not the model on screen: this project's tiny BERT ({ex.parameters:,} parameters, its "
+               f"own vocabulary of V = {V:,} pieces) trained from random weights for {ex.steps:,} steps on WordNet "
+               f"and Brown: it starts at ln {V:,}. A fresh model with {model_name(cur.model).possessive} "
+               f"vocabulary (V = {mine:,}) would start at ln {mine:,}.")
     if not presenting():  # a projector has room for the curve, not this note
         st.caption(f"Live: the Training page opens on {CORPUS_CHOICES['farm'].name} ({farm_tokenizer().vocab_size} "
                    "word pieces, five sentence patterns): press Start and its guesses turn right within about "
@@ -250,9 +284,14 @@ def view_pretraining(cur, text, pair, revealed) -> None:
 
 
 @functools.cache  # a file that ships with the app: read once per process, not on every rerun
+def example_config() -> dict:
+    """The config of the tiny bundled model, whose pre-training curve is the example."""
+    return json.loads((bert_core.BUNDLED_DIR / "config.json").read_text())
+
+
 def example_vocab_size() -> int:
     """The vocabulary of the tiny bundled model, whose pre-training curve is the example."""
-    return json.loads((bert_core.BUNDLED_DIR / "config.json").read_text())["vocab_size"]
+    return example_config()["vocab_size"]
 
 
 def view_fine_tuning(cur, text, pair, revealed) -> None:
@@ -286,10 +325,12 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
         with col:
             fig = mask_heatmap(z, r.tokens, name)  # a mark in every cell, not colour alone: ✓ may attend, · masked
             fig.update_traces(text=np.where(np.asarray(z) > 0, "✓", "·"), texttemplate="%{text}")
+            if presenting():  # every row labelled; the columns are the same tokens (no room for 18 px labels)
+                every_label(fig, 380, keys=False)
             lesson_chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
-    st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, once with each mask (the same "
-               "weights): under GPT's causal mask every weight above the diagonal is exactly 0, so token i can use "
-               "only the tokens before it (✓: a token it may attend to; ·: masked).")
+    st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, with each mask (same weights): "
+               "above the causal mask's diagonal every weight is exactly 0, so token i uses only itself and the "
+               "tokens before it (j ≤ i); ✓: a token it may attend to, ·: masked.")
 
 
 def ask(cur, step: Step, text: str, pair: str | None):
@@ -328,8 +369,10 @@ def view_knockout(cur, text, pair, revealed) -> None:
                    "appears with the answer.")
         return
     tokens, p_full, p_without = ko.guesses[pos]
-    lesson_chart(without_head_figure(tokens, p_full, p_without, f"without layer {layer + 1}, head {head + 1}"),
-          "lesson knock out", key="lesson-knockout")
+    fig = without_head_figure(tokens, p_full, p_without, f"without layer {layer + 1}, head {head + 1}")
+    fig.update_layout(legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0),
+                      margin=dict(b=110))  # under the bars' labels, not over the title
+    lesson_chart(fig, "lesson knock out", key="lesson-knockout")
 
 
 def lesson_chart(fig, name: str, key: str) -> None:
@@ -344,6 +387,15 @@ def lesson_chart(fig, name: str, key: str) -> None:
 
 
 SHARED_DRAWING = "lesson_shared_drawing"  # set while live_class.shared draws the view every follower replays
+
+
+def _with_model_note(view: Callable) -> Callable:
+    """A view of the model's guesses, under the line that names the model."""
+    @functools.wraps(view)
+    def noted(cur, text, pair, revealed) -> None:
+        model_note(cur)
+        view(cur, text, pair, revealed)
+    return noted
 
 
 VIEWS: dict[str, Callable] = {  # step key -> its view
@@ -361,3 +413,5 @@ VIEWS: dict[str, Callable] = {  # step key -> its view
     "fine-tuning": view_fine_tuning,
     "bert-vs-gpt": view_bert_vs_gpt,
 }
+GUESS_STEPS = {s.key for s in STEPS if s.guesses}  # the slides of the model's guesses: each names the model
+VIEWS.update({key: _with_model_note(VIEWS[key]) for key in GUESS_STEPS})
