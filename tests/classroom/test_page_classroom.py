@@ -410,7 +410,8 @@ def test_leave_and_join_again_is_one_seat_and_the_teacher_removes_and_locks(back
     t, code, secret = teacher()
     s = student(code, "Bob")
     sid = s.session_state["class_sid"]
-    vote_radio(s).set_value(1).run()
+    vote_radio(s).set_value(1).run()  # the vote's run reruns the step and count fragments only
+    s.run()  # AppTest's tree after a fragment-scoped run holds those fragments alone; a browser keeps the side column
     s.button(key="class_leave").click().run()
     assert "class_sid" not in s.session_state and "me" not in s.query_params
     s.text_input(key="class_join_code").set_value(code)
