@@ -13,7 +13,7 @@ from bert_core.figures.votes import split_figure
 def _app() -> None:
     from ui.lesson.live_class.results import card_split_chart, split_chart
 
-    card_split_chart(("the bank", "a river", "money"), (2, 0, 5), 2)
+    card_split_chart(("the bank", "a river", "money, [CLS] (position 0)"), (2, 0, 5), 2)
     split_chart(("the bank", "a river", "money"), (2, 0, 5), None, "split-projector", large=True)
     split_chart(("the bank", "a river", "money"), (2, 0, 5), 1, "split-laptop")
 
@@ -25,7 +25,8 @@ def test_a_chart_without_a_table_promises_none_and_says_its_numbers():
     assert [x.label for x in at.expander] == ["Data: class split"]  # the laptop's split only
     for alt in (card, projector):
         assert "Data table" not in alt, alt
-    assert "1. the bank; 2. a river; 3. money" in card and "the model's answer, in green: 3. money" in card
+    assert "1. the bank; 2. a river; 3. money, [CLS] (position 0)" in card  # no Markdown escapes read aloud
+    assert "the model's answer, in green: 3. money, [CLS] (position 0)" in card
     assert "1: 2, 2: 0, 3: 5" in card
     assert "3. money: 5, 1. the bank: 2, 2. a river: 0" in projector
     assert laptop.endswith("Its numbers are in the Data table below it.")

@@ -9,12 +9,12 @@ import io
 import streamlit as st
 
 import classroom
+from bert_core.figures.describe import plain
 from bert_core.figures.style import projector
 from bert_core.figures.votes import card_split_figure, split_figure
 from classroom import ClassError
 from ui.lesson import handout
 from ui.lesson.live_class.session import RETRY, Live, store
-from ui.markdown import plain
 from ui.widgets import chart, chart_data_static
 
 SHARED_SPLITS_MB = 1.0
@@ -108,7 +108,8 @@ def card_split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: i
 
 def split_point(choices: tuple[str, ...], answer: int | None, numbered: bool = False) -> str:
     """What the split's colours and numbers stand for, in words: the model's answer (the green bar, once revealed);
-    `numbered`: the bars are labelled by number only (the join card), so each number's choice is named."""
+    `numbered`: the bars are labelled by number only (the join card), so each number's choice is named. Plain text
+    (an aria-label), not Markdown: a Markdown escape would be read aloud ("no backslash, a different word")."""
     names = "; ".join(f"{i}. {plain(c)}" for i, c in enumerate(choices, 1)) if numbered else ""
     said = f"Choices {names}" if names else ""
     if answer is not None:
