@@ -77,16 +77,21 @@ SMALL_TABLE = 60  # numbers: a chart with at most this many has its table drawn 
 HTML_TABLE = 400  # cells: up to this many an HTML table (read cell by cell); more, the data grid
 
 
-def chart(fig, name: str, key: str | None = None, point: str | None = None, data: bool = True, **select):
+def chart(fig, name: str, key: str | None = None, point: str | None = None, data: bool = True,
+          table: bool = True, **select):
     """A plotly figure that speaks: its text alternative (the chart's role=figure name: its title, `point` when the
     page knows the main point, each series' extremes; bert_core.figures.describe) and, with `data`, a "Data" expander
-    under it holding its numbers as a table. Its toolbar's camera button downloads it as `<name>.png`. `select`:
-    st.plotly_chart's on_select and selection_mode; returns what st.plotly_chart returns."""
+    under it holding its numbers as a table. `table`: whether a Data table follows the chart (drawn here, or by the
+    caller: the Lesson draws its own on a projector and in a class's shared drawing); False, the text alternative
+    promises none and carries the numbers itself (a chart drawn with no table at all). Its
+    toolbar's camera button downloads it as `<name>.png`. `select`: st.plotly_chart's on_select and selection_mode;
+    returns what st.plotly_chart returns."""
     key = key or f"chart-{_slug(name)}"
     config = {"displaylogo": False,
               "toImageButtonOptions": {"format": "png", "filename": _slug(name), "scale": 2}}
-    out = st.plotly_chart(fig, config=config, key=key, alt=alt_text(fig, point, name), **select)
-    if data and not presenting():  # presenter mode is one step per screen: its tables are the Lesson's part
+    here = data and not presenting()  # presenter mode is one step per screen: its tables are the Lesson's part
+    out = st.plotly_chart(fig, config=config, key=key, alt=alt_text(fig, point, name, table=table), **select)
+    if here:
         chart_data(fig, name, key)
     return out
 

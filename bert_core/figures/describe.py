@@ -215,10 +215,11 @@ def _panel_names(fig: go.Figure, traces: list) -> list[str]:
     return [plain(tr.name) for tr in traces]
 
 
-def alt_text(fig: go.Figure, point: str | None = None, name: str | None = None) -> str:
+def alt_text(fig: go.Figure, point: str | None = None, name: str | None = None, table: bool = True) -> str:
     """The chart's text alternative: its title (`name` for a figure with none), `point` (its main point, said by the
     page when it knows it), then each series: a map's highest and lowest cell (off the diagonal of a symmetric one),
-    bars' values or extremes, a line's start, end and peak."""
+    bars' values or extremes, a line's start, end and peak. `table`: a Data table follows the chart, and the text
+    says so; without one it promises none (its own words carry the numbers: a few bars are each named)."""
     title = (plain(fig.layout.title.text) if fig.layout.title is not None else "") or plain(name)
     traces = shown(fig)
     parts = [f"Chart: {title}" if title else "Chart"]
@@ -230,10 +231,10 @@ def alt_text(fig: go.Figure, point: str | None = None, name: str | None = None) 
     if len(traces) > MAX_SERIES:
         parts.append(f"and {len(traces) - MAX_SERIES} more series")
     text = ". ".join(p[:1].upper() + p[1:].rstrip(".") for p in parts if p) \
-        + ". Its numbers are in the Data table below it."
+        + (". Its numbers are in the Data table below it." if table else ".")
     if len(text) > MAX_ALT:  # the table below holds the rest
         cut = text[:MAX_ALT - 45].rsplit("; ", 1)[0].rsplit(". ", 1)[0]
-        text = cut + "… (every number is in the Data table below it)."
+        text = cut + ("… (every number is in the Data table below it)." if table else "…")
     return text
 
 

@@ -204,7 +204,7 @@ def test_class_is_accessible_and_speaks(browser, server):
     """A class: the teacher starts it (focus on the class's heading), the QR code is named by its link, a student
     joins (focus on the class's heading); axe finds nothing on either page; the teacher's Next is announced on the
     student's page in a polite live region and moves the student's focus to the new step's heading; the teacher's
-    reveal is announced too."""
+    reveal is announced too, and moves focus to the answer on both pages."""
     t = open_page(browser, server, "/?step=4", 1400, 1000)
     t.get_by_role("button", name="Start a class").click()
     t.wait_for_function("() => document.activeElement.textContent.trim() === 'A live class'", timeout=60_000)
@@ -230,4 +230,5 @@ def test_class_is_accessible_and_speaks(browser, server):
     t.get_by_role("button", name=re.compile("^Reveal")).first.click()
     expect(live).to_have_text("Your teacher revealed the answer.", timeout=60_000)
     s.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    t.wait_for_function(ANSWER_FOCUSED, timeout=60_000)  # the teacher's own reveal: focus on the answer, as alone
     assert not t.errors and not s.errors, (t.errors, s.errors)

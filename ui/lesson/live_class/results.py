@@ -9,6 +9,7 @@ import io
 import streamlit as st
 
 import classroom
+from bert_core.figures.describe import plain
 from bert_core.figures.style import projector
 from bert_core.figures.votes import card_split_figure, split_figure
 from classroom import ClassError
@@ -90,7 +91,9 @@ def split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | 
     shows the same split (Streamlit's cached-element replay): a reveal is one figure, not one per student.
     `large`: on the projector, every text at least 18 px (bert_core.figures.style.projector)."""
     fig = split_figure(choices, tally, answer)
-    chart(projector(fig) if large else fig, "class split", key=key, data=False)  # replayed: no widget in it
+    # replayed: no widget in it; on the projector no Data table either, so its text alternative promises none
+    chart(projector(fig) if large else fig, "class split", key=key, data=False, table=not large,
+          point=split_point(choices, answer))
     if not large:
         chart_data_static(fig, "class split")
 
@@ -99,7 +102,19 @@ def split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | 
 def card_split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: int | None) -> None:
     """The split in the projector's join card: a column per choice, numbered as on the slide, every text >= 18 px."""
     chart(projector(card_split_figure(choices, tally, answer)), "class split", key="class-split-card",
-          data=False)  # replayed (no widget in it); its text alternative names every count
+          data=False, table=False,  # replayed (no widget in it), no table: its text alternative names every count
+          point=split_point(choices, answer, numbered=True))
+
+
+def split_point(choices: tuple[str, ...], answer: int | None, numbered: bool = False) -> str:
+    """What the split's colours and numbers stand for, in words: the model's answer (the green bar, once revealed);
+    `numbered`: the bars are labelled by number only (the join card), so each number's choice is named. Plain text
+    (an aria-label), not Markdown: a Markdown escape would be read aloud ("no backslash, a different word")."""
+    names = "; ".join(f"{i}. {plain(c)}" for i, c in enumerate(choices, 1)) if numbered else ""
+    said = f"Choices {names}" if names else ""
+    if answer is not None:
+        said += ("; " if said else "") + f"the model's answer, in green: {answer + 1}. {plain(choices[answer])}"
+    return said
 
 
 # Plotly builds a trace type's validators the first time one is made: on a reveal 30 students' pages would all

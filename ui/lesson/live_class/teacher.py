@@ -102,12 +102,15 @@ def teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
                           width="stretch", help=split_help)
                 c2.button(f"Reveal {answer_label(q)}", key="lesson_reveal", type="primary", on_click=reveal,
                           args=reveal_args, width="stretch", help=reveal_help)
-        elif present:  # the answer and why in one box (a projector has no line to spare)
-            st.info(f"{answer_label(q, capital=True)}: **{plain(q.choices[q.answer])}**. "
-                    f"{plain(q.reveal)}")
         else:
-            st.info(f"{answer_label(q, capital=True)}: **{plain(q.choices[q.answer])}**")
-            st.markdown(plain(q.reveal))
+            with st.container(key="lesson_answer"):  # focused after the teacher's reveal (roles._focus_and_say)
+                if present:  # the answer and why in one box (a projector has no line to spare)
+                    st.info(f"{answer_label(q, capital=True)}: **{plain(q.choices[q.answer])}**. "
+                            f"{plain(q.reveal)}")
+                else:
+                    st.info(f"{answer_label(q, capital=True)}: **{plain(q.choices[q.answer])}**")
+            if not present:
+                st.markdown(plain(q.reveal))
         if not present:  # on a projector the count and the split are in the join card
             _teacher_live(live.code, live.secret, question.qid)
     return v.revealed
