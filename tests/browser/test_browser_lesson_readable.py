@@ -87,7 +87,10 @@ CUT_JS = r"""() => {
     const walker = document.createTreeWalker(main, NodeFilter.SHOW_TEXT);
     for (let n = walker.nextNode(); c && c.width > 0 && n; n = walker.nextNode()) {
       const el = n.parentElement;
-      if (!n.textContent.trim() || !el || corner.contains(el) || el.closest('.st-key-lesson_keys')) continue;
+      // Text not drawn (a collapsed Data expander's table keeps its boxes but checkVisibility() is false) is not
+      // under anything.
+      if (!n.textContent.trim() || !el || corner.contains(el) || el.closest('.st-key-lesson_keys')
+          || !el.checkVisibility()) continue;
       for (const r of el.getClientRects()) {  // each line of the text: a title's first line may run under it
         if (r.width >= 1 && r.right > c.left && r.left < c.right && r.bottom > c.top && r.top < c.bottom) {
           cut.push('under ' + what + ': ' + n.textContent.trim().slice(0, 40));

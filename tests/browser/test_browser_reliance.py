@@ -40,8 +40,8 @@ def test_attention_rollout_and_head_statistics(watch):  # noqa: F811
     page = watch.open(f"/attention?{q}")
     wait_plots(page, 6)  # heatmap, head grid, [CLS]/[SEP] share, statistics grid, rollout map, rollout row
     watch.assert_clean()
-    body = page.locator('[data-testid="stMain"]').inner_text()
-    assert "Heads that look at the previous token" in body and "Sink heads on [SEP]" in body
+    body = page.locator('[data-testid="stMain"]').text_content()  # a hidden tab's text too (inner_text skips it)
+    assert "Heads that look at the previous token" in body and "Sink heads on [CLS], [SEP] or punctuation" in body
     assert "draws most from" in body
     page.get_by_role("button", name="Open this head").click()
     watch.settle()
