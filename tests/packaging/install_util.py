@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("pyproject.toml", "README.md", "app.py", "views", ".streamlit", "bert_core", "ui", "classroom")
+SOURCES = ("pyproject.toml", "README.md", "app.py", "views", ".streamlit", "bert_core", "ui", "classroom", "server")
 
 
 def pip_env() -> dict[str, str]:
