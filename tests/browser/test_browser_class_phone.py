@@ -107,6 +107,9 @@ def _phone_walk(server, browser, pages: dict) -> None:
 
     def pick_and_remove() -> None:
         """Pick Ada and press Remove; again whole when lost (the seats' 5 s timer may redraw the pick away)."""
+        if not pick.is_visible():  # the Seats expander closed by a redraw: opened again
+            teacher.get_by_text(re.compile(r"^Seats$")).click()
+            expect(pick).to_be_visible(timeout=30_000)
         pick.click()
         pick.press_sequentially("Ada")
         pick.press("Enter")

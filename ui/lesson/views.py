@@ -326,7 +326,7 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
             fig = mask_heatmap(z, r.tokens, name)  # a mark in every cell, not colour alone: ✓ may attend, · masked
             fig.update_traces(text=np.where(np.asarray(z) > 0, "✓", "·"), texttemplate="%{text}")
             if presenting():  # every row labelled; the columns are the same tokens (no room for 18 px labels)
-                every_label(fig, 380, keys=False)
+                every_label(fig, 364, keys=False)
             lesson_chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
     st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, with each mask (same weights): "
                "above the causal mask's diagonal every weight is exactly 0, so token i uses only itself and the "
