@@ -330,7 +330,7 @@ def _card_problems(t, code: str, what: str) -> list[str]:
         '[data-testid="stMarkdownContainer"]', '[data-testid="stButton"]', '[data-testid="stAlert"]']
         .map(s => '[data-testid="stMainBlockContainer"] ' + s).join(','))]
         .filter(e => !e.closest('.st-key-class_card') && !e.closest('.st-key-lesson_corner')
-                     && !e.closest('.st-key-lesson_keys'))
+                     && !e.closest('.st-key-lesson_keys') && e.checkVisibility())  // not a collapsed expander's
         .map(e => [e.getBoundingClientRect(), (e.innerText || e.tagName).trim().slice(0, 40)])
         .filter(([r]) => r.width > 0 && r.top < c.y + c.height && r.bottom > c.y && r.right > c.x + 1)
         .map(([r, s]) => s + ' (right ' + Math.round(r.right) + ')')""", c)

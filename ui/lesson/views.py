@@ -328,9 +328,8 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
             if presenting():  # every row labelled; the columns are the same tokens (no room for 18 px labels)
                 every_label(fig, 364, keys=False)
             lesson_chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
-    st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, with each mask (same weights): "
-               "above the causal mask's diagonal every weight is exactly 0, so token i uses only itself and the "
-               "tokens before it (j ≤ i); ✓: a token it may attend to, ·: masked.")
+    st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, same weights, two masks: above "
+               "GPT's diagonal every weight is exactly 0 (token i uses only the tokens j ≤ i). ✓ may attend, · masked.")
 
 
 def ask(cur, step: Step, text: str, pair: str | None):
