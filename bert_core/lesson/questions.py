@@ -526,9 +526,8 @@ def classifier_note(m: LoadedModel) -> str:
     """What a classifier on `m` reads, said against the paper's: the same, or different and how."""
     name = model_name(m)
     if default_pooling(m) == "mean":
-        return (f"Here the two differ: the paper's classifier reads the final [CLS] vector; {name.possessive} "
-                f"reads {classifier_reads(m)} instead (its encoder was trained for sentence vectors by mean "
-                "pooling).")
+        return (f"Here the two differ: the paper's classifier reads the final [CLS] vector, {name.possessive} "
+                f"{classifier_reads(m)}, as it was trained.")
     return f"{cap(name.possessive)} classifier reads {classifier_reads(m)}, as the paper's does ([CLS])."
 
 
@@ -552,7 +551,7 @@ def head_sizes(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None = No
                "[SEP]. How many scores does each output?",
         choices=tuple(f"classifier {uniq[i][0]}, tagger {uniq[i][1]}" for i in order), answer=order.index(0),
         answered_by="",
-        reveal=f"Both heads run on {name.short}. The classifier: ({n_clf},), one score per label; the tagger: "
+        reveal=f"Run on {name.short}: the classifier gives ({n_clf},), one score per label; the tagger "
                f"({T}, {len(NER_LABELS)}) = {n_tag}, one row per token (the paper labels only each word's first "
                f"piece: {n_words} words here). " + classifier_note(m))
 

@@ -263,7 +263,7 @@ def test_a_bert_base_sized_checkpoint(tmp_path, monkeypatch):
     m = bert_core.load_model(str(d), local_roots=[str(tmp_path)])
     assert m.config.num_hidden_layers == 12 and m.config.hidden_size == 768
     walk(at, m, guess_right=False)
-    assert "of BERT-base, with each mask" in " ".join(c.value for c in at.caption)  # step 13 names it
+    assert "of BERT-base, same weights, two masks" in " ".join(c.value for c in at.caption)  # step 13 names it
 
 
 @pytest.mark.parametrize("fam", ["roberta", "distilbert", "albert"])
