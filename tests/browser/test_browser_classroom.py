@@ -39,10 +39,11 @@ def browser():
         b.close()
 
 
-def tab(browser, base: str, size=(1280, 900)):
-    """A page in its own context (its own cookies: its own Streamlit session), offline."""
+def tab(browser, base: str, size=(1280, 900), **context):
+    """A page in its own context (its own cookies: its own Streamlit session), offline; `context`: more of
+    browser.new_context's options (a phone's touch screen, headers)."""
     host = urllib.parse.urlparse(base).netloc
-    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]}, **context)
     ctx.route("**/*", lambda r: r.continue_() if urllib.parse.urlparse(r.request.url).netloc in (host, "")
               else r.abort())
     pg = ctx.new_page()

@@ -56,10 +56,6 @@ def go(step: int) -> None:
     st.session_state["lesson_step"] = min(max(int(step), 1), len(STEPS))
 
 
-def move(delta: int) -> None:
-    go(int(st.session_state.get("lesson_step", 1)) + delta)
-
-
 def step_from_url(v) -> int:
     """?step=k (1-based) as a step number, 1 when missing or not a number."""
     try:
