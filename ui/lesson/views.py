@@ -201,7 +201,9 @@ def view_attention(cur, text, pair, revealed) -> None:
         layer, head = questions.linking_head(t)  # the question's head, from the same analysis
     except bert_core.BertCoreError:
         return  # the step's question has said what its sentence needs
-    if revealed and presenting() and len(t.tokens) > 12:  # no room for every label of the map: the question's row
+    # On a projector a map past 8 tokens has no room for its 18 px numbers in the cells, and colour alone must not
+    # carry them (WCAG 1.4.1): the question's row as labelled bars instead.
+    if revealed and presenting() and len(t.tokens) > 8:
         q = questions.query_token(t)
         row = t.attentions[layer, head, q]
         lesson_chart(row_bars(row, t.tokens, f"Layer {layer + 1}, head {head + 1}: from “{t.tokens[q]}” ({q})"),
@@ -209,8 +211,6 @@ def view_attention(cur, text, pair, revealed) -> None:
     elif revealed:
         fig = head_heatmap(t.attentions[layer, head], t.tokens, f"Layer {layer + 1}, head {head + 1}")
         fig.update_layout(height=min(fig.layout.height or 420, 420))
-        if presenting() and len(t.tokens) > 8:  # 18 px numbers do not fit in the cells: hovering shows them
-            fig.update_traces(texttemplate=None)
         if presenting():  # every token a choice names labelled, on both axes
             every_label(fig, 470)
         lesson_chart(fig, "lesson attention", key="lesson-attn")
