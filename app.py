@@ -50,7 +50,9 @@ else:  # a page run
     st.set_page_config(page_title=f"{nav.title} · BERT Explorer")  # each page its own title (WCAG 2.4.2)
     if nav.url_path not in ("", "start", "lesson"):
         classroom_push.forget_here()  # a student exploring another page is not redrawn by the class's steps
-        st.sidebar.title("BERT Explorer", anchor=False)  # the page's one h1: its headings are h2, h3 (WCAG 1.3.1)
+    # The page's one h1: its headings are h2, h3 (WCAG 1.3.1). Presenter mode hides the sidebar: the Lesson draws a
+    # visually hidden one of its own there (ui/lesson/roles.py).
+    st.sidebar.title("BERT Explorer", anchor=False)
     st.session_state["current"] = sidebar_ui(lesson_page=nav.url_path in ("", "start", "lesson"))
     model_choice.bert_base_offer(st.sidebar, key="sidebar")  # where the hub is reachable or it is on disk already
     nav.run()  # a following student's step is a fragment of the Lesson page, rerun alone when the teacher moves

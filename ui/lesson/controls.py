@@ -106,6 +106,9 @@ div[data-testid="stMainBlockContainer"], .block-container {padding: 0.6rem 1.5re
 .bx-legend span {font-size: 18px !important;}
 div[data-testid="stVerticalBlock"] {gap: 0.35rem !important;}
 .st-key-lesson_keys {display: none !important;}
+/* The page's h1 for screen readers only (the sidebar's is hidden): out of the flow, so it takes no room or gap. */
+.st-key-lesson_h1 {position: absolute !important; width: 1px !important; height: 1px !important; overflow: hidden;
+  clip-path: inset(50%); white-space: nowrap; margin: -1px; padding: 0;}
 [data-testid="stMain"] button kbd {color: inherit !important; opacity: 1 !important;}  /* AA on a red button */
 [data-testid="stMain"] [data-testid="stTable"] td, [data-testid="stMain"] [data-testid="stTable"] th
   {font-size: 18px !important; padding: 0.2rem 0.5rem !important;}

@@ -33,7 +33,7 @@ from ui.lesson.content import (
 from ui.lesson.controls import PRESENTER_CSS, more_keys, presenter_corner, sentence_ui
 from ui.lesson.live_class import shared
 from ui.lesson.live_class.panel import panel, question_ui
-from ui.lesson.live_class.session import Live, follow, following_student, redraw_here
+from ui.lesson.live_class.session import LEFT, Live, follow, following_student, redraw_here
 from ui.lesson.live_class.student import sentence_note
 from ui.lesson.state import (
     go,
@@ -149,6 +149,8 @@ class Presenter(Solo):
 
     def style(self) -> None:
         st.html(PRESENTER_CSS)  # no sidebar or header, large type, tight spacing: one step fits 1280 x 720
+        with st.container(key="lesson_h1"):  # the sidebar's h1 is hidden with it: the page's own, visually hidden
+            st.title("BERT Explorer", anchor=False)
 
     def columns(self, k: int):
         left, right = st.columns([6, 5], gap="medium")
@@ -303,14 +305,18 @@ SEEN = "lesson_a11y_seen"  # (step, sentence, pair, question, revealed, class) a
 def _focus_and_say(role: Solo, live: Live | None, k: int, step, text: str, pair: str | None, token: str,
                    revealed: bool) -> None:
     """Where focus goes after what changed since this session's last run (Next / Back: the new step's heading;
-    a reveal: the answer; a class started or joined: the class's panel), and what a following student hears (the
-    teacher's new step, new sentence, reveal). A page's first run moves nothing."""
+    a reveal: the answer; a class started or joined: the class's panel; a class left or ended: the panel's heading,
+    where Start and Join now are, or on a projector the step's), and what a following student hears (the teacher's
+    new step, new sentence, reveal). A page's first run moves nothing."""
     now = (k, text, pair, token, revealed, live.code if live is not None else None)
     before = st.session_state.get(SEEN)
     st.session_state[SEEN] = now
     focus = heading = say = None
     title = f"Step {k} of {N}: {step.title}"
-    if before is not None and before != now:
+    left = st.session_state.pop(LEFT, None) if live is None else None  # the Leave button is gone with its panel
+    if left:
+        focus, say = ("[data-testid='stMain'] h2" if role.present else ".st-key-lesson_side h3"), left
+    elif before is not None and before != now:
         b_step, b_text, b_pair, b_token, b_revealed, b_class = before
         if now[5] is not None and now[5] != b_class:  # started or joined a class
             focus = ".st-key-class_card" if role.present and live.teacher else \

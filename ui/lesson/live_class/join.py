@@ -40,16 +40,20 @@ CARD_CSS = """<style>
   {font-size: 18px !important; line-height: 1.2 !important; overflow-wrap: anywhere;}
 .st-key-class_card [data-testid="stMarkdownContainer"] strong {font-size: 22px !important;}
 .st-key-class_card [data-testid="stPopover"] button {padding: 0.2rem 0.3rem; min-height: 0;}
-div[data-testid="stMainBlockContainer"], .block-container {padding-right: 185px !important;}
 [data-testid="stMain"] [data-testid="stHorizontalBlock"] {gap: 1rem !important;}
 .st-key-class_controls button p {font-size: 20px !important;}
 [data-testid="stMain"] [data-testid="stAlertContainer"] {padding: 0.45rem 0.9rem !important;}
 .st-key-class_card p.bx-join-link {overflow-wrap: break-word !important; word-break: normal !important; margin: 0;}
+/* Beside the card only where it is fixed beside the step (PRESENTER_CSS's reflow query is this one's opposite):
+   at 200% zoom or 320 px the card joins the page's flow and the step keeps the whole width and its type. */
+@media (width > 900px) and (height > 480px) {
+div[data-testid="stMainBlockContainer"], .block-container {padding-right: 185px !important;}
 [data-testid="stMain"] h2 {font-size: 30px !important;}  /* the longest step title on one line beside the card */
 /* Formulas at 20 px in the narrower column (step 9's is 527 px at 23 px); scripts at 0.9 of it stay at 18 px. */
 [data-testid="stMain"] .katex {font-size: 20px !important;}
 [data-testid="stMain"] .katex .reset-size6.size3, [data-testid="stMain"] .katex .reset-size6.size1
   {font-size: 0.9em !important;}
+}
 </style>"""
 
 

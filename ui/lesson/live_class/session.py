@@ -124,8 +124,14 @@ def say(e: Exception) -> None:
     st.session_state[MSG] = str(e)
 
 
-def leave() -> None:
-    """Forget the class in this session and in the URL."""
+LEFT = "class_left"  # what to say once the page is drawn without the class (ui/lesson/roles.py moves focus)
+
+
+def leave(said: str | None = "You left the class.") -> None:
+    """Forget the class in this session and in the URL; `said`: the page's next run announces it and moves focus (an
+    action of this tab's; None where the class went away, which the page's note says)."""
+    if said:
+        st.session_state[LEFT] = said
     classroom_push.forget_here()
     for k in (CODE, SECRET, SID, SEEN, PUBLISHED):
         st.session_state.pop(k, None)
@@ -198,7 +204,7 @@ def follow() -> Live | None:
             st.session_state[LOST] = code
         else:
             _ended() if isinstance(e, classroom.NoSuchClass) else say(e)
-        leave()
+        leave(None)
         return None
     st.session_state.pop(LOST, None)
     # A query parameter set is a message to the browser even when unchanged: only what changed is sent (a class's
@@ -212,7 +218,7 @@ def follow() -> Live | None:
         if not live.view.joined:
             _ended(str(classroom.SeatRemoved()) if live.view.removed else
                    "This class no longer knows you: join it again.")
-            leave()
+            leave(None)
             return None
         if live.following:
             _take_model(live.view)

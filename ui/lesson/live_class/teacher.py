@@ -222,4 +222,4 @@ def end() -> None:
         store().end(st.session_state[CODE], st.session_state.get(SECRET))
     except ClassError as e:
         say(e)
-    leave()
+    leave("You ended the class.")
