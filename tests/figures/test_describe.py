@@ -3,7 +3,8 @@ the numbers are the ones drawn; and no page draws a chart without them."""
 
 from __future__ import annotations
 
-import re
+import ast
+from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
@@ -63,17 +64,39 @@ def test_a_long_description_stops_short_and_points_to_the_table():
     assert len(alt) <= MAX_ALT and alt.endswith("(every number is in the Data table below it).")
 
 
+def bare_media(root) -> list[str]:
+    """Every st.plotly_chart / st.iframe call outside ui/widgets.py, and every st.image call without alt=, in the
+    .py files under `root`'s views/ and ui/ (all depths: ui/lesson/live_class too), read as Python, not as lines
+    (a call over several lines is one call)."""
+    bare = []
+    for path in sorted([*(root / "views").rglob("*.py"), *(root / "ui").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+                continue
+            where = f"{path.relative_to(root)}:{node.lineno}: .{node.func.attr}("
+            if node.func.attr in ("plotly_chart", "iframe") and path.relative_to(root) != Path("ui/widgets.py"):
+                bare.append(where)
+            elif node.func.attr == "image" and not any(k.arg == "alt" for k in node.keywords):
+                bare.append(where + " without alt=")
+    return bare
+
+
 def test_no_page_draws_a_chart_past_the_helper():
     """Every plotly chart goes through ui.widgets.chart (its alt and Data table), every frame through html_document
-    (its title): no bare st.plotly_chart or st.iframe elsewhere in the pages or the ui."""
-    bare = []
-    for path in [*sorted((ROOT / "views").glob("*.py")), *sorted((ROOT / "ui").glob("*.py"))]:
-        if path.name == "widgets.py":
-            continue
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            if re.search(r"\bst\.(plotly_chart|iframe)\(|\.plotly_chart\(", line):
-                bare.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    (its title), every image has its alt: no bare st.plotly_chart, st.iframe or alt-less st.image in the pages or
+    the ui, at any depth."""
+    bare = bare_media(ROOT)
     assert not bare, "\n".join(bare)
+
+
+def test_the_media_check_looks_everywhere(tmp_path):
+    """The check itself: a chart two folders down and an image without alt over two lines are both found."""
+    (tmp_path / "views").mkdir()
+    (tmp_path / "ui" / "lesson" / "live_class").mkdir(parents=True)
+    (tmp_path / "ui" / "lesson" / "live_class" / "x.py").write_text("st.plotly_chart(fig)\n")
+    (tmp_path / "views" / "y.py").write_text("st.image(png,\n         width=20)\nst.image(png, alt='a QR code')\n")
+    assert bare_media(tmp_path) == ["ui/lesson/live_class/x.py:1: .plotly_chart(",
+                                    "views/y.py:1: .image( without alt="]
 
 
 def test_a_similarity_map_is_said_off_its_diagonal_with_its_tick_names():
