@@ -23,7 +23,7 @@ from bert_core.figures.layers import answer_trajectory, same_word_figure
 from bert_core.figures.predictions import candidates_figure, nsp_figure
 from bert_core.figures.training import loss_figure
 from ui.lesson import content as lesson
-from ui.lesson import handout_doc, handout_svg
+from ui.lesson import handout_doc, handout_svg, views
 from ui.lesson.handout_doc import Handout, Split, StepPage
 
 SCRIPT = "</script><script>alert(1)</script><!--"
@@ -35,7 +35,8 @@ ALLOWED = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2
            "section", "div", "span", "ol", "ul", "li", "pre", "table", "tr", "td", "th", "figure", "footer", "svg",
            "rect", "text", "line", "polyline", "circle", "defs", "lineargradient", "stop", "math", "mrow", "mi",
            "mo", "mn", "msub", "msup", "msubsup", "mfrac", "msqrt", "mtext", "mspace", "munderover", "munder",
-           "mover", "mstyle", "mpadded", "semantics", "annotation"}
+           "mover", "mstyle", "mpadded", "semantics", "annotation", "details", "summary", "caption", "thead",
+           "tbody"}
 
 
 class Tags(html.parser.HTMLParser):
@@ -128,6 +129,25 @@ def test_each_lesson_chart_kind_draws_its_labels_and_numbers():
     lens = handout_svg.svg(handout_svg.record(answer_trajectory(np.array([9, 3, 1]), np.array([.01, .2, .6]),
                                                                   "sat", "lens")), "d")
     assert lens.count("<polyline") == 2 and ">rank (1 = top)<" in lens  # both lines, the second axis
+
+
+def test_a_handout_chart_is_named_by_its_text_alternative_and_has_its_numbers_as_a_table():
+    """WCAG 1.1.1 in the file too: each chart's SVG is named by the app's text alternative of that chart (not its
+    title alone), and its numbers follow it as a table with column headers, escaped."""
+    from bert_core.figures.describe import alt_text, figure_table
+
+    fig = candidates_figure([("<b>cat</b>", 0.5), ("dog", 0.25)], "Top 2")
+    rec = handout_svg.record(fig, views._described)  # as the Lesson keeps it (views.lesson_chart)
+    doc = handout_doc.build(handout([StepPage(4, "t", "e", None, "s", None, charts=(rec,))]))
+    assert_inert(doc)
+    (fig_html,) = re.findall(r'<figure class="chart">(.*?)</figure>', doc, flags=re.S)
+    label = re.search(r'<svg[^>]* aria-label="([^"]*)"', fig_html).group(1)
+    assert html.unescape(label) == alt_text(fig) and alt_text(fig) != "Top 2"
+    table = re.search(r"<table>.*?</table>", fig_html, flags=re.S).group(0)
+    cols = list(figure_table(fig))
+    assert re.findall(r'<th scope="col">(.*?)</th>', table) == cols
+    cells = [html.unescape(c) for c in re.findall(r"<td>(.*?)</td>", table)]
+    assert len(cells) == 2 * len(cols) and "<b>cat</b>" in cells and "0.5" in cells and "0.25" in cells
 
 
 def test_a_chart_over_its_byte_budget_is_not_kept():

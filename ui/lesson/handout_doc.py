@@ -157,6 +157,8 @@ li.answer{font-weight:600}.mark{font-size:.8rem;border-radius:3px;padding:0 .3re
 .split table{border-collapse:collapse;width:100%}.split td,.split th{padding:.15rem .4rem;text-align:left}
 .split .num{text-align:right;width:4rem}.split .bar{width:40%}.split .bar span{display:block;height:.9rem}
 figure.chart{margin:1rem 0;overflow-x:auto}figure.chart svg{max-width:100%;height:auto}
+details.data table{border-collapse:collapse;font-size:.9rem}details.data td,details.data th{border:1px solid #d0d7de;
+padding:.1rem .4rem;text-align:left}details.data caption{text-align:left;font-style:italic}
 footer{color:#5b6b7b;font-size:.85rem;margin-top:2rem}
 @media print{.step{break-inside:avoid-page}}
 """
@@ -173,7 +175,7 @@ def build(h: Handout) -> str:
             + ".<br>Every answer below was computed on the sentence shown and names its source: the model's answer "
               "is what the model computed, which is not always the truth; the tokenizer's, the paper's or the "
               "masking rule's answer is a fact of that source.</p></header>")
-    svgs = [[handout_svg.svg(rec, f"{s.number}-{i}") for i, rec in enumerate(s.charts) if rec] for s in h.steps]
+    svgs = [[handout_svg.figure_html(rec, f"{s.number}-{i}") for i, rec in enumerate(s.charts) if rec] for s in h.steps]
     dropped = 0
     while True:
         body = "".join(_step(s, h.total_steps, c) for s, c in zip(h.steps, svgs))

@@ -70,8 +70,9 @@ def _listed(v):
     return v
 
 
-def record(fig) -> dict | None:
-    """What `svg` needs of a plotly figure (or its dict), compact; None when that is over MAX_RECORD_BYTES."""
+def record(fig, describe=None) -> dict | None:
+    """What `svg` needs of a plotly figure (or its dict), compact; None when that is over MAX_RECORD_BYTES. With
+    `describe` (as in `keep`), also the chart's text alternative and table (`figure_html`)."""
     # to_plotly_json: the figure's own dicts, read and not changed (to_dict deep-copies them: twice as slow)
     d = fig.to_plotly_json() if hasattr(fig, "to_plotly_json") else fig
     lay = d.get("layout", {})
@@ -110,12 +111,20 @@ def record(fig) -> dict | None:
         if ax is not None:
             rec[name] = {k: _listed(_array(ax[k])) for k in _AXIS_KEYS if k in ax} | {"title": _title(ax.get("title"))}
     rec["bytes"] = _size(rec)
-    return rec if rec["bytes"] <= MAX_RECORD_BYTES else None
+    if rec["bytes"] > MAX_RECORD_BYTES:
+        return None
+    if describe is not None:  # the chart's words and numbers, as the app gives them (WCAG 1.1.1, 1.3.1)
+        alt, table = describe(fig)
+        rec["alt"] = alt
+        rec["table"] = {str(k): _listed(_array(np.asarray(v))) for k, v in table.items()}
+        rec["bytes"] = _size(rec)
+    return rec
 
 
-def keep(session, fig, key: str) -> None:
-    """Note `fig` as drawn by the Lesson's current step in this run (`session`: st.session_state)."""
-    session.setdefault(DRAWN, {})[(session.get("lesson_step"), key)] = record(fig)
+def keep(session, fig, key: str, describe=None) -> None:
+    """Note `fig` as drawn by the Lesson's current step in this run (`session`: st.session_state); `describe`:
+    fig -> (its text alternative, its table as {column: values}), read only for a chart that is kept."""
+    session.setdefault(DRAWN, {})[(session.get("lesson_step"), key)] = record(fig, describe)
 
 
 def _title(t) -> str:
@@ -325,8 +334,11 @@ def svg(rec: dict, uid: str) -> str:
     if ya2 is not None:
         ya2.place(yb, yt)
 
+    # Named by the chart's text alternative (plain text already: escaped only), else by its title (plotly's markup).
+    name = html.escape(CONTROL.sub("\ufffd", rec["alt"]), quote=True) if rec.get("alt") else \
+        _e(rec.get("title") or "chart")
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {H:.0f}" width="{WIDTH}" '
-           f'height="{H:.0f}" role="img" aria-label="{_e(rec.get("title") or "chart")}" style="{FONT}">',
+           f'height="{H:.0f}" role="img" aria-label="{name}" style="{FONT}">',
            f'<rect x="0" y="0" width="{WIDTH}" height="{H:.0f}" fill="#ffffff"/>']
     if rec.get("title"):
         out.append(_text(left, 20, rec["title"], 15, "start", extra=' font-weight="bold"'))
@@ -363,6 +375,30 @@ def svg(rec: dict, uid: str) -> str:
         out.append(_text(lx + 30, ly, name, 12, "start"))
     out.append("</svg>")
     return "".join(out)
+
+
+def figure_html(rec: dict, uid: str) -> str:
+    """The handout's chart: its SVG, named by the chart's text alternative, and under it the numbers behind it as a
+    table with a header row, in a <details> a screen reader or a reader of the printout opens (WCAG 1.1.1)."""
+    out = svg(rec, uid)
+    table = rec.get("table")
+    if table:
+        cols = list(table)
+        head = "".join(f'<th scope="col">{_e(c)}</th>' for c in cols)
+        rows = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>"
+                       for row in zip(*(table[c] for c in cols)))
+        title = rec.get("title") or "this chart"
+        out += (f'<details class="data"><summary>Data: {_e(title)}</summary><table><caption>The numbers behind '
+                f"{_e(title)}</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></details>")
+    return out
+
+
+def _cell(v) -> str:
+    if isinstance(v, bool) or v is None:
+        return "" if v is None else str(v)
+    if isinstance(v, int | float):
+        return _fmt(float(v))
+    return html.escape(CONTROL.sub("\ufffd", str(v)), quote=True)  # figure_table's text is plain text already
 
 
 def _legend_spots(names: list[str]) -> list[tuple[float, int]]:

@@ -18,6 +18,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.attention import head_heatmap
+from bert_core.figures.describe import alt_text, figure_table
 from bert_core.figures.embeddings import norms_figure
 from bert_core.figures.heads import without_head_figure
 from bert_core.figures.layers import answer_trajectory, same_word_figure
@@ -376,13 +377,18 @@ def view_knockout(cur, text, pair, revealed) -> None:
 
 def lesson_chart(fig, name: str, key: str) -> None:
     """A step's chart, noted for the handout; on a projector every text in it at least 18 px, in dark ink."""
-    handout_svg.keep(st.session_state, fig, key)
+    handout_svg.keep(st.session_state, fig, key, describe=_described)
     shared = bool(st.session_state.get(SHARED_DRAWING))
     chart(projector(fig) if presenting() else fig, name, key=key, data=not shared)
     if shared:  # a class's shared drawing, replayed for every student: its Data expander cannot be a widget
         chart_data_static(fig, name)
     elif presenting():  # on a projector too, its numbers one keystroke away: the Data expander, collapsed
         chart_data(fig, name, key)
+
+
+def _described(fig) -> tuple[str, dict]:
+    """The chart's text alternative and its numbers, for the handout (as ui.widgets.chart gives them on the page)."""
+    return alt_text(fig), figure_table(fig)
 
 
 SHARED_DRAWING = "lesson_shared_drawing"  # set while live_class.shared draws the view every follower replays
