@@ -193,7 +193,7 @@ def layer_grid(layer_attention: np.ndarray, tokens: list[str], layer: int, cols:
     xdom = grid_domains(cols, 0.03)
     ydom = grid_domains(rows, 0.06 if rows > 1 else 0.1)[::-1]  # row 1 at the top
     data, layout = [], {}
-    small = {"showticklabels": True, "tickfont": {"size": 9}}
+    small = {"showticklabels": True, "tickfont": {"size": 12}}  # 12 px: a phone's least readable text
     annotations = []
     for h in range(nh):
         r, c, k = h // cols, h % cols, ("" if h == 0 else str(h + 1))

@@ -208,7 +208,8 @@ def activation_histogram(act: np.ndarray, title: str) -> go.Figure:
     """The F feed-forward activations of one token: most sit near 0, a few fire strongly."""
     fig = go.Figure(go.Histogram(x=np.asarray(act), nbinsx=80, hovertemplate="%{x}: %{y} neurons<extra></extra>"))
     fig.update_xaxes(title_text="activation")
-    fig.update_yaxes(title_text="neurons", type="log")
+    # Powers of ten only: plotly labels a log axis's 2s and 5s at 9 px (under a phone's 12 px least).
+    fig.update_yaxes(title_text="neurons", type="log", dtick=1)
     fig.update_layout(title=title, height=300, margin=MARGIN)
     return fig
 

@@ -158,7 +158,7 @@ def reference_layer_grid(att, tokens, layer, cols=4, zmax=1.0):
                       margin={"l": 10, "r": 10, "t": 70, "b": 10})
     fig.update_xaxes(type="category", showticklabels=False)
     fig.update_yaxes(type="category", showticklabels=False, autorange="reversed")
-    small = {"showticklabels": True, "tickfont": {"size": 9}}
+    small = {"showticklabels": True, "tickfont": {"size": 12}}
     for h in range(nh):
         r, c = h // cols + 1, h % cols + 1
         if c == 1:
