@@ -27,6 +27,8 @@ PAGES = {
     "similarity": "Sentence similarity", "probing": "Probing", "neighbours": "Neighbours",
 }
 
+DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
+
 WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
 
 AXE_RUN = """async (tags) => {
@@ -67,7 +69,9 @@ FOCUSED_JS = """() => { const a = document.activeElement, t = a.tagName.toLowerC
       break;
     }
   }
-  return {kind, ring, html: a.outerHTML.slice(0, 200)}; }"""
+  const box = a.closest('[class*="st-key-"]'), key = box ? box.className.match(/st-key-\\S+/)[0] : null;
+  return {kind, ring, key, toolbar: !!a.closest('[data-testid="stElementToolbar"]'),
+          html: a.outerHTML.slice(0, 200)}; }"""
 
 
 @pytest.mark.parametrize("path", list(PAGES))
@@ -103,9 +107,135 @@ def test_page_is_accessible(watch, path):
     assert not problems, f"/{path}:\n" + "\n".join(problems)
 
 
+def structure(pg, title: str) -> list[str]:
+    """The page's title, its one h1 (among those a screen reader meets: not display:none) and its heading order."""
+    problems = []
+    if pg.title() != title:
+        problems.append(f"document title {pg.title()!r}")
+    h1 = pg.locator("h1").evaluate_all("hs => hs.filter(h => h.checkVisibility()).length")
+    if h1 != 1:
+        problems.append(f"{h1} h1 elements")
+    levels = pg.locator(":is(h1, h2, h3, h4, h5, h6)").evaluate_all(  # in document order: sidebar, then main
+        "hs => hs.filter(h => h.checkVisibility()).map(h => +h.tagName[1])")
+    skips = [(a, b) for a, b in zip(levels, levels[1:]) if b > a + 1]
+    if skips:
+        problems.append(f"heading levels skipped: {skips}")
+    if levels[:1] != [1]:
+        problems.append(f"the first heading is h{levels[:1]}")
+    return problems
+
+
+def axe(pg) -> list[str]:
+    if not pg.evaluate("() => typeof window.axe !== 'undefined'"):
+        pg.evaluate(AXE + "\n;0")
+    return pg.evaluate(AXE_RUN, WCAG_TAGS)
+
+
+REVEALED_FOCUS = "() => document.activeElement.classList.contains('st-key-lesson_answer')"
+
+
+def reveal_by_keyboard(pg, watch) -> None:
+    """Pick the first guess (focus it, Space), then press Reveal (focus it, Enter); wait for focus on the answer."""
+    pg.locator('[data-testid="stMain"] [role="radiogroup"] input[type="radio"]').first.focus()
+    pg.keyboard.press("Space")
+    watch.settle()
+    pg.locator(".st-key-lesson_reveal button").focus()
+    pg.keyboard.press("Enter")
+    pg.wait_for_function(REVEALED_FOCUS, timeout=120_000)
+    watch.settle()
+    drawn(pg, timeout=60)
+
+
+@pytest.mark.parametrize("step", [1, 6, 13])
+def test_lesson_is_accessible(watch, step):
+    """The Lesson in normal mode, before and after the reveal: its title, one h1 (the sidebar's), heading order,
+    axe (WCAG 2.0/2.1 A and AA) finds nothing, every chart named and with its Data table."""
+    pg = watch.open(f"/lesson?step={step}")
+    drawn(pg, timeout=60)
+    problems = structure(pg, "Lesson · BERT Explorer") + axe(pg)
+    reveal_by_keyboard(pg, watch)
+    watch.assert_clean()
+    problems += ["revealed: " + p for p in structure(pg, "Lesson · BERT Explorer") + axe(pg)]
+    for name, table in pg.evaluate(CHARTS_JS):
+        if not name or not table:
+            problems.append(f"chart name={name!r} table={table}")
+    assert not problems, f"step {step}:\n" + "\n".join(problems)
+
+
+# Visible text under 12 px in the main area (an SVG chart's labels included): its tag, size and start.
+SMALL_TEXT = """() => [...document.querySelectorAll('[data-testid="stMain"] *')].filter(e =>
+    [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.replace(/[\\s\\u200b]/g, ''))
+    && e.getClientRects().length
+    && e.checkVisibility({visibilityProperty: true}) && parseFloat(getComputedStyle(e).fontSize) < 12)
+  .map(e => e.tagName + ' ' + getComputedStyle(e).fontSize + ' ' + e.textContent.trim().slice(0, 30))"""
+
+
+def test_every_page_on_a_phone(browser, server):
+    """Every page (the Lesson too) on a 390 x 844 phone, one context: no visible text under 12 px in the page, and
+    nothing scrolls sideways."""
+    ctx = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
+    try:
+        pg = ctx.new_page()
+        problems = []
+        for path in ["lesson?step=6", *PAGES]:
+            pg.goto(f"{server}/{path}", wait_until="domcontentloaded")
+            for _ in range(2):  # the script has run and stopped, twice: a page may rerun right after a run
+                pg.wait_for_selector(DONE, timeout=300_000)
+                pg.wait_for_timeout(500)
+            drawn(pg, timeout=60)
+            small = pg.evaluate(SMALL_TEXT)
+            wide = pg.evaluate("() => document.documentElement.scrollWidth")
+            if small:
+                problems.append(f"/{path}: text under 12 px: {small[:5]}")
+            if wide > 390:
+                problems.append(f"/{path}: {wide} px wide")
+        assert not problems, "\n".join(problems)
+    finally:
+        ctx.close()
+
+
 def _ringed(focused: dict) -> bool:
     ring = focused["ring"]
     return bool(ring) and ring["width"] >= 2 and ring["color"] == FOCUS_RING.css_rgb
+
+
+def ring_walk(pg, presses: int, settle) -> tuple[set, list, set]:
+    """Tab `presses` times from where focus is: (the kinds of control reached, those without the theme's ring, the
+    kinds reached inside an element's toolbar: an image's fullscreen button, a data grid's search and download)."""
+    kinds, bad, toolbar = set(), [], set()
+    for _ in range(presses):
+        pg.keyboard.press("Tab")
+        now = pg.evaluate(FOCUSED_JS)
+        if now is None:
+            continue
+        kinds.add(now["kind"])
+        if now["toolbar"]:
+            toolbar.add(now["kind"])
+        if not _ringed(now):  # read again once the app is idle: a rerun redraws (and refocuses) what it reruns
+            settle()
+            now = pg.evaluate(FOCUSED_JS)
+            if now is not None and not _ringed(now):
+                bad.append(now)
+    return kinds, bad, toolbar
+
+
+def test_focus_ring_on_the_lesson_and_a_class(watch):
+    """The Lesson in normal mode: its guesses (radio inputs), Reveal, and once revealed its charts' Data expanders
+    show the ring; a teacher's class panel: its QR code's fullscreen button (the image's toolbar) and the seats'
+    data grid toolbar show it too."""
+    pg = watch.open("/lesson?step=6")
+    drawn(pg, timeout=60)
+    kinds, bad, _ = ring_walk(pg, 60, watch.settle)
+    assert {"input:radio", "button", "a"} <= kinds, kinds
+    reveal_by_keyboard(pg, watch)
+    more, bad2, _ = ring_walk(pg, 25, watch.settle)
+    assert "summary" in more, more
+    pg.get_by_role("button", name="Start a class").click()
+    pg.wait_for_function("() => document.activeElement.textContent.trim() === 'A live class'", timeout=60_000)
+    watch.settle()
+    _, bad3, toolbar = ring_walk(pg, 40, watch.settle)
+    assert "button" in toolbar, toolbar  # the QR code's fullscreen button
+    assert not bad + bad2 + bad3, bad + bad2 + bad3
 
 
 def test_focus_ring_shows_on_keyboard_focus(watch):

@@ -15,7 +15,7 @@ import pytest
 import test_browser
 from page_checks import AXE, drawn
 from playwright.sync_api import expect
-from test_browser_a11y import AXE_RUN, WCAG_TAGS
+from test_browser_a11y import AXE_RUN, FOCUSED_JS, SMALL_TEXT, WCAG_TAGS, _ringed, structure
 
 from ui.lesson import content as lesson
 
@@ -134,6 +134,49 @@ def test_presenter_keyboard_walk(browser, server):
     assert not pg.errors, pg.errors
 
 
+def test_presenter_structure(browser, server):
+    """Presenter mode hides the sidebar and its h1: the page still has its title, one h1 a screen reader meets (its
+    own, visually hidden) and heading order, before and after the reveal."""
+    pg = open_page(browser, server, "/?step=2&present=1")
+    problems = structure(pg, "Lesson · BERT Explorer")
+    box = pg.locator(".st-key-lesson_h1").bounding_box()
+    assert box is not None and box["width"] <= 1 and box["height"] <= 1, box  # not drawn on the slide
+    pg.evaluate("() => document.activeElement.blur()")
+    pg.keyboard.press("Space")
+    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    idle(pg)
+    problems += ["revealed: " + p for p in structure(pg, "Lesson · BERT Explorer")]
+    assert not problems, problems
+
+
+def test_presenter_class_card_is_accessible(browser, server):
+    """Presenter mode with a class's join card beside the step at 1280 x 720, before and after the reveal: axe finds
+    nothing; the keyboard reaches a guess and "Class and sentence" and each shows the theme's focus ring."""
+    pg = open_page(browser, server, "/?step=6&present=1")
+    pg.locator(".st-key-class_tools button").first.click()
+    pg.get_by_role("button", name="Start a class").click()
+    pg.locator(".st-key-class_card").wait_for(timeout=60_000)
+    idle(pg)
+    assert axe(pg) == []
+    pg.evaluate("() => document.activeElement.blur()")
+    seen = {}  # (kind, the box it is in) -> it shows the ring
+    for _ in range(40):
+        pg.keyboard.press("Tab")
+        now = pg.evaluate(FOCUSED_JS)
+        if now is not None:
+            seen[now["kind"], now["key"]] = seen.get((now["kind"], now["key"]), True) and _ringed(now)
+    assert all(seen.values()), seen
+    assert {"input:radio", "button"} <= {k for k, _ in seen}, seen
+    assert ("button", "st-key-class_tools") in seen, seen  # the popover's "Class and sentence"
+    pg.evaluate("() => document.activeElement.blur()")
+    pg.keyboard.press("Space")
+    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    idle(pg)
+    drawn(pg, timeout=60)
+    assert axe(pg) == []
+    assert not pg.errors, pg.errors
+
+
 def test_step_accessibility_tree(browser, server):
     """Step 1 in presenter mode as a screen reader meets it: the step's heading, its guesses as one named radio
     group of five radios, the Reveal and Next buttons."""
@@ -162,28 +205,41 @@ def overlap(a, b) -> bool:
     return a is not None and b is not None and a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
+# The step's column: its width, and the main block's right padding (the join card's 185 px where the card is fixed).
+STEP_BOX = """() => { const m = document.querySelector('[data-testid="stMainBlockContainer"]');
+  const h = document.querySelector('[data-testid="stMain"] h2');
+  return {pad: parseFloat(getComputedStyle(m).paddingRight), heading: h.getBoundingClientRect().width}; }"""
+
+
+@pytest.mark.parametrize("in_class", [False, True], ids=["alone", "class"])
 @pytest.mark.parametrize("size", [(640, 360), (320, 640)])
-def test_presenter_reflows(browser, server, size):
-    """At 200% zoom of 1280 x 720 (640 x 360 CSS px) and 320 px wide, presenter mode's model corner and "Class and
-    sentence" join the page's flow: neither covers the heading nor each other, and nothing scrolls sideways."""
+def test_presenter_reflows(browser, server, size, in_class):
+    """At 200% zoom of 1280 x 720 (640 x 360 CSS px) and 320 px wide, presenter mode's model corner, "Class and
+    sentence" and a started class's join card join the page's flow: none covers the heading or another, none is
+    off-screen, nothing scrolls sideways, and the step keeps the page's width (no 185 px kept for a card that is no
+    longer beside it)."""
     width, height = size
     pg = open_page(browser, server, "/?step=6&present=1", width, height)
+    if in_class:
+        pg.locator(".st-key-class_tools button").first.click()
+        pg.get_by_role("button", name="Start a class").click()
+        pg.locator(".st-key-class_card").wait_for(timeout=60_000)
+        idle(pg)
+        pg.evaluate("() => document.activeElement.blur()")
     pg.keyboard.press("Space")
     pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
     idle(pg)  # the view is drawn after the answer
     drawn(pg, timeout=60)
     b = pg.evaluate(BOXES)
-    assert b["corner"] and b["tools"] and b["heading"], b
-    for x, y in (("corner", "tools"), ("corner", "heading"), ("tools", "heading")):
-        assert not overlap(b[x], b[y]), (x, y, b)
+    parts = ["corner", "tools", "heading"] + (["card"] if in_class else [])
+    assert all(b[x] for x in parts), b
+    for i, x in enumerate(parts):
+        for y in parts[i + 1:]:
+            assert {x, y} == {"tools", "card"} or not overlap(b[x], b[y]), (x, y, b)  # the tools are in the card
+        assert b[x][0] >= 0 and b[x][2] <= width, (x, b)  # on screen, across
     assert b["width"] <= width, b
-
-
-SMALL_TEXT = """() => [...document.querySelectorAll('[data-testid="stMain"] *')].filter(e =>
-    [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.replace(/[\\s\\u200b]/g, ''))
-    && e.getClientRects().length
-    && e.checkVisibility({visibilityProperty: true}) && parseFloat(getComputedStyle(e).fontSize) < 12)
-  .map(e => e.tagName + ' ' + getComputedStyle(e).fontSize + ' ' + e.textContent.trim().slice(0, 30))"""
+    step = pg.evaluate(STEP_BOX)
+    assert step["pad"] < 40 and step["heading"] >= width - 60, step
 
 
 def test_phone_text_is_at_least_12px(browser, server):
@@ -231,4 +287,95 @@ def test_class_is_accessible_and_speaks(browser, server):
     expect(live).to_have_text("Your teacher revealed the answer.", timeout=60_000)
     s.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
     t.wait_for_function(ANSWER_FOCUSED, timeout=60_000)  # the teacher's own reveal: focus on the answer, as alone
+    assert not t.errors and not s.errors, (t.errors, s.errors)
+
+
+def tab_to(pg, test: str, limit: int = 80, back: bool = False) -> None:
+    """Tab (Shift+Tab with `back`) until the focused element passes `test` (a JS function of it): the keyboard's
+    only way there, as a keyboard-only student goes."""
+    for _ in range(limit):
+        if pg.evaluate(f"() => ({test})(document.activeElement)"):
+            return
+        pg.keyboard.press("Shift+Tab" if back else "Tab")
+    assert pg.evaluate(f"() => ({test})(document.activeElement)"), f"never reached {test}: at {active(pg)}"
+
+
+def button_named(start: str) -> str:
+    """A test for tab_to: a button whose text starts with `start`."""
+    return f"a => a.tagName === 'BUTTON' && a.textContent.trim().startsWith({start!r})"
+
+
+ENABLED_RADIO = "a => a.type === 'radio' && !a.disabled"
+
+
+def test_lesson_by_keyboard_alone(browser, server):
+    """Normal mode (no presenter), all 13 steps by keyboard only: on each, Tab to a guess and pick it with Space,
+    Tab to Reveal and press Enter (focus lands on the answer), Tab to Next and press Enter (focus lands on the next
+    step's heading). No mouse."""
+    pg = open_page(browser, server, "/lesson?step=1")
+    pg.evaluate("() => document.activeElement.blur()")
+    for k in range(1, N + 1):
+        assert heading(pg).startswith(f"Step {k} of {N}"), heading(pg)
+        tab_to(pg, ENABLED_RADIO)
+        pg.keyboard.press("Space")
+        pg.wait_for_function("() => document.activeElement.type === 'radio' && document.activeElement.checked",
+                             timeout=60_000)
+        idle(pg)
+        tab_to(pg, button_named("Reveal"))
+        pg.keyboard.press("Enter")
+        pg.wait_for_function(ANSWER_FOCUSED, timeout=120_000)
+        idle(pg)
+        assert pg.locator(".st-key-lesson_answer").inner_text().startswith(("Right", "Not this time")), k
+        if k == N:
+            break
+        tab_to(pg, button_named("Next"))
+        pg.keyboard.press("Enter")
+        pg.wait_for_function(FOCUSED_HEADING, arg=k + 1, timeout=120_000)
+        idle(pg)
+    assert not pg.errors, pg.errors
+
+
+def test_class_by_keyboard_alone(browser, server):
+    """A class by keyboard only: the teacher Tabs to "Start a class" and presses Enter; the student Tabs to "Join
+    the class" (the code filled in by the link) and presses Enter; the teacher Tabs to Next, Enter; the student's
+    focus is on the new step's heading and they Tab to a guess and pick it with the number key 2; the teacher sees
+    the vote counted, Tabs back to Reveal and presses Enter; both pages put focus on the answer. Then the student
+    Tabs to "Leave the class" and presses Enter: focus lands on the class panel's heading."""
+    t = open_page(browser, server, "/lesson?step=4", 1400, 1000)
+    t.evaluate("() => document.activeElement.blur()")
+    tab_to(t, button_named("Start a class"), limit=120)
+    t.keyboard.press("Enter")
+    t.wait_for_function("() => document.activeElement.textContent.trim() === 'A live class'", timeout=60_000)
+    idle(t)
+    code = re.search(r"Code: ([A-Z0-9]+)", t.inner_text(MAIN)).group(1)
+
+    s = open_page(browser, server, f"/?class={code}", 390, 844)
+    s.evaluate("() => document.activeElement.blur()")
+    tab_to(s, button_named("Join the class"))
+    s.keyboard.press("Enter")
+    s.wait_for_function("() => document.activeElement.textContent.trim() === 'A live class'", timeout=60_000)
+    idle(s)
+    assert heading(s).startswith(f"Step 4 of {N}")
+
+    tab_to(t, button_named("Next"), limit=120, back=True)  # up from the side column
+    t.keyboard.press("Enter")
+    t.wait_for_function(FOCUSED_HEADING, arg=5, timeout=60_000)
+    s.wait_for_function(FOCUSED_HEADING, arg=5, timeout=60_000)
+    idle(t)
+    idle(s)
+    tab_to(s, ENABLED_RADIO)
+    s.keyboard.press("2")
+    s.wait_for_function("() => document.querySelectorAll('[role=radiogroup] input')[1].checked", timeout=60_000)
+    expect(t.locator(MAIN)).to_contain_text("1 of 1 students have answered", timeout=60_000)
+    idle(t)
+    t.evaluate("() => document.activeElement.blur()")
+    tab_to(t, button_named("Reveal"), limit=120)
+    t.keyboard.press("Enter")
+    t.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    s.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    idle(s)
+    tab_to(s, button_named("Leave the class"), limit=120)
+    s.keyboard.press("Enter")
+    s.wait_for_function("() => document.activeElement.textContent.trim() === 'A live class'", timeout=60_000)
+    expect(s.locator("#bx-live")).to_have_text("You left the class.", timeout=30_000)
     assert not t.errors and not s.errors, (t.errors, s.errors)
