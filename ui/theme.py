@@ -84,6 +84,12 @@ CSS = """<style>
 .st-key-bx_moves {display: none !important;}  /* ui/a11y.py's component draws nothing */
 @media (max-width: 640px) {  /* a phone: a map's cell numbers would be 6 px; its Data table has them */
   [data-testid="stPlotlyChart"] .heatmaplayer text {display: none;}
+  /* No text under 12 px on a phone: inline code in a caption (0.75 of 14 px) and a formula's scripts (KaTeX's
+     0.7 and 0.5 of the formula's size) are kept at 12 px at least. */
+  [data-testid="stMain"] code {font-size: max(12px, 0.75em);}
+  [data-testid="stMain"] .katex .sizing.reset-size6.size3 {font-size: max(12px, 0.7em);}
+  [data-testid="stMain"] .katex .sizing.reset-size6.size1 {font-size: max(12px, 0.5em);}
+  [data-testid="stMain"] .katex .sizing.reset-size3.size1 {font-size: max(12px, 0.71428571em);}
 }
 """ + FOCUS_CSS + """</style>"""
 

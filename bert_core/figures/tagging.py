@@ -37,7 +37,7 @@ def tagged_html(text: str, words: list[tuple[str, int, int]], labels: list[str |
         shown = "–" if lab is None else html.escape(lab)
         out.append(f'<span style="display:inline-block;text-align:center;background:{color};border-radius:4px;'
                    f'padding:1px 4px;margin:2px 1px;line-height:1.2">{html.escape(word)}<br>'
-                   f'<span style="font-size:0.7em;color:#333">{shown}</span></span>')
+                   f'<span style="font-size:max(12px,0.7em);color:#333">{shown}</span></span>')
         cursor = b
     out.append(html.escape(text[cursor:]))
     return f'<div style="line-height:2.6;font-size:1.05em">{"".join(out)}</div>'
@@ -46,7 +46,8 @@ def tagged_html(text: str, words: list[tuple[str, int, int]], labels: list[str |
 def legend_html(label_names: list[str]) -> str:
     """One coloured chip per label, in label-id order."""
     chips = [f'<span style="background:{label_color(i)};border-radius:4px;padding:1px 6px;margin:2px;'
-             f'display:inline-block;font-size:0.85em">{html.escape(lab)}</span>' for i, lab in enumerate(label_names)]
+             f'display:inline-block;font-size:max(12px,0.85em)">{html.escape(lab)}</span>'
+             for i, lab in enumerate(label_names)]  # 12 px at least: a phone's least readable text
     return "<div>" + "".join(chips) + "</div>"
 
 

@@ -89,6 +89,7 @@ def test_presenter_keyboard_walk(browser, server):
         if pg.evaluate("() => document.activeElement.type === 'radio'"):
             break
     assert pg.evaluate("() => document.activeElement.type === 'radio'"), active(pg)
+    assert _ringed(pg.evaluate(FOCUSED_JS)), pg.evaluate(FOCUSED_JS)  # the guess shows the theme's focus ring
     pg.keyboard.press("5")
     pg.wait_for_function("() => document.querySelectorAll('[role=radiogroup] input')[4].checked", timeout=60_000)
     idle(pg)
@@ -140,7 +141,7 @@ def test_presenter_structure(browser, server):
     pg = open_page(browser, server, "/?step=2&present=1")
     problems = structure(pg, "Lesson · BERT Explorer")
     box = pg.locator(".st-key-lesson_h1").bounding_box()
-    assert box is not None and box["width"] <= 1 and box["height"] <= 1, box  # not drawn on the slide
+    assert box is not None and box["height"] <= 1, box  # out of the slide's flow, clipped: it takes no room
     pg.evaluate("() => document.activeElement.blur()")
     pg.keyboard.press("Space")
     pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
@@ -166,7 +167,6 @@ def test_presenter_class_card_is_accessible(browser, server):
         if now is not None:
             seen[now["kind"], now["key"]] = seen.get((now["kind"], now["key"]), True) and _ringed(now)
     assert all(seen.values()), seen
-    assert {"input:radio", "button"} <= {k for k, _ in seen}, seen
     assert ("button", "st-key-class_tools") in seen, seen  # the popover's "Class and sentence"
     pg.evaluate("() => document.activeElement.blur()")
     pg.keyboard.press("Space")
@@ -245,7 +245,7 @@ def test_presenter_reflows(browser, server, size, in_class):
 def test_phone_text_is_at_least_12px(browser, server):
     """On a 390 x 844 phone, step 6 revealed (its map's cell numbers were 6 px): no visible text under 12 px."""
     pg = open_page(browser, server, "/?step=6", 390, 844)
-    pg.get_by_role("radio").first.focus()
+    pg.get_by_role("radiogroup", name="Your guess").get_by_role("radio").first.focus()
     pg.keyboard.press("Space")
     idle(pg)
     pg.get_by_role("button", name=re.compile("^Reveal")).click()
