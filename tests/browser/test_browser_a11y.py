@@ -224,8 +224,7 @@ def ring_walk(pg, presses: int, settle) -> tuple[set, list, set]:
 
 def test_focus_ring_on_the_lesson_and_a_class(watch):
     """The Lesson in normal mode: its guesses (radio inputs), Reveal, and once revealed its charts' Data expanders
-    show the ring; a teacher's class panel: its QR code's fullscreen button (the image's toolbar) and the seats'
-    data grid toolbar show it too."""
+    show the ring; a teacher's class panel: its QR code's fullscreen button (the image's toolbar) shows it too."""
     pg = watch.open("/lesson?step=6")
     drawn(pg, timeout=60)
     kinds, bad, _ = ring_walk(pg, 60, watch.settle)
