@@ -107,8 +107,10 @@ div[data-testid="stMainBlockContainer"], .block-container {padding: 0.6rem 1.5re
 div[data-testid="stVerticalBlock"] {gap: 0.35rem !important;}
 .st-key-lesson_keys {display: none !important;}
 /* The page's h1 for screen readers only (the sidebar's is hidden): out of the flow, so it takes no room or gap. */
-.st-key-lesson_h1 {position: absolute !important; width: 1px !important; height: 1px !important; overflow: hidden;
+/* overflow: clip, not hidden: no scroll container (a reader of the slide's overflow finds nothing cut off there). */
+.st-key-lesson_h1 {position: absolute !important; width: 1px !important; height: 1px !important;
   clip-path: inset(50%); white-space: nowrap; margin: -1px; padding: 0;}
+.st-key-lesson_h1, .st-key-lesson_h1 * {overflow: clip !important;}
 [data-testid="stMain"] button kbd {color: inherit !important; opacity: 1 !important;}  /* AA on a red button */
 [data-testid="stMain"] [data-testid="stTable"] td, [data-testid="stMain"] [data-testid="stTable"] th
   {font-size: 18px !important; padding: 0.2rem 0.5rem !important;}
