@@ -399,3 +399,24 @@ return {ok and 1 or 0, st or '', tostring(wait)}
             assert (got[0] == 1, got[1] or None) == (ok, st) and float(got[2]) == pytest.approx(wait, abs=1e-9)
     finally:
         r.close()
+
+
+def test_the_docs_say_the_limits_and_the_proxy_header_as_they_are():
+    """docs/live-class.md's Fair limits says the numbers classroom/limits.py has, and what deploy/haproxy.cfg does
+    about the client's address (it sends X-Forwarded-For: the per-address limits see each student)."""
+    import pathlib
+
+    from classroom.limits import EMPTY_IDLE_MINUTES, MAX_EMPTY, SEAT_CHANGES
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    doc = " ".join((root / "docs" / "live-class.md").read_text().split())
+    limits = doc[doc.index("### Fair limits"):]
+    assert "option forwardfor" in (root / "deploy" / "haproxy.cfg").read_text()
+    assert "does not yet" not in limits and "sends the header (`option forwardfor`)" in limits
+    said = [f"{JOIN_ADDRESS.burst:.0f} at once, then one a second", f"({JOIN_CLASS.burst:.0f}, then "
+            f"{JOIN_CLASS.per_second:.0f} a second)", f"{SEAT_VOTES.burst:.0f} votes at once, then one every "
+            f"{1 / SEAT_VOTES.per_second:.0f} s", f"change its votes {SEAT_CHANGES} times",
+            f"start {STARTS.burst:.0f} classes at once, then one a minute", f"forgotten {EMPTY_IDLE_MINUTES:.0f} "
+            f"minutes after", f"at most {MAX_EMPTY} per store", f"class's {classroom.MemoryStore().max_actions:,}"]
+    assert STARTS.per_second * 60 == 1
+    assert [s for s in said if s not in limits] == []
