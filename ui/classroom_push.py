@@ -7,9 +7,8 @@ app.py's `st.App`) and sets a trigger value on each event, which reruns that fra
 would. The teacher's count of answers listens in the same way to the class's votes in this process; a student's own
 count runs on its listener's timer and listens to its seat (a removal by the teacher reruns it at once), and a
 vote's callback reruns it with the step (`st.rerun` of the two named fragments). app.py, the navigation, the
-sidebar and
-the side column do not run again for a step change; a page whose stream cannot connect (a host that serves only
-Streamlit's own routes) keeps its fragments' own timers, which were always the fallback.
+sidebar and the side column do not run again for a step change; a page whose stream cannot connect (a host that
+serves only Streamlit's own routes) keeps its fragments' own timers, which were always the fallback.
 
 The store tells each process of a class's change (`ClassStore.watch`: the in-process store directly, Redis over
 pub/sub); the process first reads the class once for all of its students who follow it (one round trip to Redis,
