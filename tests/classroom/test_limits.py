@@ -149,6 +149,26 @@ def test_a_lecture_hall_behind_one_address_all_gets_in(make_store):
     assert clock() - start <= 101
 
 
+def test_the_strict_setting_for_own_addresses_makes_one_address_five_seats_then_one_a_minute(make_store):
+    """docs/live-class.md's setting for students each on an address of their own
+    (BERT_EXPLORER_CLASS_JOINS_PER_ADDRESS=5/300): a paced script from one address has 5 seats, then one a minute
+    (200 seats would take over three hours), and a student on another address still joins."""
+    clock = Clock()
+    s = make_store(clock=clock)
+    s.join_address = Rate.parse("5/300", "BERT_EXPLORER_CLASS_JOINS_PER_ADDRESS")
+    code, _ = s.create()
+    seats = 0
+    for _ in range(10 * 60):  # one try a second for ten minutes
+        try:
+            s.join(code, "", seat=new_id(), client=ATTACKER)
+            seats += 1
+        except RateLimited as e:
+            assert e.retry_after <= 60
+        clock.tick(1.0)
+    assert 5 + 9 <= seats <= 5 + 10, seats
+    assert s.join(code, "Ada", seat=new_id(), client=HOME)
+
+
 def test_four_seats_flipping_votes_cannot_stop_the_others_voting(make_store):
     """Four seats change their vote 20 times a second for two minutes: each gets its bucket's pace and then its
     share of changes; the class's cap is never reached, and every honest vote (and change) is counted."""
