@@ -1,11 +1,13 @@
 """A live class on phones and under attack, in real browsers beside the teacher's laptop.
 
-The phone walk (390 x 844, touch): the join link shows the join box without scrolling, the vote targets are at
-least 44 px, formulas and the page fit the screen, plotly's toolbar is off, the new step's heading is in view
-after the teacher's Next, and a removed student is told within 5 s without acting. The flood (benchmarks/
-class_flood.py's, smaller): scripted joins and class starts from one address (Streamlit's websocket, as
-benchmarks/load.py's clients talk) and four seats changing their votes as fast as they can, while a real chromium student from another network joins within 10 s and their vote counts.
-The waits are on conditions (the machine is loaded), and a failed wait shows what each page showed (explained).
+The phone walk (390 x 844, touch): the join link shows the join box without scrolling, the vote targets are at least
+44 px, and at each of the teacher's Next, Back and jumps ("Go to step", through every step with a formula) the new
+step's heading is in view, nothing scrolls sideways (page, formulas), plotly's toolbar is off and no chart title is cut
+or under a toolbar; a removed student is told within 5 s without acting. The flood (benchmarks/class_flood.py's,
+smaller): scripted joins and class starts from one address (Streamlit's websocket, as benchmarks/load.py's clients
+talk) and four seats changing their votes as fast as they can, while a real chromium student from another network
+joins within 10 s and their vote counts. The waits are on conditions (the machine is loaded), and a failed wait shows
+what each page showed (explained).
 """
 
 from __future__ import annotations
@@ -33,6 +35,32 @@ REMOVED = "Your teacher removed your seat from this class"
 def phone(browser, base: str, headers: dict | None = None, size=PHONE):
     """A touch screen of `size` in its own context (its own session and seat cookie), offline."""
     return tab(browser, base, size, is_mobile=True, has_touch=True, extra_http_headers=headers or {})
+
+
+FORMULA_STEPS = (2, 3, 4, 6, 8, 9, 11, 13)  # the Lesson's steps with a display formula (ui/lesson/content.py)
+# What does not fit a phone's screen: the page's width, the display formulas that scroll sideways, and the charts'
+# titles cut by their chart's edge or under a toolbar (plotly's, or Streamlit's when it shows).
+FITS = """() => {
+  const main = document.querySelector('[data-testid="stMain"]');
+  const over = (a, b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom;
+  const titles = [];
+  for (const plot of main.querySelectorAll('.js-plotly-plot')) {
+    if (!plot.checkVisibility()) continue;
+    const box = plot.querySelector('.main-svg').getBoundingClientRect();
+    const shown = (b) => b.checkVisibility({opacityProperty: true});
+    const bars = [...plot.closest('[data-testid="stElementContainer"]')?.querySelectorAll(
+      '.modebar-container, [data-testid="stElementToolbar"]') ?? []].filter(shown)
+      .map(b => b.getBoundingClientRect()).filter(r => r.width > 0);
+    for (const t of plot.querySelectorAll('.gtitle')) {
+      const r = t.getBoundingClientRect();
+      if (r.width > 0 && (r.left < box.left - 1 || r.right > box.right + 1 || bars.some(b => over(b, r))))
+        titles.push(t.textContent);
+    }
+  }
+  return {page: document.documentElement.scrollWidth, titles,
+          formulas: [...main.querySelectorAll('.katex-display')].filter(e => e.scrollWidth > e.clientWidth + 1)
+            .map(e => e.innerText.slice(0, 40))};
+}"""
 
 
 def vote_targets(pg):
@@ -70,24 +98,37 @@ def _phone_walk(server, browser, pages: dict) -> None:
     targets.first.tap()
     expect(ph.get_by_text("Your vote:")).to_be_visible(timeout=30_000)
 
-    for step in (2, 3):  # the teacher moves on: the phone shows the new step's heading, where it was scrolled
+    # The teacher moves on (Next), back (Back) and jumps ahead ("Go to step") through every step with a formula: each
+    # time the phone, scrolled down to the vote, shows the new step's heading; nothing is wider than the screen, no
+    # formula scrolls sideways and no chart title is cut or under a toolbar.
+    moves = [(2, "next"), (3, "next"), (2, "back")] + [(k, "jump") for k in FORMULA_STEPS if k > 3]
+    for step, how in moves:
         settle(teacher)
-        teacher.get_by_role("button", name="Next →").click()
+        if how == "jump":
+            teacher.locator(".st-key-lesson_goto").click()
+            teacher.get_by_role("option", name=re.compile(rf"^{step}\. ")).click()
+        else:
+            teacher.get_by_role("button", name="Next →" if how == "next" else "← Back").click()
         header_is(teacher, step)
-        header_is(ph, step)
+        header_is(ph, step, timeout=60_000)
         expect(ph.locator("h2").first).to_be_in_viewport(timeout=10_000)  # focus to it: lessona11y (roles.py)
-        wide = ph.evaluate("""() => ({page: document.documentElement.scrollWidth,
-            formulas: [...document.querySelectorAll('.katex-display')].filter(e => e.scrollWidth > e.clientWidth + 1)
-                .map(e => e.innerText.slice(0, 40))})""")
-        assert wide == {"page": PHONE[0], "formulas": []}, wide  # nothing sideways at 390 px
-        if step == 2:  # step 2's chart: no plotly toolbar over its title on a touch screen
+        settle(ph)
+        fits = ph.evaluate(FITS)
+        assert fits == {"page": PHONE[0], "formulas": [], "titles": []}, (step, how, fits)
+        if step in FORMULA_STEPS:  # the formula drawn and checked (not a step that lost it)
+            assert ph.locator('[data-testid="stMain"] .katex-display').count() >= 1, step
+        if step == 2 and how == "next":  # step 2's chart: no plotly toolbar over its title on a touch screen
             expect(ph.locator(".js-plotly-plot .modebar-container").first).to_be_attached(timeout=30_000)
             bars = ph.evaluate("() => [...document.querySelectorAll('.modebar-container')]"
                                ".map(m => getComputedStyle(m).display)")
             assert set(bars) == {"none"}, bars
             assert ph.locator('[data-testid="stException"]').count() == 0  # a follower's chart (shared drawing)
-        targets.first.scroll_into_view_if_needed()  # the student scrolls down to vote again
-    ph.screenshot(path=str(OUT / "class_phone_step3.png"))
+        if step == 9:
+            ph.screenshot(path=str(OUT / "class_phone_step9.png"))
+        ph.evaluate("() => { const m = document.querySelector('[data-testid=\"stMain\"]'); m.scrollTop = "
+                    "m.scrollHeight; }")  # the student scrolls down (to vote, or to read on)
+        assert ph.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop") > 0
+    ph.screenshot(path=str(OUT / "class_phone_last_step.png"))
 
     # The teacher removes the seat: the phone says so within 5 s, without the student doing anything.
     pick = teacher.locator(".st-key-class_remove_pick input")

@@ -90,10 +90,11 @@ def test_a_removed_student_in_a_big_class_is_told_within_5_s(browser):
     count has drawn with the slow timer."""
     import re
 
-    from classroom.limits import Rate
-    from classroom.redis_store import RedisStore
     from playwright.sync_api import expect
     from test_browser_class_phone import REMOVED, phone
+
+    from classroom.limits import Rate
+    from classroom.redis_store import RedisStore
 
     d, port = OUT / f"redis-class-remove{worker_suffix()}", free_port()
     shutil.rmtree(d, ignore_errors=True)
