@@ -78,6 +78,7 @@ class Attack:
         self.joined = self.refused = self.flips = self.flips_refused = 0
         self.started = self.starts_refused = 0
         self.began = self.ended = 0.0
+        self.progress = False  # a line every 50 joins (the benchmark's)
         self.errors: list[str] = []
         self.thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
 
@@ -108,6 +109,8 @@ class Attack:
                     elif "from your network" in said(run):
                         self.refused += 1
                     await c.close()
+                    if self.progress and (self.joined + self.refused) % 50 == 0:
+                        print(f"{self.seconds:.0f} s: {self.joined} joined, {self.refused} refused", flush=True)
 
             async def one_start(i: int) -> None:
                 async with sem:
@@ -194,6 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         teacher.wait_for_url(re.compile(r"class=[A-Z0-9]{6}"))
         code = re.search(r"class=([A-Z0-9]{6})", teacher.url).group(1)
         attack = Attack(base, code, a.joins, a.starts)
+        attack.progress = True
         attack.thread.start()
         try:
             if not attack.flippers_ready.wait(300):
