@@ -69,12 +69,13 @@ async def join(base: str, code: str, address: str, nick: str):
 class Attack:
     """The scripted side, in its own thread and event loop: `joins` joins and `starts` class starts from one address,
     AT_ONCE at a time, and four seats (joined from another address) changing their votes as fast as the server
-    answers, until the joins and starts are done or `stop` is set."""
+    answers; all until `stop` is set (the flood ends sooner when every join and start was sent: `flood_done`)."""
 
     def __init__(self, base: str, code: str, joins: int = 60, starts: int = 0):
         self.base, self.code, self.joins, self.starts = base, code, joins, starts
         self.stop = threading.Event()
         self.flippers_ready = threading.Event()
+        self.flood_done = threading.Event()  # every join and start sent (the seats flip on until `stop`)
         self.joined = self.refused = self.flips = self.flips_refused = 0
         self.started = self.starts_refused = 0
         self.began = self.ended = 0.0
@@ -131,11 +132,15 @@ class Attack:
             flood = []  # joins and starts interleaved: both at once
             for i in range(max(self.joins, self.starts)):
                 flood += ([one_join(i)] if i < self.joins else []) + ([one_start(i)] if i < self.starts else [])
-            await asyncio.gather(*flood, *(self._flip(c, run) for c, run in flippers))
+            flips = [asyncio.create_task(self._flip(c, run)) for c, run in flippers]
+            await asyncio.gather(*flood)
+            self.ended = time.monotonic()
+            self.flood_done.set()
+            await asyncio.gather(*flips)  # the seats flip on until the caller stops them
         except Exception as e:  # said by the caller, not lost in this thread
             self.errors.append(f"{type(e).__name__}: {e}")
         finally:
-            self.ended = time.monotonic()
+            self.ended = self.ended or time.monotonic()
             self.stop.set()
             for c in clients:
                 await c.close()
@@ -208,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             student.goto(f"{base}/lesson?class={code}", wait_until="domcontentloaded")
             join_button = student.get_by_role("button", name="Join the class")
             join_button.wait_for()
-            during = not attack.stop.is_set()
+            during = not attack.flood_done.is_set()
             t0 = time.monotonic()
             join_button.tap()
             student.wait_for_url(re.compile(r"me="))
@@ -218,7 +223,8 @@ def main(argv: list[str] | None = None) -> int:
             student.get_by_text("Your vote:").wait_for()
             voted = time.monotonic() - t0
         finally:
-            attack.thread.join(3600)
+            attack.stop.set()
+            attack.thread.join(600)
         teacher.get_by_text(re.compile(r"5 of \d+ students have answered")).wait_for()  # every honest vote
         failed += attack.errors[:5] + attack.bounds_hold()
         if took > 10:
