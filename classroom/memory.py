@@ -319,6 +319,7 @@ class MemoryStore(ClassStore):
                 c.incr(f"t:{qid}:{old}", -1)
                 c.incr(f"a:{qid}", -1)
             c.incr("n_students", -1)
+        self._changed(f"{codes.clean_code(code)}:{sid}")  # the removed seat's page is told now (ClassStore.watch)
 
     @staticmethod
     def _del(c: _Class, k: str) -> None:

@@ -242,6 +242,7 @@ if qid ~= '' and redis.call('HGET', k, 'revealed') ~= '1' then
   end
 end
 redis.call('HINCRBY', k, 'n_students', -1)
+redis.call('PUBLISH', '@CHANNEL@', string.sub(k, @CUT@) .. ':' .. sid)
 return {'ok'}
 """
 

@@ -325,7 +325,8 @@ class ClassStore(ABC):
     max_empty: int = MAX_EMPTY  # classes no student has joined, at most
 
     def watch(self, callback: Callable[[str], None]) -> None:
-        """Call `callback(code)` after every change of a class's `seq` (from the thread that saw it)."""
+        """Call `callback(code)` after every change of a class's `seq`, and `callback("CODE:SID")` after seat SID is
+        removed from class CODE (its page is told at once); from the thread that saw it."""
         with _watch_lock:
             self.__dict__.setdefault("_watchers", []).append(callback)
         self._start_watching()

@@ -1,13 +1,14 @@
 """A class's changes as server-sent events: a browser that shows a class listens, and reruns its own fragment.
 
 A topic names what a listener redraws: `step:CODE` (a following student's step), `votes:CODE` (the teacher's count of
-answers), `seat:CODE:SID` (one student's own count, after that student's vote). `HUB.publish(topic)` numbers the
+answers), `seat:CODE:SID` (one student's own count: that seat removed by the teacher). `HUB.publish(topic)` numbers the
 event and hands it to every stream of that topic in this process; the browser's listener (ui/classroom_push.py, a
 components v2 component inside the fragment) sets a trigger value on each event, which reruns that fragment alone.
 
-Every process behind the proxy hears a class's changes through `ClassStore.watch` (the in-process store directly,
-Redis over pub/sub) and publishes them to its own streams; a browser's stream and its websocket reach the same process
-(HAProxy's sticky cookie rides on both), so the in-process topics (`votes`, `seat`) reach the right tabs.
+Every process behind the proxy hears a class's changes and its removed seats through `ClassStore.watch` (the
+in-process store directly, Redis over pub/sub) and publishes them to its own streams (`step`, `seat`); a browser's
+stream and its websocket reach the same process (HAProxy's sticky cookie rides on both), so the in-process topic
+(`votes`) reaches the right tabs.
 
 The numbers are this process's (`EPOCH` names the process): a page draws the number it has seen, and a listener that
 holds a later one (an event, or the number a stream starts with when it connects or reconnects) reruns at once, so a
@@ -95,14 +96,17 @@ class Hub:
         self.publish(topic)
 
     def watch(self, store, before: Callable[[str], None] | None = None) -> None:
-        """Publish `step:CODE` whenever `store` says class CODE changed (once per store); `before(code)` runs first,
-        in the thread that heard the change."""
+        """Publish `step:CODE` whenever `store` says class CODE changed (once per store), `seat:CODE:SID` when it
+        says seat SID was removed; `before(code)` runs first for a class's change, in the thread that heard it."""
         with self._lock:
             if id(store) in self._watched:
                 return
             self._watched.add(id(store))
 
         def changed(code: str) -> None:
+            if ":" in code:  # "CODE:SID": that seat was removed; its own count's listener hears it
+                self.publish(f"seat:{code}")
+                return
             if before is not None:
                 before(code)
             self.publish(f"step:{code}")

@@ -5,10 +5,10 @@ vote and view, everything that changes with the teacher's step. Each of its runs
 (`listen_here`): a components v2 component that opens an event stream of the class (server/events.py, a route of
 app.py's `st.App`) and sets a trigger value on each event, which reruns that fragment alone, as a click inside it
 would. The teacher's count of answers listens in the same way to the class's votes in this process; a student's own
-count runs on its listener's timer, and a vote's callback reruns it with the step (`st.rerun` of the two named
-fragments). app.py, the navigation, the sidebar and the side column do not run again for a
-step change; a page whose stream cannot connect (a host that serves only Streamlit's own routes) keeps its
-fragments' own timers, which were always the fallback.
+count runs on its listener's timer and listens to its seat (a removal by the teacher reruns it at once), and a
+vote's callback reruns it with the step (`st.rerun` of the two named fragments). app.py, the navigation, the
+sidebar and the side column do not run again for a step change; a page whose stream cannot connect (a host that
+serves only Streamlit's own routes) keeps its fragments' own timers, which were always the fallback.
 
 The store tells each process of a class's change (`ClassStore.watch`: the in-process store directly, Redis over
 pub/sub); the process first reads the class once for all of its students who follow it (one round trip to Redis,
@@ -204,10 +204,12 @@ def poke(code: str) -> int:
     return int(HUB.poke(f"votes:{code}"))
 
 
-def fragment_here(every: float) -> str:
-    """This run is a following student's own count (the fragment keyed COUNT_FRAGMENT): it reruns every `every` s (its
-    listener's timer), and with the student's vote (`redraw`). Returns what `redraw` needs."""
-    listen_here(None, "class_events_count", every)
+def fragment_here(code: str, sid: str, every: float) -> str:
+    """This run is a following student's own count (the fragment keyed COUNT_FRAGMENT) of seat `sid` in class `code`:
+    it reruns every `every` s (its listener's timer), at once when the teacher removes the seat (whatever the
+    timer, which stretches with the class's size), and with the student's vote (`redraw`). Returns what `redraw`
+    needs."""
+    listen_here(f"seat:{code}:{sid}", "class_events_count", every)
     return COUNT_FRAGMENT
 
 

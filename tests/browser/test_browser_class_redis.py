@@ -80,3 +80,63 @@ def test_redis_killed_mid_class_and_restarted_with_its_data(browser):
                 assert pg.locator('[data-testid="stException"]').count() == 0 and not pg.errors, pg.errors
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+def test_a_removed_student_in_a_big_class_is_told_within_5_s(browser):
+    """A phone in a class of 88 (its count's timer 8-12 s, session.student_tick) is told of its removal within 5 s:
+    the removal is the seat's own event (server/events.py's seat:CODE:SID), not the timer's next read. The other
+    seats join through the class's Redis as the store's API (their own bucket: the class's join limit is not what
+    this test is about); the removal is the teacher's, by the store with the teacher's key, just after the phone's
+    count has drawn with the slow timer."""
+    import re
+
+    from playwright.sync_api import expect
+    from test_browser_class_phone import REMOVED, phone
+
+    from classroom.limits import Rate
+    from classroom.redis_store import RedisStore
+
+    d, port = OUT / f"redis-class-remove{worker_suffix()}", free_port()
+    shutil.rmtree(d, ignore_errors=True)
+    try:
+        with contextlib.ExitStack() as stack:
+            url, _ = stack.enter_context(redis_server(d, port=port))
+            log = stack.enter_context(open(OUT / f"server-class-remove{worker_suffix()}.log", "w"))
+            server, _ = stack.enter_context(app_server(
+                {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_CLASS_STORE": url,
+                 "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"},
+                log=log, args=("--global.developmentMode", "false"), timeout=300))
+            t = tab(browser, server)
+            code = _start_class(t, server)
+            secret = urllib.parse.parse_qs(urllib.parse.urlparse(t.url).query)["teacher"][0]
+            ph = phone(browser, server)
+            pages = {"teacher": t, "phone": ph}
+            stack.enter_context(explained(pages, log=pathlib.Path(log.name)))
+            ph.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
+            settle(ph)
+            ph.get_by_role("button", name="Join the class").tap()
+            ph.wait_for_url(re.compile(r"me="))
+            sid = urllib.parse.parse_qs(urllib.parse.urlparse(ph.url).query)["me"][0]
+            store = RedisStore(url)
+            store.join_class = Rate(10_000, 10_000)
+            stack.callback(store.r.close)
+
+            def count_is(n: int) -> None:
+                ph.get_by_text(re.compile(rf"\b{n}\b( have answered|\s+in the class)")).first.wait_for(timeout=60_000)
+
+            for i in range(86):
+                store.join(code, f"seat {i}", client=f"10.1.{i}.1")
+            count_is(87)  # the phone's count read the big class: its next drawing sets the slow timer
+            store.join(code, "seat 86", client="10.1.86.1")
+            count_is(88)  # drawn with the slow timer: its next read is 8-12 s away
+            t0 = time.monotonic()
+            store.remove(code, secret, sid)
+            told = ph.get_by_text(REMOVED).first
+            told.wait_for(state="attached", timeout=30_000)
+            took = time.monotonic() - t0
+            assert took <= 5.0, f"the removed student was told after {took:.1f} s"
+            expect(told).to_be_in_viewport(timeout=5_000)
+            assert ph.locator('[class*="st-key-class_vote_"]').count() == 0 and not ph.errors, ph.errors
+            print(f"removed student told after {took:.1f} s in a class of 88")
+    finally:
+        shutil.rmtree(d, ignore_errors=True)

@@ -111,3 +111,26 @@ def test_a_class_change_in_the_store_is_published_after_the_followers_read():
     hub.watch(store, before=lambda c: order.append(("twice", c)))  # one watch per store
     store.publish(code, secret, 2, "A sentence.", None, None)
     assert order == [("read", code, 0)] and hub.seq(f"step:{code}") == 1
+
+
+def test_a_removed_seat_is_published_to_its_own_topic_and_no_other(make_store):
+    """The teacher's Remove reaches the removed student's count listener (`seat:CODE:SID`) from either store (Redis:
+    over pub/sub, as another process hears it), not every student's step: the page is told at once, not at its
+    count's timer (8-12 s at 120 students)."""
+    import time
+
+    store, hub, reads = make_store(), events.Hub(), []
+    code, secret = store.create()
+    ada, bo = store.join(code, "Ada", client="198.51.100.1"), store.join(code, "Bo", client="198.51.100.2")
+    hub.watch(store, before=reads.append)
+    store.remove(code, secret, ada)
+    deadline = time.monotonic() + 10
+    while hub.seq(f"seat:{code}:{ada}") == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)  # Redis's pub/sub thread
+    assert hub.seq(f"seat:{code}:{ada}") == 1 and events.TOPIC.fullmatch(f"seat:{code}:{ada}")
+    assert hub.seq(f"seat:{code}:{bo}") == 0 and hub.seq(f"step:{code}") == 0 and reads == []
+    store.remove(code, secret, ada)  # a seat not in the class: nothing to tell
+    store.publish(code, secret, 2, "A sentence.", None, None)  # a class change: its step, read first
+    while hub.seq(f"step:{code}") == 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert hub.seq(f"seat:{code}:{ada}") == 1 and reads == [code]

@@ -149,6 +149,26 @@ def test_a_lecture_hall_behind_one_address_all_gets_in(make_store):
     assert clock() - start <= 101
 
 
+def test_the_strict_setting_for_own_addresses_makes_one_address_five_seats_then_one_a_minute(make_store):
+    """docs/live-class.md's setting for students each on an address of their own
+    (BERT_EXPLORER_CLASS_JOINS_PER_ADDRESS=5/300): a paced script from one address has 5 seats, then one a minute
+    (200 seats would take over three hours), and a student on another address still joins."""
+    clock = Clock()
+    s = make_store(clock=clock)
+    s.join_address = Rate.parse("5/300", "BERT_EXPLORER_CLASS_JOINS_PER_ADDRESS")
+    code, _ = s.create()
+    seats = 0
+    for _ in range(10 * 60):  # one try a second for ten minutes
+        try:
+            s.join(code, "", seat=new_id(), client=ATTACKER)
+            seats += 1
+        except RateLimited as e:
+            assert e.retry_after <= 60
+        clock.tick(1.0)
+    assert 5 + 9 <= seats <= 5 + 10, seats
+    assert s.join(code, "Ada", seat=new_id(), client=HOME)
+
+
 def test_four_seats_flipping_votes_cannot_stop_the_others_voting(make_store):
     """Four seats change their vote 20 times a second for two minutes: each gets its bucket's pace and then its
     share of changes; the class's cap is never reached, and every honest vote (and change) is counted."""
@@ -399,3 +419,24 @@ return {ok and 1 or 0, st or '', tostring(wait)}
             assert (got[0] == 1, got[1] or None) == (ok, st) and float(got[2]) == pytest.approx(wait, abs=1e-9)
     finally:
         r.close()
+
+
+def test_the_docs_say_the_limits_and_the_proxy_header_as_they_are():
+    """docs/live-class.md's Fair limits says the numbers classroom/limits.py has, and what deploy/haproxy.cfg does
+    about the client's address (it sends X-Forwarded-For: the per-address limits see each student)."""
+    import pathlib
+
+    from classroom.limits import EMPTY_IDLE_MINUTES, MAX_EMPTY, SEAT_CHANGES
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    doc = " ".join((root / "docs" / "live-class.md").read_text().split())
+    limits = doc[doc.index("### Fair limits"):]
+    assert "option forwardfor" in (root / "deploy" / "haproxy.cfg").read_text()
+    assert "does not yet" not in limits and "sends the header (`option forwardfor`)" in limits
+    said = [f"{JOIN_ADDRESS.burst:.0f} at once, then one a second", f"({JOIN_CLASS.burst:.0f}, then "
+            f"{JOIN_CLASS.per_second:.0f} a second)", f"{SEAT_VOTES.burst:.0f} votes at once, then one every "
+            f"{1 / SEAT_VOTES.per_second:.0f} s", f"change its votes {SEAT_CHANGES} times",
+            f"start {STARTS.burst:.0f} classes at once, then one a minute", f"forgotten {EMPTY_IDLE_MINUTES:.0f} "
+            f"minutes after", f"at most {MAX_EMPTY} per store", f"class's {classroom.MemoryStore().max_actions:,}"]
+    assert STARTS.per_second * 60 == 1
+    assert [s for s in said if s not in limits] == []

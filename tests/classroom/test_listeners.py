@@ -1,5 +1,5 @@
 """Which pages listen for a class's events (ui/classroom_push.py's components): a following student's step listens to
-the class's step, the teacher's count to the class's votes, a student's own count has a listener that is only its
+the class's step, the teacher's count to the class's votes, a student's own count to its seat (a removal) with its
 timer; a student exploring on their own listens to no step; each listener is drawn with the event number its run has
 seen."""
 
@@ -43,9 +43,9 @@ def test_each_page_listens_to_what_it_redraws(in_process):
     s.button(key="class_join").click().run()
     assert_ok(s)
     assert set(topics(t)) == {f"votes:{code}"}
-    mine = topics(s)
-    assert set(mine) == {f"step:{code}", None}
-    assert 2.0 <= mine[None]["every"] < 3.0  # the count's timer: a class of one ticks every 2 s, spread by the seat
+    mine, seat = topics(s), f"seat:{code}:{s.session_state['class_sid']}"
+    assert set(mine) == {f"step:{code}", seat}  # the seat's: the teacher's Remove reruns the count at once
+    assert 2.0 <= mine[seat]["every"] < 3.0  # the count's timer: a class of one ticks every 2 s, spread by the seat
     step = mine[f"step:{code}"]
     assert step["epoch"] == events.EPOCH and step["seen"] == events.HUB.seq(f"step:{code}")
     assert step["url"].startswith("api/class-events?")  # relative: a proxy's prefix stays in front of it

@@ -738,3 +738,30 @@ def test_a_refused_vote_is_said_beside_it_on_the_run_that_refused_it(backend, mo
     monkeypatch.setattr(backend, "vote", refuse)
     vote_radio(fresh).set_value(0).run()
     assert vote_radio(fresh).value is None and len(fresh.error) == 1
+
+
+def test_starts_past_a_browsers_bucket_are_refused_and_said_and_the_live_class_works_on(backend, monkeypatch):
+    """"Start a class" again and again from one browser (its seat token): past the browser's bucket (here 1, to keep
+    the test short; 5 by default) the page says why and how long to wait, starts no class and sets no teacher key;
+    the live class beside it still takes votes and joins."""
+    from classroom.limits import Rate
+
+    monkeypatch.setattr(backend, "starts", Rate(1, 1 / 300))
+    t, code, _ = teacher()
+    s = student(code, "Ada")
+    token = t.session_state[live_session.SEAT]
+    for _ in range(2):  # the same browser, a new tab (its cookie): refused both times
+        again = session()
+        again.session_state[live_session.SEAT] = token
+        again.button(key="class_start").click().run()
+        assert_ok(again)
+        said = [w.value for w in again.warning]
+        assert any(w.startswith("Classes are being started very often from your network or browser: try again in ")
+                   and w.endswith("minutes.") for w in said), said
+        assert live_session.CODE not in again.session_state and "class" not in again.query_params
+        assert "teacher" not in again.query_params
+    vote_radio(s).set_value(1).run()  # the live class works on
+    assert_ok(s)
+    student(code, "Bo")
+    t.run()
+    assert _answered(t) == "**1 of 2** students have answered."

@@ -118,7 +118,7 @@ def count_ui(code: str, sid: str, first: View) -> None:
 
     @st.fragment(key=classroom_push.COUNT_FRAGMENT)
     def class_count() -> None:  # on the timer of its listener; the student's vote reruns it at once
-        st.session_state[COUNT_FRAGMENT] = classroom_push.fragment_here(spread_tick(tick[0], sid))
+        st.session_state[COUNT_FRAGMENT] = classroom_push.fragment_here(code, sid, spread_tick(tick[0], sid))
         try:
             v = first_read.pop() if first_read else store().view(code, sid=sid)
         except classroom.StoreUnavailable:
