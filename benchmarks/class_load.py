@@ -50,16 +50,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from appserver import app_server, proxied_app_servers, redis_server  # noqa: E402
-from load import Client, cpu_seconds, pct, problems_of  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the app server and the websocket client
 from memory import rss_mb  # noqa: E402
+from support.appserver import app_server, proxied_app_servers, redis_server  # noqa: E402
+from support.wsclient import REVEALED, Client, cpu_seconds, pct, problems_of  # noqa: E402
 
 MAX_STUDENTS = 200
 SHOW_MESSAGES = bool(os.environ.get("CLASS_LOAD_SHOW_MESSAGES"))  # print every message of one follower's step change
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
-# The answer in a reveal's alert, whoever's answer it is: "Right: **x**", "The model's answer: **x**", "The answer:
-# **x**", "Not this time: the tokenizer's answer is **x**" (steps 1 and 3 are not the model's: their label says so).
-REVEALED = re.compile(r"(?:^Right: |answer: |answer is )\*\*(.+)\*\*")
 
 
 class Ticker:

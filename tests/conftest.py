@@ -201,8 +201,8 @@ def shared_app_server():
     that need no special environment; its log in tests/output/server[-gwN].log. Each test still opens its own
     browser context, hence its own Streamlit session; only the server's start (torch's import, the model's load,
     the caches) is paid once instead of once per test file."""
-    from appserver import app_server
-    from apptest_util import ROOT
+    from support.appserver import app_server
+    from support.apptest import ROOT
 
     out = ROOT / "tests" / "output"
     out.mkdir(parents=True, exist_ok=True)
@@ -218,8 +218,8 @@ def shared_app_server():
 @pytest.fixture(scope="session")
 def redis_url():
     """A redis-server for this test session on a free loopback port; its files under tests/output (then removed)."""
-    from appserver import redis_server
-    from apptest_util import ROOT
+    from support.appserver import redis_server
+    from support.apptest import ROOT
 
     d = ROOT / "tests" / "output" / f"redis-classroom{worker_suffix()}"
     try:

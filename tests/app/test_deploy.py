@@ -79,7 +79,7 @@ def test_start_sh_serves_warms_up_and_stops_on_sigterm():
     import time
     import urllib.request
 
-    from appserver import free_port
+    from support.appserver import free_port
 
     port = free_port()
     out = ROOT / "tests" / "output"

@@ -1,6 +1,6 @@
 """deploy/serve.sh: two Streamlit processes behind HAProxy serve the app, and each browser stays on one.
 
-A "browser" here is benchmarks/load.py's Client: it loads the page over HTTP (keeping HAProxy's
+A "browser" here is tests/support/wsclient.py's Client: it loads the page over HTTP (keeping HAProxy's
 sticky cookie, as a browser does), opens Streamlit's websocket with that cookie and runs a page.
 HAProxy names the process that answered each request (X-Served-By, deploy/haproxy.cfg).
 """
@@ -16,9 +16,9 @@ import time
 import urllib.parse
 import urllib.request
 
-import load  # benchmarks/load.py
 import pytest
-from appserver import ROOT, free_port
+from support import wsclient
+from support.appserver import ROOT, free_port
 
 
 def _get(url: str, cookie: str = "") -> tuple[int, str | None, str]:
@@ -74,10 +74,10 @@ def test_two_processes_serve_the_app_each_browser_stays_on_one_and_sigterm_stops
 
 def _check_served(url: str, port: int) -> None:
 
-    async def browse(i: int) -> tuple[load.Client, load.Run]:
-        c = load.Client(url)
+    async def browse(i: int) -> tuple[wsclient.Client, wsclient.Run]:
+        c = wsclient.Client(url)
         await c.connect()
-        text = f"The {load.marker(i)} [MASK] the letter."
+        text = f"The {wsclient.marker(i)} [MASK] the letter."
         run = await c.rerun("tokenization", urllib.parse.urlencode({"text": text}))
         await c.close()
         return c, run
@@ -85,15 +85,15 @@ def _check_served(url: str, port: int) -> None:
     async def four():
         return await asyncio.gather(*(browse(i) for i in range(4)))
 
-    expect = load.Expect()
+    expect = wsclient.Expect()
     browsers = asyncio.run(four())
     for i, (c, run) in enumerate(browsers):
-        assert load.problems_of(run) == []
+        assert wsclient.problems_of(run) == []
         assert c.backend_http in ("s1", "s2") and c.backend_ws == c.backend_http, (c.backend_http, c.backend_ws)
-        text = f"The {load.marker(i)} [MASK] the letter."
-        assert load.check_answer("tokenization", text, run, expect) == []  # its own text, answered
-        assert load.marker(i).encode() in c.received
-        assert not any(load.marker(j).encode() in c.received for j in range(4) if j != i)
+        text = f"The {wsclient.marker(i)} [MASK] the letter."
+        assert wsclient.check_answer("tokenization", text, run, expect) == []  # its own text, answered
+        assert wsclient.marker(i).encode() in c.received
+        assert not any(wsclient.marker(j).encode() in c.received for j in range(4) if j != i)
     # New browsers are spread over both processes (round robin), so the proxy really has two behind it.
     assert {c.backend_ws for c, _ in browsers} == {"s1", "s2"}
 
@@ -111,19 +111,19 @@ def _check_class(url: str) -> None:
     """A teacher and four students spread over both processes are one class: every vote reaches the projector."""
 
     async def go() -> tuple[list, str]:
-        t = load.Client(url)
+        t = wsclient.Client(url)
         await t.connect()
         await t.rerun("lesson")
         await t.rerun(widgets={"class_start": True})
         code = urllib.parse.parse_qs(t.page_query)["class"][0]
         students, pushed = [], {}
         for i in range(4):
-            c = load.Client(url)
+            c = wsclient.Client(url)
             c.on_push = pushed.setdefault(i, []).append  # whole runs the server starts, nobody asking
             await c.connect()
             await c.rerun("lesson", query=f"class={code}")
             run = await c.rerun(widgets={"class_join": True})
-            assert load.problems_of(run) == []
+            assert wsclient.problems_of(run) == []
             radio = next(e for e in run.of("radio") if "class_vote_" in e.id)
             await c.rerun(widgets={radio.id.split("-", 2)[2]: radio.options[0]}, fragment=next(iter(c.fragments)),
                           auto=False)
@@ -205,5 +205,5 @@ def _check_restarts(url: str, port: int, code: str, secret: str) -> None:
     assert _log().count(warmed) == 2, _log()
 
 
-def _heading(run: load.Run) -> str:
+def _heading(run: wsclient.Run) -> str:
     return next((e.body for k, e in run.elements if k == "heading"), "")

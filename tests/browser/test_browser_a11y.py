@@ -7,16 +7,12 @@ One server (the session's), one chromium, one visit per page. The Lesson is not 
 from __future__ import annotations
 
 import pytest
-import test_browser
-from page_checks import AXE, drawn
+from support.page_checks import AXE, AXE_RUN, WCAG_TAGS, drawn
 
 from ui.theme import FOCUS_RING
 
 pytestmark = pytest.mark.browser
 
-server = test_browser.server  # the session's real server (offline, developmentMode off)
-browser = test_browser.browser
-watch = test_browser.watch
 
 # url_path -> the page's title in the menu (app.py's st.Page titles).
 PAGES = {
@@ -26,14 +22,6 @@ PAGES = {
     "finetuning": "Fine-tuning", "tagging": "Tagging", "question-answering": "Question answering",
     "similarity": "Sentence similarity", "probing": "Probing", "neighbours": "Neighbours",
 }
-
-WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-
-AXE_RUN = """async (tags) => {
-  const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
-  return r.violations.flatMap(v => v.nodes.map(n => v.id + ' :: ' + n.target.join(' ') + ' :: '
-      + n.failureSummary.replace(/\\s+/g, ' ')));
-}"""
 
 # Each chart: its accessible name (st.plotly_chart's alt: role=figure, aria-label on the chart) and whether a "Data"
 # expander (its numbers as a table) follows it.

@@ -12,17 +12,13 @@ from __future__ import annotations
 import re
 
 import pytest
-import test_browser
-from page_checks import AXE, drawn
 from playwright.sync_api import expect
-from test_browser_a11y import AXE_RUN, WCAG_TAGS
+from support.page_checks import AXE, AXE_RUN, WCAG_TAGS, drawn
 
 from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 
-server = test_browser.server
-browser = test_browser.browser
 
 N = len(lesson.STEPS)
 MAIN = '[data-testid="stMain"]'

@@ -16,17 +16,15 @@ import threading
 import time
 
 import pytest
-import test_browser
-from appserver import ROOT
-from page_checks import once_more
-from test_browser_classroom import _start_class, explained, header_is, tab
-from test_browser_lesson import settle
+from support.appserver import ROOT
+from support.browser import settle
+from support.class_pages import explained, header_is, tab
+from support.class_pages import start_class as _start_class
+from support.page_checks import once_more
 
 pytestmark = pytest.mark.browser
 
 OUT = ROOT / "tests" / "output"
-server = test_browser.server
-browser = test_browser.browser  # one chromium for this file's tests
 PHONE = (390, 844)
 REMOVED = "Your teacher removed your seat from this class"
 
@@ -129,7 +127,7 @@ FLOOD = 60  # scripted joins: three times the per-address bucket (20 at once, th
 def _client(base: str, address: str):
     """A load.Client whose websocket says it comes through a proxy from `address` (X-Forwarded-For, believed from
     a loopback peer, as from HAProxy)."""
-    from load import Client
+    from support.wsclient import Client
 
     class Forwarded(Client):
         async def connect(self) -> None:
@@ -169,7 +167,7 @@ class Attack:
         self.thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True)
 
     async def _main(self) -> None:
-        from load import problems_of
+        from support.wsclient import problems_of
 
         clients = []
         try:

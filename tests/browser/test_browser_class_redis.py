@@ -18,16 +18,14 @@ import time
 import urllib.parse
 
 import pytest
-import test_browser_classroom
-from appserver import app_server, free_port, redis_server
-from conftest import worker_suffix
-from test_browser_classroom import _start_class, explained, header_is, joined_by_link, tab
-from test_browser_lesson import settle
+from support.appserver import app_server, free_port, redis_server
+from support.browser import settle
+from support.class_pages import explained, header_is, joined_by_link, tab
+from support.class_pages import start_class as _start_class
+from support.paths import OUT, worker_suffix
 
 pytestmark = pytest.mark.browser
 
-OUT = test_browser_classroom.OUT
-browser = test_browser_classroom.browser
 OUTAGE = 10.0  # seconds without the class store
 
 

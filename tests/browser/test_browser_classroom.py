@@ -7,84 +7,28 @@ the model's answer (computed here by bert_core.lesson on the step's sentence).
 
 from __future__ import annotations
 
-import contextlib
-import pathlib
 import re
-import time
 import urllib.parse
 
 import pytest
-import test_browser
-from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT
-from conftest import worker_suffix
-from page_checks import once_more
-from test_browser_lesson import settle
+from support.browser import OUT, launch, settle
+from support.class_pages import explained, header_is, joined_by_link, split_chart, tab
+from support.class_pages import seat_of as _me
+from support.class_pages import start_class as _start_class
+from support.slides import slide_problems
 
 import bert_core
 from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 
-OUT = ROOT / "tests" / "output"
-server = test_browser.server  # the same real server fixture (offline, developmentMode off)
 
 
 @pytest.fixture
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    """A chromium of its own per test (a class's tabs share nothing with the test before)."""
+    with launch() as b:
         yield b
-        b.close()
-
-
-def tab(browser, base: str, size=(1280, 900), **context):
-    """A page in its own context (its own cookies: its own Streamlit session), offline; `context`: more of
-    browser.new_context's options (a phone's touch screen, headers)."""
-    host = urllib.parse.urlparse(base).netloc
-    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]}, **context)
-    ctx.route("**/*", lambda r: r.continue_() if urllib.parse.urlparse(r.request.url).netloc in (host, "")
-              else r.abort())
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    return pg
-
-
-def split_chart(pg):
-    """The class's split (a plotly chart titled "The class's guesses", or "Guesses" in the projector's join card),
-    beside the step's own charts."""
-    return pg.locator('[data-testid="stPlotlyChart"]').filter(
-        has=pg.locator(".gtitle", has_text=re.compile(r"^(The class's guesses|Guesses) \(")))
-
-
-def header_is(pg, step: int, timeout: float = 30_000) -> None:
-    pg.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {step} of')",
-                         timeout=timeout)
-
-
-@contextlib.contextmanager
-def explained(pages: dict, log: pathlib.Path | None = None):
-    """A wait that fails inside says what each page showed then: a screenshot of each in tests/output, their text,
-    their errors and the end of the server's log (a CI failure is then readable without running it again)."""
-    try:
-        yield
-    except Exception as e:
-        stamp, said = int(time.time()), []
-        for name, pg in pages.items():
-            try:
-                pg.screenshot(path=str(OUT / f"failed_{name}_{stamp}.png"), full_page=True)
-                text = pg.evaluate("() => document.body.innerText")  # the step's start and the side column's end
-                said.append(f"{name} (errors {pg.errors}): {text[:1200]!r} ... {text[-1800:]!r}")
-            except Exception as why:  # a closed page says so, and the others are still shown
-                said.append(f"{name}: not readable ({type(why).__name__})")
-        if log is None:
-            log = OUT / f"server{worker_suffix()}.log"  # the shared server's (tests/conftest.py)
-        tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
-        raise AssertionError(f"{type(e).__name__}: {str(e)[:500]}\n" + "\n".join(said)
-                             + f"\nscreenshots failed_*_{stamp}.png; the server's log ends: {tail!r}") from e
 
 
 @pytest.mark.flaky(reruns=2)  # failed once in CI (stop 48, 2026-11-27) in a full suite; explained() says why
@@ -173,35 +117,6 @@ def _teacher_and_three_students(server, browser, pages: dict) -> None:
         assert not pg.errors, pg.errors
     students[2].screenshot(path=str(OUT / "class_student_reveal.png"))
     assert teacher.locator('[data-testid="stException"]').count() == 0 and not teacher.errors
-
-
-def _start_class(pg, server: str, query: str = "") -> str:
-    pg.goto(f"{server}/lesson{query}", wait_until="domcontentloaded")
-    settle(pg)
-    if "present=1" in query:  # presenter mode: "Start a class" is in the popover at the top right
-        pg.get_by_role("button", name="Class and sentence").click()
-    # A click lost once in a full run here (never alone) is kept in tests/output and clicked once more.
-    once_more(pg, lambda: pg.get_by_role("button", name="Start a class").click(),
-              lambda ms: pg.wait_for_url(re.compile(r"class=[A-Z0-9]{6}"), timeout=ms), "class_start_click",
-              first_s=20, then_s=60)
-    settle(pg)
-    return urllib.parse.parse_qs(urllib.parse.urlparse(pg.url).query)["class"][0]
-
-
-def joined_by_link(browser, server: str, code: str):
-    """A student's tab (900 x 900) that opened the class's link and joined."""
-    s = tab(browser, server, (900, 900))
-    s.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
-    settle(s)
-    s.get_by_role("button", name="Join the class").click()
-    _me(s)
-    settle(s)
-    return s
-
-
-def _me(pg) -> str:
-    pg.wait_for_url(re.compile(r"[?&]me="))
-    return urllib.parse.parse_qs(urllib.parse.urlparse(pg.url).query)["me"][0]
 
 
 def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
@@ -346,7 +261,6 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
     on screen beside the step, clear of the model corner, and the slide is readable (slide_problems: every text
     >= 18 px, the card's included; no chart text cut; nothing scrolled sideways; the slide within 720 px). Opened
     as 127.0.0.1, the card says students cannot reach that address and links to this machine's network address."""
-    from test_browser_lesson_readable import slide_problems
 
     from ui.lesson.live_class.join import lan_address
 

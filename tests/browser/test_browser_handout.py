@@ -10,15 +10,12 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-import test_browser
 
 import bert_core
 from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 
-server = test_browser.server  # the session's one real server (offline, developmentMode off)
-browser, watch = test_browser.browser, test_browser.watch  # Debian's chromium; a page with no off-machine request
 OUT = Path(__file__).resolve().parents[1] / "output"
 HOSTILE = "</script><script>alert(1)</script><!-- The <img src=x onerror=alert(1)> cat sat on the cat mat."
 VISITED = [1, 2, 3]

@@ -10,7 +10,7 @@ import time
 import urllib.parse
 
 import pytest
-from test_browser import OUT, browser, server, watch  # noqa: F401  (pytest fixtures)
+from support.paths import OUT
 
 pytestmark = pytest.mark.browser
 

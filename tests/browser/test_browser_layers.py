@@ -8,7 +8,7 @@ from __future__ import annotations
 import urllib.parse
 
 import pytest
-from test_browser import OUT, browser, server, watch  # noqa: F401  (pytest fixtures)
+from support.paths import OUT
 
 pytestmark = pytest.mark.browser
 

@@ -18,13 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_browser import OUT, browser, server, watch  # noqa: F401  (pytest fixtures)
+from support.paths import OUT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "notebooks"))
-import nb_run  # noqa: E402
-from nb_run import printed_table, run  # noqa: E402
-
-kernel = nb_run.kernel  # the shared kernel fixture
+from support.nb_run import printed_table, run  # noqa: E402
 
 pytestmark = pytest.mark.browser
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from test_browser import OUT, assert_nothing_injected, browser, server, watch  # noqa: F401  (fixtures)
+from support.browser import OUT, assert_nothing_injected
 
 pytestmark = pytest.mark.browser
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_browser import OUT, browser, server, watch  # noqa: F401  (fixtures)
+from support.paths import OUT
 
 pytestmark = pytest.mark.browser
 

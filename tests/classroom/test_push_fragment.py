@@ -15,10 +15,10 @@ import re
 import time
 import urllib.parse
 
-from appserver import app_server
-from apptest_util import ROOT
-from conftest import worker_suffix
-from load import Client, problems_of  # benchmarks/ is on pytest's pythonpath
+from support.appserver import app_server
+from support.apptest import ROOT
+from support.paths import worker_suffix
+from support.wsclient import Client, problems_of
 
 from classroom.redis_store import RedisStore
 from ui.lesson.live_class import session

@@ -306,7 +306,7 @@ def test_open_store_follows_the_environment(monkeypatch, redis_url):
 
 
 def test_an_unreachable_redis_gives_a_clear_message():
-    from appserver import free_port
+    from support.appserver import free_port
 
     from classroom.redis_store import RedisStore
 
@@ -322,7 +322,7 @@ def test_a_frozen_redis_is_waited_for_once_then_every_caller_hears_at_once(tmp_p
     unavailable at once (the store's own thread pings it), not after seconds each; continued, the store answers."""
     import signal
 
-    from appserver import redis_server
+    from support.appserver import redis_server
 
     from classroom import redis_store
 

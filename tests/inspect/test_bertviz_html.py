@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from appserver import CHROMIUM, CHROMIUM_ARGS  # benchmarks/ is on pytest's pythonpath
+from support.appserver import CHROMIUM, CHROMIUM_ARGS
 
 from bert_core.inspect.bertviz_html import head_view_html, model_view_html
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from appserver import ROOT
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from support.paths import ROOT
 
 OUT = ROOT / "tests" / "output"
 
@@ -67,3 +68,14 @@ def once_more(pg, act: Callable[[], None], wait: Callable[[float], object], what
         print(f"{what}: lost once; the page is in tests/output/{what}_lost.png and .txt")
         (retry or act)()
         wait(then_s * 1000)
+
+
+# axe-core's WCAG 2.0/2.1 A and AA rules, and a run of them returning each violation's rule, target and summary.
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+AXE_RUN = """async (tags) => {
+  const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
+  return r.violations.flatMap(v => v.nodes.map(n => v.id + ' :: ' + n.target.join(' ') + ' :: '
+      + n.failureSummary.replace(/\\s+/g, ' ')));
+}"""

@@ -70,8 +70,7 @@ def printed_table(stdout: str, title: str) -> str:
     return "\n".join(out)
 
 
-# Fixtures for the test files that import them (not in a conftest.py: a second module named conftest would shadow
-# tests/conftest.py for the files that import from it).
+# Fixtures, offered by tests/notebooks/conftest.py and tests/browser/conftest.py.
 @pytest.fixture(scope="module")
 def kernel():
     """One kernel per test file; each notebook clears its namespace first (`run`)."""

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Debian's chromium, never a browser a test tool downloads; without the background-networking
 # flags it keeps calling out, and this machine refuses every such connection.
 CHROMIUM = "/usr/bin/chromium"
