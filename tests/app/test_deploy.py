@@ -10,6 +10,8 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -72,6 +74,7 @@ def test_dockerfile_base_user_health_and_command_match_the_app():
     assert (ROOT / ".streamlit" / "config.toml").is_file()
 
 
+@pytest.mark.server
 def test_start_sh_serves_warms_up_and_stops_on_sigterm():
     """deploy/start.sh (the image's command) here: healthy, app.py run once by the warm-up, SIGTERM stops it."""
     import signal

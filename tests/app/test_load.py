@@ -42,7 +42,8 @@ def test_small_class_gets_its_own_answers_and_the_cap_holds():
     assert r["lease_seconds"] <= r["slot_freed_after"] <= r["lease_seconds"] + 15, r["slot_freed_after"]
     assert r["lapsed_total"] == 1
     # Waiting pages refresh every 5 s (cheap for the server, well inside the lease), training ones every second.
-    assert {tuple(x) for x in r["tick_intervals"]} == {("waiting for a slot", 5.0), ("training", 1.0)}, r["tick_intervals"]
+    intervals = {tuple(x) for x in r["tick_intervals"]}
+    assert intervals == {("waiting for a slot", 5.0), ("training", 1.0)}, intervals
     # ...and the next in line trained on it.
     assert sum(steps > 0 for steps in r["trained_steps"].values()) >= 2, r["trained_steps"]
     assert r["peak_rss_mb"] > 0 and r["solo_p50"] > 0 and r["load_p50"] > 0

@@ -54,7 +54,7 @@ def _start(port: int) -> subprocess.Popen:
         time.sleep(0.5)
 
 
-@pytest.mark.flaky(reruns=2)  # timing under a loaded 2-core machine; passes alone (closing note)
+@pytest.mark.server
 def test_two_processes_serve_the_app_each_browser_stays_on_one_and_sigterm_stops_all():
     port = free_port()
     url = f"http://127.0.0.1:{port}"

@@ -1,30 +1,14 @@
-"""The browser tier's fixtures: the session's one real app server, one chromium per test file, a watched page per
-test (every test gets its own browser context, hence its own Streamlit session). Every test here is marked
-`browser` (tests/conftest.py's collection hook)."""
+"""The browser tier's fixtures: the server a file's pages open (the session's shared one), one chromium per test
+file, a watched page per test (every test gets its own browser context, hence its own Streamlit session). Every test
+here is marked `browser` (tests/conftest.py's collection hook)."""
 
 from __future__ import annotations
 
-import os
 import urllib.parse
 
 import pytest
-from support.appserver import app_server
 from support.browser import PageWatch, launch
 from support.nb_run import kernel  # noqa: F401  (pytest fixture: test_browser_notebook.py's kernel)
-from support.paths import OUT, worker_suffix
-
-
-@pytest.fixture(scope="session")
-def shared_app_server():
-    """One `streamlit run app.py` for the whole session (offline, developmentMode off), shared by the browser tests
-    that need no special environment; its log in tests/output/server[-gwN].log. Each test still opens its own
-    browser context, hence its own Streamlit session; only the server's start (torch's import, the model's load,
-    the caches) is paid once instead of once per test file."""
-    OUT.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    with open(OUT / f"server{worker_suffix()}.log", "w") as log, \
-            app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=300) as (url, _):
-        yield url
 
 
 @pytest.fixture(scope="module")

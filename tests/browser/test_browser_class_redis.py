@@ -29,7 +29,6 @@ pytestmark = pytest.mark.browser
 OUTAGE = 10.0  # seconds without the class store
 
 
-@pytest.mark.flaky(reruns=2)  # timing under a loaded 2-core machine
 def test_redis_killed_mid_class_and_restarted_with_its_data(browser):
     d, port = OUT / f"redis-class-kill{worker_suffix()}", free_port()
     shutil.rmtree(d, ignore_errors=True)

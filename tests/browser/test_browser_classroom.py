@@ -31,7 +31,6 @@ def browser():
         yield b
 
 
-@pytest.mark.flaky(reruns=2)  # failed once in CI (stop 48, 2026-11-27) in a full suite; explained() says why
 def test_a_teacher_and_three_students(server, browser):
     pages = {}
     with explained(pages):
@@ -254,7 +253,6 @@ def _card_problems(t, code: str, what: str) -> list[str]:
     return out
 
 
-@pytest.mark.flaky(reruns=2)  # timing under a loaded 2-core machine
 def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server, browser):
     """Presenter mode at 1280 x 720, a class started from the presenter's popover and one student voting on every
     step: on steps 1-13, with the class's split shown before the reveal and after it, the QR code and the code are

@@ -28,7 +28,6 @@ pytestmark = pytest.mark.browser
 TEXT = "After the storm the lighthouse keeper [MASK] a letter to his sister."  # no other test uses it
 
 
-@pytest.mark.flaky(reruns=2)  # timing under a loaded 2-core machine; passes alone (closing note)
 def test_attention_notebook_downloads_runs_and_matches_the_page(watch):  # noqa: F811
     q = urllib.parse.urlencode({"text": TEXT, "layer": 5, "head": 9})
     page = watch.open(f"/attention?{q}")

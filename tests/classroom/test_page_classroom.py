@@ -28,7 +28,7 @@ from ui.lesson.state import text_key
 from ui.markdown import plain
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.server)])
 def backend(request, monkeypatch):
     """The store the app opens: BERT_EXPLORER_CLASS_STORE unset, or the test session's redis-server."""
     if request.param == "redis":
@@ -285,6 +285,7 @@ def heard_again(timeout: float = 10) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.server
 def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypatch):
     """A real redis-server frozen (SIGSTOP), then killed, then restarted empty on its port: the teacher keeps the
     class's key in the session and the address throughout and the page says it is reconnecting; a frozen store

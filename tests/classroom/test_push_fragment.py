@@ -15,6 +15,7 @@ import re
 import time
 import urllib.parse
 
+import pytest
 from support.appserver import app_server
 from support.apptest import ROOT
 from support.paths import worker_suffix
@@ -23,6 +24,7 @@ from support.wsclient import Client, problems_of
 from classroom.redis_store import RedisStore
 from ui.lesson.live_class import session
 
+pytestmark = pytest.mark.server  # a real Streamlit server (and redis-server), spoken to over its websocket
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
 OWN_COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* have answered this step")  # a student's own, in the side column
 

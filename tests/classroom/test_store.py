@@ -317,6 +317,7 @@ def test_an_unreachable_redis_gives_a_clear_message():
         s.view(new_code())
 
 
+@pytest.mark.server
 def test_a_frozen_redis_is_waited_for_once_then_every_caller_hears_at_once(tmp_path):
     """Redis frozen (SIGSTOP): a call waits out its tries (about 3 s); after it, every call says the store is
     unavailable at once (the store's own thread pings it), not after seconds each; continued, the store answers."""
