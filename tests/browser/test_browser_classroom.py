@@ -15,7 +15,9 @@ from support.browser import OUT, launch, settle
 from support.class_pages import explained, header_is, joined_by_link, split_chart, tab
 from support.class_pages import seat_of as _me
 from support.class_pages import start_class as _start_class
+from support.page_checks import drawn
 from support.slides import slide_problems
+from support.wait import until
 
 import bert_core
 from ui.lesson import content as lesson
@@ -57,7 +59,7 @@ def _teacher_and_three_students(server, browser, pages: dict) -> None:
         if i == 0:  # by the link
             pg.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
             settle(pg)
-            expect(pg.get_by_role("textbox", name="Class code")).to_have_value(code, timeout=30_000)
+            expect(pg.get_by_role("textbox", name="Class code")).to_have_value(code, timeout=120_000)
         else:  # by the code, typed the way people type it
             pg.goto(server + "/lesson", wait_until="domcontentloaded")
             settle(pg)
@@ -72,7 +74,7 @@ def _teacher_and_three_students(server, browser, pages: dict) -> None:
         students.append(pg)
     teacher.bring_to_front()
     teacher.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
-                              ".some(e => e.innerText.trim() === '3')", timeout=30_000)
+                              ".some(e => e.innerText.trim() === '3')", timeout=120_000)
 
     # The teacher goes to step 2 and presents: every student follows.
     teacher.get_by_role("button", name="Next →").click()
@@ -91,27 +93,29 @@ def _teacher_and_three_students(server, browser, pages: dict) -> None:
     for pg, choice in zip(students, (q.answer, q.answer, (q.answer + 1) % len(q.choices))):
         pg.bring_to_front()
         pg.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(choice).click()
-        pg.wait_for_selector("text=Your vote:", timeout=30_000)
+        pg.wait_for_selector("text=Your vote:", timeout=120_000)
     teacher.bring_to_front()
-    teacher.wait_for_selector(".st-key-class_card >> text=Answered: 3 of 3", timeout=30_000)  # in the join card
+    teacher.wait_for_selector(".st-key-class_card >> text=Answered: 3 of 3", timeout=120_000)  # in the join card
     assert split_chart(teacher).count() == 0  # the step's own chart only, until the teacher asks
     teacher.get_by_role("button", name="Show the class's split").click()
-    split_chart(teacher).wait_for(timeout=30_000)
-    teacher.wait_for_timeout(1500)
-    bars = split_chart(teacher).locator(".bars text").all_text_contents()
-    assert sorted(int(b) for b in bars if b.strip()) == [1, 2], bars
+    split_chart(teacher).wait_for(timeout=120_000)
+
+    def counts() -> list[int]:  # the bars' labels, once plotly has drawn them
+        return sorted(int(b) for b in split_chart(teacher).locator(".bars text").all_text_contents() if b.strip())
+
+    until(lambda: counts() == [1, 2], 120, "the split's bars to read 1 and 2")
     teacher.screenshot(path=str(OUT / "class_projector_split.png"))
     for pg in students:  # no split and no answer on the students' devices before the reveal
         assert split_chart(pg).count() == 0 and "model's answer is" not in pg.inner_text("body")
     teacher.keyboard.press(" ")  # space reveals, as in presenter mode without a class
-    teacher.wait_for_selector("text=The model's answer", timeout=30_000)
+    teacher.wait_for_selector("text=The model's answer", timeout=120_000)
     shown = q.choices[q.answer]
     for i, pg in enumerate(students):
         pg.bring_to_front()
-        pg.wait_for_selector('[data-testid="stAlert"]', timeout=30_000)
+        pg.wait_for_selector('[data-testid="stAlert"]', timeout=120_000)
         alert = pg.locator('[data-testid="stAlert"]').first.inner_text()
         assert shown in alert and (("Right" in alert) == (i < 2)), (i, alert, shown)
-        split_chart(pg).wait_for(timeout=30_000)  # the split beside the answer
+        split_chart(pg).wait_for(timeout=120_000)  # the split beside the answer
         assert pg.locator('[data-testid="stException"]').count() == 0
         assert not pg.errors, pg.errors
     students[2].screenshot(path=str(OUT / "class_student_reveal.png"))
@@ -133,10 +137,10 @@ def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
     sid = _me(s)
     settle(s)
     s.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(1).click()
-    s.wait_for_selector("text=Your vote:", timeout=30_000)
-    s.wait_for_function("() => document.cookie.includes('bx_seat=')", timeout=30_000)  # the seat token, kept
+    s.wait_for_selector("text=Your vote:", timeout=120_000)
+    s.wait_for_function("() => document.cookie.includes('bx_seat=')", timeout=120_000)  # the seat token, kept
     s.get_by_role("button", name="Leave the class").click()
-    s.wait_for_function("() => !location.search.includes('me=')", timeout=30_000)
+    s.wait_for_function("() => !location.search.includes('me=')", timeout=120_000)
     settle(s)
     s.get_by_role("textbox", name="Class code").fill(code)
     s.get_by_role("textbox", name="Class code").press("Enter")
@@ -144,9 +148,9 @@ def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
     s.get_by_role("button", name="Join the class").click()
     assert _me(s) == sid  # the same seat
     settle(s)
-    s.wait_for_selector("text=Your vote:", timeout=30_000)  # and its vote
+    s.wait_for_selector("text=Your vote:", timeout=120_000)  # and its vote
     second = s.context.new_page()  # the link again, in a new tab of the same browser: a new Streamlit session
-    second.set_default_timeout(60_000)
+    second.set_default_timeout(120_000)
     second.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
     settle(second)
     second.get_by_role("button", name="Join the class").click()
@@ -155,9 +159,9 @@ def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
     settle(s)
     assert _me(s) == sid
     teacher.bring_to_front()
-    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)
+    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=120_000)
     teacher.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
-                              ".some(e => e.innerText.trim() === '1')", timeout=30_000)
+                              ".some(e => e.innerText.trim() === '1')", timeout=120_000)
     assert teacher.get_by_text("1 seat in the class.").count() == 1
     for pg in (teacher, s, second):
         assert pg.locator('[data-testid="stException"]').count() == 0 and not getattr(pg, "errors", [])
@@ -172,40 +176,41 @@ def test_a_new_sentence_after_the_reveal_opens_a_new_vote(server, browser):
     s = joined_by_link(browser, server, code)
     header_is(s, 4)
     s.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
-    s.wait_for_selector("text=Your vote:", timeout=30_000)
+    s.wait_for_selector("text=Your vote:", timeout=120_000)
     teacher.bring_to_front()
-    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)
+    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=120_000)
     teacher.locator(".st-key-lesson_reveal button").first.click()
-    teacher.wait_for_selector('[data-testid="stAlert"]', timeout=60_000)
+    teacher.wait_for_selector('[data-testid="stAlert"]', timeout=180_000)
     s.bring_to_front()
-    s.wait_for_selector("text=/^(Right: |Not this time: )/", timeout=30_000)  # the answer reached the student
+    s.wait_for_selector("text=/^(Right: |Not this time: )/", timeout=120_000)  # the answer reached the student
     teacher.bring_to_front()
     box = teacher.get_by_role("textbox", name="This step's sentence")
     box.fill("She [MASK] the letter for her mother.")
     box.press("Enter")
     settle(teacher)
-    teacher.wait_for_selector("text=0 of 1 students have answered.", timeout=30_000)
+    teacher.wait_for_selector("text=0 of 1 students have answered.", timeout=120_000)
     assert teacher.get_by_role("button", name=re.compile(r"^Reveal ")).count() == 1  # again, for the new question
     s.bring_to_front()
-    s.wait_for_selector("text=for her mother", timeout=30_000)  # the new sentence on the student's page
+    s.wait_for_selector("text=for her mother", timeout=120_000)  # the new sentence on the student's page
     settle(s)
     body = s.inner_text("body")
     assert "Right: " not in body and "Not this time" not in body and "Your vote:" not in body, body[:2000]
     assert s.locator('[data-testid="stRadio"] input:checked').count() == 0  # nothing picked: a new vote
     s.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(1).click()
-    s.wait_for_selector("text=Your vote:", timeout=30_000)
+    s.wait_for_selector("text=Your vote:", timeout=120_000)
     teacher.bring_to_front()
-    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)
+    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=120_000)
     s.screenshot(path=str(OUT / "class_new_sentence_student.png"))
     for width in (900, 1024, 1280):  # the side column's labels (Follow the teacher, Leave the class) whole
         s.set_viewport_size({"width": width, "height": 900})
-        s.wait_for_timeout(300)
+        s.wait_for_function(f"() => window.innerWidth === {width}")
+        drawn(s)  # laid out again at the new width, and kept still
         assert not cut_labels(s), (width, cut_labels(s))
     assert not cut_labels(teacher), cut_labels(teacher)
     for pg in (teacher, s):
         assert pg.locator('[data-testid="stException"]').count() == 0 and not pg.errors, pg.errors
     teacher.get_by_role("button", name="End the class").click()  # the shared server as it was found
-    teacher.wait_for_function("() => !location.search.includes('class=')", timeout=30_000)
+    teacher.wait_for_function("() => !location.search.includes('class=')", timeout=120_000)
 
 
 def cut_labels(pg) -> list[str]:
@@ -280,18 +285,18 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
         header_is(s, k)
         # Every step has a question: the student votes (the split has a bar), the teacher shows the split.
         s.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
-        s.wait_for_selector("text=Your vote:", timeout=30_000)
-        t.wait_for_selector(".st-key-class_card >> text=Answered: 1 of 1", timeout=30_000)
+        s.wait_for_selector("text=Your vote:", timeout=120_000)
+        t.wait_for_selector(".st-key-class_card >> text=Answered: 1 of 1", timeout=120_000)
         t.get_by_role("button", name="Show the class's split").click()
-        split_chart(t).wait_for(timeout=30_000)
+        split_chart(t).wait_for(timeout=120_000)
         settle(t)
         t.mouse.move(640, 5)  # no tooltip of the button just clicked over the slide
         # The charts were drawn while settle() waited: 0.5 s more, not the readable walk's 1.5 s (13 steps, twice).
         problems += slide_problems(t, f"step {k}, split shown", 500) + _card_problems(t, code, f"step {k}, split")
         t.locator(".st-key-lesson_reveal button").first.click()
-        t.wait_for_selector('[data-testid="stAlert"]', timeout=60_000)
+        t.wait_for_selector('[data-testid="stAlert"]', timeout=180_000)
         settle(t)
-        split_chart(t).wait_for(timeout=30_000)
+        split_chart(t).wait_for(timeout=120_000)
         t.mouse.move(640, 5)
         problems += slide_problems(t, f"step {k}, revealed", 500) + _card_problems(t, code, f"step {k}, revealed")
         if k in (1, 2, 3, 12, 13):  # the longest titles and the steps cut before (a screenshot costs a second)
@@ -306,4 +311,4 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
     t.get_by_role("button", name="Exit presenter mode").click()
     settle(t)
     t.get_by_role("button", name="End the class").click()
-    t.wait_for_function("() => !location.search.includes('class=')", timeout=30_000)
+    t.wait_for_function("() => !location.search.includes('class=')", timeout=120_000)

@@ -32,7 +32,7 @@ def test_attention_notebook_downloads_runs_and_matches_the_page(watch):  # noqa:
     q = urllib.parse.urlencode({"text": TEXT, "layer": 5, "head": 9})
     page = watch.open(f"/attention?{q}")
     watch.assert_clean()
-    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
     # The page's main heatmap: its z (queries x keys) and its title, straight from plotly in the page.
     shown = page.evaluate("() => { const g = document.querySelector('.js-plotly-plot');"
                           " return {z: g.data[0].z, title: g.layout.title.text}; }")
@@ -42,7 +42,7 @@ def test_attention_notebook_downloads_runs_and_matches_the_page(watch):  # noqa:
         z = np.frombuffer(base64.b64decode(z["bdata"]), dtype=z["dtype"]).reshape(shape)
     z = np.asarray(z, dtype=float)
     assert "Layer 5, head 9" in shown["title"]
-    with page.expect_download(timeout=60_000) as d:
+    with page.expect_download(timeout=180_000) as d:
         page.get_by_role("button", name="Open as a notebook (.ipynb)").click()
     assert d.value.suggested_filename == "bert-explorer-attention.ipynb"
     path = OUT / "notebooks" / "attention-from-browser.ipynb"
@@ -51,7 +51,7 @@ def test_attention_notebook_downloads_runs_and_matches_the_page(watch):  # noqa:
     watch.assert_clean()
 
     t = time.perf_counter()
-    nb, out = run(path.read_bytes())  # a fresh kernel, offline, as a reader would run it
+    nb, out = run(path.read_bytes(), timeout=600)  # a fresh kernel, offline, as a reader would run it
     print(f"attention notebook, fresh kernel: {time.perf_counter() - t:.1f} s")
     assert "TEXT = " + repr(TEXT) in "\n".join(c.source for c in nb.cells)
     rows = printed_table(out, "Attention weights (rows: queries, columns: keys)").splitlines()[1:]
@@ -62,7 +62,7 @@ def test_attention_notebook_downloads_runs_and_matches_the_page(watch):  # noqa:
 
 def download(pw, page, name: str) -> Path:
     """Click the page's "Open as a notebook" and save the file under tests/output/notebooks."""
-    with page.expect_download(timeout=60_000) as d:
+    with page.expect_download(timeout=180_000) as d:
         page.get_by_role("button", name="Open as a notebook (.ipynb)").click()
     assert d.value.suggested_filename == f"bert-explorer-{name}.ipynb"
     path = OUT / "notebooks" / f"{name}-from-browser.ipynb"
@@ -86,7 +86,7 @@ def test_predictions_notebook_prints_the_pages_top_k(watch, kernel):  # noqa: F8
     q = urllib.parse.urlencode({"text": P_TEXT, "k": 7})
     page = watch.open(f"/predictions?{q}")
     watch.assert_clean()
-    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
+    page.wait_for_selector(".js-plotly-plot .main-svg", timeout=180_000)
     # The [MASK]'s bars, straight from plotly in the page: tokens (y) and probabilities (x), least likely first.
     bars = page.evaluate("() => { const g = [...document.querySelectorAll('.js-plotly-plot')].find("
                          "g => (g.layout.title.text || '').includes('Position ')); "
@@ -95,7 +95,7 @@ def test_predictions_notebook_prints_the_pages_top_k(watch, kernel):  # noqa: F8
     shown = list(zip(bars["y"], bars["x"]))[::-1]
     pos = int(re.search(r"Position (\d+) ", bars["title"]).group(1))
     assert len(shown) == 7
-    nb, out = run(download(watch, page, "predictions").read_bytes(), kernel)
+    nb, out = run(download(watch, page, "predictions").read_bytes(), kernel, timeout=600)
     src = "\n".join(c.source for c in nb.cells)
     assert "TEXT = " + repr(P_TEXT) in src and "K = 7  # " in src
     printed = columns(printed_table(out, "Top-K candidates"), "position", "rank", "token", "p")
@@ -112,14 +112,14 @@ T_TEXT = "Unbelievably, the cartographers' apprentices redrew Zanzibar's coastli
 def test_tokenization_notebook_prints_the_pages_tokens_and_counts(watch, kernel):  # noqa: F811
     page = watch.open("/tokenization?" + urllib.parse.urlencode({"text": T_TEXT}))
     watch.assert_clean()
-    page.wait_for_selector(".bx-tokens", timeout=60_000)
+    page.wait_for_selector(".bx-tokens", timeout=180_000)
     watch.settle()  # the counts are drawn after the tokens: read them once the run has ended
     metrics = dict(m.split("\n", 1) for m in page.locator('[data-testid="stMetric"]').all_inner_texts())
     # Each highlighted piece's tooltip: "#position token (id N)", one or more per span of text.
     tips = page.locator(".bx-tokens [title]").evaluate_all("els => els.map(e => e.title)")
     chips = sorted({(int(p), t, int(i)) for tip in tips
                     for p, t, i in re.findall(r"#(\d+) (\S+) \(id (\d+)\)", tip)})
-    nb, out = run(download(watch, page, "tokenization").read_bytes(), kernel)
+    nb, out = run(download(watch, page, "tokenization").read_bytes(), kernel, timeout=600)
     assert "TEXT = " + repr(T_TEXT) in "\n".join(c.source for c in nb.cells)
     counts = ast.literal_eval(next(ln for ln in out.splitlines() if ln.startswith("{'words'")))
     assert str(counts["words"]) == metrics["Words"].strip() and str(counts["pieces"]) == metrics["Word pieces"].strip()

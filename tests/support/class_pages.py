@@ -22,7 +22,7 @@ def tab(browser, base: str, size=(1280, 900), **context):
     ctx.route("**/*", lambda r: r.continue_() if urllib.parse.urlparse(r.request.url).netloc in (host, "")
               else r.abort())
     pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
+    pg.set_default_timeout(120_000)  # a loaded 2-core machine: slow, not wrong; a passing wait never uses it all
     pg.errors = []
     pg.on("pageerror", lambda e: pg.errors.append(str(e)))
     return pg
@@ -35,7 +35,7 @@ def split_chart(pg):
         has=pg.locator(".gtitle", has_text=re.compile(r"^(The class's guesses|Guesses) \(")))
 
 
-def header_is(pg, step: int, timeout: float = 30_000) -> None:
+def header_is(pg, step: int, timeout: float = 120_000) -> None:
     pg.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {step} of')",
                          timeout=timeout)
 

@@ -48,7 +48,9 @@ def run(nb_bytes: bytes, km: KernelManager | None = None, timeout: int = 120) ->
         nb.cells.insert(0, nbformat.v4.new_code_cell("get_ipython().run_line_magic('reset', '-f')"))
         NotebookClient(nb, km=km, timeout=timeout).execute()
     else:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3").execute(env=kernel_env(), cwd=str(OUTPUT))
+        # A fresh kernel imports torch first: on a loaded machine its start alone can pass nbclient's default 60 s.
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", startup_timeout=300).execute(
+            env=kernel_env(), cwd=str(OUTPUT))
     return nb, stdout_of(nb)
 
 

@@ -23,10 +23,10 @@ DRAWN_JS = """() => {
 }"""
 
 
-def drawn(pg, timeout: float = 8.0, still: float = 0.3) -> None:
+def drawn(pg, timeout: float = 60.0, still: float = 0.3) -> None:
     """After a run has ended (settle): wait until every chart has drawn its SVG, images and fonts have loaded, and
-    the main area has kept its height and element count for `still` seconds (charts draw after the script).
-    Was a fixed 1.5 s wait per slide: this is shorter on a quiet machine and waits longer on a loaded one."""
+    the main area has kept its height and element count for `still` seconds (charts draw after the script): short
+    on a quiet machine, longer on a loaded one; the generous timeout is only reached by a page that never settles."""
     deadline, last, since = time.time() + timeout, None, time.time()
     while time.time() < deadline:
         now = pg.evaluate(DRAWN_JS)

@@ -100,8 +100,7 @@ CUT_JS = r"""() => {
 
 def slide_problems(pg, what: str, wait_ms: int = 0) -> list[str]:
     """Everything on the slide a back row cannot read: small text, cut text, a slide taller than the screen."""
-    drawn(pg)  # charts draw after the script has finished
-    pg.wait_for_timeout(wait_ms)
+    drawn(pg, still=max(0.3, wait_ms / 1000))  # charts draw after the script; `wait_ms`: how long it must keep still
     out = []
     for size, text, chip, where in pg.evaluate(TEXTS_JS):
         floor = CHIP_PX if chip else MIN_PX
