@@ -6,13 +6,13 @@ renders with no network at all (bertviz included). Screenshots land in tests/out
 
 from __future__ import annotations
 
-import time
 import urllib.parse
 from pathlib import Path
 
 import pytest
 from support.browser import OUT, PAGES, assert_nothing_injected
 from support.page_checks import contrast_failures, drawn
+from support.wait import until
 
 pytestmark = pytest.mark.browser
 
@@ -79,10 +79,7 @@ def test_shared_url_reproduces_the_view(watch):
     page = watch.open(f"/attention?{q}")
     watch.assert_clean()
     box = page.locator('[data-testid="stSidebar"] textarea').first
-    deadline = time.time() + 20
-    while box.input_value() != text and time.time() < deadline:  # the widget may fill a moment late
-        time.sleep(0.5)
-    assert box.input_value() == text
+    until(lambda: box.input_value() == text, 60, "the sidebar's text box to hold the link's text")  # filled late
     body = page.locator('[data-testid="stMain"]').inner_text()
     assert "Layer" in body or "layer" in body
     # The view's settings stayed in the URL, so copying the address reopens this view.
@@ -111,19 +108,19 @@ def test_live_training_in_the_browser(watch):
     page = watch.open("/training")
     page.get_by_role("button", name="Start").click()
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        body = page.locator('[data-testid="stMain"]').inner_text()
-        if "Step" in body and page.locator(".js-plotly-plot").count() >= 1:
-            break
-        time.sleep(1)
-    time.sleep(5)  # a few live ticks
+
+    def steps_shown() -> int:
+        """The Step metric's count (0 while none is shown)."""
+        metrics = page.locator('[data-testid="stMetric"]').all_inner_texts()
+        step = [m for m in metrics if m.lower().startswith("step")]
+        return int(step[0].split()[-1].replace(",", "").split("/")[0]) if step else 0
+
+    until(lambda: steps_shown() > 0, 180, "the live page to show a training step", every=0.5)  # live ticks
     page.get_by_role("button", name="Pause").click()
     watch.settle()
     watch.assert_clean()
     metrics = page.locator('[data-testid="stMetric"]').all_inner_texts()
-    step = [m for m in metrics if m.lower().startswith("step")]
-    assert step and int(step[0].split()[-1].replace(",", "").split("/")[0]) > 0, metrics
+    assert steps_shown() > 0, metrics
     page.screenshot(path=str(OUT / "page_training_live.png"), full_page=True)
 
 
@@ -198,9 +195,8 @@ def test_live_finetuning_in_the_browser(watch):
     watch.settle()
     page.get_by_role("button", name="Start").click()
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
-    deadline = time.time() + 120
-    while time.time() < deadline and "finished" not in page.locator('[data-testid="stMain"]').inner_text():
-        time.sleep(2)
+    until(lambda: "finished" in page.locator('[data-testid="stMain"]').inner_text(), 300, "the run to finish",
+          every=1)
     watch.settle()
     watch.assert_clean()
     assert_nothing_injected(page)

@@ -68,11 +68,12 @@ def test_number_keys_pick_a_guess(page):
         # Streamlit binds a button's shortcut only while the button is mounted and enabled: wait for it first.
         page.wait_for_selector(f'.st-key-lesson_pick_{key} button:not([disabled])', state="attached", timeout=30_000)
         want = inputs.nth(int(key) - 1).evaluate("e => e.value")
-        # The key's rerun may start after press() has seen the page idle (a loaded machine): wait for its result; a
-        # key lost once (seen once in CI, never here) is kept in tests/output and pressed again.
-        once_more(page, lambda key=key: press(page, key),
+        # Wait for the key's result; a key lost once (seen once in CI, never here) is kept in tests/output and
+        # pressed again.
+        once_more(page, lambda key=key: page.keyboard.press(key),
                   lambda ms, want=want: page.wait_for_function(checked, arg=want, timeout=ms), f"number_key_{key}",
-                  first_s=15, then_s=30)
+                  first_s=30, then_s=120)
+        settle(page)
         assert page.locator('[role="radiogroup"] input:checked').count() == 1, key
     press(page, " ")
     alert = page.locator('[data-testid="stAlert"]').first.inner_text()

@@ -235,7 +235,7 @@ def test_an_idle_class_expires_and_activity_keeps_it(make_store):
     for _ in range(3):  # 1.5 s in all, each write renews the class
         time.sleep(0.5)
         s.vote(code, a, "q1", 0)
-    time.sleep(1.3)
+    time.sleep(1.3)  # wall-clock time, on purpose: the 1 s idle limit passes with no write
     with pytest.raises(NoSuchClass):
         s.view(code, sid=a)
     with pytest.raises(NoSuchClass):

@@ -8,13 +8,14 @@ import urllib.parse
 
 from support.appserver import CHROMIUM, CHROMIUM_ARGS
 from support.paths import OUT
+from support.wait import until
 
 # The pages test_browser.py and test_offline_server.py open, the Lesson (at the root) first.
 PAGES = ["lesson", "tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training",
          "finetuning"]
 
 __all__ = ["PAGES", "CHROMIUM", "CHROMIUM_ARGS", "OUT", "DONE", "SLOW", "PageWatch", "assert_nothing_injected",
-           "settle", "main_scrolls", "press", "main_text", "wait_for_text", "open_slow", "launch"]
+           "settle", "main_scrolls", "after_rerun", "press", "main_text", "wait_for_text", "open_slow", "launch"]
 
 
 def launch():
@@ -135,24 +136,43 @@ def main_scrolls(pg) -> tuple[int, int]:
                                         return [e.scrollHeight, e.clientHeight]; }"""))
 
 
+# Records, from now on, whether the app's script has been running (Streamlit's root says so in
+# data-test-script-state; a run that starts and ends between two polls is still seen, by the attribute's old value).
+WATCH_RUNS_JS = """() => {
+  window.__bxRan = false;
+  if (!window.__bxRuns) {
+    const ran = m => m.oldValue === 'running' || m.target.getAttribute('data-test-script-state') === 'running';
+    window.__bxRuns = new MutationObserver(ms => { if (ms.some(ran)) window.__bxRan = true; });
+    window.__bxRuns.observe(document.body, {attributes: true, subtree: true, attributeOldValue: true,
+                                            attributeFilter: ['data-test-script-state']});
+  }
+}"""
+
+
+def after_rerun(pg, act, timeout: float = 120) -> None:
+    """`act()` (a click, a key), then wait for the rerun it starts to start and end: no guess at how long the
+    rerun takes to begin."""
+    pg.evaluate(WATCH_RUNS_JS)
+    act()
+    pg.wait_for_function("() => window.__bxRan === true", timeout=timeout * 1000)
+    settle(pg, timeout)
+
+
 def press(pg, key: str) -> None:
     """A key, then the rerun it starts."""
-    pg.keyboard.press(key)
-    pg.wait_for_timeout(700)
-    settle(pg)
+    after_rerun(pg, lambda: pg.keyboard.press(key))
 
 
 def main_text(page) -> str:
     return page.locator('[data-testid="stMain"]').inner_text()
 
 
-def wait_for_text(page, needle: str, timeout: float = 60):
+def wait_for_text(page, needle: str, timeout: float = 120):
     """Wait until the main area shows `needle` (the page may still be drawing its tables)."""
-    deadline = time.time() + timeout
-    while needle not in main_text(page):
-        if time.time() > deadline:
-            raise AssertionError(f"{needle!r} not on the page: {main_text(page)[:2000]}")
-        time.sleep(0.5)
+    try:
+        until(lambda: needle in main_text(page), timeout, f"{needle!r} on the page", every=0.5)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the page: {main_text(page)[:2000]}") from None
 
 
 SLOW = 300  # s: a shared machine (load 20-30 on 2 cores seen) makes a rerun take minutes

@@ -249,7 +249,7 @@ class Client:
             try:
                 reader, writer = await asyncio.open_connection(parts.hostname, parts.port)
             except OSError:
-                await asyncio.sleep(2)
+                await asyncio.sleep(2)  # EventSource's reconnection delay (a browser waits before it tries again)
                 continue
             try:
                 path = urllib.parse.urlsplit(urllib.parse.urljoin(self.base + "/", url))
@@ -280,7 +280,7 @@ class Client:
                 pass
             finally:
                 writer.close()
-            await asyncio.sleep(2)
+            await asyncio.sleep(2)  # EventSource's reconnection delay, as above
 
     async def rerun(self, page: str | None = None, query: str = "", widgets: dict | None = None,
                     fragment: str | None = None, timeout: float = 300, auto: bool = True,
