@@ -6,7 +6,7 @@ Reruns are timed with Streamlit's AppTest (the script runs in-process, as on the
 bundled model and on a bert-base-sized model with random weights (64 tokens of text), each edit
 a new text, so the analysis cache misses as it does for a user typing. The Lesson's steps run on
 bert-base-uncased as a deployment loads it: a bert-base-sized checkpoint (random weights, that
-id's vocabulary) in the Hugging Face cache under that id (benchmarks/hub_cache.py), no hub. Launch-to-first-page
+id's vocabulary) in the Hugging Face cache under that id (tests/support/hub_cache.py), no hub. Launch-to-first-page
 starts a real `streamlit run`, opens it in Debian's chromium and waits for the first page's
 content. Targets (issue 4): <= 150 ms per rerun (bundled), <= 600 ms (bert-base-sized).
 """

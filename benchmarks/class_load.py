@@ -6,7 +6,7 @@
 
 Starts `streamlit run app.py` (or N of them behind HAProxy with deploy/haproxy.cfg, and Debian's
 redis-server as BERT_EXPLORER_CLASS_STORE, as deploy/serve.sh does) and drives it with
-benchmarks/load.py's websocket Client, the way browsers do, fragment timers included:
+tests/support/wsclient.py's websocket Client, the way browsers do, fragment timers included:
 
 0. Warm-up: each step the class will see is shown once per process (a teacher rehearsing).
 1. Without a class: N students open the Lesson and sit on it (their page open, nothing ticking);

@@ -215,7 +215,7 @@ def test_docker_and_the_cloud_secrets_example_set_bert_base():
 # ------------------------------------------------------------------------------------------ a download
 @pytest.fixture
 def local_hub(monkeypatch):
-    """huggingface_hub pointed at a hub on loopback (tests/hub_server.py): `serve(repo_id, folder)`."""
+    """huggingface_hub pointed at a hub on loopback (tests/support/hub_server.py): `serve(repo_id, folder)`."""
     from huggingface_hub import constants
     from support.hub_server import hub_server
 

@@ -3,7 +3,7 @@
 The phone walk (390 x 844, touch): the join link shows the join box without scrolling, the vote targets are at
 least 44 px, formulas and the page fit the screen, plotly's toolbar is off, the new step's heading is in view
 after the teacher's Next, and a removed student is told within 5 s without acting. The flood: scripted joins from
-one address (Streamlit's websocket, as benchmarks/load.py's clients talk) and four seats changing their votes as
+one address (Streamlit's websocket, as tests/support/wsclient.py's clients talk) and four seats changing their votes as
 fast as they can, while a real chromium student from another network joins within 10 s and their vote counts.
 The waits are on conditions (the machine is loaded), and a failed wait shows what each page showed (explained).
 """

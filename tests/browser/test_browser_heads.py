@@ -1,7 +1,7 @@
 """Heads & patching in a real chromium, offline: rank the heads, click a cell of the importance map, and the
 predictions below are the model's without that head (screenshot in tests/output).
 
-Uses test_browser.py's server, browser and offline page watch (every off-machine request aborted).
+Uses tests/browser/conftest.py's server, browser and offline page watch (every off-machine request aborted).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The Layers and Inside-a-layer pages in Debian's chromium, offline (screenshots in tests/output).
 
-Uses test_browser.py's server, browser and PageWatch (every off-machine request is aborted).
+Uses tests/browser/conftest.py's server, browser and PageWatch (every off-machine request is aborted).
 """
 
 from __future__ import annotations

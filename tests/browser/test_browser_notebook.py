@@ -2,7 +2,7 @@
 and prints what the page showed: Attention's heatmap weights (a fresh kernel, as a reader runs it), Predictions'
 top-k tokens and probabilities, Tokenization's tokens, ids and counts (one shared kernel, its namespace reset).
 
-Uses test_browser.py's server, browser and PageWatch (every off-machine request is aborted); each text is one no
+Uses tests/browser/conftest.py's server, browser and watch (every off-machine request is aborted); each text is one no
 other test uses.
 """
 

@@ -1,6 +1,6 @@
 """Rollout, head statistics, salience, several masks and PLL in a real chromium, offline (screenshots in tests/output).
 
-Uses test_browser.py's server, browser and offline page watch (every off-machine request aborted).
+Uses tests/browser/conftest.py's server, browser and offline page watch (every off-machine request aborted).
 """
 
 from __future__ import annotations

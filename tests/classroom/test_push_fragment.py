@@ -1,7 +1,7 @@
 """A step change reaches a following student as a rerun of the Lesson's fragment, not of the whole page; a vote
 reaches the teacher's count and the student's own count at once.
 
-Over real websockets and the class's event streams on the session's shared server (benchmarks/load.py's Client, as
+Over real websockets and the class's event streams on the session's shared server (support/wsclient.py's Client, as
 benchmarks/class_load.py drives a lecture hall): the event the teacher's Next sends must make the follower's listener
 rerun a fragment (app.py, the navigation and the sidebar do not run again) that draws the new step, its question and
 the vote box; a student's vote reruns the teacher's count and the student's own (fragments) without their timers.
