@@ -136,8 +136,8 @@ def pytest_collection_modifyitems(config, items):
         path = item.nodeid.split("::", 1)[0]
         used = set(getattr(item, "fixturenames", ()))
         if path.startswith("tests/browser/") or BROWSER_FIXTURES & used:
-            item.add_marker(pytest.mark.browser)
-        if SERVER_FIXTURES & used:
+            item.add_marker(pytest.mark.browser)  # a browser test has its server too: one tier, the browser's
+        elif SERVER_FIXTURES & used:
             item.add_marker(pytest.mark.server)
     _check_browser_tests_marked(items)
     slow_files = {item.nodeid.split("::", 1)[0] for item in items
