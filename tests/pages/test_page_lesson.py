@@ -251,7 +251,7 @@ def test_full_page_links_open_what_the_slide_showed():
 
 
 def test_a_bert_base_sized_checkpoint(tmp_path, monkeypatch):
-    from bench_analyze import make_checkpoint
+    from support.checkpoints import write_base_sized_checkpoint as make_checkpoint
 
     d = tmp_path / "bertbase"
     d.mkdir()

@@ -58,3 +58,17 @@ def write_tiny_checkpoint(path, kind="pretraining", seed=0, vocab=None, **config
     (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     WordPieceTokenizer.from_dir(path).save(path)
     return model
+
+
+def write_base_sized_checkpoint(path):
+    """A random bert-base-sized BertForMaskedLM (12 x 768) with a 30,522-entry vocabulary, saved to `path`."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    from bert_core.model.tokenization import WordPieceTokenizer
+
+    words = [f"w{i}" for i in range(30522 - 5)]
+    (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
+    WordPieceTokenizer.from_dir(path).save(path)
+    torch.manual_seed(0)
+    BertForMaskedLM(BertConfig()).save_pretrained(path)
