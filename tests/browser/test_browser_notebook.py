@@ -11,17 +11,14 @@ from __future__ import annotations
 import ast
 import base64
 import re
-import sys
 import time
 import urllib.parse
 from pathlib import Path
 
 import numpy as np
 import pytest
+from support.nb_run import printed_table, run
 from support.paths import OUT
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "notebooks"))
-from support.nb_run import printed_table, run  # noqa: E402
 
 pytestmark = pytest.mark.browser
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import ast
 import json
-import sys
 import time
 
 import pandas as pd
 import pytest
 from support.apptest import assert_ok, open_page
-from support.nb_run import ROOT, TIMES, printed_table, run
+from support.nb_run import TIMES, printed_table, run
 
 import bert_core
 from bert_core.figures import attention as fa
@@ -220,7 +219,6 @@ def test_neighbours(kernel):
 @pytest.mark.parametrize("kind", ["token", "qa"])
 def test_a_task_head_in_the_sidebar(kernel, tmp_path, monkeypatch, kind):
     """Tagging and QA on a model with its own head (a local folder): the notebook loads it, prints the page's table."""
-    sys.path.insert(0, str(ROOT / "tests" / "model"))
     from support.heads import hf_head_folder
 
     hf_head_folder(tmp_path / kind, "bert", kind)

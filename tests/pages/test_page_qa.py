@@ -135,10 +135,6 @@ def test_long_passage_is_read_in_windows_and_html_is_escaped(small_task):
 
 
 def test_a_qa_model_in_the_sidebar_answers(tmp_path, monkeypatch):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "model"))
     from support.heads import hf_head_folder
 
     hf_head_folder(tmp_path / "qa", "bert", "qa")

@@ -132,10 +132,6 @@ def test_empty_and_long_sidebar_text_with_a_tagger():
 
 
 def test_a_tagger_in_the_sidebar_tags_the_text(tmp_path, monkeypatch):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "model"))
     from support.heads import hf_head_folder
 
     hf_head_folder(tmp_path / "token", "bert", "token")

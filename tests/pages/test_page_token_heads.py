@@ -11,10 +11,6 @@ PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "a
 
 @pytest.fixture(scope="module")
 def head_models(tmp_path_factory):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "model"))
     from support.heads import hf_head_folder
 
     root = tmp_path_factory.mktemp("heads")
