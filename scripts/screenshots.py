@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     tests = sorted({SHOTS[n][0] for n in names})
     for n in names:
         (OUT / SHOTS[n][1]).unlink(missing_ok=True)  # a stale picture must not be copied
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=ROOT)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "", *tests], cwd=ROOT)
     if r.returncode:
         print("scripts/screenshots.py: a browser test failed; docs/screenshots/ left as it was", file=sys.stderr)
         return r.returncode
