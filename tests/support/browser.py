@@ -136,13 +136,13 @@ def main_scrolls(pg) -> tuple[int, int]:
                                         return [e.scrollHeight, e.clientHeight]; }"""))
 
 
-# Records, from now on, whether the app's script has been running (Streamlit's root says so in
-# data-test-script-state; a run that starts and ends between two polls is still seen, by the attribute's old value).
+# Records, from now on, whether the app's script state has changed (Streamlit's root says it in
+# data-test-script-state: a rerun requested, running, not running; only a run changes it, and a run that starts and
+# ends between two polls is still seen, as mutations).
 WATCH_RUNS_JS = """() => {
   window.__bxRan = false;
   if (!window.__bxRuns) {
-    const ran = m => m.oldValue === 'running' || m.target.getAttribute('data-test-script-state') === 'running';
-    window.__bxRuns = new MutationObserver(ms => { if (ms.some(ran)) window.__bxRan = true; });
+    window.__bxRuns = new MutationObserver(ms => { if (ms.length) window.__bxRan = true; });
     window.__bxRuns.observe(document.body, {attributes: true, subtree: true, attributeOldValue: true,
                                             attributeFilter: ['data-test-script-state']});
   }
