@@ -22,18 +22,10 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from anywhere in the repo
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the checkpoint writer
+from support.checkpoints import write_base_sized_checkpoint as make_checkpoint  # noqa: E402
+
 import bert_core  # noqa: E402
-
-
-def make_checkpoint(path: Path):
-    """A random bert-base-sized BertForMaskedLM with a 30,522-entry vocabulary, saved to `path`."""
-    from transformers import BertConfig, BertForMaskedLM
-
-    words = [f"w{i}" for i in range(30522 - 5)]
-    (path / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]) + "\n")
-    bert_core.WordPieceTokenizer.from_dir(path).save(path)
-    torch.manual_seed(0)
-    BertForMaskedLM(BertConfig()).save_pretrained(path)
 
 
 def best_of(fn, reps: int) -> float:

@@ -6,7 +6,7 @@ Reruns are timed with Streamlit's AppTest (the script runs in-process, as on the
 bundled model and on a bert-base-sized model with random weights (64 tokens of text), each edit
 a new text, so the analysis cache misses as it does for a user typing. The Lesson's steps run on
 bert-base-uncased as a deployment loads it: a bert-base-sized checkpoint (random weights, that
-id's vocabulary) in the Hugging Face cache under that id (benchmarks/hub_cache.py), no hub. Launch-to-first-page
+id's vocabulary) in the Hugging Face cache under that id (tests/support/hub_cache.py), no hub. Launch-to-first-page
 starts a real `streamlit run`, opens it in Debian's chromium and waits for the first page's
 content. Targets (issue 4): <= 150 ms per rerun (bundled), <= 600 ms (bert-base-sized).
 """
@@ -24,6 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the app server and the websocket client
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy"]
 PAGES += ["layers", "inside_layer", "finetuning", "similarity"]
 PAGES.append("heads")
@@ -95,8 +96,8 @@ def time_lesson(model_dir: str | None, reps: int) -> dict[str, float]:
 
 def time_launch() -> float:
     """Seconds from `streamlit run` to the first page's table drawn in chromium."""
-    from appserver import CHROMIUM, CHROMIUM_ARGS, app_server
     from playwright.sync_api import sync_playwright
+    from support.appserver import CHROMIUM, CHROMIUM_ARGS, app_server
 
     t0 = time.perf_counter()
     with app_server(timeout=300) as (base, _):
@@ -130,8 +131,8 @@ def main() -> None:
         # The Lesson on bert-base-uncased as a deployment gets it (BERT_EXPLORER_MODEL or "Use BERT-base"): a
         # bert-base-sized BertForPreTraining (MLM and NSP heads, bert-base-uncased's vocabulary, so the steps'
         # sentences are real pieces) in the Hugging Face cache under that id, loaded from there with no hub.
-        from hub_cache import hub_cache_checkpoint
         from huggingface_hub import constants
+        from support.hub_cache import hub_cache_checkpoint
 
         hub_cache_checkpoint(Path(d) / "hf")
         constants.HF_HUB_CACHE = str(Path(d) / "hf" / "hub")

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "notebooks"), str(ROOT / "tests" / "packaging")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "packaging")]
 OUT = ROOT / "benchmarks" / "output" / "finetuning_notebook"
 
 
@@ -35,8 +35,8 @@ def main() -> None:
     ap.add_argument("--no-compare", action="store_true", help="skip the in-process run (the page's numbers)")
     args = ap.parse_args()
     site = install()
-    from apptest_util import assert_ok, open_page
-    from nb_run import run, start_kernel
+    from support.apptest import assert_ok, open_page
+    from support.nb_run import run, start_kernel
 
     from bert_core.notebooks import notebook_bytes
     from ui.notebook_ui import VIEWS_KEY

@@ -27,8 +27,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from appserver import CHROMIUM, CHROMIUM_ARGS, _start_streamlit, _stop, free_port, wait_healthy  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))  # tests/support: the app server
+from support.appserver import CHROMIUM, CHROMIUM_ARGS, _start_streamlit, _stop, free_port, wait_healthy  # noqa: E402
 
 IMPORT_LINE = re.compile(r"^import time:\s+\d+ \|\s+(\d+) \|( *)(\S+)$")
 

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "tests" / "notebooks")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "layers", "inside_layer", "heads",
          "bert_vs_gpt", "compare", "similarity", "neighbours", "probing"]
@@ -37,7 +37,7 @@ PEER = b"""{"cells": [{"cell_type": "code", "execution_count": null, "id": "a", 
 
 def offered(page: str):
     """The View the page's button offers, from AppTest on its defaults."""
-    from apptest_util import open_page
+    from support.apptest import open_page
 
     from ui.notebook_ui import VIEWS_KEY
 
@@ -50,7 +50,7 @@ def offered(page: str):
 
 
 def lesson_views():
-    from apptest_util import open_page
+    from support.apptest import open_page
 
     from ui.lesson.content import STEPS
     from ui.notebook_ui import VIEWS_KEY
@@ -66,8 +66,8 @@ def timed(data: bytes, timeout: int) -> tuple[float, float] | None:
     """(wall seconds, the kernel's CPU seconds) to run the notebook in a fresh kernel; None when a cell ran longer
     than `timeout` seconds. CPU time (user + system of the kernel process, reaped when it shuts down) moves far
     less than wall time on a shared machine: it is what the notebook costs, whoever else holds the cores."""
-    from nb_run import run
     from nbclient.exceptions import CellTimeoutError
+    from support.nb_run import run
 
     def children() -> float:
         r = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -6,7 +6,7 @@
 
 Starts `streamlit run app.py` (or N of them behind HAProxy with deploy/haproxy.cfg, and Debian's
 redis-server as BERT_EXPLORER_CLASS_STORE, as deploy/serve.sh does) and drives it with
-benchmarks/load.py's websocket Client, the way browsers do, fragment timers included:
+tests/support/wsclient.py's websocket Client, the way browsers do, fragment timers included:
 
 0. Warm-up: each step the class will see is shown once per process (a teacher rehearsing).
 1. Without a class: N students open the Lesson and sit on it (their page open, nothing ticking);
@@ -50,16 +50,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from appserver import app_server, proxied_app_servers, redis_server  # noqa: E402
-from load import Client, cpu_seconds, pct, problems_of  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the app server and the websocket client
 from memory import rss_mb  # noqa: E402
+from support.appserver import app_server, proxied_app_servers, redis_server  # noqa: E402
+from support.wsclient import REVEALED, Client, cpu_seconds, pct, problems_of  # noqa: E402
 
 MAX_STUDENTS = 200
 SHOW_MESSAGES = bool(os.environ.get("CLASS_LOAD_SHOW_MESSAGES"))  # print every message of one follower's step change
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
-# The answer in a reveal's alert, whoever's answer it is: "Right: **x**", "The model's answer: **x**", "The answer:
-# **x**", "Not this time: the tokenizer's answer is **x**" (steps 1 and 3 are not the model's: their label says so).
-REVEALED = re.compile(r"(?:^Right: |answer: |answer is )\*\*(.+)\*\*")
 
 
 class Ticker:

@@ -31,9 +31,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from appserver import CHROMIUM, CHROMIUM_ARGS, app_server, peak_rss_mb  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the app server and the websocket client
 from memory import long_text, rss_mb  # noqa: E402
 from memory import settle as _settle  # noqa: E402
+from support.appserver import CHROMIUM, CHROMIUM_ARGS, app_server, peak_rss_mb  # noqa: E402
 
 
 def settle(page, timeout: float = 240) -> None:

@@ -27,7 +27,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from appserver import CHROMIUM, CHROMIUM_ARGS, app_server, peak_rss_mb  # noqa: E402
+sys.path.insert(0, str(ROOT / "tests"))  # tests/support: the app server and the websocket client
+from support.appserver import CHROMIUM, CHROMIUM_ARGS, app_server, peak_rss_mb  # noqa: E402
 
 PAGES = ["", "embeddings", "masking", "attention", "predictions", "anatomy"]
 

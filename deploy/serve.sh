@@ -113,7 +113,7 @@ for i in $(seq 1 "$N"); do
 done
 for w in "${warm[@]}"; do wait "$w" || echo "serve.sh: a warm-up failed; its first student loads the app" >&2; done
 
-# The servers go where deploy/haproxy.cfg has its @SERVERS@ line (benchmarks/appserver.py does the same).
+# The servers go where deploy/haproxy.cfg has its @SERVERS@ line (tests/support/appserver.py does the same).
 awk -v servers="$servers" '/# @SERVERS@/ { printf "%s", servers; next } { print }' \
   "$ROOT/deploy/haproxy.cfg" >"$work/haproxy.cfg"
 echo "serve.sh: HAProxy on http://$BIND:$PORT -> $N processes"

@@ -37,11 +37,11 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests" / "browser"), str(ROOT / "tests"), str(ROOT / "benchmarks"), str(ROOT)]
-# The browser tests' own helpers (not packages): a page in its own context, and "its script has run and stopped".
-from appserver import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
-from test_browser_classroom import tab  # noqa: E402
-from test_browser_lesson import settle  # noqa: E402
+sys.path[:0] = [str(ROOT / "tests"), str(ROOT)]
+# The browser tests' helpers (tests/support): a page in its own context, and "its script has run and stopped".
+from support.appserver import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
+from support.browser import settle  # noqa: E402
+from support.class_pages import tab  # noqa: E402
 
 OUT = ROOT / "tests" / "output" / "class_outage"
 LOST_CONNECTION = "Connection error"  # Streamlit's dialog when a page's websocket is gone

@@ -24,7 +24,7 @@ SHOTS = {
     **{name: (f"tests/browser/test_browser.py::test_every_page_renders_offline[{name}]", f"page_{name}.png")
        for name in ("tokenization", "embeddings", "masking", "attention", "predictions", "anatomy")},
     "training_live": ("tests/browser/test_browser.py::test_live_training_in_the_browser", "page_training_live.png"),
-    "bertviz_head": ("tests/inspect/test_bertviz_html.py::test_head_view_renders_offline", "bertviz_head.png"),
+    "bertviz_head": ("tests/browser/test_browser_bertviz.py::test_head_view_renders_offline", "bertviz_head.png"),
     "layers": ("tests/browser/test_browser_layers.py::test_layer_pages_render_offline[layers-layers-4]",
                "layers.png"),
     "inside_layer": ("tests/browser/test_browser_layers.py::"
@@ -48,7 +48,7 @@ def main(argv=None) -> int:
     tests = sorted({SHOTS[n][0] for n in names})
     for n in names:
         (OUT / SHOTS[n][1]).unlink(missing_ok=True)  # a stale picture must not be copied
-    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=ROOT)
+    r = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "", *tests], cwd=ROOT)
     if r.returncode:
         print("scripts/screenshots.py: a browser test failed; docs/screenshots/ left as it was", file=sys.stderr)
         return r.returncode

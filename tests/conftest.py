@@ -1,74 +1,20 @@
-"""Shared fixtures: tiny random Hugging Face BERTs saved to temp dirs, loaded through our loader."""
+"""What every test folder needs: the tiers (markers `browser` and `server`, applied here), the slow-files-first order,
+tiny checkpoints, a clean model setting, and the shared app server. Folder fixtures live in each folder's conftest.py;
+shared code in tests/support/."""
 
 from __future__ import annotations
 
 import os
-import shutil
 
 import pytest
+from support import tiers
+from support.checkpoints import VOCAB, write_tiny_checkpoint
+from support.paths import OUT, worker_suffix
 
 # Results bert_core keeps on disk (a neighbours index, a probing run; bert_core/inspect/stored.py) go under
 # tests/output, shared by the test processes, the app servers and the notebooks' kernels they start.
 os.environ.setdefault("BERT_EXPLORER_RESULTS_DIR",
                       os.path.join(os.path.dirname(os.path.abspath(__file__)), "output", "results"))
-
-# A small vocabulary with real words, `##` pieces, accents and punctuation, so tokenization
-# tests see every case; the parity models use it too.
-VOCAB = list(dict.fromkeys(
-    ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    + list(".,!?;:'\"()-")
-    + list("abcdefghijklmnopqrstuvwxyz")
-    + ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"]
-    + "the a cat dog sat on mat was is it play ##ing ##ed ##s un ##aff ##able cafe paris".split()
-    + "he she went to store bought milk i you we they and of in".split()
-))
-
-
-def save_perturbed(model, path, vocab=None):
-    """Perturb a random HF model's LayerNorms and biases (init leaves them at identity / zero, where a tensor
-    copied to the wrong place would not show), save it and a WordPiece tokenizer over `vocab` to `path`."""
-    import torch
-
-    from bert_core.model.tokenization import WordPieceTokenizer
-
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "LayerNorm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(path)
-    (path / "vocab.txt").write_text("\n".join(VOCAB if vocab is None else vocab) + "\n")
-    WordPieceTokenizer.from_dir(path).save(path)
-    return model
-
-
-def write_tiny_checkpoint(path, kind="pretraining", seed=0, vocab=None, **config_overrides):
-    """Save a random tiny HF BERT (`pretraining`, `mlm` or `base`) plus a tokenizer to `path`."""
-    vocab = VOCAB if vocab is None else vocab
-    import torch
-    from transformers import BertConfig, BertForMaskedLM, BertForPreTraining, BertModel
-
-    from bert_core.model.tokenization import WordPieceTokenizer
-
-    torch.manual_seed(seed)
-    kw = dict(vocab_size=len(vocab) + 3, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
-              intermediate_size=37, max_position_embeddings=64, attn_implementation="eager")
-    kw.update(config_overrides)
-    cfg = BertConfig(**kw)
-    cls = {"pretraining": BertForPreTraining, "mlm": BertForMaskedLM, "base": BertModel}[kind]
-    model = cls(cfg).eval()
-    # Random init leaves LayerNorms at identity and biases at zero: perturb them so the test
-    # would notice a LayerNorm or bias copied to the wrong place.
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "LayerNorm" in name or name.endswith("bias"):
-                p.add_(torch.randn_like(p) * 0.1)
-    model.save_pretrained(path)
-    # The tokenizer is built from vocab.txt alone (as old hub checkpoints ship it), then saved
-    # with tokenizer.json too; HF's BertTokenizerFast reads the result (tests/model/test_tokenization.py).
-    (path / "vocab.txt").write_text("\n".join(vocab) + "\n")
-    WordPieceTokenizer.from_dir(path).save(path)
-    return model
-
 
 # The deployment's model settings: every app server a test starts inherits os.environ, so one test that leaves
 # BERT_EXPLORER_MODEL behind makes every later server of its worker default to that model (bert-base-uncased, which
@@ -154,12 +100,6 @@ def slots(monkeypatch):
     return fresh
 
 
-def worker_suffix() -> str:
-    """"" in a plain run, "-gw0", "-gw1"... in a pytest-xdist worker: per-worker names for files under tests/output."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER")
-    return f"-{worker}" if worker else ""
-
-
 def pytest_configure(config):
     """In a pytest-xdist worker, torch gets this worker's share of the cores: workers x threads never exceeds the
     cores (oversubscribed intra-op threads wait on each other and slow every worker down)."""
@@ -170,11 +110,10 @@ def pytest_configure(config):
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
-# The longest files, first: under pytest-xdist (--dist loadfile) a file runs whole on one worker in collection
-# order, so the models doc's evaluation rerun (7-8 min, tests/model/test_bundled.py) collected last ran alone at the end
-# of the suite while the other worker idled (a full run: 21.4 min wall for 12.8 min of work per core).
-# A clean-clone run with only the first three listed: 19.3 min, the browser files still ending on one worker.
-# Ordered by the durations of a full run (2026-11-26); a file left out of the list ran last and alone.
+# Under pytest-xdist (--dist loadfile) a file runs whole on one worker in collection order, so a long file collected
+# last runs alone at the end while the other worker idles. The browser and server files are the long ones (each starts
+# chromium or a server): they go first, and the longest of them, and of the rest, first of all (SLOW_FILES_FIRST; the
+# durations of a full run). Every other file keeps its collected order.
 SLOW_FILES_FIRST = ("tests/browser/test_browser.py", "tests/browser/test_browser_classroom.py",
                     "tests/model/test_bundled.py", "tests/browser/test_browser_lesson_readable.py",
                     "tests/notebooks/test_page_notebooks.py", "tests/app/test_load.py",
@@ -184,68 +123,69 @@ SLOW_FILES_FIRST = ("tests/browser/test_browser.py", "tests/browser/test_browser
                     "tests/pages/test_page_finetuning.py", "tests/browser/test_browser_contrast.py",
                     "tests/browser/test_browser_token_tasks.py", "tests/browser/test_browser_bert_vs_gpt.py")
 
+# Fixtures that start a real process outside AppTest (a Streamlit server, a redis-server): a test using one is `server`.
+SERVER_FIXTURES = {"shared_app_server", "redis_url"}
+# Fixtures that launch chromium: a test using one is `browser`.
+BROWSER_FIXTURES = {"browser", "chromium"}
+
 
 def pytest_collection_modifyitems(config, items):
-    """Start the slowest files first (SLOW_FILES_FIRST), keeping every other test in its order."""
-    def rank(item) -> int:
+    """Mark the tiers, then order the files: slowest first (SLOW_FILES_FIRST), then the other browser/server files,
+    then the rest, each group in its collected order (sorted() is stable)."""
+    for item in items:
         path = item.nodeid.split("::", 1)[0]
-        return SLOW_FILES_FIRST.index(path) if path in SLOW_FILES_FIRST else len(SLOW_FILES_FIRST)
+        used = set(getattr(item, "fixturenames", ()))
+        if path.startswith("tests/browser/") or BROWSER_FIXTURES & used:
+            item.add_marker(pytest.mark.browser)  # a browser test has its server too: one tier, the browser's
+        elif SERVER_FIXTURES & used:
+            item.add_marker(pytest.mark.server)
+    _check_browser_tests_marked(items)
+    slow_files = {item.nodeid.split("::", 1)[0] for item in items
+                  if item.get_closest_marker("browser") or item.get_closest_marker("server")}
 
-    items[:] = sorted(items, key=rank)  # sorted() is stable: the rest keep their collected order
+    def rank(item) -> tuple[int, int]:
+        path = item.nodeid.split("::", 1)[0]
+        if path in SLOW_FILES_FIRST:
+            return 0, SLOW_FILES_FIRST.index(path)
+        return (1 if path in slow_files else 2), 0
+
+    items[:] = sorted(items, key=rank)
 
 
-# ------------------------------------------------------------------ the real app server (tests/browser)
+def _check_browser_tests_marked(items) -> None:
+    """Every test in a module that drives Playwright is `browser`: a browser test left unmarked would run in the fast
+    tier. (Server starters check their own tier when they run: support/tiers.py.)"""
+    sources: dict = {}
+    for item in items:
+        path = getattr(item, "path", None)
+        if path is None or path.suffix != ".py":
+            continue
+        if path not in sources:
+            sources[path] = "playwright" in path.read_text(encoding="utf-8", errors="replace")
+        if sources[path] and not item.get_closest_marker("browser"):
+            raise pytest.UsageError(f"{item.nodeid} drives Playwright but is not marked `browser` (tests/conftest.py)")
+
+
+def pytest_runtest_setup(item):
+    """The test being set up, for support/tiers.py's check that whatever starts a server is marked for it."""
+    tiers.CURRENT = item
+
+
+def pytest_runtest_teardown(item, nextitem):
+    tiers.CURRENT = item  # a module or session fixture's teardown runs here: still this test's
+
+
+# ------------------------------------------------------------------ the real app server (browser and classroom tests)
 @pytest.fixture(scope="session")
 def shared_app_server():
     """One `streamlit run app.py` for the whole session (offline, developmentMode off), shared by the browser tests
     that need no special environment; its log in tests/output/server[-gwN].log. Each test still opens its own
     browser context, hence its own Streamlit session; only the server's start (torch's import, the model's load,
     the caches) is paid once instead of once per test file."""
-    from appserver import app_server
-    from apptest_util import ROOT
+    from support.appserver import app_server
 
-    out = ROOT / "tests" / "output"
-    out.mkdir(parents=True, exist_ok=True)
+    OUT.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"}
-    with open(out / f"server{worker_suffix()}.log", "w") as log, \
+    with open(OUT / f"server{worker_suffix()}.log", "w") as log, \
             app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=300) as (url, _):
         yield url
-
-
-# ------------------------------------------------------------------ the class stores (tests/classroom)
-# Here, not in a tests/classroom/conftest.py: a second module named `conftest` would shadow this one for the
-# test files that import VOCAB from it.
-@pytest.fixture(scope="session")
-def redis_url():
-    """A redis-server for this test session on a free loopback port; its files under tests/output (then removed)."""
-    from appserver import redis_server
-    from apptest_util import ROOT
-
-    d = ROOT / "tests" / "output" / f"redis-classroom{worker_suffix()}"
-    try:
-        with redis_server(d) as (url, _):
-            yield url
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
-
-
-@pytest.fixture(params=["memory", "redis"])
-def make_store(request):
-    """A factory of fresh stores of one backend: make_store(idle_seconds=...)."""
-    from classroom.memory import MemoryStore
-
-    made = []
-
-    def make(**kw):
-        if request.param == "memory":
-            return MemoryStore(**kw)
-        from classroom.redis_store import RedisStore
-
-        s = RedisStore(request.getfixturevalue("redis_url"), **kw)
-        made.append(s)
-        return s
-
-    make.backend = request.param
-    yield make
-    for s in made:
-        s.r.close()

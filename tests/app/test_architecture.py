@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 import pytest
-from apptest_util import ROOT
+from support.apptest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import architecture  # noqa: E402

@@ -11,8 +11,8 @@ from __future__ import annotations
 import contextlib
 
 import pytest
-from apptest_util import ROOT, assert_ok, open_page
-from hub_cache import hub_cache_checkpoint
+from support.apptest import ROOT, assert_ok, open_page
+from support.hub_cache import hub_cache_checkpoint
 
 import bert_core
 import ui.state
@@ -215,9 +215,9 @@ def test_docker_and_the_cloud_secrets_example_set_bert_base():
 # ------------------------------------------------------------------------------------------ a download
 @pytest.fixture
 def local_hub(monkeypatch):
-    """huggingface_hub pointed at a hub on loopback (tests/hub_server.py): `serve(repo_id, folder)`."""
-    from hub_server import hub_server
+    """huggingface_hub pointed at a hub on loopback (tests/support/hub_server.py): `serve(repo_id, folder)`."""
     from huggingface_hub import constants
+    from support.hub_server import hub_server
 
     stack = contextlib.ExitStack()
 

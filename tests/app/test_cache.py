@@ -103,7 +103,7 @@ def test_shared_models_stay_under_their_byte_budget_and_load_once_when_many_ask(
     def load(name, mb):
         def go():
             loads.append(name)
-            time.sleep(0.05)
+            time.sleep(0.05)  # a load that takes time, so concurrent callers overlap it (the point of the test)
             return (name, mb)
         return go
 

@@ -10,6 +10,9 @@ import os
 import re
 from pathlib import Path
 
+import pytest
+from support.wait import until
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -72,14 +75,14 @@ def test_dockerfile_base_user_health_and_command_match_the_app():
     assert (ROOT / ".streamlit" / "config.toml").is_file()
 
 
+@pytest.mark.server
 def test_start_sh_serves_warms_up_and_stops_on_sigterm():
     """deploy/start.sh (the image's command) here: healthy, app.py run once by the warm-up, SIGTERM stops it."""
     import signal
     import subprocess
-    import time
     import urllib.request
 
-    from appserver import free_port
+    from support.appserver import free_port
 
     port = free_port()
     out = ROOT / "tests" / "output"
@@ -89,10 +92,12 @@ def test_start_sh_serves_warms_up_and_stops_on_sigterm():
         proc = subprocess.Popen([str(ROOT / "deploy" / "start.sh"), str(port), "127.0.0.1"], stdout=f,
                                 stderr=subprocess.STDOUT, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     try:
-        deadline = time.time() + 300  # torch's import and the model load on a busy machine
-        while "warm_up:" not in log.read_text():
-            assert proc.poll() is None and time.time() < deadline, log.read_text()
-            time.sleep(0.5)
+
+        def warmed() -> bool:
+            assert proc.poll() is None, log.read_text()
+            return "warm_up:" in log.read_text()
+
+        until(warmed, 300, "start.sh's warm-up (torch's import and the model load on a busy machine)", every=0.5)
         assert "ran app.py once" in log.read_text() and "(200)" in log.read_text(), log.read_text()
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/_stcore/health", timeout=10) as r:
             assert r.status == 200

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from apptest_util import ROOT
+from support.apptest import ROOT
 
 GUIDES = ROOT / "docs"
 PAGES = [ROOT / "README.md", *sorted(GUIDES.glob("*.md"))]

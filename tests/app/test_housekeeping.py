@@ -17,6 +17,7 @@ import weakref
 import pytest
 from streamlit.runtime import Runtime
 from streamlit.runtime.memory_session_storage import MemorySessionStorage
+from support.wait import until
 
 from bert_core import heap
 from server import app as server_app
@@ -78,7 +79,7 @@ def test_reaps_expired_sessions_from_streamlits_store(monkeypatch, no_process_th
     monkeypatch.setattr(Runtime, "exists", classmethod(lambda cls: True))
     monkeypatch.setattr(Runtime, "instance", classmethod(lambda cls: runtime))
     assert streamlit_private.reap_closed_sessions() == 1  # not expired yet
-    time.sleep(0.1)
+    time.sleep(0.1)  # wall-clock time, on purpose: the storage's 0.05 s TTL must pass
     assert ref() is not None  # expired but still held: Streamlit waits for the next save
     assert streamlit_private.reap_closed_sessions() == 0
     assert ref() is None
@@ -134,13 +135,10 @@ def test_a_housekeepers_thread_stops_and_joins():
     h = hk.Housekeeper(reap=lambda: passes.append(time.monotonic()))
     assert h.start(period=0.005)
     assert not h.start(period=0.005)  # one thread per housekeeper
-    deadline = time.monotonic() + 10
-    while len(passes) < 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert len(passes) >= 3
+    until(lambda: len(passes) >= 3, 60, "three housekeeping passes", every=0.01)
     assert h.stop()
     done = len(passes)
-    time.sleep(0.05)
+    time.sleep(0.05)  # on purpose: ten periods in which a pass not joined would show
     assert len(passes) == done  # joined: nothing runs after stop()
     assert not h.stop()
     assert h.start(period=0.005) and h.stop()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from apptest_util import ROOT
+from support.apptest import ROOT
 
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training"]
 
@@ -19,7 +19,7 @@ import sys
 
 sys.modules["transformers"] = None  # `import transformers` now raises ImportError, wherever it happens
 sys.path.insert(0, "tests")
-from apptest_util import open_page
+from support.apptest import open_page
 
 for page in sys.argv[1:]:
     at = open_page(page, timeout=300)

@@ -11,7 +11,7 @@ import struct
 import numpy as np
 import pytest
 import torch
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 import bert_core
 from bert_core.model import loading as pretrained

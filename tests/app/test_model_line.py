@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from apptest_util import assert_ok, open_page
-from family_util import write_family_checkpoint
+from support.apptest import assert_ok, open_page
+from support.family import write_family_checkpoint
 
 import bert_core
 from ui.widgets import PAPER_BERT_BASE, model_line_text

@@ -12,7 +12,7 @@ import gc
 from pathlib import Path
 
 import pytest
-from apptest_util import ROOT, assert_ok, open_page
+from support.apptest import ROOT, assert_ok, open_page
 
 VIEWS = ROOT / "views"
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "layers",

@@ -4,7 +4,7 @@ no test writes outside tests/output."""
 import re
 import sys
 
-from apptest_util import ROOT
+from support.apptest import ROOT
 
 sys.path.insert(0, str(ROOT / "scripts"))
 import screenshots  # noqa: E402

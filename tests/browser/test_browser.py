@@ -6,113 +6,16 @@ renders with no network at all (bertviz included). Screenshots land in tests/out
 
 from __future__ import annotations
 
-import time
 import urllib.parse
 from pathlib import Path
 
 import pytest
-from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT  # benchmarks/ is on pytest's pythonpath
-from page_checks import contrast_failures, drawn
+from support.browser import OUT, PAGES, assert_nothing_injected
+from support.page_checks import contrast_failures, drawn
+from support.wait import until
 
 pytestmark = pytest.mark.browser
 
-OUT = ROOT / "tests" / "output"
-PAGES = ["lesson", "tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training",
-         "finetuning"]
-
-
-@pytest.fixture(scope="module")
-def server(shared_app_server):
-    """The real Streamlit server (offline, developmentMode off) on a loopback port: the session's one
-    (tests/conftest.py), shared by every browser file that imports this fixture, so its start is paid once."""
-    return shared_app_server
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    assert Path(CHROMIUM).exists(), "Debian's chromium is required (apt-get install chromium)"
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
-
-
-class PageWatch:
-    """A page whose console errors, page errors, dialogs and off-machine requests are recorded."""
-
-    def __init__(self, browser, base: str):
-        self.ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
-        self.base = base
-        self.errors: list[str] = []
-        self.blocked: list[str] = []
-        self.dialogs: list[str] = []
-        host = urllib.parse.urlparse(base).netloc
-
-        def route(r):
-            u = urllib.parse.urlparse(r.request.url)
-            if u.scheme in ("data", "blob", "about") or u.netloc == host:
-                r.continue_()
-            else:  # no network: anything off this machine fails, as it would offline
-                self.blocked.append(r.request.url)
-                r.abort()
-
-        self.ctx.route("**/*", route)
-        self.page = self.ctx.new_page()
-        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-
-        def dialog(d):
-            self.dialogs.append(d.message)
-            d.dismiss()
-
-        self.page.on("dialog", dialog)
-
-    def open(self, path: str):
-        self.page.goto(self.base + path, wait_until="domcontentloaded")
-        self.settle()
-        return self.page
-
-    def settle(self, timeout: float = 300):
-        """Wait until the app is connected and its script has run and stopped (no time-based guess).
-
-        Streamlit's root element says both: data-test-connection-state and data-test-script-state
-        ("initial" before the first run, "running", "notRunning" once a run ended). A page may rerun
-        itself right after a run, so "not running" must hold twice, half a second apart. The timeout is
-        generous: a cold server's first page imports torch and loads the model, which took over 90 s
-        on this 2-core machine at a load average of 20+; a passing test never waits for it.
-        """
-        p = self.page
-        done = ('[data-testid="stApp"][data-test-connection-state="CONNECTED"]'
-                '[data-test-script-state="notRunning"]')
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            p.wait_for_selector(done, timeout=max(1.0, deadline - time.time()) * 1000)
-            p.wait_for_selector('[data-testid="stSidebar"]', timeout=max(1.0, deadline - time.time()) * 1000)
-            time.sleep(0.5)
-            if p.locator(done).count() == 1 and p.locator('[data-testid="stStatusWidget"]').count() == 0:
-                return
-        raise AssertionError("the app was still running after the timeout")
-
-    def assert_clean(self):
-        p = self.page
-        assert p.locator('[data-testid="stException"]').count() == 0, p.locator('[data-testid="stException"]')\
-            .first.inner_text()
-        # The only console errors tolerated are the ones our blocked off-machine requests cause.
-        real = [e for e in self.errors if "net::ERR_FAILED" not in e and "Failed to load resource" not in e]
-        assert not real, real
-        assert not self.dialogs, self.dialogs
-
-    def close(self):
-        self.ctx.close()
-
-
-@pytest.fixture
-def watch(browser, server):
-    w = PageWatch(browser, server)
-    yield w
-    w.close()
 
 
 def test_table_downloads_its_csv(watch):
@@ -176,10 +79,7 @@ def test_shared_url_reproduces_the_view(watch):
     page = watch.open(f"/attention?{q}")
     watch.assert_clean()
     box = page.locator('[data-testid="stSidebar"] textarea').first
-    deadline = time.time() + 20
-    while box.input_value() != text and time.time() < deadline:  # the widget may fill a moment late
-        time.sleep(0.5)
-    assert box.input_value() == text
+    until(lambda: box.input_value() == text, 60, "the sidebar's text box to hold the link's text")  # filled late
     body = page.locator('[data-testid="stMain"]').inner_text()
     assert "Layer" in body or "layer" in body
     # The view's settings stayed in the URL, so copying the address reopens this view.
@@ -208,19 +108,19 @@ def test_live_training_in_the_browser(watch):
     page = watch.open("/training")
     page.get_by_role("button", name="Start").click()
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=90_000)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        body = page.locator('[data-testid="stMain"]').inner_text()
-        if "Step" in body and page.locator(".js-plotly-plot").count() >= 1:
-            break
-        time.sleep(1)
-    time.sleep(5)  # a few live ticks
+
+    def steps_shown() -> int:
+        """The Step metric's count (0 while none is shown)."""
+        metrics = page.locator('[data-testid="stMetric"]').all_inner_texts()
+        step = [m for m in metrics if m.lower().startswith("step")]
+        return int(step[0].split()[-1].replace(",", "").split("/")[0]) if step else 0
+
+    until(lambda: steps_shown() > 0, 180, "the live page to show a training step", every=0.5)  # live ticks
     page.get_by_role("button", name="Pause").click()
     watch.settle()
     watch.assert_clean()
     metrics = page.locator('[data-testid="stMetric"]').all_inner_texts()
-    step = [m for m in metrics if m.lower().startswith("step")]
-    assert step and int(step[0].split()[-1].replace(",", "").split("/")[0]) > 0, metrics
+    assert steps_shown() > 0, metrics
     page.screenshot(path=str(OUT / "page_training_live.png"), full_page=True)
 
 
@@ -230,16 +130,6 @@ BODY_PAYLOAD = (
     "The dog slept on the rug <img src=x onerror=alert(4)> near the warm fire.\n"
     "A bird sang in the tree while the children played in the garden.\n"
 )
-INJECTED_JS = """() => [...document.querySelectorAll('script')].filter(s => s.textContent.includes('alert(')).length
-    + document.querySelectorAll('img[src="x"], [onerror]').length"""
-
-
-def assert_nothing_injected(page):
-    """No <img src=x>, onerror attribute or script holding an alert in the page or any of its frames."""
-    for f in page.frames:
-        assert f.evaluate(INJECTED_JS) == 0, f.url
-
-
 def upload_corpus(watch, name: str, data: bytes):
     """Open Training, choose the upload corpus and upload one in-memory file; returns the page."""
     page = watch.open("/training")
@@ -305,9 +195,8 @@ def test_live_finetuning_in_the_browser(watch):
     watch.settle()
     page.get_by_role("button", name="Start").click()
     page.wait_for_selector(".js-plotly-plot .main-svg", timeout=120_000)
-    deadline = time.time() + 120
-    while time.time() < deadline and "finished" not in page.locator('[data-testid="stMain"]').inner_text():
-        time.sleep(2)
+    until(lambda: "finished" in page.locator('[data-testid="stMain"]').inner_text(), 300, "the run to finish",
+          every=1)
     watch.settle()
     watch.assert_clean()
     assert_nothing_injected(page)

@@ -9,16 +9,12 @@ from __future__ import annotations
 import re
 
 import pytest
-import test_browser
-from page_checks import AXE, drawn
-
-from ui.theme import FOCUS_RING
+from support.a11y import FOCUSED_JS, SMALL_TEXT, axe, ringed, structure
+from support.browser import settle
+from support.page_checks import AXE, AXE_RUN, WCAG_TAGS, drawn
 
 pytestmark = pytest.mark.browser
 
-server = test_browser.server  # the session's real server (offline, developmentMode off)
-browser = test_browser.browser
-watch = test_browser.watch
 
 # url_path -> the page's title in the menu (app.py's st.Page titles).
 PAGES = {
@@ -28,16 +24,6 @@ PAGES = {
     "finetuning": "Fine-tuning", "tagging": "Tagging", "question-answering": "Question answering",
     "similarity": "Sentence similarity", "probing": "Probing", "neighbours": "Neighbours",
 }
-
-DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
-
-WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
-
-AXE_RUN = """async (tags) => {
-  const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
-  return r.violations.flatMap(v => v.nodes.map(n => v.id + ' :: ' + n.target.join(' ') + ' :: '
-      + n.failureSummary.replace(/\\s+/g, ' ')));
-}"""
 
 # Each chart: its accessible name (st.plotly_chart's alt: role=figure, aria-label on the chart) and whether a "Data"
 # expander (its numbers as a table) follows it.
@@ -54,26 +40,6 @@ CHARTS_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] [data
   }
   return [name, table];
 })"""
-
-
-# The focused element's kind and the ring it shows: its own outline, or that of the label or box holding it (a
-# radio's, a toggle's or a text field's input is hidden inside a drawing or a box), up to 4 levels up. One call, so
-# the two are read from the same element.
-FOCUSED_JS = """() => { const a = document.activeElement, t = a.tagName.toLowerCase();
-  if (a === document.body || t === 'iframe') return null;
-  const kind = t === 'input' ? t + ':' + (a.getAttribute('role') || a.type)
-             : t + (a.getAttribute('role') ? ':' + a.getAttribute('role') : '');
-  let ring = null;
-  for (let e = a, k = 0; k < 5 && e; k++, e = e.parentElement) {
-    const s = getComputedStyle(e);
-    if (s.outlineStyle !== 'none' && parseFloat(s.outlineWidth) > 0) {
-      ring = {style: s.outlineStyle, width: parseFloat(s.outlineWidth), color: s.outlineColor.replace(/ /g, '')};
-      break;
-    }
-  }
-  const box = a.closest('[class*="st-key-"]'), key = box ? box.className.match(/st-key-\\S+/)[0] : null;
-  return {kind, ring, key, toolbar: !!a.closest('[data-testid="stElementToolbar"]'),
-          html: a.outerHTML.slice(0, 200)}; }"""
 
 
 @pytest.mark.parametrize("path", list(PAGES))
@@ -109,30 +75,6 @@ def test_page_is_accessible(watch, path):
     assert not problems, f"/{path}:\n" + "\n".join(problems)
 
 
-def structure(pg, title: str) -> list[str]:
-    """The page's title, its one h1 (among those a screen reader meets: not display:none) and its heading order."""
-    problems = []
-    if pg.title() != title:
-        problems.append(f"document title {pg.title()!r}")
-    h1 = pg.locator("h1").evaluate_all("hs => hs.filter(h => h.checkVisibility()).length")
-    if h1 != 1:
-        problems.append(f"{h1} h1 elements")
-    levels = pg.locator(":is(h1, h2, h3, h4, h5, h6)").evaluate_all(  # in document order: sidebar, then main
-        "hs => hs.filter(h => h.checkVisibility()).map(h => +h.tagName[1])")
-    skips = [(a, b) for a, b in zip(levels, levels[1:]) if b > a + 1]
-    if skips:
-        problems.append(f"heading levels skipped: {skips}")
-    if levels[:1] != [1]:
-        problems.append(f"the first heading is h{levels[:1]}")
-    return problems
-
-
-def axe(pg) -> list[str]:
-    if not pg.evaluate("() => typeof window.axe !== 'undefined'"):
-        pg.evaluate(AXE + "\n;0")
-    return pg.evaluate(AXE_RUN, WCAG_TAGS)
-
-
 REVEALED_FOCUS = "() => document.activeElement.classList.contains('st-key-lesson_answer')"
 
 
@@ -164,15 +106,6 @@ def test_lesson_is_accessible(watch, step):
     assert not problems, f"step {step}:\n" + "\n".join(problems)
 
 
-# Visible text under 12 px in the main area (an SVG chart's labels included): its tag, size and start.
-SMALL_TEXT = """() => [...document.querySelectorAll('[data-testid="stMain"] *')].filter(e =>
-    !e.closest('.katex-mathml')  /* a formula's MathML: for screen readers, clipped to 1 px, never seen */ &&
-    [...e.childNodes].some(n => n.nodeType === 3 && n.textContent.replace(/[\\s\\u200b]/g, ''))
-    && e.getClientRects().length
-    && e.checkVisibility({visibilityProperty: true}) && parseFloat(getComputedStyle(e).fontSize) < 12)
-  .map(e => e.tagName + ' ' + getComputedStyle(e).fontSize + ' ' + e.textContent.trim().slice(0, 30))"""
-
-
 def test_every_page_on_a_phone(browser, server):
     """Every page (the Lesson too) on a 390 x 844 phone, one context: no visible text under 12 px in the page, and
     nothing scrolls sideways."""
@@ -182,9 +115,7 @@ def test_every_page_on_a_phone(browser, server):
         problems = []
         for path in ["lesson?step=6", *PAGES]:
             pg.goto(f"{server}/{path}", wait_until="domcontentloaded")
-            for _ in range(2):  # the script has run and stopped, twice: a page may rerun right after a run
-                pg.wait_for_selector(DONE, timeout=300_000)
-                pg.wait_for_timeout(500)
+            settle(pg, timeout=300)  # the script has run and stopped, and no rerun followed
             drawn(pg, timeout=60)
             small = pg.evaluate(SMALL_TEXT)
             wide = pg.evaluate("() => document.documentElement.scrollWidth")
@@ -195,11 +126,6 @@ def test_every_page_on_a_phone(browser, server):
         assert not problems, "\n".join(problems)
     finally:
         ctx.close()
-
-
-def _ringed(focused: dict) -> bool:
-    ring = focused["ring"]
-    return bool(ring) and ring["width"] >= 2 and ring["color"] == FOCUS_RING.css_rgb
 
 
 def ring_walk(pg, presses: int, settle) -> tuple[set, list, set]:
@@ -214,10 +140,10 @@ def ring_walk(pg, presses: int, settle) -> tuple[set, list, set]:
         kinds.add(now["kind"])
         if now["toolbar"]:
             toolbar.add(now["kind"])
-        if not _ringed(now):  # read again once the app is idle: a rerun redraws (and refocuses) what it reruns
+        if not ringed(now):  # read again once the app is idle: a rerun redraws (and refocuses) what it reruns
             settle()
             now = pg.evaluate(FOCUSED_JS)
-            if now is not None and not _ringed(now):
+            if now is not None and not ringed(now):
                 bad.append(now)
     return kinds, bad, toolbar
 
@@ -253,10 +179,10 @@ def test_focus_ring_shows_on_keyboard_focus(watch):
         if now is None:
             continue
         kinds.add(now["kind"])
-        if not _ringed(now):  # read again once the app is idle: a rerun redraws (and refocuses) what it reruns
+        if not ringed(now):  # read again once the app is idle: a rerun redraws (and refocuses) what it reruns
             watch.settle()
             now = pg.evaluate(FOCUSED_JS)
-            if now is not None and not _ringed(now):
+            if now is not None and not ringed(now):
                 bad.append(now)
     assert {"a", "button", "summary", "input:switch", "input:combobox"} <= kinds, kinds
     assert not bad, bad

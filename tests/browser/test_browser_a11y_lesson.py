@@ -12,21 +12,18 @@ from __future__ import annotations
 import re
 
 import pytest
-import test_browser
-from page_checks import AXE, drawn
 from playwright.sync_api import expect
-from test_browser_a11y import AXE_RUN, FOCUSED_JS, SMALL_TEXT, WCAG_TAGS, _ringed, structure
+from support.a11y import FOCUSED_JS, SMALL_TEXT, axe, ringed, structure
+from support.browser import settle
+from support.page_checks import drawn
 
 from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 
-server = test_browser.server
-browser = test_browser.browser
 
 N = len(lesson.STEPS)
 MAIN = '[data-testid="stMain"]'
-DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
 
 
 def open_page(browser, server, path: str, width: int = 1280, height: int = 720):
@@ -40,16 +37,8 @@ def open_page(browser, server, path: str, width: int = 1280, height: int = 720):
 
 
 def idle(pg, timeout_s: float = 300) -> None:
-    """The script has run and stopped (twice, 0.5 s apart: a page may rerun right after a run)."""
-    pg.wait_for_selector(DONE, timeout=timeout_s * 1000)
-    pg.wait_for_timeout(500)
-    pg.wait_for_selector(DONE, timeout=timeout_s * 1000)
-
-
-def axe(pg) -> list[str]:
-    if not pg.evaluate("() => typeof window.axe !== 'undefined'"):
-        pg.evaluate(AXE + "\n;0")
-    return pg.evaluate(AXE_RUN, WCAG_TAGS)
+    """The script has run and stopped, and no rerun followed (support.browser.settle)."""
+    settle(pg, timeout=timeout_s)
 
 
 def active(pg) -> str:
@@ -89,7 +78,7 @@ def test_presenter_keyboard_walk(browser, server):
         if pg.evaluate("() => document.activeElement.type === 'radio'"):
             break
     assert pg.evaluate("() => document.activeElement.type === 'radio'"), active(pg)
-    assert _ringed(pg.evaluate(FOCUSED_JS)), pg.evaluate(FOCUSED_JS)  # the guess shows the theme's focus ring
+    assert ringed(pg.evaluate(FOCUSED_JS)), pg.evaluate(FOCUSED_JS)  # the guess shows the theme's focus ring
     pg.keyboard.press("5")
     pg.wait_for_function("() => document.querySelectorAll('[role=radiogroup] input')[4].checked", timeout=60_000)
     idle(pg)
@@ -165,7 +154,7 @@ def test_presenter_class_card_is_accessible(browser, server):
         pg.keyboard.press("Tab")
         now = pg.evaluate(FOCUSED_JS)
         if now is not None:
-            seen[now["kind"], now["key"]] = seen.get((now["kind"], now["key"]), True) and _ringed(now)
+            seen[now["kind"], now["key"]] = seen.get((now["kind"], now["key"]), True) and ringed(now)
     assert all(seen.values()), seen
     assert ("button", "st-key-class_tools") in seen, seen  # the popover's "Class and sentence"
     pg.evaluate("() => document.activeElement.blur()")

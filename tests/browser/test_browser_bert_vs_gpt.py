@@ -5,13 +5,9 @@ from __future__ import annotations
 import urllib.parse
 
 import pytest
-import test_browser
-import test_browser_compare as tbc
-from test_browser import OUT
-from test_browser_compare import SLOW, main_text, open_slow, wait_for_text
+from support.browser import OUT, SLOW, main_text, open_slow, wait_for_text
 
 # The plain offline server and chromium (module-scoped fixtures), and a watched page on them.
-server, browser, watch = test_browser.server, test_browser.browser, tbc.watch
 
 pytestmark = pytest.mark.browser
 TEXT = "the cat sat on the [MASK] ."

@@ -16,25 +16,17 @@ import re
 import time
 
 import pytest
-import test_browser
-from appserver import ROOT
-from class_flood import STUDENT_ADDRESS, Attack
-from page_checks import once_more
-from test_browser_classroom import _start_class, explained, header_is, tab
-from test_browser_lesson import settle
+from support.appserver import ROOT
+from support.browser import settle
+from support.class_pages import PHONE, REMOVED, explained, header_is, phone, tab
+from support.class_pages import start_class as _start_class
+from support.flood import STUDENT_ADDRESS, Attack
+from support.page_checks import once_more
 
 pytestmark = pytest.mark.browser
 
 OUT = ROOT / "tests" / "output"
-server = test_browser.server
-browser = test_browser.browser  # one chromium for this file's tests
-PHONE = (390, 844)
-REMOVED = "Your teacher removed your seat from this class"
 
-
-def phone(browser, base: str, headers: dict | None = None, size=PHONE):
-    """A touch screen of `size` in its own context (its own session and seat cookie), offline."""
-    return tab(browser, base, size, is_mobile=True, has_touch=True, extra_http_headers=headers or {})
 
 
 FORMULA_STEPS = (2, 3, 4, 6, 8, 9, 11, 13)  # the Lesson's steps with a display formula (ui/lesson/content.py)

@@ -7,87 +7,32 @@ the model's answer (computed here by bert_core.lesson on the step's sentence).
 
 from __future__ import annotations
 
-import contextlib
-import pathlib
 import re
-import time
 import urllib.parse
 
 import pytest
-import test_browser
-from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT
-from conftest import worker_suffix
-from page_checks import once_more
-from test_browser_lesson import settle
+from support.browser import OUT, launch, settle
+from support.class_pages import explained, header_is, joined_by_link, split_chart, tab
+from support.class_pages import seat_of as _me
+from support.class_pages import start_class as _start_class
+from support.page_checks import drawn
+from support.slides import slide_problems
+from support.wait import until
 
 import bert_core
 from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 
-OUT = ROOT / "tests" / "output"
-server = test_browser.server  # the same real server fixture (offline, developmentMode off)
 
 
 @pytest.fixture
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    """A chromium of its own per test (a class's tabs share nothing with the test before)."""
+    with launch() as b:
         yield b
-        b.close()
 
 
-def tab(browser, base: str, size=(1280, 900), **context):
-    """A page in its own context (its own cookies: its own Streamlit session), offline; `context`: more of
-    browser.new_context's options (a phone's touch screen, headers)."""
-    host = urllib.parse.urlparse(base).netloc
-    ctx = browser.new_context(viewport={"width": size[0], "height": size[1]}, **context)
-    ctx.route("**/*", lambda r: r.continue_() if urllib.parse.urlparse(r.request.url).netloc in (host, "")
-              else r.abort())
-    pg = ctx.new_page()
-    pg.set_default_timeout(60_000)
-    pg.errors = []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    return pg
-
-
-def split_chart(pg):
-    """The class's split (a plotly chart titled "The class's guesses", or "Guesses" in the projector's join card),
-    beside the step's own charts."""
-    return pg.locator('[data-testid="stPlotlyChart"]').filter(
-        has=pg.locator(".gtitle", has_text=re.compile(r"^(The class's guesses|Guesses) \(")))
-
-
-def header_is(pg, step: int, timeout: float = 30_000) -> None:
-    pg.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {step} of')",
-                         timeout=timeout)
-
-
-@contextlib.contextmanager
-def explained(pages: dict, log: pathlib.Path | None = None):
-    """A wait that fails inside says what each page showed then: a screenshot of each in tests/output, their text,
-    their errors and the end of the server's log (a CI failure is then readable without running it again)."""
-    try:
-        yield
-    except Exception as e:
-        stamp, said = int(time.time()), []
-        for name, pg in pages.items():
-            try:
-                pg.screenshot(path=str(OUT / f"failed_{name}_{stamp}.png"), full_page=True)
-                text = pg.evaluate("() => document.body.innerText")  # the step's start and the side column's end
-                said.append(f"{name} (errors {pg.errors}): {text[:1200]!r} ... {text[-1800:]!r}")
-            except Exception as why:  # a closed page says so, and the others are still shown
-                said.append(f"{name}: not readable ({type(why).__name__})")
-        if log is None:
-            log = OUT / f"server{worker_suffix()}.log"  # the shared server's (tests/conftest.py)
-        tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
-        raise AssertionError(f"{type(e).__name__}: {str(e)[:500]}\n" + "\n".join(said)
-                             + f"\nscreenshots failed_*_{stamp}.png; the server's log ends: {tail!r}") from e
-
-
-@pytest.mark.flaky(reruns=2)  # failed once in CI (stop 48, 2026-11-27) in a full suite; explained() says why
 def test_a_teacher_and_three_students(server, browser):
     pages = {}
     with explained(pages):
@@ -114,7 +59,7 @@ def _teacher_and_three_students(server, browser, pages: dict) -> None:
         if i == 0:  # by the link
             pg.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
             settle(pg)
-            expect(pg.get_by_role("textbox", name="Class code")).to_have_value(code, timeout=30_000)
+            expect(pg.get_by_role("textbox", name="Class code")).to_have_value(code, timeout=120_000)
         else:  # by the code, typed the way people type it
             pg.goto(server + "/lesson", wait_until="domcontentloaded")
             settle(pg)
@@ -129,7 +74,7 @@ def _teacher_and_three_students(server, browser, pages: dict) -> None:
         students.append(pg)
     teacher.bring_to_front()
     teacher.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
-                              ".some(e => e.innerText.trim() === '3')", timeout=30_000)
+                              ".some(e => e.innerText.trim() === '3')", timeout=120_000)
 
     # The teacher goes to step 2 and presents: every student follows.
     teacher.get_by_role("button", name="Next →").click()
@@ -148,60 +93,33 @@ def _teacher_and_three_students(server, browser, pages: dict) -> None:
     for pg, choice in zip(students, (q.answer, q.answer, (q.answer + 1) % len(q.choices))):
         pg.bring_to_front()
         pg.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(choice).click()
-        pg.wait_for_selector("text=Your vote:", timeout=30_000)
+        pg.wait_for_selector("text=Your vote:", timeout=120_000)
     teacher.bring_to_front()
-    teacher.wait_for_selector(".st-key-class_card >> text=Answered: 3 of 3", timeout=30_000)  # in the join card
+    teacher.wait_for_selector(".st-key-class_card >> text=Answered: 3 of 3", timeout=120_000)  # in the join card
     assert split_chart(teacher).count() == 0  # the step's own chart only, until the teacher asks
     teacher.get_by_role("button", name="Show the class's split").click()
-    split_chart(teacher).wait_for(timeout=30_000)
-    teacher.wait_for_timeout(1500)
-    bars = split_chart(teacher).locator(".bars text").all_text_contents()
-    assert sorted(int(b) for b in bars if b.strip()) == [1, 2], bars
+    split_chart(teacher).wait_for(timeout=120_000)
+
+    def counts() -> list[int]:  # the bars' labels, once plotly has drawn them
+        return sorted(int(b) for b in split_chart(teacher).locator(".bars text").all_text_contents() if b.strip())
+
+    until(lambda: counts() == [1, 2], 120, "the split's bars to read 1 and 2")
     teacher.screenshot(path=str(OUT / "class_projector_split.png"))
     for pg in students:  # no split and no answer on the students' devices before the reveal
         assert split_chart(pg).count() == 0 and "model's answer is" not in pg.inner_text("body")
     teacher.keyboard.press(" ")  # space reveals, as in presenter mode without a class
-    teacher.wait_for_selector("text=The model's answer", timeout=30_000)
+    teacher.wait_for_selector("text=The model's answer", timeout=120_000)
     shown = q.choices[q.answer]
     for i, pg in enumerate(students):
         pg.bring_to_front()
-        pg.wait_for_selector('[data-testid="stAlert"]', timeout=30_000)
+        pg.wait_for_selector('[data-testid="stAlert"]', timeout=120_000)
         alert = pg.locator('[data-testid="stAlert"]').first.inner_text()
         assert shown in alert and (("Right" in alert) == (i < 2)), (i, alert, shown)
-        split_chart(pg).wait_for(timeout=30_000)  # the split beside the answer
+        split_chart(pg).wait_for(timeout=120_000)  # the split beside the answer
         assert pg.locator('[data-testid="stException"]').count() == 0
         assert not pg.errors, pg.errors
     students[2].screenshot(path=str(OUT / "class_student_reveal.png"))
     assert teacher.locator('[data-testid="stException"]').count() == 0 and not teacher.errors
-
-
-def _start_class(pg, server: str, query: str = "") -> str:
-    pg.goto(f"{server}/lesson{query}", wait_until="domcontentloaded")
-    settle(pg)
-    if "present=1" in query:  # presenter mode: "Start a class" is in the popover at the top right
-        pg.get_by_role("button", name="Class and sentence").click()
-    # A click lost once in a full run here (never alone) is kept in tests/output and clicked once more.
-    once_more(pg, lambda: pg.get_by_role("button", name="Start a class").click(),
-              lambda ms: pg.wait_for_url(re.compile(r"class=[A-Z0-9]{6}"), timeout=ms), "class_start_click",
-              first_s=20, then_s=60)
-    settle(pg)
-    return urllib.parse.parse_qs(urllib.parse.urlparse(pg.url).query)["class"][0]
-
-
-def joined_by_link(browser, server: str, code: str):
-    """A student's tab (900 x 900) that opened the class's link and joined."""
-    s = tab(browser, server, (900, 900))
-    s.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
-    settle(s)
-    s.get_by_role("button", name="Join the class").click()
-    _me(s)
-    settle(s)
-    return s
-
-
-def _me(pg) -> str:
-    pg.wait_for_url(re.compile(r"[?&]me="))
-    return urllib.parse.parse_qs(urllib.parse.urlparse(pg.url).query)["me"][0]
 
 
 def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
@@ -219,10 +137,10 @@ def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
     sid = _me(s)
     settle(s)
     s.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(1).click()
-    s.wait_for_selector("text=Your vote:", timeout=30_000)
-    s.wait_for_function("() => document.cookie.includes('bx_seat=')", timeout=30_000)  # the seat token, kept
+    s.wait_for_selector("text=Your vote:", timeout=120_000)
+    s.wait_for_function("() => document.cookie.includes('bx_seat=')", timeout=120_000)  # the seat token, kept
     s.get_by_role("button", name="Leave the class").click()
-    s.wait_for_function("() => !location.search.includes('me=')", timeout=30_000)
+    s.wait_for_function("() => !location.search.includes('me=')", timeout=120_000)
     settle(s)
     s.get_by_role("textbox", name="Class code").fill(code)
     s.get_by_role("textbox", name="Class code").press("Enter")
@@ -230,9 +148,9 @@ def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
     s.get_by_role("button", name="Join the class").click()
     assert _me(s) == sid  # the same seat
     settle(s)
-    s.wait_for_selector("text=Your vote:", timeout=30_000)  # and its vote
+    s.wait_for_selector("text=Your vote:", timeout=120_000)  # and its vote
     second = s.context.new_page()  # the link again, in a new tab of the same browser: a new Streamlit session
-    second.set_default_timeout(60_000)
+    second.set_default_timeout(120_000)
     second.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
     settle(second)
     second.get_by_role("button", name="Join the class").click()
@@ -241,9 +159,9 @@ def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
     settle(s)
     assert _me(s) == sid
     teacher.bring_to_front()
-    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)
+    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=120_000)
     teacher.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
-                              ".some(e => e.innerText.trim() === '1')", timeout=30_000)
+                              ".some(e => e.innerText.trim() === '1')", timeout=120_000)
     assert teacher.get_by_text("1 seat in the class.").count() == 1
     for pg in (teacher, s, second):
         assert pg.locator('[data-testid="stException"]').count() == 0 and not getattr(pg, "errors", [])
@@ -258,40 +176,41 @@ def test_a_new_sentence_after_the_reveal_opens_a_new_vote(server, browser):
     s = joined_by_link(browser, server, code)
     header_is(s, 4)
     s.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
-    s.wait_for_selector("text=Your vote:", timeout=30_000)
+    s.wait_for_selector("text=Your vote:", timeout=120_000)
     teacher.bring_to_front()
-    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)
+    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=120_000)
     teacher.locator(".st-key-lesson_reveal button").first.click()
-    teacher.wait_for_selector('[data-testid="stAlert"]', timeout=60_000)
+    teacher.wait_for_selector('[data-testid="stAlert"]', timeout=180_000)
     s.bring_to_front()
-    s.wait_for_selector("text=/^(Right: |Not this time: )/", timeout=30_000)  # the answer reached the student
+    s.wait_for_selector("text=/^(Right: |Not this time: )/", timeout=120_000)  # the answer reached the student
     teacher.bring_to_front()
     box = teacher.get_by_role("textbox", name="This step's sentence")
     box.fill("She [MASK] the letter for her mother.")
     box.press("Enter")
     settle(teacher)
-    teacher.wait_for_selector("text=0 of 1 students have answered.", timeout=30_000)
+    teacher.wait_for_selector("text=0 of 1 students have answered.", timeout=120_000)
     assert teacher.get_by_role("button", name=re.compile(r"^Reveal ")).count() == 1  # again, for the new question
     s.bring_to_front()
-    s.wait_for_selector("text=for her mother", timeout=30_000)  # the new sentence on the student's page
+    s.wait_for_selector("text=for her mother", timeout=120_000)  # the new sentence on the student's page
     settle(s)
     body = s.inner_text("body")
     assert "Right: " not in body and "Not this time" not in body and "Your vote:" not in body, body[:2000]
     assert s.locator('[data-testid="stRadio"] input:checked').count() == 0  # nothing picked: a new vote
     s.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(1).click()
-    s.wait_for_selector("text=Your vote:", timeout=30_000)
+    s.wait_for_selector("text=Your vote:", timeout=120_000)
     teacher.bring_to_front()
-    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=30_000)
+    teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=120_000)
     s.screenshot(path=str(OUT / "class_new_sentence_student.png"))
     for width in (900, 1024, 1280):  # the side column's labels (Follow the teacher, Leave the class) whole
         s.set_viewport_size({"width": width, "height": 900})
-        s.wait_for_timeout(300)
+        s.wait_for_function(f"() => window.innerWidth === {width}")
+        drawn(s)  # laid out again at the new width, and kept still
         assert not cut_labels(s), (width, cut_labels(s))
     assert not cut_labels(teacher), cut_labels(teacher)
     for pg in (teacher, s):
         assert pg.locator('[data-testid="stException"]').count() == 0 and not pg.errors, pg.errors
     teacher.get_by_role("button", name="End the class").click()  # the shared server as it was found
-    teacher.wait_for_function("() => !location.search.includes('class=')", timeout=30_000)
+    teacher.wait_for_function("() => !location.search.includes('class=')", timeout=120_000)
 
 
 def cut_labels(pg) -> list[str]:
@@ -339,14 +258,12 @@ def _card_problems(t, code: str, what: str) -> list[str]:
     return out
 
 
-@pytest.mark.flaky(reruns=2)  # timing under a loaded 2-core machine
 def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server, browser):
     """Presenter mode at 1280 x 720, a class started from the presenter's popover and one student voting on every
     step: on steps 1-13, with the class's split shown before the reveal and after it, the QR code and the code are
     on screen beside the step, clear of the model corner, and the slide is readable (slide_problems: every text
     >= 18 px, the card's included; no chart text cut; nothing scrolled sideways; the slide within 720 px). Opened
     as 127.0.0.1, the card says students cannot reach that address and links to this machine's network address."""
-    from test_browser_lesson_readable import slide_problems
 
     from ui.lesson.live_class.join import lan_address
 
@@ -368,18 +285,18 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
         header_is(s, k)
         # Every step has a question: the student votes (the split has a bar), the teacher shows the split.
         s.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
-        s.wait_for_selector("text=Your vote:", timeout=30_000)
-        t.wait_for_selector(".st-key-class_card >> text=Answered: 1 of 1", timeout=30_000)
+        s.wait_for_selector("text=Your vote:", timeout=120_000)
+        t.wait_for_selector(".st-key-class_card >> text=Answered: 1 of 1", timeout=120_000)
         t.get_by_role("button", name="Show the class's split").click()
-        split_chart(t).wait_for(timeout=30_000)
+        split_chart(t).wait_for(timeout=120_000)
         settle(t)
         t.mouse.move(640, 5)  # no tooltip of the button just clicked over the slide
         # The charts were drawn while settle() waited: 0.5 s more, not the readable walk's 1.5 s (13 steps, twice).
         problems += slide_problems(t, f"step {k}, split shown", 500) + _card_problems(t, code, f"step {k}, split")
         t.locator(".st-key-lesson_reveal button").first.click()
-        t.wait_for_selector('[data-testid="stAlert"]', timeout=60_000)
+        t.wait_for_selector('[data-testid="stAlert"]', timeout=180_000)
         settle(t)
-        split_chart(t).wait_for(timeout=30_000)
+        split_chart(t).wait_for(timeout=120_000)
         t.mouse.move(640, 5)
         problems += slide_problems(t, f"step {k}, revealed", 500) + _card_problems(t, code, f"step {k}, revealed")
         if k in (1, 2, 3, 12, 13):  # the longest titles and the steps cut before (a screenshot costs a second)
@@ -394,4 +311,4 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
     t.get_by_role("button", name="Exit presenter mode").click()
     settle(t)
     t.get_by_role("button", name="End the class").click()
-    t.wait_for_function("() => !location.search.includes('class=')", timeout=30_000)
+    t.wait_for_function("() => !location.search.includes('class=')", timeout=120_000)

@@ -4,13 +4,12 @@ and against a RoBERTa folder (tiny, random, tokenizer trained in the test) given
 from __future__ import annotations
 
 import os
-import time
 import urllib.parse
 
 import pytest
-from appserver import app_server
-from family_util import write_family_checkpoint
-from test_browser import CHROMIUM, CHROMIUM_ARGS, OUT, PageWatch, assert_nothing_injected
+from support.appserver import app_server
+from support.browser import OUT, SLOW, assert_nothing_injected, main_text, open_slow, wait_for_text
+from support.family import write_family_checkpoint
 
 pytestmark = pytest.mark.browser
 TEXT = "She [MASK] the letter to her mother."
@@ -32,46 +31,6 @@ def server(roots):
     with open(OUT / "server_compare.log", "w") as log, \
             app_server(env, log=log, args=("--global.developmentMode", "false"), timeout=90) as (url, _):
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def watch(browser, server):
-    w = PageWatch(browser, server)
-    yield w
-    w.close()
-
-
-def main_text(page) -> str:
-    return page.locator('[data-testid="stMain"]').inner_text()
-
-
-def wait_for_text(page, needle: str, timeout: float = 60):
-    """Wait until the main area shows `needle` (the page may still be drawing its tables)."""
-    deadline = time.time() + timeout
-    while needle not in main_text(page):
-        if time.time() > deadline:
-            raise AssertionError(f"{needle!r} not on the page: {main_text(page)[:2000]}")
-        time.sleep(0.5)
-
-
-SLOW = 300  # s: a shared machine (load 20-30 on 2 cores seen) makes a rerun take minutes
-
-
-def open_slow(watch, path: str):
-    """`watch.open` with a longer wait for the app to settle."""
-    watch.page.goto(watch.base + path, wait_until="domcontentloaded")
-    watch.settle(timeout=SLOW)
-    return watch.page
 
 
 def wait_for_tables(page, n: int = 5):

@@ -8,10 +8,9 @@ import re
 import urllib.parse
 
 import pytest
-import test_browser
-from page_checks import AXE, contrast_failures, drawn
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from test_browser_lesson import chromium, page, press, settle  # noqa: F401  (chromium, page: the same fixtures)
+from support.browser import press, settle
+from support.page_checks import AXE, contrast_failures, drawn
 
 import bert_core
 from bert_core.lesson.questions import attention_head
@@ -19,7 +18,6 @@ from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 
-server = test_browser.server
 
 # The Lesson in both modes, at a step with a chart and a caption. Every other page is checked where
 # test_browser.py renders it (test_every_page_renders_offline): one visit per page, not two.

@@ -10,23 +10,21 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-import test_browser
+from support.browser import after_rerun
 
 import bert_core
 from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 
-server = test_browser.server  # the session's one real server (offline, developmentMode off)
-browser, watch = test_browser.browser, test_browser.watch  # Debian's chromium; a page with no off-machine request
 OUT = Path(__file__).resolve().parents[1] / "output"
 HOSTILE = "</script><script>alert(1)</script><!-- The <img src=x onerror=alert(1)> cat sat on the cat mat."
 VISITED = [1, 2, 3]
 
 
 def click(watch, name: str) -> None:
-    watch.page.get_by_role("button", name=name).click()
-    watch.page.wait_for_timeout(300)
+    """Click a button, then wait for the rerun it starts."""
+    after_rerun(watch.page, lambda: watch.page.get_by_role("button", name=name).click())
     watch.settle()
 
 
@@ -62,8 +60,7 @@ def test_the_downloaded_handout_opens_offline_with_every_visited_step_and_no_scr
     pg.on("dialog", lambda dl: (dialogs.append(dl.message), dl.dismiss()))
     pg.on("pageerror", lambda e: errors.append(str(e)))
     try:
-        pg.goto(path.as_uri(), wait_until="load")
-        pg.wait_for_timeout(500)
+        pg.goto(path.as_uri(), wait_until="networkidle")  # loaded, and nothing more requested for 500 ms
         assert requests == [path.as_uri()], requests  # the file, and nothing else
         assert not dialogs and not errors, (dialogs, errors)
         assert pg.evaluate("document.scripts.length") == 0  # no script element at all, so none with user text

@@ -1,16 +1,17 @@
 """Heads & patching in a real chromium, offline: rank the heads, click a cell of the importance map, and the
 predictions below are the model's without that head (screenshot in tests/output).
 
-Uses test_browser.py's server, browser and offline page watch (every off-machine request aborted).
+Uses tests/browser/conftest.py's server, browser and offline page watch (every off-machine request aborted).
 """
 
 from __future__ import annotations
 
-import time
 import urllib.parse
 
 import pytest
-from test_browser import OUT, browser, server, watch  # noqa: F401  (pytest fixtures)
+from support.page_checks import drawn
+from support.paths import OUT
+from support.wait import until
 
 pytestmark = pytest.mark.browser
 
@@ -19,11 +20,8 @@ def plots(page) -> int:
     return page.locator(".js-plotly-plot .main-svg").count()
 
 
-def wait_plots(page, n: int, timeout: float = 120):
-    deadline = time.time() + timeout
-    while plots(page) < n and time.time() < deadline:
-        time.sleep(0.5)
-    assert plots(page) >= n, plots(page)
+def wait_plots(page, n: int, timeout: float = 180):
+    until(lambda: plots(page) >= n, timeout, f"{n} charts drawn", every=0.5)
 
 
 def cell_xy(page, plot_index: int, head: int, layer: int) -> tuple[float, float]:
@@ -48,18 +46,16 @@ def test_click_a_head_and_see_the_guess_without_it(watch):  # noqa: F811
     body = page.locator('[data-testid="stMain"]').inner_text()
     assert "without layer 6, head 1" in body  # the default head before any click
     page.get_by_text("Head importance", exact=False).first.scroll_into_view_if_needed()
-    time.sleep(1.0)
+    drawn(page, still=0.5)  # scrolled, and the heatmap laid out where it will be clicked
     x, y = cell_xy(page, 0, 2, 1)  # head 3 of layer 2
     page.mouse.click(x, y)
     watch.settle()
     watch.assert_clean()
-    deadline = time.time() + 60
-    while "without layer 2, head 3" not in page.locator('[data-testid="stMain"]').inner_text() \
-            and time.time() < deadline:
-        time.sleep(0.5)
-    assert "without layer 2, head 3" in page.locator('[data-testid="stMain"]').inner_text()
+    until(lambda: "without layer 2, head 3" in page.locator('[data-testid="stMain"]').inner_text(), 120,
+          "the guess without layer 2, head 3", every=0.5)
     OUT.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1400, "height": 2400})
-    page.wait_for_timeout(1500)
+    page.wait_for_function("() => window.innerHeight === 2400")
+    drawn(page, still=0.5)  # the charts resized to the tall window
     page.screenshot(path=str(OUT / "heads.png"), full_page=True)
     watch.assert_clean()

@@ -1,6 +1,6 @@
 """The Layers and Inside-a-layer pages in Debian's chromium, offline (screenshots in tests/output).
 
-Uses test_browser.py's server, browser and PageWatch (every off-machine request is aborted).
+Uses tests/browser/conftest.py's server, browser and PageWatch (every off-machine request is aborted).
 """
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 import urllib.parse
 
 import pytest
-from test_browser import OUT, browser, server, watch  # noqa: F401  (pytest fixtures)
+from support.page_checks import drawn
+from support.paths import OUT
 
 pytestmark = pytest.mark.browser
 
@@ -25,6 +26,7 @@ def test_layer_pages_render_offline(watch, path, name, min_plots):  # noqa: F811
     assert page.locator(".katex").count() >= 1  # the formulas render (KaTeX ships with streamlit)
     OUT.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1400, "height": 2400})  # Streamlit scrolls inside: a tall window shows more
-    page.wait_for_timeout(1500)
+    page.wait_for_function("() => window.innerHeight === 2400")
+    drawn(page, still=0.5)  # the charts resized to the tall window
     page.screenshot(path=str(OUT / f"{name}.png"), full_page=True)
     watch.assert_clean()

@@ -4,77 +4,19 @@ test_browser_lesson_readable.py's "own" walk."""
 
 from __future__ import annotations
 
-import time
-import urllib.parse
-
 import pytest
-import test_browser
-from appserver import CHROMIUM, CHROMIUM_ARGS, ROOT
-from page_checks import drawn, once_more
+from support.browser import press, settle
+from support.page_checks import drawn, once_more
 
 import bert_core
 from ui.lesson import content as lesson
 
 pytestmark = pytest.mark.browser
 
-OUT = ROOT / "tests" / "output"
-DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
-
-
-server = test_browser.server  # the same real server fixture (offline, developmentMode off)
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    """One chromium for this module's tests (each test gets a fresh context: no cookie, storage or session shared)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(server, chromium):
-    host = urllib.parse.urlparse(server).netloc
-    ctx = chromium.new_context(viewport={"width": 1280, "height": 720})
-    # No network: anything off this machine fails, as it would offline.
-    ctx.route("**/*", lambda r: r.continue_() if urllib.parse.urlparse(r.request.url).netloc in (host, "")
-              else r.abort())
-    pg = ctx.new_page()
-    pg.base, pg.errors = server, []
-    pg.on("pageerror", lambda e: pg.errors.append(str(e)))
-    yield pg
-    ctx.close()
-
-
-def settle(pg, timeout: float = 120) -> None:
-    """The script has run and stopped, twice half a second apart (a page may rerun right after a run)."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        pg.wait_for_selector(DONE, timeout=max(1.0, deadline - time.time()) * 1000)
-        time.sleep(0.5)
-        if pg.locator(DONE).count() == 1:
-            return
-    raise AssertionError("the app was still running after the timeout")
-
-
-def main_scrolls(pg) -> tuple[int, int]:
-    """(scrollHeight, clientHeight) of the main area, the element that scrolls in Streamlit."""
-    return tuple(pg.evaluate("""() => { const e = document.querySelector('[data-testid="stMain"]');
-                                        return [e.scrollHeight, e.clientHeight]; }"""))
 
 
 def heading(pg) -> str:
     return pg.locator("h2").first.inner_text()
-
-
-def press(pg, key: str) -> None:
-    """A key, then the rerun it starts."""
-    pg.keyboard.press(key)
-    pg.wait_for_timeout(700)
-    settle(pg)
 
 
 def test_presenter_keys_survive_a_click_on_a_guess(page):
@@ -89,6 +31,7 @@ def test_presenter_keys_survive_a_click_on_a_guess(page):
     assert page.evaluate("document.activeElement.tagName") != "INPUT"  # the click left no focus on the guess
     press(page, "ArrowRight")
     assert heading(page).startswith(f"Step 5 of {n}"), heading(page)
+    page.mouse.move(640, 5)  # no tooltip of what the mouse was left over ("Commit a guess first") over the choices
     options.nth(0).click()
     settle(page)
     picked = page.locator('[role="radiogroup"] input:checked').evaluate("e => e.value")
@@ -126,11 +69,12 @@ def test_number_keys_pick_a_guess(page):
         # Streamlit binds a button's shortcut only while the button is mounted and enabled: wait for it first.
         page.wait_for_selector(f'.st-key-lesson_pick_{key} button:not([disabled])', state="attached", timeout=30_000)
         want = inputs.nth(int(key) - 1).evaluate("e => e.value")
-        # The key's rerun may start after press() has seen the page idle (a loaded machine): wait for its result; a
-        # key lost once (seen once in CI, never here) is kept in tests/output and pressed again.
-        once_more(page, lambda key=key: press(page, key),
+        # Wait for the key's result; a key lost once (seen once in CI, never here) is kept in tests/output and
+        # pressed again.
+        once_more(page, lambda key=key: page.keyboard.press(key),
                   lambda ms, want=want: page.wait_for_function(checked, arg=want, timeout=ms), f"number_key_{key}",
-                  first_s=15, then_s=30)
+                  first_s=30, then_s=120)
+        settle(page)
         assert page.locator('[role="radiogroup"] input:checked').count() == 1, key
     press(page, " ")
     alert = page.locator('[data-testid="stAlert"]').first.inner_text()

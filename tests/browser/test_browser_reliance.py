@@ -1,15 +1,16 @@
 """Rollout, head statistics, salience, several masks and PLL in a real chromium, offline (screenshots in tests/output).
 
-Uses test_browser.py's server, browser and offline page watch (every off-machine request aborted).
+Uses tests/browser/conftest.py's server, browser and offline page watch (every off-machine request aborted).
 """
 
 from __future__ import annotations
 
-import time
 import urllib.parse
 
 import pytest
-from test_browser import OUT, ROOT, browser, server, watch  # noqa: F401  (pytest fixtures)
+from support.page_checks import drawn
+from support.paths import OUT
+from support.wait import until
 
 pytestmark = pytest.mark.browser
 
@@ -18,11 +19,8 @@ def plots(page) -> int:
     return page.locator(".js-plotly-plot .main-svg").count()
 
 
-def wait_plots(page, n: int, timeout: float = 90):
-    deadline = time.time() + timeout
-    while plots(page) < n and time.time() < deadline:
-        time.sleep(0.5)
-    assert plots(page) >= n, plots(page)
+def wait_plots(page, n: int, timeout: float = 180):
+    until(lambda: plots(page) >= n, timeout, f"{n} charts drawn", every=0.5)
 
 
 def shoot(page, heading: str, name: str):
@@ -30,7 +28,7 @@ def shoot(page, heading: str, name: str):
     page.get_by_role("heading", name=heading).first.scroll_into_view_if_needed()
     page.evaluate("window.scrollBy(0, 0)")
     page.get_by_role("heading", name=heading).first.evaluate("el => el.scrollIntoView({block: 'start'})")
-    time.sleep(1.5)  # plotly's resize after scrolling
+    drawn(page, still=0.5)  # plotly's resize after scrolling, done and kept still
     OUT.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(OUT / name))
 

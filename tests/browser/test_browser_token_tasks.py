@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from test_browser import OUT, assert_nothing_injected, browser, server, watch  # noqa: F401  (fixtures)
+from support.browser import OUT, assert_nothing_injected
+from support.wait import until
 
 pytestmark = pytest.mark.browser
 
@@ -15,9 +14,8 @@ CONLL = "\n\n".join(f"the\tDET\n{w}\t<img src=x onerror=alert(7)>NOUN\nsat\tVERB
 
 def wait_finished(w, seconds: float = 180) -> None:
     page = w.page
-    deadline = time.time() + seconds
-    while time.time() < deadline and "Finished" not in page.locator('[data-testid="stMain"]').inner_text():
-        time.sleep(2)
+    until(lambda: "Finished" in page.locator('[data-testid="stMain"]').inner_text(), seconds, "the run to finish",
+          every=1)
     w.settle()
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import csv
 import io
-import time
 from pathlib import Path
 
 import pytest
-from test_browser import OUT, browser, server, watch  # noqa: F401  (fixtures)
+from support.paths import OUT
+from support.wait import until
 
 pytestmark = pytest.mark.browser
 
@@ -40,10 +40,7 @@ def open_with_pasted(w, path: str, choice: str, box: str, text: str):
 
 def wait_for_text(w, text: str, seconds: float = 240) -> None:
     """Until the main area shows `text` (a live run's fragment redraws on a timer), then settle."""
-    deadline = time.time() + seconds
-    while time.time() < deadline and text not in main_text(w.page):
-        time.sleep(1)
-    assert text in main_text(w.page), f"{text!r} never appeared"
+    until(lambda: text in main_text(w.page), seconds, f"{text!r} on the page", every=1)
     w.settle()
 
 
@@ -116,9 +113,8 @@ def test_tagging_pretrained_untrained_baseline_and_sample_efficiency(watch):  # 
     wait_for_text(watch, "Finished")
     page.get_by_role("button", name="Train the same network from scratch").click()
     wait_for_text(watch, "pretraining is worth")
-    deadline = time.time() + 120
-    while time.time() < deadline and "(so far: the runs are not both finished)" in main_text(page):
-        time.sleep(1)
+    until(lambda: "(so far: the runs are not both finished)" not in main_text(page), 240, "both runs finished",
+          every=1)
     watch.settle()
     watch.assert_clean()
     rows = download_rows(page, "Download pretrained vs from scratch (CSV)")

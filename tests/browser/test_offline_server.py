@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 
 import pytest
-from appserver import app_server
-from test_browser import CHROMIUM, CHROMIUM_ARGS, OUT, PAGES, ROOT, PageWatch
+from support.appserver import app_server
+from support.browser import OUT, PAGES, PageWatch
+from support.paths import ROOT
 
 pytestmark = pytest.mark.browser
 
@@ -20,16 +21,6 @@ def offline_server():
     env["HF_HOME"] = str(OUT / "empty-hf-home")  # no cached hub files to fall back on
     with open(OUT / "offline_server.log", "w") as log, app_server(env, log=log, timeout=300) as (url, _):
         yield url
-
-
-@pytest.fixture(scope="module")
-def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 def test_offline_server_renders_every_page_and_refuses_hub_plainly(browser, offline_server):

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 import streamlit
-from apptest_util import ROOT, assert_ok
 from streamlit.delta_generator import DeltaGenerator
 from streamlit.testing.v1 import AppTest
+from support.apptest import ROOT, assert_ok
 
 from ui.lesson import state as lesson
 

@@ -9,8 +9,8 @@ import json
 import urllib.parse
 
 import pytest
-from apptest_util import assert_ok
-from test_page_classroom import session as page
+from support.apptest import assert_ok
+from support.apptest import lesson_session as page
 
 import classroom
 from server import events

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from apptest_util import ROOT
+from support.apptest import ROOT
 
 PRODUCT = ["app.py", "ui", "views", "classroom", "bert_core", "server"]
 ADAPTER = ROOT / "server" / "streamlit_private.py"

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from apptest_util import ROOT, assert_ok
-from pages.test_hostile_pages import HOSTILE
 from streamlit.testing.v1 import AppTest
+from support.apptest import ROOT, assert_ok
+from support.apptest import lesson_session as session
+from support.hostile import HOSTILE
 
 import bert_core
 import classroom
@@ -27,7 +28,7 @@ from ui.lesson.state import text_key
 from ui.markdown import plain
 
 
-@pytest.fixture(params=["memory", "redis"])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.server)])
 def backend(request, monkeypatch):
     """The store the app opens: BERT_EXPLORER_CLASS_STORE unset, or the test session's redis-server."""
     if request.param == "redis":
@@ -35,16 +36,6 @@ def backend(request, monkeypatch):
     else:
         monkeypatch.delenv(classroom.ENV, raising=False)
     return classroom.open_store()
-
-
-def session(query: dict | None = None) -> AppTest:
-    """A browser opening the Lesson (the landing page) with this query."""
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
-    for k, v in (query or {}).items():
-        at.query_params[k] = v
-    at.run()
-    assert_ok(at)
-    return at
 
 
 def teacher() -> tuple[AppTest, str, str]:
@@ -294,6 +285,7 @@ def heard_again(timeout: float = 10) -> None:
         time.sleep(0.05)
 
 
+@pytest.mark.server
 def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypatch):
     """A real redis-server frozen (SIGSTOP), then killed, then restarted empty on its port: the teacher keeps the
     class's key in the session and the address throughout and the page says it is reconnecting; a frozen store
@@ -302,8 +294,8 @@ def test_the_class_survives_its_store_frozen_killed_and_restarted_empty(monkeypa
     import shutil
     import signal
 
-    from appserver import free_port, redis_server
-    from conftest import worker_suffix
+    from support.appserver import free_port, redis_server
+    from support.paths import worker_suffix
 
     d, port = ROOT / "tests" / "output" / f"redis-restart{worker_suffix()}", free_port()
     try:
@@ -533,7 +525,7 @@ def test_students_follow_the_teachers_model_and_not_a_session_trained_one(backen
 def test_class_load_counts_every_reveal_whoever_answers(monkeypatch):
     """benchmarks/class_load.py reads a reveal off each page: the teacher's and every student's, right, wrong or
     not voted, on a step the tokenizer answers (1) and one a rule answers (3), not only the model's."""
-    import class_load  # benchmarks/ is on pytest's pythonpath
+    from support.wsclient import REVEALED
 
     monkeypatch.delenv(classroom.ENV, raising=False)
     for k in (1, 3):
@@ -548,7 +540,7 @@ def test_class_load_counts_every_reveal_whoever_answers(monkeypatch):
 
         def answer_on(at: AppTest) -> str | None:
             bodies = [a.value for a in (*at.info, *at.success, *at.error)]
-            return next((m.group(1) for b in bodies for m in [class_load.REVEALED.search(b)] if m), None)
+            return next((m.group(1) for b in bodies for m in [REVEALED.search(b)] if m), None)
 
         assert answer_on(t) == shown
         for at in (right, wrong, silent):

@@ -1,7 +1,7 @@
 """A step change reaches a following student as a rerun of the Lesson's fragment, not of the whole page; a vote
 reaches the teacher's count and the student's own count at once.
 
-Over real websockets and the class's event streams on the session's shared server (benchmarks/load.py's Client, as
+Over real websockets and the class's event streams on the session's shared server (support/wsclient.py's Client, as
 benchmarks/class_load.py drives a lecture hall): the event the teacher's Next sends must make the follower's listener
 rerun a fragment (app.py, the navigation and the sidebar do not run again) that draws the new step, its question and
 the vote box; a student's vote reruns the teacher's count and the student's own (fragments) without their timers.
@@ -15,14 +15,16 @@ import re
 import time
 import urllib.parse
 
-from appserver import app_server
-from apptest_util import ROOT
-from conftest import worker_suffix
-from load import Client, problems_of  # benchmarks/ is on pytest's pythonpath
+import pytest
+from support.appserver import app_server
+from support.apptest import ROOT
+from support.paths import worker_suffix
+from support.wsclient import Client, problems_of
 
 from classroom.redis_store import RedisStore
 from ui.lesson.live_class import session
 
+pytestmark = pytest.mark.server  # a real Streamlit server (and redis-server), spoken to over its websocket
 COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* students have answered")
 OWN_COUNT = re.compile(r"\*\*(\d+) of (\d+)\*\* have answered this step")  # a student's own, in the side column
 

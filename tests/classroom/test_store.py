@@ -235,7 +235,7 @@ def test_an_idle_class_expires_and_activity_keeps_it(make_store):
     for _ in range(3):  # 1.5 s in all, each write renews the class
         time.sleep(0.5)
         s.vote(code, a, "q1", 0)
-    time.sleep(1.3)
+    time.sleep(1.3)  # wall-clock time, on purpose: the 1 s idle limit passes with no write
     with pytest.raises(NoSuchClass):
         s.view(code, sid=a)
     with pytest.raises(NoSuchClass):
@@ -306,7 +306,7 @@ def test_open_store_follows_the_environment(monkeypatch, redis_url):
 
 
 def test_an_unreachable_redis_gives_a_clear_message():
-    from appserver import free_port
+    from support.appserver import free_port
 
     from classroom.redis_store import RedisStore
 
@@ -317,12 +317,13 @@ def test_an_unreachable_redis_gives_a_clear_message():
         s.view(new_code())
 
 
+@pytest.mark.server
 def test_a_frozen_redis_is_waited_for_once_then_every_caller_hears_at_once(tmp_path):
     """Redis frozen (SIGSTOP): a call waits out its tries (about 3 s); after it, every call says the store is
     unavailable at once (the store's own thread pings it), not after seconds each; continued, the store answers."""
     import signal
 
-    from appserver import redis_server
+    from support.appserver import redis_server
 
     from classroom import redis_store
 

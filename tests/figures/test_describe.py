@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import plotly.graph_objects as go
-from apptest_util import ROOT
+from support.apptest import ROOT
 
 from bert_core.figures import attention as fa
 from bert_core.figures.describe import MAX_ALT, alt_text, figure_table

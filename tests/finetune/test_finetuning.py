@@ -10,6 +10,8 @@ import json
 import numpy as np
 import pytest
 import torch
+from support.toy_tasks import ANIMAL, SHOP
+from support.toy_tasks import classification_task as toy_task
 
 import bert_core
 from bert_core.errors import BertCoreError
@@ -18,7 +20,6 @@ from bert_core.finetune.finetuning import FineTuneConfig, FineTuner, pca_2d
 from bert_core.finetune.tasks import (
     MAX_CSV_ROWS,
     BagOfWords,
-    ClassificationTask,
     bow_baseline,
     builtin_tasks,
     parse_labelled_csv,
@@ -30,18 +31,6 @@ from bert_core.runs.status import FINISHED, PAUSED, QUEUED, RUNNING
 from bert_core.train.trainer import warmup_linear_lr
 
 ATOL = 1e-5
-ANIMAL = ["the cat sat on the mat", "a dog was playing", "the cat is playing", "she bought a dog",
-          "it was a cat", "the dog sat", "a cat and a dog", "we sat on the cat mat", "the dog is it",
-          "they and the cat"]
-SHOP = ["he went to the store", "she bought milk", "i went to paris", "we bought milk in paris",
-        "the store was in paris", "you went to the store", "milk and the store", "they bought it in the store",
-        "he bought the milk", "a store in paris"]
-
-
-def toy_task() -> ClassificationTask:
-    """Two classes a single word tells apart (the tiny test vocabulary's words)."""
-    rows = "text,label\n" + "\n".join(f"{t},animal" for t in ANIMAL) + "\n" + "\n".join(f"{t},shop" for t in SHOP)
-    return task_from_csv(rows, name="toy", valid_fraction=0.3, seed=0)
 
 
 # --- your CSV ----------------------------------------------------------------------------------
@@ -361,7 +350,7 @@ def test_trainer_inference_after_fused_adamw_steps_sees_the_new_weights(tiny_dir
 @pytest.fixture(scope="module")
 def family_bases(tmp_path_factory):
     """{family: loaded MLM checkpoint} (tests/family_util.py: random tiny HF models, tokenizers trained here)."""
-    from family_util import write_family_checkpoint
+    from support.family import write_family_checkpoint
 
     out = {}
     for fam in ("roberta", "distilbert", "albert"):

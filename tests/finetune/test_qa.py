@@ -13,13 +13,12 @@ import zipfile
 import numpy as np
 import pytest
 import torch
-from plain_loop import assert_same_weights, clip_and_adamw_step, hf_twin
+from support.plain_loop import assert_same_weights, clip_and_adamw_step, hf_twin
+from support.toy_tasks import qa_task as toy_task
 
 import bert_core
 from bert_core.finetune.finetuning import FineTuneConfig
 from bert_core.finetune.qa import (
-    QAExample,
-    QATask,
     builtin_qa_task,
     exact_match,
     heuristic_answer,
@@ -34,21 +33,6 @@ from bert_core.runs.slots import SlotManager
 from bert_core.runs.status import FINISHED
 
 ATOL = 1e-5
-THINGS = ["cat", "dog", "mat", "store", "milk", "cafe", "paris"]
-SENTENCES = ["the {} sat on it.", "she bought the {}.", "we went to the {}.", "it was a {}."]
-
-
-def toy_task(n: int = 24) -> QATask:
-    """Questions "the X ?" over two short sentences, one holding X (a word the tiny test vocabulary has)."""
-    out = []
-    for i in range(n):
-        a, b = THINGS[i % 7], THINGS[(i + 3) % 7]
-        s1, s2 = SENTENCES[i % 4].format(a), SENTENCES[(i + 1) % 4].format(b)
-        context = f"{s1} {s2}" if i % 2 else f"{s2} {s1}"
-        out.append(QAExample(f"the {a} ?", context, context.index(f" {a}") + 1, a))
-    return QATask("toy", tuple(out[:-6]), tuple(out[-6:]))
-
-
 @pytest.fixture(scope="module")
 def bases(head_bases):
     return head_bases
@@ -151,7 +135,7 @@ def test_exported_reader_loads_in_transformers_and_scores_as_answer_does(bases, 
     if fam == "bert":
         base = bases["mlm"]
     else:
-        from family_util import write_family_checkpoint
+        from support.family import write_family_checkpoint
 
         write_family_checkpoint(tmp_path / "base", fam, "mlm")
         base = bert_core.load_model(str(tmp_path / "base"))

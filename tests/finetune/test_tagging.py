@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from plain_loop import assert_same_weights, clip_and_adamw_step, hf_twin
+from support.plain_loop import assert_same_weights, clip_and_adamw_step, hf_twin
+from support.toy_tasks import tagging_conll as toy_conll
 
 import bert_core
 from bert_core.errors import BertCoreError
@@ -39,20 +40,6 @@ from bert_core.runs.status import FINISHED, PAUSED
 
 ROOT = Path(__file__).resolve().parents[2]
 ATOL = 1e-5
-# A toy tagging task in the tiny test vocabulary: animals vs places vs the rest; "unaffable" is three pieces.
-SENTENCES = ["the cat sat on the mat", "a dog was playing in paris", "she bought milk in the store",
-             "the unaffable cat went to paris", "we sat in the cafe", "he and the dog went to the store",
-             "they bought a cat", "the dog sat on it", "i went to the cafe in paris", "you and the cat played",
-             "the mat was in the store", "a cat and a dog"]
-ANIMALS, PLACES = {"cat", "dog"}, {"paris", "store", "cafe", "mat"}
-
-
-def toy_conll() -> str:
-    def tag(w):
-        return "ANIMAL" if w in ANIMALS else "PLACE" if w in PLACES else "O"
-    return "\n\n".join("\n".join(f"{w}\t{tag(w)}" for w in s.split()) for s in SENTENCES) + "\n"
-
-
 @pytest.fixture(scope="module")
 def bases(head_bases):
     return head_bases
@@ -269,7 +256,7 @@ def test_exported_tagger_loads_in_transformers_with_the_same_logits_and_loss(bas
     if fam == "bert":
         base = bases["mlm"]
     else:
-        from family_util import write_family_checkpoint
+        from support.family import write_family_checkpoint
 
         write_family_checkpoint(tmp_path / "base", fam, "mlm")
         base = bert_core.load_model(str(tmp_path / "base"))
@@ -329,7 +316,7 @@ def test_session_tags_and_exports_a_tagger_hf_reads(bases, tmp_path):
 
 @pytest.mark.parametrize("task", ["pos", "qa"])
 def test_evaluation_command_prints_the_readme_table(tmp_path, capsys, task):
-    from conftest import write_tiny_checkpoint
+    from support.checkpoints import write_tiny_checkpoint
 
     from bert_core.finetune import token_eval
 

@@ -7,11 +7,10 @@ exported model does. The fit is checked at its optimum (gradient of the convex l
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 import torch
+from support.toy_tasks import qa_task as toy_task
+from support.toy_tasks import tagging_conll as toy_conll
 
 import bert_core
 from bert_core.errors import BertCoreError
@@ -29,10 +28,6 @@ from bert_core.finetune.token_finetuning import (
 from bert_core.runs.finetune_run import FineTuneSession, finetune_bytes, tuner_class
 from bert_core.runs.slots import SlotManager
 from bert_core.runs.status import FINISHED
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_qa import toy_task  # noqa: E402
-from test_tagging import toy_conll  # noqa: E402
 
 ATOL = 1e-5
 

@@ -3,12 +3,11 @@ the frozen word-embedding matrix, mean pooling and the head-only run on cached f
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import torch
+from support.toy_tasks import classification_task as toy_task
 
 import bert_core
 from bert_core.finetune.budget import activation_bytes, saved_tensor_bytes, step_seconds
@@ -16,9 +15,6 @@ from bert_core.finetune.finetuning import FineTuneConfig, FineTuner, finetune_de
 from bert_core.finetune.tasks import ClassificationTask, builtin_tasks
 from bert_core.model.classifiers import BertForSequenceClassification
 from bert_core.model.config import BertConfig
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_finetuning import toy_task  # noqa: E402  (two classes a single word tells apart)
 
 
 @pytest.fixture(scope="module")

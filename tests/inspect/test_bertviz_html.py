@@ -1,41 +1,17 @@
-"""Offline bertviz renderer: params parity with bertviz, escaping, and a real (offline) browser render."""
+"""Offline bertviz renderer: params parity with bertviz, escaping. (Its render in chromium:
+tests/browser/test_browser_bertviz.py.)"""
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from html.parser import HTMLParser
-from pathlib import Path
 
 import numpy as np
 import pytest
-from appserver import CHROMIUM, CHROMIUM_ARGS  # benchmarks/ is on pytest's pythonpath
+from support.bertviz_input import B_START, HOSTILE, TOKENS, XML_NAMESPACES, H, L, T, random_attention
 
 from bert_core.inspect.bertviz_html import head_view_html, model_view_html
-
-OUTPUT_DIR = Path(__file__).resolve().parents[1] / "output"
-
-HOSTILE = "</script><img src=x onerror=alert(1)>"
-# The only URLs left in the page: XML namespace names in d3 / require.js. They are identifiers
-# passed to createElementNS, never fetched.
-XML_NAMESPACES = {
-    "http://www.w3.org/1999/xhtml",
-    "http://www.w3.org/1999/xlink",
-    "http://www.w3.org/2000/svg",
-    "http://www.w3.org/2000/xmlns/",
-    "http://www.w3.org/XML/1998/namespace",
-}
-
-L, H, T, B_START = 2, 3, 6, 3
-TOKENS = ["[CLS]", "the", HOSTILE, "[SEP]", "Ġdog\u2028<!--", "[SEP]"]
-
-
-def random_attention(layers=L, heads=H, t=T, seed=0):
-    rng = np.random.default_rng(seed)
-    a = rng.random((layers, heads, t, t)) ** 4  # peaky, like real attention
-    return a / a.sum(-1, keepdims=True)
-
 
 N_SCRIPTS = 5  # d3, jQuery, require.js, the AMD shim, bertviz's view
 
@@ -170,139 +146,3 @@ def test_bad_head_view_selection_raises():
         head_view_html(random_attention(), TOKENS, heads=[])
     with pytest.raises(ValueError):
         model_view_html(random_attention(), TOKENS, display_mode="neon")
-
-
-# --------------------------------------------------------------------------- browser tests
-
-
-@pytest.fixture(scope="module")
-def browser():
-    # No skip: a missing Chromium must fail the run.
-    assert Path(CHROMIUM).exists(), f"{CHROMIUM} not found (apt-get install chromium)"
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-class Page:
-    """A page with all network blocked that records errors, console errors, dialogs and requests."""
-
-    def __init__(self, browser):
-        self.context = browser.new_context(viewport={"width": 1100, "height": 700})
-        self.requests, self.errors, self.console_errors, self.dialogs = [], [], [], []
-
-        def block(route):
-            self.requests.append(route.request.url)
-            route.abort()
-
-        self.context.route("**/*", block)
-        self.page = self.context.new_page()
-        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
-        self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
-
-        def on_dialog(d):
-            self.dialogs.append(d.message)
-            d.dismiss()
-
-        self.page.on("dialog", on_dialog)
-
-    def check_clean(self, frame):
-        assert frame.locator("img").count() == 0
-        assert self.page.locator("img").count() == 0
-        assert not self.errors, self.errors
-        assert not self.console_errors, self.console_errors
-        assert not self.dialogs, self.dialogs
-        assert not self.requests, self.requests
-
-    def close(self):
-        self.context.close()
-
-
-@pytest.fixture()
-def bpage(browser):
-    p = Page(browser)
-    yield p
-    p.close()
-
-
-def svg_texts(frame):
-    return frame.locator("#vis svg text").all_text_contents()
-
-
-def stroke_colors(frame):
-    return set(frame.eval_on_selector_all("#vis svg line", "els => els.map(e => e.getAttribute('stroke'))"))
-
-
-@pytest.mark.browser
-def test_head_view_renders_offline(bpage):
-    att = random_attention()
-    bpage.page.set_content(head_view_html(att, TOKENS, sentence_b_start=B_START))
-    page = bpage.page
-    page.wait_for_selector("#vis svg line", state="attached", timeout=10_000)
-
-    assert page.locator("#vis svg line").count() == H * T * T
-    assert page.locator("#vis svg rect").count() > 0
-    assert len(stroke_colors(page)) == H  # one colour per head
-    assert HOSTILE in svg_texts(page)  # drawn as text, not markup
-    assert page.locator("#layer option").count() == L
-    assert page.locator("#filter option").count() == 5
-    page.screenshot(path=str(OUTPUT_DIR / "bertviz_head.png"), full_page=True)
-
-    # bertviz's controls still work: sentence filter, layer switch and token hover.
-    page.select_option("#filter", "3")  # Sentence A -> Sentence B
-    assert page.locator("#vis svg line").count() == H * B_START * (T - B_START)
-    page.select_option("#filter", "0")
-    page.select_option("#layer", "1")
-    assert page.locator("#vis svg line").count() == H * T * T
-    page.locator("#vis svg #left text").nth(1).hover()
-    assert page.locator("#vis svg line[visibility='visible']").count() == H * T
-    bpage.check_clean(page)
-
-
-@pytest.mark.browser
-def test_model_view_renders_offline(bpage):
-    att = random_attention()
-    page = bpage.page
-    page.set_content(model_view_html(att, TOKENS, display_mode="light"))
-    page.wait_for_selector("#vis svg line", state="attached", timeout=10_000)
-
-    assert page.locator("#vis svg line").count() == L * H * T * T
-    assert len(stroke_colors(page)) == L  # bertviz colours thumbnails by layer
-    # Open the detail view of layer 1, head 2 (click regions are the last rect in each group).
-    page.locator("#vis svg > g").nth(L * H - 1).locator("rect").last.click()
-    page.wait_for_selector("#vis svg .detail", state="attached", timeout=5_000)
-    assert "Layer 1, Head 2" in svg_texts(page)
-    assert HOSTILE in svg_texts(page)
-    assert page.locator("#vis svg line").count() == L * H * T * T + T * T
-    page.screenshot(path=str(OUTPUT_DIR / "bertviz_model.png"), full_page=True)
-    bpage.check_clean(page)
-
-
-@pytest.mark.browser
-@pytest.mark.parametrize("render", [head_view_html, model_view_html])
-def test_renders_in_streamlit_style_srcdoc_iframe(bpage, render):
-    # st.components.v1.html puts the document in a sandboxed iframe's srcdoc.
-    doc = render(random_attention(), TOKENS, sentence_b_start=B_START)
-    sandbox = (
-        "allow-forms allow-modals allow-popups allow-popups-to-escape-sandbox "
-        "allow-same-origin allow-scripts allow-downloads"
-    )
-    bpage.page.set_content(
-        f'<iframe id="c" sandbox="{sandbox}" width="1000" height="600" srcdoc="{html.escape(doc)}"></iframe>'
-    )
-    frame = bpage.page.frame_locator("#c")
-    frame.locator("#vis svg line").first.wait_for(state="attached", timeout=10_000)
-    assert frame.locator("#vis svg line").count() > 0
-    if render is model_view_html:  # tokens only show in the detail view: open one
-        frame.locator("#vis svg > g").first.locator("rect").last.click()
-        frame.locator("#vis svg .detail").first.wait_for(state="attached", timeout=5_000)
-    assert HOSTILE in frame.locator("#vis svg text").all_text_contents()
-    bpage.check_clean(frame)
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _output_dir():
-    OUTPUT_DIR.mkdir(exist_ok=True)

@@ -16,7 +16,7 @@ import math
 import numpy as np
 import pytest
 import torch
-from family_util import write_family_checkpoint
+from support.family import write_family_checkpoint
 
 import bert_core
 from bert_core.inspect import (

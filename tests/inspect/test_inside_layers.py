@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import write_tiny_checkpoint
+from support.checkpoints import write_tiny_checkpoint
 
 import bert_core
 from bert_core.inspect import inside_layers as il

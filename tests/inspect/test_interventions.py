@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import write_tiny_checkpoint
-from hook_util import hf_logits, knocked_out, patched
+from support.checkpoints import write_tiny_checkpoint
+from support.hooks import hf_logits, knocked_out, patched
 
 import bert_core
 from bert_core.inspect import interventions
@@ -345,7 +345,7 @@ def _projection_before_heads_mix(hf, family, layer):
 @pytest.mark.parametrize("family", ["roberta", "distilbert", "albert"])
 def test_ablation_in_every_family_is_transformers_with_the_heads_context_zeroed(tmp_path, family):
     """RoBERTa, DistilBERT and ALBERT (one layer reused L times) knock a head out at the same place as HF."""
-    from family_util import write_family_checkpoint
+    from support.family import write_family_checkpoint
 
     hf = write_family_checkpoint(tmp_path / family, family, "mlm", seed=1).eval()
     m = bert_core.load_model(str(tmp_path / family))

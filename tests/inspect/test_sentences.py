@@ -9,7 +9,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from family_util import write_family_checkpoint
+from support.family import write_family_checkpoint
 
 import bert_core
 from bert_core.inspect.sentences import (
@@ -42,7 +42,7 @@ def test_sentence_embedding_matches_transformers(tmp_path, family):
     import transformers as T
 
     if family == "bert":
-        from conftest import write_tiny_checkpoint
+        from support.checkpoints import write_tiny_checkpoint
 
         write_tiny_checkpoint(tmp_path, "base")
     else:

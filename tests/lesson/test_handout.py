@@ -13,8 +13,8 @@ import tomllib
 
 import numpy as np
 import pytest
-from apptest_util import ROOT
-from pages.test_hostile_pages import HOSTILE as PAGE_HOSTILE
+from support.apptest import ROOT
+from support.hostile import HOSTILE as PAGE_HOSTILE
 
 import bert_core
 from bert_core.figures.attention import head_heatmap

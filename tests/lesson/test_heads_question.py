@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from hook_util import hf_logits, knocked_out
+from support.hooks import hf_logits, knocked_out
 
 import bert_core
 from bert_core.lesson import QUESTIONS

@@ -333,7 +333,7 @@ def test_model_names_come_from_the_config(m, tiny_dirs):
 
 
 def test_a_bert_base_shaped_model_is_called_bert_base(tmp_path):
-    from bench_analyze import make_checkpoint
+    from support.checkpoints import write_base_sized_checkpoint as make_checkpoint
 
     from bert_core.lesson.naming import model_name
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 import torch
-from conftest import VOCAB
+from support.checkpoints import VOCAB
 
 import bert_core
 from bert_core.model.classifier_io import classifier_zip, new_classifier, save_classifier
@@ -177,7 +177,7 @@ HF_CLASS = {"roberta": "RobertaForSequenceClassification", "distilbert": "Distil
 
 
 def write_family_classifier(path, fam, seed=0, id2label=True):
-    from family_util import write_family_checkpoint
+    from support.family import write_family_checkpoint
 
     labels = dict(id2label=dict(enumerate(LABELS)), label2id={v: i for i, v in enumerate(LABELS)}) if id2label \
         else dict(num_labels=len(LABELS))
@@ -240,7 +240,7 @@ def test_family_classifier_matches_transformers(family_classifiers, fam):
 @pytest.mark.parametrize("kind,copy_encoder", [("mlm", True), ("base", False)])
 def test_family_export_round_trip_through_transformers(tmp_path, fam, kind, copy_encoder):
     """A head we build on a RoBERTa / DistilBERT / ALBERT base saves as its HF class: no key missing or extra."""
-    from family_util import write_family_checkpoint
+    from support.family import write_family_checkpoint
     from transformers import AutoModelForSequenceClassification
 
     write_family_checkpoint(tmp_path / "base", fam, kind)
@@ -306,7 +306,7 @@ def test_broken_family_classifiers_get_a_clear_message(family_classifiers, tmp_p
 @pytest.mark.parametrize("fam", FAMILIES)
 def test_family_classifier_labels_missing_or_bad(family_classifiers, tmp_path, fam):
     """No id2label: transformers' LABEL_i; too few names, or a name of 61+ characters: a clear message."""
-    from family_util import edited_copy
+    from support.family import edited_copy
 
     src = family_classifiers[fam][0]
     cfg = json.loads((src / "config.json").read_text())

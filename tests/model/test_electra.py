@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import VOCAB, save_perturbed
+from support.checkpoints import VOCAB, save_perturbed
 
 import bert_core
 

@@ -12,7 +12,7 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from family_util import edited_copy, write_family_checkpoint
+from support.family import edited_copy, write_family_checkpoint
 
 import bert_core
 from bert_core import BertCoreError

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from family_util import write_family_checkpoint
+from support.family import write_family_checkpoint
+from support.heads import LABELS, hf_head_folder
 
 import bert_core
 from bert_core.inspect.token_tasks import best_spans
@@ -13,38 +14,10 @@ from bert_core.model.loaded import LoadedModel
 from bert_core.model.token_heads_io import new_token_model, save_token_model
 
 FAMILIES = ["bert", "roberta", "distilbert", "albert"]
-LABELS = ["O", "B-PER", "I-PER", "B-LOC", "<b>I-LOC</b>"]
 QUESTION = "Where is the cat?"
 CONTEXT = "The cat sat on the mat."  # question and context fit the families' 40 positions
 
 
-def hf_head_folder(tmp_path, family: str, kind: str):
-    """A random transformers tagging / QA model of `family` (biases perturbed), saved with its tokenizer."""
-    import transformers as T
-
-    base = tmp_path / "base"
-    if family == "bert":
-        from conftest import write_tiny_checkpoint
-
-        write_tiny_checkpoint(base, "base")
-    else:
-        write_family_checkpoint(base, family, "base")
-    cfg = T.AutoConfig.from_pretrained(base)
-    cls = T.AutoModelForTokenClassification if kind == "token" else T.AutoModelForQuestionAnswering
-    if kind == "token":
-        cfg.num_labels = len(LABELS)
-        cfg.id2label = dict(enumerate(LABELS))
-        cfg.label2id = {lab: i for i, lab in enumerate(LABELS)}
-    torch.manual_seed(1)
-    model = cls.from_config(cfg, attn_implementation="eager").eval()
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            if "norm" in name.lower() or name.endswith("bias") or "classifier" in name or "qa_outputs" in name:
-                p.add_(torch.randn_like(p) * 0.1)
-    out = tmp_path / kind
-    model.save_pretrained(out)
-    T.AutoTokenizer.from_pretrained(base).save_pretrained(out)
-    return out, model, T.AutoTokenizer.from_pretrained(out)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -99,7 +72,7 @@ def test_a_new_head_exports_what_transformers_loads(tmp_path, family, kind):
 
     base_dir = tmp_path / "base"
     if family == "bert":
-        from conftest import write_tiny_checkpoint
+        from support.checkpoints import write_tiny_checkpoint
 
         write_tiny_checkpoint(base_dir, "pretraining")  # with a pooler and both heads: dropped for these models
     else:

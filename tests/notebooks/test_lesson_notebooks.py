@@ -7,14 +7,11 @@ from __future__ import annotations
 
 import time
 
-import nb_run
-from apptest_util import assert_ok, open_page
-from nb_run import TIMES, run
+from support.apptest import assert_ok, open_page
+from support.nb_run import TIMES, run
 
 from bert_core.notebooks import notebook_bytes
 from ui.notebook_ui import VIEWS_KEY
-
-kernel, minilm = nb_run.kernel, nb_run.minilm  # the shared fixtures
 
 
 def test_lesson_steps(kernel, minilm):

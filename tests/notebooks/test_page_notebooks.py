@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import ast
 import json
-import sys
 import time
 
-import nb_run
 import pandas as pd
 import pytest
-from apptest_util import assert_ok, open_page
-from nb_run import ROOT, TIMES, printed_table, run
+from support.apptest import assert_ok, open_page
+from support.nb_run import TIMES, printed_table, run
 
 import bert_core
 from bert_core.figures import attention as fa
@@ -31,7 +29,6 @@ from ui.notebook_ui import VIEWS_KEY
 TEXT = "The old fisherman [MASK] his boat across the quiet bay."
 PLAIN = "The old fisherman rowed his boat across the quiet bay at dawn."
 PAIR = "Gulls followed him home."
-kernel, minilm = nb_run.kernel, nb_run.minilm  # the shared fixtures
 
 
 def page_notebook(page: str, kernel, text: str = TEXT, pair: str | None = None, **widgets):
@@ -222,8 +219,7 @@ def test_neighbours(kernel):
 @pytest.mark.parametrize("kind", ["token", "qa"])
 def test_a_task_head_in_the_sidebar(kernel, tmp_path, monkeypatch, kind):
     """Tagging and QA on a model with its own head (a local folder): the notebook loads it, prints the page's table."""
-    sys.path.insert(0, str(ROOT / "tests" / "model"))
-    from test_token_heads import hf_head_folder
+    from support.heads import hf_head_folder
 
     hf_head_folder(tmp_path / kind, "bert", kind)
     folder = str(tmp_path / kind / kind)

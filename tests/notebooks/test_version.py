@@ -2,7 +2,7 @@
 
 import tomllib
 
-from nb_run import ROOT
+from support.nb_run import ROOT
 
 import bert_core
 
@@ -15,7 +15,7 @@ def test_version_matches_pyproject():
 def test_a_pages_notebook_names_the_apps_version_and_the_configured_repository(monkeypatch):
     """BERT_EXPLORER_REPO_URL goes to the install cell and the header, the version to the header (View(...) once
     took them by position, and a `prose` field before them swallowed the version: "Made by BERT Explorer https://")."""
-    from apptest_util import assert_ok, open_page
+    from support.apptest import assert_ok, open_page
 
     from bert_core.notebooks import build
     from ui.notebook_ui import VIEWS_KEY

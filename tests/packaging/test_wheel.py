@@ -90,10 +90,8 @@ def test_the_bert_explorer_command_runs_streamlit_on_the_installed_app(site):
 def test_pages_notebooks_run_in_an_empty_folder_with_the_installed_package(site):
     """Predictions, Attention and a Lesson step: the notebooks the pages offer, run by nbclient in an empty folder
     with only the installed wheel on the path, print the pages' numbers."""
-    from apptest_util import assert_ok, open_page
-
-    sys.path.insert(0, str(ROOT / "tests" / "notebooks"))
-    from nb_run import printed_table, run, start_kernel
+    from support.apptest import assert_ok, open_page
+    from support.nb_run import printed_table, run, start_kernel
 
     import bert_core
     from bert_core.figures import attention as fa

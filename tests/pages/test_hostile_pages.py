@@ -5,8 +5,9 @@ from __future__ import annotations
 import ast
 
 import pytest
-from apptest_util import assert_ok, open_page
 from IPython.core.inputtransformer2 import TransformerManager
+from support.apptest import assert_ok, open_page
+from support.hostile import HOSTILE
 
 from bert_core.notebooks import build
 from ui.notebook_ui import VIEWS_KEY
@@ -23,20 +24,6 @@ PAGES.append("qa")
 PAGES.append("bert_vs_gpt")
 PAGES.append("heads")
 PAGES += ["probing", "neighbours"]
-HOSTILE = {
-    "empty": "",
-    "whitespace": "   \n\t  ",
-    "long": "the cat sat on the mat. " * 400,
-    "only specials": "[CLS] [SEP]",
-    "lone mask": "[MASK]",
-    "glued mask": "the[MASK]sat on the mat[MASK].",
-    "control chars": "a\x00b\x07c\x1bd [MASK]",
-    "emoji": "I love 🍕 and 🐈 [MASK]",
-    "cjk": "我爱北京天安门 [MASK]",
-    "rtl": "שלום עולם مرحبا [MASK]",
-    "mixed-case specials": "the [mask] sat on the [Mask] [sep]",
-    "html": "<script>alert(1)</script><img src=x onerror=alert(1)> [MASK]",
-}
 
 
 @pytest.mark.parametrize("page", PAGES)

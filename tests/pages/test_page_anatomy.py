@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 from bert_core.inspect.anatomy import KNOWN_CONFIGS, anatomy_rows
 

@@ -6,13 +6,13 @@ link reopens the same view.
 
 from __future__ import annotations
 
-import base64
 import json
 
 import numpy as np
 import pytest
-from apptest_util import assert_ok, open_page
-from conftest import write_tiny_checkpoint
+from support.apptest import assert_ok, open_page
+from support.checkpoints import write_tiny_checkpoint
+from support.plotly_json import arr
 
 import bert_core
 from bert_core.figures import attention as fa
@@ -25,14 +25,6 @@ def figures(at) -> list[dict]:
     """The plotly figures on the page, in order: main map, head grid, [CLS]/[SEP] share, head statistics,
     rollout map, rollout row."""
     return [json.loads(el.proto.spec) for el in at.get("plotly_chart")]
-
-
-def arr(v) -> np.ndarray:
-    """A plotly JSON array: a list, or plotly's binary form {"dtype", "bdata", "shape"}."""
-    if isinstance(v, dict):
-        shape = [int(s) for s in str(v.get("shape", "-1")).split(",")]
-        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"]).reshape(shape)
-    return np.asarray(v)
 
 
 def main_map(at) -> dict:

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 from bert_core.runs.settings import CORPUS_CHOICES
 

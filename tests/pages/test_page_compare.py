@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from apptest_util import assert_ok, open_page
-from family_util import write_family_checkpoint
+from support.apptest import assert_ok, open_page
+from support.family import write_family_checkpoint
 
 import bert_core
 from bert_core.inspect.compare import agreement_rows, run_model, word_of
@@ -113,7 +113,7 @@ def test_suggested_hub_ids_are_offered_and_fail_plainly_offline(tmp_path, monkey
 
 def test_hostile_text_with_two_families(roberta_dir, monkeypatch):
     """The hostile list of test_hostile_pages, with two models really compared (RoBERTa and the bundled BERT)."""
-    from test_hostile_pages import HOSTILE
+    from support.hostile import HOSTILE
 
     monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(roberta_dir.parent))
     at = open_page("compare", query={"text": TEXT, "model": str(roberta_dir)})

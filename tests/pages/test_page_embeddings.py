@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 import bert_core
 from ui.state import DEFAULT_TEXT

@@ -8,8 +8,8 @@ salience toggle, which catches BertCoreError only: these runs click every such t
 from __future__ import annotations
 
 import pytest
-from apptest_util import assert_ok, open_page
-from family_util import write_family_checkpoint
+from support.apptest import assert_ok, open_page
+from support.family import write_family_checkpoint
 
 HUB_IDS = {"distilbert": "distilbert-base-uncased", "albert": "albert-base-v2", "roberta": "roberta-base"}
 REVISION = "0" * 39 + "2"

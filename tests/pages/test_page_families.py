@@ -5,21 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from apptest_util import assert_ok, open_page
-from family_util import edited_copy, write_family_checkpoint
+from support.apptest import assert_ok, open_page
+from support.family import edited_copy
 
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training",
          "layers", "inside_layer", "compare"]
 TEXT = "She [MASK] the letter to her mother."
 PAIR = "It was a sunny day."
-
-
-@pytest.fixture(scope="module")
-def family_models(tmp_path_factory):
-    root = tmp_path_factory.mktemp("families")
-    for fam in ("roberta", "distilbert", "albert"):
-        write_family_checkpoint(root / fam, fam, "mlm")
-    return root
 
 
 def _open(page, family_models, fam, monkeypatch, pair=None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, RUNNING
 
@@ -122,7 +122,7 @@ def test_builtin_task_head_only():
 
 
 def test_try_box_survives_the_hostile_list():
-    from test_hostile_pages import HOSTILE
+    from support.hostile import HOSTILE
 
     at = open_finetuning()
     at.button(key="ft_ten").click().run()
@@ -161,7 +161,7 @@ def test_default_learning_rate_follows_the_base_model_until_the_user_picks_one()
 
 def test_a_bert_base_sized_model_gets_the_classic_small_rate(tmp_path, monkeypatch):
     """A 768-wide base (one layer, random, saved by transformers) from the sidebar: 3e-5; the tiny bundled: 3e-4."""
-    from conftest import write_tiny_checkpoint
+    from support.checkpoints import write_tiny_checkpoint
 
     import ui.state
 
@@ -179,7 +179,7 @@ def test_a_bert_base_sized_model_gets_the_classic_small_rate(tmp_path, monkeypat
 
 def test_a_roberta_base_from_the_sidebar_fine_tunes_with_its_own_head(tmp_path, monkeypatch):
     """RoBERTa has no pooler: the page says the head has a new layer, trains, classifies, offers the download."""
-    from family_util import write_family_checkpoint
+    from support.family import write_family_checkpoint
 
     import ui.state
 

@@ -8,7 +8,7 @@ import re
 from dataclasses import replace
 
 import pytest
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 import bert_core
 from bert_core.finetune.finetuning import FineTuner, finetune_defaults

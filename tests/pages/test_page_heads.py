@@ -7,7 +7,7 @@ import gc
 from pathlib import Path
 
 import numpy as np
-from apptest_util import ROOT, assert_ok, open_page
+from support.apptest import ROOT, assert_ok, open_page
 
 import bert_core
 from ui import heads_ui

@@ -7,8 +7,8 @@ import json
 
 import numpy as np
 import pytest
-from apptest_util import assert_ok, open_page
-from conftest import write_tiny_checkpoint
+from support.apptest import assert_ok, open_page
+from support.checkpoints import write_tiny_checkpoint
 
 import bert_core
 from bert_core.inspect.inside_layers import follow_token

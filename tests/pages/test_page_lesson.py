@@ -4,11 +4,10 @@ checkpoint and every family; its URL state, presenter mode, try-this buttons, an
 from __future__ import annotations
 
 import pytest
-from apptest_util import ROOT, assert_ok
-from pages import test_page_families
-from pages.test_hostile_pages import HOSTILE
 from streamlit.elements.lib import policies
 from streamlit.testing.v1 import AppTest
+from support.apptest import ROOT, assert_ok
+from support.hostile import HOSTILE
 
 import bert_core
 from bert_core.lesson import QUESTIONS
@@ -18,7 +17,6 @@ from ui.lesson import state as lesson_state
 from ui.markdown import plain
 
 N = len(lesson.STEPS)
-family_models = test_page_families.family_models  # the same fixture: one tiny folder per family
 
 
 def open_lesson(query: dict | None = None, timeout: float = 120) -> AppTest:
@@ -253,7 +251,7 @@ def test_full_page_links_open_what_the_slide_showed():
 
 
 def test_a_bert_base_sized_checkpoint(tmp_path, monkeypatch):
-    from bench_analyze import make_checkpoint
+    from support.checkpoints import write_base_sized_checkpoint as make_checkpoint
 
     d = tmp_path / "bertbase"
     d.mkdir()

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 from bert_core.figures.probing import accuracy_by_layer_figure
 from ui import heads_ui

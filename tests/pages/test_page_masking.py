@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 HOSTILE = "<script>alert(1)</script> [MASK]"
 LONG = "unaffable playing bookkeeper the cat sat on the mat and the dog was very happy today"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 from ui.state import OTHER_LABEL
 

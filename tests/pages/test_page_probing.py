@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 import pytest
-from apptest_util import assert_ok, open_page
-from test_page_attention import arr
+from support.apptest import assert_ok, open_page
+from support.plotly_json import arr
 
 import bert_core
 from bert_core.finetune.tagging import UNIVERSAL_TAGS, builtin_pos_task

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 from bert_core.finetune.qa import builtin_qa_task, heuristic_baseline
 from bert_core.runs.status import FINISHED, IDLE, PAUSED
@@ -135,11 +135,7 @@ def test_long_passage_is_read_in_windows_and_html_is_escaped(small_task):
 
 
 def test_a_qa_model_in_the_sidebar_answers(tmp_path, monkeypatch):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "model"))
-    from test_token_heads import hf_head_folder
+    from support.heads import hf_head_folder
 
     hf_head_folder(tmp_path / "qa", "bert", "qa")
     monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(tmp_path))

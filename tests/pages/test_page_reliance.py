@@ -12,8 +12,8 @@ import json
 
 import numpy as np
 import pytest
-from apptest_util import assert_ok, open_page
-from test_hostile_pages import HOSTILE
+from support.apptest import assert_ok, open_page
+from support.hostile import HOSTILE
 
 import bert_core
 from bert_core.inspect import attribution

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, RUNNING
 from ui.state import BUNDLED_LABEL
@@ -132,11 +132,7 @@ def test_empty_and_long_sidebar_text_with_a_tagger():
 
 
 def test_a_tagger_in_the_sidebar_tags_the_text(tmp_path, monkeypatch):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "model"))
-    from test_token_heads import hf_head_folder
+    from support.heads import hf_head_folder
 
     hf_head_folder(tmp_path / "token", "bert", "token")
     monkeypatch.setenv("BERT_EXPLORER_LOCAL_ROOTS", str(tmp_path))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "layers",
          "inside_layer", "compare", "finetuning", "similarity", "tagging", "qa"]
@@ -11,11 +11,7 @@ PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "a
 
 @pytest.fixture(scope="module")
 def head_models(tmp_path_factory):
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "model"))
-    from test_token_heads import hf_head_folder
+    from support.heads import hf_head_folder
 
     root = tmp_path_factory.mktemp("heads")
     for kind in ("token", "qa"):

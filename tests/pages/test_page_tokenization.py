@@ -6,7 +6,7 @@ sidebar from its element tree after `switch_page`, so `open_page(text=...)` cann
 
 from __future__ import annotations
 
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 import bert_core
 

@@ -9,7 +9,7 @@ import threading
 
 import pytest
 import torch
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 import bert_core
 from bert_core.errors import BertCoreError

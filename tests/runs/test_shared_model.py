@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torch
-from apptest_util import assert_ok, open_page
+from support.apptest import assert_ok, open_page
 
 from ui.state import shared_model
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import VOCAB
+from support.checkpoints import VOCAB
 
 import bert_core
 from bert_core.model.tokenization import WordPieceTokenizer

@@ -552,7 +552,7 @@ def test_whole_word_training_selects_every_piece_of_a_word_or_none(tok, monkeypa
 
 def test_whole_word_masking_is_refused_where_it_means_nothing(tok, tmp_path):
     """Whole words come from WordPiece's "##" pieces and belong to mlm: a clm run or a BPE tokenizer is told so."""
-    from family_util import hf_tokenizer
+    from support.family import hf_tokenizer
 
     from bert_core.model.tokenization import WordPieceTokenizer
     from bert_core.train.batches import continuation_table

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def open_page(page: str, *, text: str | None = None, pair: str | None = None, timeout: float = 60,
@@ -33,3 +33,13 @@ def open_page(page: str, *, text: str | None = None, pair: str | None = None, ti
 def assert_ok(at: AppTest) -> None:
     """No exception element and no uncaught error on the page."""
     assert not at.exception, [e.value for e in at.exception]
+
+
+def lesson_session(query: dict | None = None) -> AppTest:
+    """A browser opening the Lesson (the landing page) with this query."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    for k, v in (query or {}).items():
+        at.query_params[k] = v
+    at.run()
+    assert_ok(at)
+    return at

@@ -6,8 +6,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from appserver import ROOT
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+from support.paths import ROOT
 
 OUT = ROOT / "tests" / "output"
 
@@ -22,10 +23,10 @@ DRAWN_JS = """() => {
 }"""
 
 
-def drawn(pg, timeout: float = 8.0, still: float = 0.3) -> None:
+def drawn(pg, timeout: float = 60.0, still: float = 0.3) -> None:
     """After a run has ended (settle): wait until every chart has drawn its SVG, images and fonts have loaded, and
-    the main area has kept its height and element count for `still` seconds (charts draw after the script).
-    Was a fixed 1.5 s wait per slide: this is shorter on a quiet machine and waits longer on a loaded one."""
+    the main area has kept its height and element count for `still` seconds (charts draw after the script): short
+    on a quiet machine, longer on a loaded one; the generous timeout is only reached by a page that never settles."""
     deadline, last, since = time.time() + timeout, None, time.time()
     while time.time() < deadline:
         now = pg.evaluate(DRAWN_JS)
@@ -67,3 +68,14 @@ def once_more(pg, act: Callable[[], None], wait: Callable[[float], object], what
         print(f"{what}: lost once; the page is in tests/output/{what}_lost.png and .txt")
         (retry or act)()
         wait(then_s * 1000)
+
+
+# axe-core's WCAG 2.0/2.1 A and AA rules, and a run of them returning each violation's rule, target and summary.
+WCAG_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+
+
+AXE_RUN = """async (tags) => {
+  const r = await axe.run(document, {runOnly: {type: 'tag', values: tags}});
+  return r.violations.flatMap(v => v.nodes.map(n => v.id + ' :: ' + n.target.join(' ') + ' :: '
+      + n.failureSummary.replace(/\\s+/g, ' ')));
+}"""

@@ -35,7 +35,7 @@ def hf_tokenizer(family: str, workdir):
                                 special_tokens=["<pad>", "<unk>", "[CLS]", "[SEP]", "[MASK]"])
         vocab = [tuple(x) for x in json.loads(uni._tokenizer.to_str())["model"]["vocab"]]
         return T.AlbertTokenizer(vocab=vocab)
-    from conftest import VOCAB
+    from support.checkpoints import VOCAB
 
     (workdir / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
     cls = {"distilbert": T.DistilBertTokenizer, "electra": T.ElectraTokenizer}.get(family, T.BertTokenizer)

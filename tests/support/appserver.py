@@ -1,4 +1,5 @@
-"""`streamlit run app.py` on a loopback port, for the benchmarks and the browser tests: start, wait, stop."""
+"""`streamlit run app.py` (alone or behind HAProxy) and redis-server on loopback ports, for the server-tier tests
+and the benchmarks: start, wait, stop. A test that starts one is marked `server` or `browser` (support/tiers.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from support.tiers import require_server_tier
+
+ROOT = Path(__file__).resolve().parents[2]
 # Debian's chromium, never a browser a test tool downloads; without the background-networking
 # flags it keeps calling out, and this machine refuses every such connection.
 CHROMIUM = "/usr/bin/chromium"
@@ -44,6 +47,7 @@ def app_server(env: dict[str, str] | None = None, port: int | None = None, log=s
     `env` is the server's whole environment (default: this one with HF_HUB_OFFLINE=1: the hub is
     never reached from here). Raises RuntimeError when it does not come up within `timeout` s.
     """
+    require_server_tier("a Streamlit server")
     port = port or free_port()
     proc = _start_streamlit(port, env, log, args)
     url = f"http://127.0.0.1:{port}"
@@ -103,6 +107,7 @@ def proxied_app_servers(n: int, envs: list[dict[str, str]] | None = None, logs: 
 
     `envs[i]` / `logs[i]` are server i's environment and log (defaults as in `app_server`).
     """
+    require_server_tier("HAProxy and Streamlit servers")
     haproxy = "/usr/sbin/haproxy"
     if not Path(haproxy).exists():
         raise RuntimeError("HAProxy is required (scripts/test installs Debian's haproxy)")
@@ -140,6 +145,7 @@ def redis_server(workdir: Path, port: int | None = None, maxmemory_mb: int = 64,
     No persistence unless `appendonly` (as deploy/serve.sh starts it: its append-only file in `workdir`, written
     every second, so a server started again on the same `workdir` comes back with its data); `maxmemory` bounds it.
     """
+    require_server_tier("a redis-server")
     if not Path(REDIS_SERVER).exists():
         raise RuntimeError("Debian's redis-server is required (scripts/test installs it)")
     workdir.mkdir(parents=True, exist_ok=True)

@@ -48,7 +48,9 @@ def run(nb_bytes: bytes, km: KernelManager | None = None, timeout: int = 120) ->
         nb.cells.insert(0, nbformat.v4.new_code_cell("get_ipython().run_line_magic('reset', '-f')"))
         NotebookClient(nb, km=km, timeout=timeout).execute()
     else:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3").execute(env=kernel_env(), cwd=str(OUTPUT))
+        # A fresh kernel imports torch first: on a loaded machine its start alone can pass nbclient's default 60 s.
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", startup_timeout=300).execute(
+            env=kernel_env(), cwd=str(OUTPUT))
     return nb, stdout_of(nb)
 
 
@@ -70,8 +72,7 @@ def printed_table(stdout: str, title: str) -> str:
     return "\n".join(out)
 
 
-# Fixtures for the test files that import them (not in a conftest.py: a second module named conftest would shadow
-# tests/conftest.py for the files that import from it).
+# Fixtures, offered by tests/notebooks/conftest.py and tests/browser/conftest.py.
 @pytest.fixture(scope="module")
 def kernel():
     """One kernel per test file; each notebook clears its namespace first (`run`)."""

@@ -1,0 +1,185 @@
+"""The browser tests' page helpers: a watched page (errors, dialogs, off-machine requests), waiting for the app to
+settle, and reading the main area. Debian's chromium via Playwright (support/appserver.py's CHROMIUM)."""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+
+from support.appserver import CHROMIUM, CHROMIUM_ARGS
+from support.paths import OUT
+from support.wait import until
+
+# The pages test_browser.py and test_offline_server.py open, the Lesson (at the root) first.
+PAGES = ["lesson", "tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training",
+         "finetuning"]
+
+__all__ = ["PAGES", "CHROMIUM", "CHROMIUM_ARGS", "OUT", "DONE", "SLOW", "PageWatch", "assert_nothing_injected",
+           "settle", "main_scrolls", "after_rerun", "press", "main_text", "wait_for_text", "open_slow", "launch"]
+
+
+def launch():
+    """A context manager yielding one headless Debian chromium (the caller's fixture decides its scope)."""
+    import contextlib
+    from pathlib import Path
+
+    from playwright.sync_api import sync_playwright
+
+    @contextlib.contextmanager
+    def run():
+        assert Path(CHROMIUM).exists(), "Debian's chromium is required (apt-get install chromium)"
+        with sync_playwright() as p:
+            b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+            try:
+                yield b
+            finally:
+                b.close()
+    return run()
+
+
+class PageWatch:
+    """A page whose console errors, page errors, dialogs and off-machine requests are recorded."""
+
+    def __init__(self, browser, base: str):
+        self.ctx = browser.new_context(viewport={"width": 1400, "height": 1000})
+        self.base = base
+        self.errors: list[str] = []
+        self.blocked: list[str] = []
+        self.dialogs: list[str] = []
+        host = urllib.parse.urlparse(base).netloc
+
+        def route(r):
+            u = urllib.parse.urlparse(r.request.url)
+            if u.scheme in ("data", "blob", "about") or u.netloc == host:
+                r.continue_()
+            else:  # no network: anything off this machine fails, as it would offline
+                self.blocked.append(r.request.url)
+                r.abort()
+
+        self.ctx.route("**/*", route)
+        self.page = self.ctx.new_page()
+        self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
+        self.page.on("pageerror", lambda e: self.errors.append(str(e)))
+
+        def dialog(d):
+            self.dialogs.append(d.message)
+            d.dismiss()
+
+        self.page.on("dialog", dialog)
+
+    def open(self, path: str):
+        self.page.goto(self.base + path, wait_until="domcontentloaded")
+        self.settle()
+        return self.page
+
+    def settle(self, timeout: float = 300):
+        """Wait until the app is connected and its script has run and stopped (no time-based guess).
+
+        Streamlit's root element says both: data-test-connection-state and data-test-script-state
+        ("initial" before the first run, "running", "notRunning" once a run ended). A page may rerun
+        itself right after a run, so "not running" must hold twice, half a second apart. The timeout is
+        generous: a cold server's first page imports torch and loads the model, which took over 90 s
+        on this 2-core machine at a load average of 20+; a passing test never waits for it.
+        """
+        p = self.page
+        done = ('[data-testid="stApp"][data-test-connection-state="CONNECTED"]'
+                '[data-test-script-state="notRunning"]')
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            p.wait_for_selector(done, timeout=max(1.0, deadline - time.time()) * 1000)
+            p.wait_for_selector('[data-testid="stSidebar"]', timeout=max(1.0, deadline - time.time()) * 1000)
+            time.sleep(0.5)
+            if p.locator(done).count() == 1 and p.locator('[data-testid="stStatusWidget"]').count() == 0:
+                return
+        raise AssertionError("the app was still running after the timeout")
+
+    def assert_clean(self):
+        p = self.page
+        assert p.locator('[data-testid="stException"]').count() == 0, p.locator('[data-testid="stException"]')\
+            .first.inner_text()
+        # The only console errors tolerated are the ones our blocked off-machine requests cause.
+        real = [e for e in self.errors if "net::ERR_FAILED" not in e and "Failed to load resource" not in e]
+        assert not real, real
+        assert not self.dialogs, self.dialogs
+
+    def close(self):
+        self.ctx.close()
+
+
+INJECTED_JS = """() => [...document.querySelectorAll('script')].filter(s => s.textContent.includes('alert(')).length
+    + document.querySelectorAll('img[src="x"], [onerror]').length"""
+
+
+def assert_nothing_injected(page):
+    """No <img src=x>, onerror attribute or script holding an alert in the page or any of its frames."""
+    for f in page.frames:
+        assert f.evaluate(INJECTED_JS) == 0, f.url
+
+
+DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
+
+
+def settle(pg, timeout: float = 120) -> None:
+    """The script has run and stopped, twice half a second apart (a page may rerun right after a run)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        pg.wait_for_selector(DONE, timeout=max(1.0, deadline - time.time()) * 1000)
+        time.sleep(0.5)
+        if pg.locator(DONE).count() == 1:
+            return
+    raise AssertionError("the app was still running after the timeout")
+
+
+def main_scrolls(pg) -> tuple[int, int]:
+    """(scrollHeight, clientHeight) of the main area, the element that scrolls in Streamlit."""
+    return tuple(pg.evaluate("""() => { const e = document.querySelector('[data-testid="stMain"]');
+                                        return [e.scrollHeight, e.clientHeight]; }"""))
+
+
+# Records, from now on, whether the app's script state has changed (Streamlit's root says it in
+# data-test-script-state: a rerun requested, running, not running; only a run changes it, and a run that starts and
+# ends between two polls is still seen, as mutations).
+WATCH_RUNS_JS = """() => {
+  window.__bxRan = false;
+  if (!window.__bxRuns) {
+    window.__bxRuns = new MutationObserver(ms => { if (ms.length) window.__bxRan = true; });
+    window.__bxRuns.observe(document.body, {attributes: true, subtree: true, attributeOldValue: true,
+                                            attributeFilter: ['data-test-script-state']});
+  }
+}"""
+
+
+def after_rerun(pg, act, timeout: float = 120) -> None:
+    """`act()` (a click, a key), then wait for the rerun it starts to start and end: no guess at how long the
+    rerun takes to begin."""
+    pg.evaluate(WATCH_RUNS_JS)
+    act()
+    pg.wait_for_function("() => window.__bxRan === true", timeout=timeout * 1000)
+    settle(pg, timeout)
+
+
+def press(pg, key: str) -> None:
+    """A key, then the rerun it starts."""
+    after_rerun(pg, lambda: pg.keyboard.press(key))
+
+
+def main_text(page) -> str:
+    return page.locator('[data-testid="stMain"]').inner_text()
+
+
+def wait_for_text(page, needle: str, timeout: float = 120):
+    """Wait until the main area shows `needle` (the page may still be drawing its tables)."""
+    try:
+        until(lambda: needle in main_text(page), timeout, f"{needle!r} on the page", every=0.5)
+    except AssertionError as e:
+        raise AssertionError(f"{e}; the page: {main_text(page)[:2000]}") from None
+
+
+SLOW = 300  # s: a shared machine (load 20-30 on 2 cores seen) makes a rerun take minutes
+
+
+def open_slow(watch, path: str):
+    """`watch.open` with a longer wait for the app to settle."""
+    watch.page.goto(watch.base + path, wait_until="domcontentloaded")
+    watch.settle(timeout=SLOW)
+    return watch.page
