@@ -478,3 +478,31 @@ def test_no_slide_shows_its_answer_before_the_reveal_step_10():
     assert "340M" not in shown and "Model: **MiniLM**" in shown and "parameters" not in shown.split("Model:")[1]
     at = open_lesson({"step": str(k - 1), "present": "1"})
     assert "M parameters" in " ".join(md.value for md in at.markdown)
+
+
+def test_step_10_offers_bert_base_without_its_parameter_count(monkeypatch):
+    """Outside presenter mode the side column and the sidebar offer BERT-base beside step 10's question "How many
+    parameters does the paper's BERT-base have?": neither the offer's label nor its help says a count."""
+    from ui import model_choice
+
+    for label in (model_choice.OFFER_LABEL, model_choice.CACHED_LABEL):
+        monkeypatch.setattr(model_choice, "offer_label", lambda label=label: label)
+        at = open_lesson({"step": str(step_of("bert_base_size"))})
+        offers = [b for b in at.button if b.key and b.key.startswith("bert_base_offer")]
+        assert {b.key for b in offers} == {"bert_base_offer_lesson", "bert_base_offer_sidebar"}
+        words = " ".join(f"{b.label} {b.help}" for b in offers) + " " + texts(at)
+        assert not any(n in words for n in ("110", "109", "340")), words
+
+
+def test_step_2s_chart_plots_the_questions_word_not_a_typed_mask():
+    """"I saw the [MASK] by the bank." + "Then the [MASK] went to the bank.": the question asks about "bank" (a
+    typed [MASK] is not a word of the text), and the revealed chart plots "bank" too."""
+    k = step_of("input_cosine")
+    at = open_lesson({"step": str(k), f"t{k}": "I saw the [MASK] by the bank.",
+                      f"b{k}": "Then the [MASK] went to the bank."})
+    assert any("“bank” occurs twice" in md.value for md in at.markdown)
+    at.radio[0].set_value(0).run()
+    at.button(key="lesson_reveal").click().run()
+    assert_ok(at)
+    spec = chart_specs(at)["lesson-same-word"]
+    assert json_title(spec).startswith("“bank” twice"), json_title(spec)

@@ -130,8 +130,9 @@ def view_embeddings(cur, text, pair, revealed) -> None:
         lesson_chart(fig, "lesson embeddings", key="lesson-emb")
     if revealed:
         sw = _cached(cur, same_word, text, pair)
-        if sw is not None and sw.words:
-            w = questions.topic_word(sw)  # the question's word
+        words = questions.topic_words(cur.model, sw) if sw is not None else []  # no [MASK], no [UNK]
+        if words:
+            w = questions.topic_word(sw, words)  # the question's word, chosen among the same words
             lesson_chart(same_word_figure([w], f"“{w.word}” twice: cosine, layer by layer"),
                   "lesson same word", key="lesson-same-word")
 
