@@ -506,3 +506,18 @@ def test_step_2s_chart_plots_the_questions_word_not_a_typed_mask():
     assert_ok(at)
     spec = chart_specs(at)["lesson-same-word"]
     assert json_title(spec).startswith("“bank” twice"), json_title(spec)
+
+
+def test_step_8s_link_opens_layers_with_the_slides_sentence_only():
+    """The link from step 8 (no sentence B) opens Layers on that sentence: no sentence B in the sidebar and no other
+    sentence in a box (the page's own "two contexts" pair waits behind its toggle)."""
+    from apptest_util import open_page
+
+    k = step_of("lens_layer")
+    words, path, q = link_of(open_lesson({"step": str(k)}))
+    assert path == "/layers" and "pair" not in q
+    at = open_page("layers", query=q)
+    assert_ok(at)
+    assert at.session_state["current"].text_pair is None
+    boxes = [t.value for t in (*at.text_area, *at.text_input) if t.value]
+    assert boxes == [lesson.STEPS[k - 1].text], boxes
