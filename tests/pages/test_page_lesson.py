@@ -521,3 +521,18 @@ def test_step_8s_link_opens_layers_with_the_slides_sentence_only():
     assert at.session_state["current"].text_pair is None
     boxes = [t.value for t in (*at.text_area, *at.text_input) if t.value]
     assert boxes == [lesson.STEPS[k - 1].text], boxes
+
+
+def test_the_model_line_offers_bert_base_only_where_its_button_is(monkeypatch):
+    """"BERT-base: one click away ("Use BERT-base")" where the side column and the sidebar show that button; not
+    on a projector's slide, which has neither."""
+    from ui import model_choice
+
+    monkeypatch.setattr(model_choice, "offer_label", lambda: model_choice.OFFER_LABEL)
+    k = step_of("top_guess")
+    for present, offered in (("0", True), ("1", False)):
+        at = open_lesson({"step": str(k), "present": present})
+        line = next(md.value for md in at.markdown if "bx-model-line" in md.value)
+        assert ("one click away" in line) == offered, (present, line)
+        assert ("bert_base_offer_lesson" in {b.key for b in at.button}) == offered
+        assert "its encoder trained further" in line

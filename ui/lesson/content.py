@@ -201,10 +201,11 @@ def explain(step: Step, m) -> str:
     return f"{step.explain}\n\n*{questions.cap(here.format(model=name.long, names=name.possessive))}*"
 
 
-def lesson_model_line(m) -> str:
+def lesson_model_line(m, present: bool) -> str:
     """The short line a slide of the model's guesses shows: the model on screen and the paper's BERT where they
-    differ, and BERT-base's one-click offer where the app can get it (`model_choice.offer_label`)."""
-    return model_line(m, bert_base_offered=model_choice.offer_label() is not None)
+    differ, and BERT-base's one-click offer where the app can get it (`model_choice.offer_label`) and its button is
+    on screen: not in presenter mode (`present`), which hides the sidebar and has no side column."""
+    return model_line(m, bert_base_offered=not present and model_choice.offer_label() is not None)
 
 
 def question_token(model_key: str, k: int, text: str, pair: str | None, q) -> str:

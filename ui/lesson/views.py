@@ -100,7 +100,7 @@ def _table(df: pd.DataFrame) -> None:
 def model_note(cur) -> None:
     """The model whose guesses the slide shows, in one short line (and the paper's BERT where they differ)."""
     # A class, not a keyed container: a class's shared drawing is cached, and a keyed container counts as a widget.
-    st.markdown(f'<em class="bx-model-line">{html.escape(lesson_model_line(cur.model))}</em>',
+    st.markdown(f'<em class="bx-model-line">{html.escape(lesson_model_line(cur.model, presenting()))}</em>',
                 unsafe_allow_html=True)  # 18 px on a projector (PRESENTER_CSS); a hub id is user text: escaped
 
 
