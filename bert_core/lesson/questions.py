@@ -573,9 +573,9 @@ def learning_signal(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None
     order = sorted(range(len(combos)), key=lambda i: combos[i])
     choices = tuple(f"BERT {combos[i][0]}, GPT {combos[i][1]}" for i in order)
     return Question(
-        prompt=f"Your sentence is {n} pieces ({T} tokens with BERT's [CLS] and [SEP]; GPT has neither). In one "
-               f"pass (seed {seed}), on how many positions is BERT's masked-LM loss computed, and on how many "
-               "GPT's next-token loss?",
+        prompt=f"Your sentence is {n} pieces ({T} tokens with BERT's [CLS] and [SEP]; GPT pre-trains with none, its "
+               f"start, delimiter and extract tokens come at fine-tuning). In one pass (seed {seed}), on how many "
+               "positions is BERT's masked-LM loss computed, and on how many GPT's next-token loss?",
         choices=choices, answer=order.index(0), answered_by="",
         reveal=f"BERT: the {mlm} position{'s' * (mlm != 1)} this draw selected (each ordinary token with p = 15%); "
                f"GPT: {clm}, every piece with a next one. ELECTRA's replaced-token detection (on the BERT vs GPT "

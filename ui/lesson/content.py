@@ -161,7 +161,8 @@ STEPS: list[Step] = [
          "BERT is an **encoder**: every token attends to every other. GPT (Radford et al. 2018) is a "
          "**decoder**: a **causal mask** lets token i see only itself and the tokens before it (j ≤ i), and "
          "it is trained to predict the next token, so it can generate text left to right. BERT's loss is "
-         "taken at the 15% of tokens it masks; GPT's at every next token.",
+         "taken at the 15% of tokens it selects (most masked, some random, some unchanged); GPT's at every next "
+         "token.",
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
          "bert-vs-gpt", "BERT vs GPT",
