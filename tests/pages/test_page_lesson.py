@@ -217,6 +217,7 @@ def test_full_page_link_carries_the_sentence():
 
 
 def test_full_page_links_open_what_the_slide_showed():
+    from bert_core.lesson import attention as lesson_attention
     from bert_core.lesson import heads as H
     from bert_core.lesson import questions as Q
 
@@ -236,7 +237,7 @@ def test_full_page_links_open_what_the_slide_showed():
     assert path == "/heads" and (q["layer"], q["head"]) == (str(layer + 1), str(head + 1)) and q["text"] == s.text
 
     k = step_of("learning_signal")
-    layer, head = Q.attention_layer_head(m)
+    layer, head = lesson_attention.attention_layer_head(m)
     at = open_lesson({"step": str(k)})
     words, path, q = link_of(at)
     assert path == "/bert-vs-gpt" and (q["layer"], q["head"]) == (str(layer + 1), str(head + 1))

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import bert_core
+from bert_core.lesson import attention as lesson_attention
 from bert_core.lesson import heads as lesson_heads
 from bert_core.lesson import questions
 from bert_core.lesson.naming import model_line, model_name
@@ -100,8 +101,8 @@ STEPS: list[Step] = [
          "In each layer every token builds a query, a key and a value; a head's weights (softmax of query · key) "
          "say how much of each token's value a token takes in. Each head does this with its own smaller query, "
          "key and value (BERT-base: 12 heads of 64 in 768); their outputs are joined and projected back.",
-         "She gave the letter to her mother.", None, "attention_target",
-         "A longer sentence", "After dinner she finally gave the long letter to her grateful mother.", None,
+         "She wrote a long letter to her mother yesterday.", None, "attention_target",
+         "A longer sentence", "After dinner the farmer sold his cows at the market yesterday.", None,
          "attention", "Attention",
          r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\big(QK^{\top} / \sqrt{d_k}\big)\,V",  # no ⊤ in a fraction: cut
          here="The map is one of {names} heads."),
@@ -251,7 +252,7 @@ def page_view(cur, step: Step, text: str, pair: str | None) -> dict:
             layer, head = lesson_heads.top_head(run(bert_core.head_importance, text, pair,
                                                     layers=lesson_heads.last_layer(m)))
         elif step.question == "learning_signal":
-            layer, head = questions.attention_layer_head(m)
+            layer, head = lesson_attention.attention_layer_head(m)
         elif step.question == "next_sentence":
             return {"section": "nsp"}
         else:

@@ -37,6 +37,7 @@ from bert_core.inspect.anatomy import anatomy_rows
 from bert_core.inspect.masking_view import masking_draw
 from bert_core.inspect.objectives_view import mask_comparison
 from bert_core.inspect.residual import logit_lens, same_word
+from bert_core.lesson import attention as lesson_attention
 from bert_core.lesson import heads as lesson_heads
 from bert_core.lesson import questions
 from bert_core.lesson.naming import model_name
@@ -199,11 +200,11 @@ def view_attention(cur, text, pair, revealed) -> None:
     if t is None:
         return
     try:
-        layer, head = questions.linking_head(t)  # the question's head, from the same analysis
+        layer, head = lesson_attention.linking_head(t)  # the question's head, from the same analysis
     except bert_core.BertCoreError:
         return  # the step's question has said what its sentence needs
     if revealed and presenting() and len(t.tokens) > 12:  # no room for every label of the map: the question's row
-        q = questions.query_token(t)
+        q = lesson_attention.query_token(t)
         row = t.attentions[layer, head, q]
         lesson_chart(row_bars(row, t.tokens, f"Layer {layer + 1}, head {head + 1}: from “{t.tokens[q]}” ({q})"),
                      "lesson attention row", key="lesson-attn")
@@ -316,7 +317,7 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
 
 
 def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
-    layer, head = questions.attention_layer_head(cur.model)
+    layer, head = lesson_attention.attention_layer_head(cur.model)
     r = _cached(cur, mask_comparison, text)  # the BERT vs GPT page's computation
     if r is None:
         return
