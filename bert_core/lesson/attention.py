@@ -76,7 +76,7 @@ def linking_head(t) -> tuple[int, int]:
     clear = far[best] & (top >= MIN_LINK) & (top >= LINK_MARGIN * runner)
     if not clear.any():
         raise BertCoreError(f"no head of this model links “{word}” clearly to one content word away from it (at "
-                            f"least {MIN_LINK:.0%} of its attention, {LINK_MARGIN:g} times any other): try another "
-                            f"sentence, e.g. “{EXAMPLE}”")
+                            f"least {MIN_LINK:.0%} of its attention, {LINK_MARGIN:g} times any other; a model with "
+                            "random weights has none)")
     layer, head = np.unravel_index(int(np.where(clear, top, -1.0).argmax()), top.shape)
     return int(layer), int(head)

@@ -414,9 +414,9 @@ def test_the_model_line_names_the_model_and_the_papers_bert(m, tiny_dirs):
     tokens = json.loads((bert_core.MINILM_DIR / "export.json").read_text())["total_tokens_seen"]
     line = model_line(m, bert_base_offered=True)
     assert line.startswith("On screen: MiniLM, 6 layers × 384 (the paper's BERT-base: 12 × 768)")
-    assert "distilled from a BERT-base-sized teacher" in line and f"{tokens / 1e6:.1f}M word pieces" in line
+    assert "distilled from a BERT-base-sized teacher" in line and f"{tokens / 1e6:.1f}M pieces of Brown" in line
     # The project trained the encoder too, not only the heads (docs/models.md).
-    assert "its encoder trained further and its fill-in and NSP heads trained anew by this project" in line
+    assert "then its encoder and new fill-in and NSP heads trained here" in line
     assert "3.3B words" in line and line.endswith("BERT-base: one click away (“Use BERT-base”).")
     assert "one click" not in model_line(m, bert_base_offered=False)
     base = bert_core.load_model(str(tiny_dirs["base"][0]))
