@@ -536,4 +536,4 @@ def test_the_model_line_offers_bert_base_only_where_its_button_is(monkeypatch):
         line = next(md.value for md in at.markdown if "bx-model-line" in md.value)
         assert ("one click away" in line) == offered, (present, line)
         assert ("bert_base_offer_lesson" in {b.key for b in at.button}) == offered
-        assert "its encoder trained further" in line
+        assert "then its encoder and new fill-in and NSP heads trained here" in line
