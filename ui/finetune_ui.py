@@ -26,6 +26,12 @@ def new_head_bases(cur: Current) -> dict[str, tuple[str, object]]:
     return out
 
 
+def picked(key: str) -> dict:
+    """A widget's on_change that marks it as the user's pick: `{key}_picked`, after which the recipe no longer
+    moves it."""
+    return {"on_change": callbacks.put, "args": (f"{key}_picked", True)}
+
+
 def run_status(session, finished_hint: str, rename: tuple[str, str] | None = None) -> None:
     """The run's metrics in two rows (a label renamed if asked), then its place in line, end or pause."""
     shown = session.metrics(0.9)
@@ -105,8 +111,7 @@ def new_head_settings(cur: Current, prefix: str, locked: bool, cols, batch_index
         st.session_state[f"{prefix}_lr"] = suggested
     exact = bool(freeze)  # the head is fit by L-BFGS on cached vectors: no rate, epochs or batch to choose
     lr = cols[2].select_slider("Learning rate", LEARNING_RATES, key=f"{prefix}_lr", disabled=locked or exact,
-                               format_func=callbacks.number_label, on_change=callbacks.put,
-                               args=(f"{prefix}_lr_picked", True))
+                               format_func=callbacks.number_label, **picked(f"{prefix}_lr"))
     epochs = cols[3].number_input("Epochs", 1, 5, value=1, step=1, key=f"{prefix}_epochs", disabled=locked or exact)
     batch = cols[4].selectbox("Batch", (8, 16, 32), index=batch_index, key=f"{prefix}_batch",
                               disabled=locked or exact)

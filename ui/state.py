@@ -239,7 +239,8 @@ def sidebar_ui(lesson_page: bool = False) -> Current | None:
                           help="Two models ship with the app and work offline: MiniLM (6 layers, 384 wide, "
                                "bert-base-uncased's 30,522-piece vocabulary: half the layers of a MiniLM distilled "
                                "from a BERT-base-sized teacher, trained on a billion sentence pairs for sentence "
-                               "similarity; its MLM and NSP heads trained by this project on Brown + WordNet) and a "
+                               "similarity; its encoder trained further and its MLM and NSP heads trained anew by this "
+                               "project on Brown + WordNet) and a "
                                "tiny BERT (4 layers, 256 wide, 12,000 pieces) this project trained from scratch on "
                                "WordNet and the Brown corpus, as the Training page does. Hub models download on "
                                "first use.")

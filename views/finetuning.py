@@ -32,7 +32,7 @@ from bert_core.runs.memory import format_mb, tensor_bytes
 from bert_core.runs.settings import decode_upload
 from bert_core.runs.status import FINISHED, IDLE, RUNNING, WAITING, format_seconds
 from ui import callbacks
-from ui.finetune_ui import keep_ui, run_status
+from ui.finetune_ui import keep_ui, picked, run_status
 from ui.notebook_ui import finetuning_button
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
 from ui.widgets import chart, live_run, memory_wait_ui, model_line, run_buttons, run_controls, table
@@ -203,11 +203,6 @@ def _budget_note(base_label: str, base, task, cfg: FineTuneConfig, nbytes: int, 
                     f"for a user's runs (BERT_EXPLORER_SESSION_MB): the recipe trains {what} instead.")
 
 
-def _picks(key: str) -> dict:
-    """A widget's on_change that marks it as the user's pick (the recipe no longer moves it)."""
-    return {"on_change": callbacks.put, "args": (f"{key}_picked", True)}
-
-
 def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
     """Base model, what trains, pooling, learning rate, epochs, batch: the recipe's values until changed."""
     bases = _bases()
@@ -234,11 +229,11 @@ def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
                  help="The pretrained BERT to start from: the sidebar's model (change it there), the tiny bundled "
                       "model, or your model from the Training page once you pressed 'Use this model' there.")
     freeze = c2.toggle("Freeze the encoder (train the head only)", key="ft_freeze", disabled=locked,
-                       **_picks("ft_freeze"),
+                       **picked("ft_freeze"),
                        help="Frozen: only the head learns (the classifier, and its pooling layer when that is new); "
                             "BERT runs once over each text and its vectors are cached, so many epochs are cheap.")
     words = c3.toggle("Freeze the word-embedding matrix", key="ft_words", disabled=locked or bool(freeze),
-                      **_picks("ft_words"),
+                      **picked("ft_words"),
                       help="Train every weight but the (vocabulary x hidden) word-embedding table. It is most of a "
                            "small model (MiniLM: 11.7M of 22.7M parameters); a task of a few thousand texts "
                            "touches only a few thousand of its 30,522 rows, and freezing it spares its gradient and "
@@ -246,7 +241,7 @@ def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
                            "it is at least a third of the encoder.")
     c4, c5, c6, c7 = st.columns([3, 3, 1, 1])
     pooling = c4.radio("The vector the head reads", list(POOLINGS), key="ft_pooling", disabled=locked,
-                       **_picks("ft_pooling"), horizontal=True, format_func=POOLINGS.get,
+                       **picked("ft_pooling"), horizontal=True, format_func=POOLINGS.get,
                        help="[CLS] + pooler: BERT's way (its pooler was trained for next-sentence prediction); "
                             "transformers' classifiers read it, so only this one downloads as one. Mean: the "
                             "average of the last layer's token vectors, what sentence-transformers models (MiniLM) "
@@ -256,13 +251,13 @@ def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
         st.session_state["ft_lr"] = suggested
     lr = c5.select_slider("Learning rate", LEARNING_RATES, key="ft_lr", disabled=locked,
                           format_func=callbacks.number_label, help="The peak, reached after warm-up.",
-                          on_change=callbacks.put, args=("ft_lr_picked", True))
+                          **picked("ft_lr"))
     epochs = c6.number_input("Epochs", 1, MAX_EPOCHS, step=1, key="ft_epochs", disabled=locked,
-                             **_picks("ft_epochs"),
+                             **picked("ft_epochs"),
                              help="Passes over the training set.")
     if st.session_state.get("ft_batch") not in (8, 16, 32, 64):
         st.session_state["ft_batch"] = 32
-    batch = c7.selectbox("Batch", (8, 16, 32, 64), key="ft_batch", disabled=locked, **_picks("ft_batch"))
+    batch = c7.selectbox("Batch", (8, 16, 32, 64), key="ft_batch", disabled=locked, **picked("ft_batch"))
     if not locked:
         st.caption(f"Suggested learning rate for this base: **{suggested:g}**"
                    + (" (your pick differs)" if lr != suggested else "") + ". " + LR_REASON)

@@ -138,29 +138,33 @@ st.markdown(
     "words included (Ethayarajh, 2019, found stopwords among the most context-specific words). A change of sense "
     "shows against the same sense: *bank* of a river and *bank* of a stream end near 0.9."
 )
-t1, t2 = st.columns(2)
-t1.button("Try: “the” once in each sentence", key="lay_two_one_the", on_click=callbacks.put_many,
-          args=({"lay_two_a": ONE_THE_EACH[0], "lay_two_b": ONE_THE_EACH[1]},), width="stretch")
-t2.button("Try: the same sense of “bank”", key="lay_two_same", on_click=callbacks.put_many,
-          args=({"lay_two_a": SAME_SENSE[0], "lay_two_b": SAME_SENSE[1]},), width="stretch")
-c1, c2 = st.columns(2)
-st.session_state.setdefault("lay_two_a", TWO_CONTEXTS[0])  # defaults through state: the Try buttons write it
-st.session_state.setdefault("lay_two_b", TWO_CONTEXTS[1])
-a = c1.text_input("Sentence A", key="lay_two_a", max_chars=500)
-b = c2.text_input("Sentence B", key="lay_two_b", max_chars=500)
-sw = run(bert_core.same_word, a, b or None) if a.strip() else None
-if not a.strip():
-    st.info("Type sentence A (and B): this view needs a word that occurs twice.")
-elif sw is not None:
-    if not sw.words:
-        st.info("No word occurs twice here. This view needs one word that appears twice: once in A and once in "
-                f"B, or twice in A — e.g. '{TWO_CONTEXTS[0]}' and '{TWO_CONTEXTS[1]}'.")
-    else:
-        chart(fl.same_word_figure(sw.words, "cos(first occurrence, second occurrence) at each state"),
-              "same word two contexts", key="lay-same-word")
-        st.caption("Both sentences run together as one input ([CLS] A [SEP] B [SEP]). A word of several word "
-                   "pieces is the mean of its pieces. Lines: "
-                   + "; ".join(f"{md_literal(w.word)} at positions {w.first} and {w.second}" for w in sw.words))
+# Off at first: its own two sentences are not the page's, so a page opened on a sentence (a Lesson step's link)
+# shows that sentence only until the reader asks for this pair.
+if st.toggle("Compare one word in two sentences", key="lay_two",
+             help="Two sentences of this section's own, not the Text above; off at first."):
+    t1, t2 = st.columns(2)
+    t1.button("Try: “the” once in each sentence", key="lay_two_one_the", on_click=callbacks.put_many,
+              args=({"lay_two_a": ONE_THE_EACH[0], "lay_two_b": ONE_THE_EACH[1]},), width="stretch")
+    t2.button("Try: the same sense of “bank”", key="lay_two_same", on_click=callbacks.put_many,
+              args=({"lay_two_a": SAME_SENSE[0], "lay_two_b": SAME_SENSE[1]},), width="stretch")
+    c1, c2 = st.columns(2)
+    st.session_state.setdefault("lay_two_a", TWO_CONTEXTS[0])  # defaults through state: the Try buttons write it
+    st.session_state.setdefault("lay_two_b", TWO_CONTEXTS[1])
+    a = c1.text_input("Sentence A", key="lay_two_a", max_chars=500)
+    b = c2.text_input("Sentence B", key="lay_two_b", max_chars=500)
+    sw = run(bert_core.same_word, a, b or None) if a.strip() else None
+    if not a.strip():
+        st.info("Type sentence A (and B): this view needs a word that occurs twice.")
+    elif sw is not None:
+        if not sw.words:
+            st.info("No word occurs twice here. This view needs one word that appears twice: once in A and once in "
+                    f"B, or twice in A — e.g. '{TWO_CONTEXTS[0]}' and '{TWO_CONTEXTS[1]}'.")
+        else:
+            chart(fl.same_word_figure(sw.words, "cos(first occurrence, second occurrence) at each state"),
+                  "same word two contexts", key="lay-same-word")
+            st.caption("Both sentences run together as one input ([CLS] A [SEP] B [SEP]). A word of several word "
+                       "pieces is the mean of its pieces. Lines: "
+                       + "; ".join(f"{md_literal(w.word)} at positions {w.first} and {w.second}" for w in sw.words))
 
 st.subheader("Every token through the layers (PCA)")
 st.markdown(

@@ -57,19 +57,20 @@ def minilm_trained_tokens() -> int | None:
 def model_line(m: LoadedModel, bert_base_offered: bool = False) -> str:
     """One short line naming the model whose guesses a slide shows, and, where it differs, the paper's BERT:
     "On screen: MiniLM, 6 layers x 384 (the paper's BERT-base: 12 x 768), distilled from a BERT-base-sized
-    teacher; its fill-in and NSP heads trained by this project on 27.2M word pieces of Brown + WordNet (the paper:
-    3.3B words of books and Wikipedia). BERT-base is one click away." `bert_base_offered`: the app offers it here."""
+    teacher, then its encoder and new fill-in and NSP heads trained here on 27.2M pieces of Brown + WordNet (the
+    paper's: 3.3B words, books and Wikipedia)." (here: by this project) `bert_base_offered`: the
+    "Use BERT-base" button is on the same screen (the side column or the sidebar, not a projector's slide)."""
     c, name = m.config, model_name(m)
     shape = f"{c.num_hidden_layers} layers × {c.hidden_size}"
-    books = "the paper's BERT: 3.3B words of books and Wikipedia"
+    books = "the paper's: 3.3B words, books and Wikipedia"
     if name.paper:
         return f"On screen: {name.short} ({m.name}), {shape}: the paper's {name.short} shape."
     paper = "(the paper's BERT-base: 12 × 768)"
     if m.name == MINILM_NAME:
         tokens = minilm_trained_tokens()
-        on = f" on {tokens / 1e6:.1f}M word pieces of Brown + WordNet" if tokens else " on Brown + WordNet"
-        line = (f"On screen: MiniLM, {shape} {paper}, distilled from a BERT-base-sized teacher; its fill-in and "
-                f"NSP heads trained by this project{on} ({books}).")
+        on = f" on {tokens / 1e6:.1f}M pieces of Brown + WordNet" if tokens else " on Brown + WordNet"
+        line = (f"On screen: MiniLM, {shape} {paper}, distilled from a BERT-base-sized teacher, then its encoder "
+                f"and new fill-in and NSP heads trained here{on} ({books}).")
     elif m.name == BUNDLED_NAME:
         line = (f"On screen: a tiny BERT, {shape} {paper}, pre-trained from random weights by this project on "
                 f"Brown + WordNet ({books}).")

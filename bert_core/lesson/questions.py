@@ -39,6 +39,7 @@ from ..model.loaded import LoadedModel
 from ..model.loading import MINILM_NAME
 from ..model.token_heads import BertForTokenClassification
 from ..train.trainer import PRESETS, evaluate_mlm, new_model
+from . import attention
 from .naming import model_name
 
 
@@ -234,110 +235,37 @@ def right_context(m: LoadedModel, text: str, text_pair: str | None = None, *, ru
 
 
 # ------------------------------------------------------------------------------------- 5. attention
-def attention_layer_head(m: LoadedModel) -> tuple[int, int]:
-    """The head the BERT versus GPT step draws under both masks: the middle layer's first head (0-based)."""
-    return m.config.num_hidden_layers // 2, 0
-
-
-def _is_word(t) -> np.ndarray:
-    """(T,) True where the token is a piece of a word of the text (no special token, no punctuation, and no
-    [MASK] or [UNK] the text holds: they are not words)."""
-    def special(tok: str) -> bool:
-        return tok[:1] + tok[-1:] in ("[]", "<>")
-    return np.array([w is not None and any(c.isalnum() for c in t.tokens[i]) and not special(t.tokens[i])
-                     for i, w in enumerate(t.word_ids)])
-
-
-def query_token(t) -> int:
-    """The position of the token the attention question reads from (`_query`)."""
-    return _query(t)
-
-
-def _query(t) -> int:
-    """The token the attention question reads: the last word of sentence A, its first piece."""
-    words = [i for i in np.flatnonzero(_is_word(t)) if t.sequence_ids[i] == 0]
-    if not words:
-        raise BertCoreError("this question needs a word in the first sentence")
-    return int(min(i for i in words if t.word_ids[i] == t.word_ids[words[-1]]))
-
-
-def _far_content(t, q: int) -> np.ndarray:
-    """(T,) True at the content words a head must link the query to: a word of the text (no [CLS], [SEP] or
-    punctuation), not the query's own word, not a stop word, and not next to the query word (a head that reads the
-    previous or next token links by position alone)."""
-    other = _other_words(t, q)
-    same = [i for i, w in enumerate(t.word_ids) if w == t.word_ids[q] and t.sequence_ids[i] == t.sequence_ids[q]]
-    near = {min(same) - 1, max(same) + 1}
-    content = np.array([t.tokens[i].lower().lstrip("#") not in STOPWORDS for i in range(len(t.tokens))])
-    return other & content & ~np.isin(np.arange(len(t.tokens)), list(near))
-
-
-def _other_words(t, q: int) -> np.ndarray:
-    """(T,) True at the tokens of the text's other words: no [CLS], [SEP], punctuation or the query word itself."""
-    same = (np.asarray(t.sequence_ids) == t.sequence_ids[q]) & np.array([w == t.word_ids[q] for w in t.word_ids])
-    return _is_word(t) & ~same
-
-
-def linking_head(t) -> tuple[int, int]:
-    """(layer, head), 0-based, of the head that links the query word (`_query`) to the sentence's content words
-    most: of all heads whose largest weight from it among the other words lands on a content word away from it
-    (`_far_content`), the one that gives those content words the most attention in all; the first on a tie.
-    A head whose largest such weight is on a neighbour (a previous- or next-token head) is never chosen.
-    Raises BertCoreError when the sentence has no such content word."""
-    q = _query(t)
-    far, other = _far_content(t, q), _other_words(t, q)
-    if not far.any():
-        raise BertCoreError(f"this question needs a content word that is not next to “{t.tokens[q]}” (the last word "
-                            "of the first sentence), e.g. “She gave the letter to her mother.”")
-    rows = t.attentions[:, :, q, :]  # (L, nh, T)
-    mass = rows[..., far].sum(-1)  # (L, nh): the attention "mother" gives the far content words
-    best_other = np.where(other, rows, -1.0).argmax(-1)  # (L, nh): its most attended other word
-    mass = np.where(far[best_other], mass, -1.0)
-    if mass.max() < 0:  # no head puts its largest other-word weight on a far content word: the most mass there
-        mass = rows[..., far].sum(-1)
-    layer, head = np.unravel_index(int(mass.argmax()), mass.shape)
-    return int(layer), int(head)
-
-
 def attention_head(m: LoadedModel, text: str, text_pair: str | None = None, *,
                    run: Run | None = None) -> tuple[int, int]:
-    """(layer, head), 0-based: the head the attention step shows for this sentence (`linking_head`)."""
-    return linking_head((run or direct(m))(analyze, text, text_pair, **ATTENTION))
+    """(layer, head), 0-based: the head the attention step shows for this sentence (`attention.linking_head`)."""
+    return attention.linking_head((run or direct(m))(analyze, text, text_pair, **ATTENTION))
 
 
 def attention_target(m: LoadedModel, text: str, text_pair: str | None = None, *,
                      run: Run | None = None) -> Question:
-    """From the last word of sentence A, which other word does the head that links it to content words attend to
-    most? The choices are other words only (no [CLS], [SEP], punctuation or the word itself), a content word
-    among them."""
+    """From the last word of sentence A, which content word away from it does the head that links it most clearly
+    to one (`attention.linking_head`) attend to most? The choices are such words only (no [CLS], [SEP],
+    punctuation, stop word, neighbour or the word itself): each is a possible answer as the prompt words it."""
     t = (run or direct(m))(analyze, text, text_pair, **ATTENTION)
-    q = _query(t)
-    layer, head = linking_head(t)
+    q = attention.query_token(t)
+    layer, head = attention.linking_head(t)
     row = t.attentions[layer, head, q]  # (T,)
-    other, far = _other_words(t, q), _far_content(t, q)
+    far = attention.far_content(t, q)
     order = [int(i) for i in np.argsort(-row, kind="stable")]
-    best = next(i for i in order if other[i])  # the other word it weighs most
-    # Four other words: the answer, the far content words it weighs most, then the other words by weight.
-    picks = []
-    for i in (best, *[i for i in order if far[i]], *[i for i in order if other[i]]):
-        if i not in picks:
-            picks.append(i)
-        if len(picks) == 4:
-            break
-    picks.sort()
-    if len(picks) < 2:
-        raise BertCoreError("this question needs at least two other words in the first sentence")
+    picks = sorted([i for i in order if far[i]][:4])  # the answer and the content words it weighs most after it
+    best, runner = [i for i in order if far[i]][:2]
     L, nh = t.attentions.shape[:2]
     word = t.tokens[q]
     top = order[:3]
     sink = [i for i in top[:1] if t.word_ids[i] is None]  # its largest weight on [CLS] or [SEP]
     return Question(
         prompt=f"Of {model_name(m).possessive} {L * nh} heads, layer {layer + 1}, head {head + 1} links “{word}” "
-               f"(position {q}; [CLS] is 0) most to content words not next to it. Of the sentence's other words, "
-               f"which one does it attend to most from “{word}”?",
+               f"(position {q}; [CLS] is 0) most clearly to one content word that is not next to it. Which "
+               "one?",
         choices=tuple(f"{t.tokens[i]} (position {i})" for i in picks), answer=picks.index(best),
         reveal=f"From “{word}”, its largest weights: " + ", ".join(f"{t.tokens[i]} ({i}) {row[i]:.1%}" for i in top)
-               + f"; of the other words, {t.tokens[best]} ({best}) gets the most, {row[best]:.1%}."
+               + f"; of the content words, {t.tokens[best]} ({best}) gets the most, {row[best]:.1%}, "
+               f"{row[best] / row[runner]:.1f} times the next ({t.tokens[runner]}, {row[runner]:.1%})."
                + (f" Many heads park much of their attention on {t.tokens[sink[0]]} when they have nothing useful "
                   "to read (a sink): a large weight there means the head is idle for this token, not that "
                   f"{t.tokens[sink[0]]} matters to it." if sink else ""))
@@ -573,9 +501,9 @@ def learning_signal(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None
     order = sorted(range(len(combos)), key=lambda i: combos[i])
     choices = tuple(f"BERT {combos[i][0]}, GPT {combos[i][1]}" for i in order)
     return Question(
-        prompt=f"Your sentence is {n} pieces ({T} tokens with BERT's [CLS] and [SEP]; GPT has neither). In one "
-               f"pass (seed {seed}), on how many positions is BERT's masked-LM loss computed, and on how many "
-               "GPT's next-token loss?",
+        prompt=f"Your sentence is {n} pieces ({T} tokens with BERT's [CLS] and [SEP]; GPT pre-trains with none, its "
+               f"start, delimiter and extract tokens come at fine-tuning). In one pass (seed {seed}), on how many "
+               "positions is BERT's masked-LM loss computed, and on how many GPT's next-token loss?",
         choices=choices, answer=order.index(0), answered_by="",
         reveal=f"BERT: the {mlm} position{'s' * (mlm != 1)} this draw selected (each ordinary token with p = 15%); "
                f"GPT: {clm}, every piece with a next one. ELECTRA's replaced-token detection (on the BERT vs GPT "

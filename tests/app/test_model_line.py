@@ -18,7 +18,9 @@ def test_bundled_minilm_line_says_what_this_project_trained():
     line = model_line_text(m)
     total = json.loads((bert_core.MINILM_DIR / "export.json").read_text())["total_tokens_seen"]
     assert line.startswith("Model on screen: MiniLM (6 layers × 384, 12 heads;")
-    assert "BERT-base-sized teacher" in line and "trained by this project on Brown + WordNet" in line
+    assert "BERT-base-sized teacher" in line and ("its encoder trained further and its fill-in (MLM) and "
+                                                  "next-sentence (NSP) heads trained anew by this project on Brown "
+                                                  "+ WordNet") in line
     assert f"{total / 1e6:.0f}M word pieces" in line  # from the training record, not written by hand
     assert line.endswith(PAPER_BERT_BASE)
 

@@ -97,15 +97,25 @@ def test_every_presenter_step_is_readable_from_the_back_row(page, sentence, mode
             assert page.locator('[data-testid="stSidebar"]').is_hidden()
             body = page.locator('[data-testid="stMain"] [data-testid="stMarkdownContainer"] p').first
             assert float(body.evaluate("e => parseFloat(getComputedStyle(e).fontSize)")) >= 22
-        assert page.locator('[data-testid="stAlert"]').count() == 0, i  # the answer stays hidden until asked
-        assert f"step={i}" in page.url, page.url
-        problems += slide_problems(page, f"step {i} ({name} sentence), before the reveal")
-        key_or_button(page, " ", ".st-key-lesson_reveal button", alert, f"{sentence}_{i}_reveal")  # space reveals
-        settle(page)
         step = lesson.STEPS[i - 1]
         text, pair = q.get(f"t{i}", step.text), q.get(f"b{i}", step.pair)
         fn, args, kwargs = lesson.question_call(step, text, pair, 0)
-        asked = fn(model, *args, **kwargs)
+        assert f"step={i}" in page.url, page.url
+        try:
+            asked = fn(model, *args, **kwargs)
+        except bert_core.BertCoreError as e:
+            # Random bert-base-sized weights link no word clearly (attention near 1/T): step 6 asks for another
+            # sentence instead of a question. That message must fit the slide too.
+            assert model_name == "bert-base" and step.question == "attention_target", (i, str(e))
+            said = page.locator('[data-testid="stAlert"]').first.inner_text()
+            assert "links “yesterday” clearly" in said, said
+            problems += slide_problems(page, f"step {i} ({name} sentence), asking for another sentence")
+            page.screenshot(path=str(OUT / f"lesson_readable_{model_name}_{sentence}_{i}.png"))
+            continue
+        assert page.locator('[data-testid="stAlert"]').count() == 0, i  # the answer stays hidden until asked
+        problems += slide_problems(page, f"step {i} ({name} sentence), before the reveal")
+        key_or_button(page, " ", ".st-key-lesson_reveal button", alert, f"{sentence}_{i}_reveal")  # space reveals
+        settle(page)
         said = page.locator('[data-testid="stAlert"]').first.inner_text()
         label = lesson.answer_label(asked)  # "the model's answer" only for what the model computed
         if not (f"{label[0].upper()}{label[1:]}" in said and asked.choices[asked.answer] in said):

@@ -61,8 +61,11 @@ def test_layers_page_draws_bert_core_numbers():
     assert z.shape == (m.config.num_hidden_layers + 1, 5)
     np.testing.assert_allclose(z[-1], [p for _, p in t.predictions[pos]], atol=1e-5)
     assert "trained on the last layer only" in texts(at)
-    # Same word, two contexts: the default pair has "bank" (and "the") twice.
-    names = [tr["name"] for tr in c["lay-same-word"]["data"]]
+    # Same word, two contexts: closed at first (its own pair is not the page's text); opened, the default pair has
+    # "bank" (and "the") twice.
+    assert "lay-same-word" not in c and not at.text_input
+    at.toggle(key="lay_two").set_value(True).run()
+    names = [tr["name"] for tr in charts(at)["lay-same-word"]["data"]]
     assert "bank" in names
     assert any("tanh" in e.value for e in at.latex)
     at.segmented_control(key="lay_view").set_value("Size of each update").run()
@@ -97,6 +100,7 @@ def test_layers_page_state_slider_and_no_mask():
 
 def test_two_contexts_needs_a_repeated_word():
     at = open_page("layers")
+    at.toggle(key="lay_two").set_value(True).run()
     at.text_input(key="lay_two_a").set_value("The river is wide.").run()
     at.text_input(key="lay_two_b").set_value("She opened an account.").run()
     assert_ok(at)
@@ -109,6 +113,7 @@ def test_two_contexts_needs_a_repeated_word():
 
 def test_two_contexts_try_buttons_put_their_pairs():
     at = open_page("layers")
+    at.toggle(key="lay_two").set_value(True).run()
     assert at.text_input(key="lay_two_a").value == "We walked along the bank of the river."
     at.button(key="lay_two_one_the").click().run()
     assert_ok(at)

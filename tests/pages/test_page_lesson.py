@@ -215,6 +215,7 @@ def test_full_page_link_carries_the_sentence():
 
 
 def test_full_page_links_open_what_the_slide_showed():
+    from bert_core.lesson import attention as lesson_attention
     from bert_core.lesson import heads as H
     from bert_core.lesson import questions as Q
 
@@ -234,7 +235,7 @@ def test_full_page_links_open_what_the_slide_showed():
     assert path == "/heads" and (q["layer"], q["head"]) == (str(layer + 1), str(head + 1)) and q["text"] == s.text
 
     k = step_of("learning_signal")
-    layer, head = Q.attention_layer_head(m)
+    layer, head = lesson_attention.attention_layer_head(m)
     at = open_lesson({"step": str(k)})
     words, path, q = link_of(at)
     assert path == "/bert-vs-gpt" and (q["layer"], q["head"]) == (str(layer + 1), str(head + 1))
@@ -476,3 +477,61 @@ def test_no_slide_shows_its_answer_before_the_reveal_step_10():
     assert "340M" not in shown and "Model: **MiniLM**" in shown and "parameters" not in shown.split("Model:")[1]
     at = open_lesson({"step": str(k - 1), "present": "1"})
     assert "M parameters" in " ".join(md.value for md in at.markdown)
+
+
+def test_step_10_offers_bert_base_without_its_parameter_count(monkeypatch):
+    """Outside presenter mode the side column and the sidebar offer BERT-base beside step 10's question "How many
+    parameters does the paper's BERT-base have?": neither the offer's label nor its help says a count."""
+    from ui import model_choice
+
+    for label in (model_choice.OFFER_LABEL, model_choice.CACHED_LABEL):
+        monkeypatch.setattr(model_choice, "offer_label", lambda label=label: label)
+        at = open_lesson({"step": str(step_of("bert_base_size"))})
+        offers = [b for b in at.button if b.key and b.key.startswith("bert_base_offer")]
+        assert {b.key for b in offers} == {"bert_base_offer_lesson", "bert_base_offer_sidebar"}
+        words = " ".join(f"{b.label} {b.help}" for b in offers) + " " + texts(at)
+        assert not any(n in words for n in ("110", "109", "340")), words
+
+
+def test_step_2s_chart_plots_the_questions_word_not_a_typed_mask():
+    """"I saw the [MASK] by the bank." + "Then the [MASK] went to the bank.": the question asks about "bank" (a
+    typed [MASK] is not a word of the text), and the revealed chart plots "bank" too."""
+    k = step_of("input_cosine")
+    at = open_lesson({"step": str(k), f"t{k}": "I saw the [MASK] by the bank.",
+                      f"b{k}": "Then the [MASK] went to the bank."})
+    assert any("“bank” occurs twice" in md.value for md in at.markdown)
+    at.radio[0].set_value(0).run()
+    at.button(key="lesson_reveal").click().run()
+    assert_ok(at)
+    spec = chart_specs(at)["lesson-same-word"]
+    assert json_title(spec).startswith("“bank” twice"), json_title(spec)
+
+
+def test_step_8s_link_opens_layers_with_the_slides_sentence_only():
+    """The link from step 8 (no sentence B) opens Layers on that sentence: no sentence B in the sidebar and no other
+    sentence in a box (the page's own "two contexts" pair waits behind its toggle)."""
+    from apptest_util import open_page
+
+    k = step_of("lens_layer")
+    words, path, q = link_of(open_lesson({"step": str(k)}))
+    assert path == "/layers" and "pair" not in q
+    at = open_page("layers", query=q)
+    assert_ok(at)
+    assert at.session_state["current"].text_pair is None
+    boxes = [t.value for t in (*at.text_area, *at.text_input) if t.value]
+    assert boxes == [lesson.STEPS[k - 1].text], boxes
+
+
+def test_the_model_line_offers_bert_base_only_where_its_button_is(monkeypatch):
+    """"BERT-base: one click away ("Use BERT-base")" where the side column and the sidebar show that button; not
+    on a projector's slide, which has neither."""
+    from ui import model_choice
+
+    monkeypatch.setattr(model_choice, "offer_label", lambda: model_choice.OFFER_LABEL)
+    k = step_of("top_guess")
+    for present, offered in (("0", True), ("1", False)):
+        at = open_lesson({"step": str(k), "present": present})
+        line = next(md.value for md in at.markdown if "bx-model-line" in md.value)
+        assert ("one click away" in line) == offered, (present, line)
+        assert ("bert_base_offer_lesson" in {b.key for b in at.button}) == offered
+        assert "then its encoder and new fill-in and NSP heads trained here" in line

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import bert_core
+from bert_core.lesson import attention as lesson_attention
 from bert_core.lesson import heads as lesson_heads
 from bert_core.lesson import questions
 from bert_core.lesson.naming import model_line, model_name
@@ -100,8 +101,8 @@ STEPS: list[Step] = [
          "In each layer every token builds a query, a key and a value; a head's weights (softmax of query · key) "
          "say how much of each token's value a token takes in. Each head does this with its own smaller query, "
          "key and value (BERT-base: 12 heads of 64 in 768); their outputs are joined and projected back.",
-         "She gave the letter to her mother.", None, "attention_target",
-         "A longer sentence", "After dinner she finally gave the long letter to her grateful mother.", None,
+         "She wrote a long letter to her mother yesterday.", None, "attention_target",
+         "A longer sentence", "After dinner the farmer sold his cows at the market yesterday.", None,
          "attention", "Attention",
          r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\big(QK^{\top} / \sqrt{d_k}\big)\,V",  # no ⊤ in a fraction: cut
          here="The map is one of {names} heads."),
@@ -161,7 +162,8 @@ STEPS: list[Step] = [
          "BERT is an **encoder**: every token attends to every other. GPT (Radford et al. 2018) is a "
          "**decoder**: a **causal mask** lets token i see only itself and the tokens before it (j ≤ i), and "
          "it is trained to predict the next token, so it can generate text left to right. BERT's loss is "
-         "taken at the 15% of tokens it masks; GPT's at every next token.",
+         "taken at the 15% of tokens it selects (most masked, some random, some unchanged); GPT's at every next "
+         "token.",
          "The cat sat on the mat because it was warm.", None, "learning_signal",
          "A longer sentence", "After a long day the old cat sat on the warm mat by the fire and slept.", None,
          "bert-vs-gpt", "BERT vs GPT",
@@ -201,10 +203,11 @@ def explain(step: Step, m) -> str:
     return f"{step.explain}\n\n*{questions.cap(here.format(model=name.long, names=name.possessive))}*"
 
 
-def lesson_model_line(m) -> str:
+def lesson_model_line(m, present: bool) -> str:
     """The short line a slide of the model's guesses shows: the model on screen and the paper's BERT where they
-    differ, and BERT-base's one-click offer where the app can get it (`model_choice.offer_label`)."""
-    return model_line(m, bert_base_offered=model_choice.offer_label() is not None)
+    differ, and BERT-base's one-click offer where the app can get it (`model_choice.offer_label`) and its button is
+    on screen: not in presenter mode (`present`), which hides the sidebar and has no side column."""
+    return model_line(m, bert_base_offered=not present and model_choice.offer_label() is not None)
 
 
 def question_token(model_key: str, k: int, text: str, pair: str | None, q) -> str:
@@ -249,7 +252,7 @@ def page_view(cur, step: Step, text: str, pair: str | None) -> dict:
             layer, head = lesson_heads.top_head(run(bert_core.head_importance, text, pair,
                                                     layers=lesson_heads.last_layer(m)))
         elif step.question == "learning_signal":
-            layer, head = questions.attention_layer_head(m)
+            layer, head = lesson_attention.attention_layer_head(m)
         elif step.question == "next_sentence":
             return {"section": "nsp"}
         else:

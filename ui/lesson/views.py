@@ -38,6 +38,7 @@ from bert_core.inspect.anatomy import anatomy_rows
 from bert_core.inspect.masking_view import masking_draw
 from bert_core.inspect.objectives_view import mask_comparison
 from bert_core.inspect.residual import logit_lens, same_word
+from bert_core.lesson import attention as lesson_attention
 from bert_core.lesson import heads as lesson_heads
 from bert_core.lesson import questions
 from bert_core.lesson.naming import model_name
@@ -101,7 +102,7 @@ def _table(df: pd.DataFrame) -> None:
 def model_note(cur) -> None:
     """The model whose guesses the slide shows, in one short line (and the paper's BERT where they differ)."""
     # A class, not a keyed container: a class's shared drawing is cached, and a keyed container counts as a widget.
-    st.markdown(f'<em class="bx-model-line">{html.escape(lesson_model_line(cur.model))}</em>',
+    st.markdown(f'<em class="bx-model-line">{html.escape(lesson_model_line(cur.model, presenting()))}</em>',
                 unsafe_allow_html=True)  # 18 px on a projector (PRESENTER_CSS); a hub id is user text: escaped
 
 
@@ -131,8 +132,9 @@ def view_embeddings(cur, text, pair, revealed) -> None:
         lesson_chart(fig, "lesson embeddings", key="lesson-emb")
     if revealed:
         sw = _cached(cur, same_word, text, pair)
-        if sw is not None and sw.words:
-            w = questions.topic_word(sw)  # the question's word
+        words = questions.topic_words(cur.model, sw) if sw is not None else []  # no [MASK], no [UNK]
+        if words:
+            w = questions.topic_word(sw, words)  # the question's word, chosen among the same words
             lesson_chart(same_word_figure([w], f"“{w.word}” twice: cosine, layer by layer"),
                   "lesson same word", key="lesson-same-word")
 
@@ -199,13 +201,13 @@ def view_attention(cur, text, pair, revealed) -> None:
     if t is None:
         return
     try:
-        layer, head = questions.linking_head(t)  # the question's head, from the same analysis
+        layer, head = lesson_attention.linking_head(t)  # the question's head, from the same analysis
     except bert_core.BertCoreError:
         return  # the step's question has said what its sentence needs
     # On a projector a map past 8 tokens has no room for its 18 px numbers in the cells, and colour alone must not
     # carry them (WCAG 1.4.1): the question's row as labelled bars instead.
     if revealed and presenting() and len(t.tokens) > 8:
-        q = questions.query_token(t)
+        q = lesson_attention.query_token(t)
         row = t.attentions[layer, head, q]
         lesson_chart(row_bars(row, t.tokens, f"Layer {layer + 1}, head {head + 1}: from “{t.tokens[q]}” ({q})"),
                      "lesson attention row", key="lesson-attn")
@@ -316,7 +318,7 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
 
 
 def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
-    layer, head = questions.attention_layer_head(cur.model)
+    layer, head = lesson_attention.attention_layer_head(cur.model)
     r = _cached(cur, mask_comparison, text)  # the BERT vs GPT page's computation
     if r is None:
         return
