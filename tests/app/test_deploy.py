@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,35 @@ def test_start_sh_serves_warms_up_and_stops_on_sigterm():
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_first_run_on_a_desktop_asks_nothing(tmp_path):
+    """`streamlit run app.py` as the README says, by a new user on a desktop (no ~/.streamlit yet, not headless): the
+    app starts without stopping at Streamlit's first-run "Email:" prompt, which waits on the
+    terminal until Enter (.streamlit/config.toml's server.showEmailPrompt)."""
+    import subprocess
+    import time
+
+    from appserver import free_port
+
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    opened = tmp_path / "opened"
+    (bin_ / "xdg-open").write_text(f'#!/bin/sh\necho "$1" > {opened}\n')  # the desktop's browser: a file here
+    (bin_ / "xdg-open").chmod(0o755)
+    log = tmp_path / "streamlit.log"
+    port = free_port()
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "PATH": f"{bin_}:{os.environ['PATH']}", "HF_HUB_OFFLINE": "1"}
+    with open(log, "w") as f:
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port),
+                                 "--server.address", "127.0.0.1", "--server.headless", "false"], cwd=ROOT, env=env,
+                                stdin=subprocess.PIPE, stdout=f, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 300  # torch's import on a busy machine
+        while "You can now view" not in log.read_text() and "Email" not in log.read_text():
+            assert proc.poll() is None and time.time() < deadline, log.read_text()
+            time.sleep(0.5)
+        assert "Email" not in log.read_text(), log.read_text()
+    finally:
+        proc.kill()
+        proc.wait()

@@ -31,3 +31,31 @@ def test_a_pages_notebook_names_the_apps_version_and_the_configured_repository(m
     install = next(c.source for c in cells if c.cell_type == "code")
     assert f"%pip install --quiet 'bert-explorer @ git+{url}'" in install
     assert "<URL of" not in install
+
+
+def test_without_a_configured_address_the_notebook_installs_from_pyprojects_repository(monkeypatch):
+    """BERT_EXPLORER_REPO_URL unset (or blank): the install cell and the header name [project.urls] Repository, the
+    address `pip install` of a clone or a wheel records, never the placeholder."""
+    from apptest_util import assert_ok, open_page
+
+    from bert_core.notebooks import build
+    from bert_core.notebooks.cells import md_text
+    from ui.notebook_ui import VIEWS_KEY
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        url = tomllib.load(f)["project"]["urls"]["Repository"]
+    assert url.startswith("https://")
+    for unset in (None, "  "):
+        if unset is None:
+            monkeypatch.delenv("BERT_EXPLORER_REPO_URL", raising=False)
+        else:
+            monkeypatch.setenv("BERT_EXPLORER_REPO_URL", unset)
+        at = open_page("predictions", text="The cat [MASK] on the mat.")
+        assert_ok(at)
+        view = at.session_state[VIEWS_KEY]["predictions"]
+        assert (view.version, view.repo_url) == (bert_core.__version__, url)
+        cells = build(view).cells
+        assert f"Its code: {md_text(url)}." in cells[0].source
+        install = next(c.source for c in cells if c.cell_type == "code")
+        assert f"%pip install --quiet 'bert-explorer @ git+{url}'" in install
+        assert "<URL of" not in install

@@ -8,7 +8,10 @@ package the app's install reaches is pinned there, at the version installed here
 from __future__ import annotations
 
 import importlib.util
+import tomllib
 from pathlib import Path
+
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
 spec = importlib.util.spec_from_file_location("pins", ROOT / "scripts" / "pins.py")
@@ -35,3 +38,22 @@ def test_the_apps_install_is_pinned_to_the_tested_versions():
     for req in pins.requirements("requirements-dev.txt"):  # a direct pin never contradicts the constraints
         if req.specifier:
             assert pinned[pins.canonicalize_name(req.name)] in req.specifier, req
+
+
+def _project_dependencies() -> dict[str, Requirement]:
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        deps = tomllib.load(f)["project"]["dependencies"]
+    return {pins.canonicalize_name(r.name): r for r in map(Requirement, deps)}
+
+
+def test_the_package_needs_what_the_app_needs():
+    """`pip install bert-explorer` (a wheel, a clone, git+) brings every package requirements-runtime.txt names, and
+    names nothing the app's pins leave out: the two lists are one list (an installed app's class join imports
+    confusables; a package missing from either list breaks one way of installing the app)."""
+    project = _project_dependencies()
+    runtime = {pins.canonicalize_name(r.name): r for r in pins.requirements("requirements-runtime.txt")}
+    assert sorted(set(runtime) - set(project)) == [], "add these to pyproject's [project] dependencies"
+    assert sorted(set(project) - set(runtime)) == [], "pin these in requirements-runtime.txt"
+    for name, req in project.items():  # the pinned (tested) version satisfies the package's range
+        pinned = next(iter(runtime[name].specifier)).version
+        assert req.specifier.contains(pinned, prereleases=True), (req, pinned)
