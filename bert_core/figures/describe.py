@@ -325,5 +325,18 @@ def figure_table(fig: go.Figure) -> dict[str, list | np.ndarray]:
         if all(k in p and np.asarray(p[k]).dtype.kind in "fiu" for p in parts):
             out[name] = np.concatenate([np.asarray(c, dtype=float) for c in cols])
         else:
-            out[name] = np.concatenate([np.asarray(c, dtype=object) for c in cols]) if cols else np.array([])
+            out[name] = _one_kind(np.concatenate([np.asarray(c, dtype=object) for c in cols]) if cols else np.array([]))
     return out
+
+
+def _one_kind(col: np.ndarray) -> np.ndarray:
+    """A column of one kind, as a table (Arrow) needs: numbers with blanks as floats (NaN), else text.
+
+    Series differ: a histogram has no y, a bar chart's x are words while a line's are numbers."""
+    filled = [v for v in col if not (isinstance(v, str) and v == "")]
+    if filled and all(isinstance(v, (int, float, np.integer, np.floating)) for v in filled):
+        return np.array([np.nan if isinstance(v, str) else float(v) for v in col], dtype=float)
+    if any(isinstance(v, str) for v in filled) and not all(isinstance(v, str) for v in filled):
+        return np.array([v if isinstance(v, str) else f"{v:.6g}" if isinstance(v, (float, np.floating)) else str(v)
+                         for v in col], dtype=object)
+    return col

@@ -133,3 +133,17 @@ def test_data_points_counts_what_the_table_will_hold():
     fig = fa.layer_grid(np.full((3, 4, 4), 0.25), ["[CLS]", "a", "b", "[SEP]"], 0)
     assert data_points(fig) == len(figure_table(fig)["value"]) == 48
     assert data_points(pieces_per_word_figure({1: 7, 2: 3, 3: 1})) == 3
+
+
+def test_a_table_of_mixed_series_is_one_kind_per_column_for_arrow():
+    """A histogram has no y and a bar chart's x are words beside a line's numbers: each column is one kind, so the
+    Data table converts to Arrow without Streamlit's "automatic fixes" (an ArrowTypeError in the server's log)."""
+    import pandas as pd
+    import pyarrow as pa
+
+    fig = go.Figure([go.Scatter(x=[1, 2], y=[0.5, 0.25], name="line"), go.Histogram(x=[1, 2, 2], name="counts"),
+                     go.Bar(x=["cat", "dog"], y=[3, 4], name="bars")])
+    table = figure_table(fig)
+    pa.Table.from_pandas(pd.DataFrame(table))  # raised ArrowTypeError: "Expected bytes, got a 'float' object"
+    assert table["y"].dtype == float and np.isnan(table["y"][2])
+    assert list(table["x"][:2]) == ["1", "2"] and list(table["x"][-2:]) == ["cat", "dog"]
