@@ -117,7 +117,7 @@ def test_a_first_run_on_a_desktop_asks_nothing(tmp_path):
     import subprocess
     import time
 
-    from appserver import free_port
+    from support.appserver import free_port
 
     bin_ = tmp_path / "bin"
     bin_.mkdir()

@@ -36,7 +36,7 @@ def test_a_pages_notebook_names_the_apps_version_and_the_configured_repository(m
 def test_without_a_configured_address_the_notebook_installs_from_pyprojects_repository(monkeypatch):
     """BERT_EXPLORER_REPO_URL unset (or blank): the install cell and the header name [project.urls] Repository, the
     address `pip install` of a clone or a wheel records, never the placeholder."""
-    from apptest_util import assert_ok, open_page
+    from support.apptest import assert_ok, open_page
 
     from bert_core.notebooks import build
     from bert_core.notebooks.cells import md_text

@@ -510,7 +510,7 @@ def test_step_2s_chart_plots_the_questions_word_not_a_typed_mask():
 def test_step_8s_link_opens_layers_with_the_slides_sentence_only():
     """The link from step 8 (no sentence B) opens Layers on that sentence: no sentence B in the sidebar and no other
     sentence in a box (the page's own "two contexts" pair waits behind its toggle)."""
-    from apptest_util import open_page
+    from support.apptest import open_page
 
     k = step_of("lens_layer")
     words, path, q = link_of(open_lesson({"step": str(k)}))
