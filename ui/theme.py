@@ -33,7 +33,6 @@ class Colour(NamedTuple):
 
 
 FOCUS_RING = Colour("#1d4ed8")
-PAGE_BACKGROUNDS = {"main": "#ffffff", "sidebar": "#f0f2f6"}  # Streamlit's light theme
 
 
 def contrast(a: str, b: str) -> float:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -471,11 +471,3 @@ def evaluate_mlm(model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines
     return {"lines": len(data.lines), "masked_tokens": n, "loss": total_loss / max(n, 1),
             "perplexity": math.exp(total_loss / max(n, 1)), "top1": top1 / max(n, 1), "top5": top5 / max(n, 1)}
 
-
-@dataclass
-class TrainingRun:
-    """A session's training state: what the page keeps between reruns."""
-
-    trainer: Trainer
-    probes: list[Probe] = field(default_factory=list)
-    running: bool = False
