@@ -435,7 +435,7 @@ def evaluate_mlm(model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines
 
     Every line is scored once (in order, not sampled), with the same 80/10/10 draw for a seed: the draw is made
     batch by batch in the lines' order; the forward passes then run on lines of similar length (a line's output
-    does not depend on its batch, and padding to a batch's longest line was 2.6-3x the real tokens).
+    does not depend on its batch, and padding mixed lengths to a batch's longest line would multiply the work).
     """
     model.eval()
     g = torch.Generator().manual_seed(seed)
