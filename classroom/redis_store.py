@@ -49,13 +49,12 @@ from classroom.store import (
 
 PREFIX = "bx:class:"
 SOCKET_TIMEOUT = 1.0  # seconds: one try of one command (a class's commands take well under a millisecond)
-# One retry: redis-py retries a command and, inside each try, its reconnection, so 3 retries let one read of a frozen
-# Redis wait up to about 19 s (1 + 4 x 4.5 s, seen with py-spy under serve.sh); with 1, about 3 s.
+# One retry: redis-py retries a command and, inside each try, its reconnection, so each retry multiplies how long
+# one read of a frozen Redis can wait; one keeps that to a few seconds.
 RETRIES = 1
-# After a call the store did not answer (killed: in milliseconds; frozen: after its tries), every call fails at once
-# until a thread of the store's own, pinging it every FAIL_FAST s, hears it again: a frozen Redis no longer holds
-# every page's reads (a student's vote box, read every 2 s, waited seconds per read, was rerun by its next tick
-# before it could say "reconnecting", and the page sat silent for the whole freeze).
+# After a call the store did not answer, every call fails at once until a thread of the store's own, pinging it
+# every FAIL_FAST s, hears it again, so that a frozen Redis cannot hold every page's reads and each page can say
+# "reconnecting" at once.
 FAIL_FAST = 0.25  # seconds
 CHANNEL = "bx:class-changed"  # a class's code, published whenever its seq moves (ClassStore.watch)
 EMPTY = "bx:class-empty"  # a sorted set: the codes of classes no student has joined, by when last seen so

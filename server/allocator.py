@@ -16,10 +16,9 @@ MMAP_THRESHOLD = 1 << 20  # bytes: blocks this large get their own mmap (glibc's
 def tune_allocator(threshold: int = MMAP_THRESHOLD) -> bool:
     """Fix glibc's mmap threshold at `threshold` bytes; True when set (False off glibc, or when the env sets it).
 
-    glibc raises its threshold each time a large mmapped block is freed (up to 32 MB), after which
-    blocks of a 512-token analysis (12.6 MB per layer of attention maps) come from heaps that are
-    rarely given back: a server that analysed 8 long texts held ~400 MB more than its live data.
-    Fixing the threshold keeps every large block returnable. `MALLOC_MMAP_THRESHOLD_` in the
+    glibc raises its threshold each time a large mmapped block is freed (up to 32 MB), after which a long
+    text's attention maps come from heaps that are rarely given back; fixing the threshold keeps every large
+    block returnable (docs/benchmarks.md, "Memory"). `MALLOC_MMAP_THRESHOLD_` in the
     environment, when set, wins (glibc reads it itself).
     """
     if os.environ.get("MALLOC_MMAP_THRESHOLD_") or not sys.platform.startswith("linux"):

@@ -13,10 +13,9 @@ been idle (no page run started) for `idle` s after some run, one full collection
 `malloc_trim(0)`. It does nothing while a class is working, but one thing:
 
 Python's own full collections walk the whole heap, and a server's heap is mostly what stays (torch,
-transformers, plotly and Streamlit's modules, the model: about 400,000 objects). In a class of 120 they came
-every 5-10 s and took 210-250 ms each, all under the interpreter lock: a step change that met one reached every
-student a quarter of a second later (`benchmarks/class_load.py`). So the heap that has settled is frozen
-(`gc.freeze()`: Python's collections skip it, and take 20-30 ms after): whenever modules were imported since the
+transformers, plotly and Streamlit's modules, the model), under the interpreter lock, so a step change that
+meets one reaches every student late (docs/benchmarks.md). So the heap that has settled is frozen
+(`gc.freeze()`: Python's collections skip it): whenever modules were imported since the
 last freeze (looked for every SETTLE_S s, so that a class started with the server meets a frozen heap; what is
 not frozen yet is collected first, and what lives of it frozen), and at each idle collection. A frozen object
 that becomes cyclic garbage waits for the next idle collection or for one of the app's own collections, which
@@ -48,9 +47,9 @@ log = logging.getLogger("bert_explorer.housekeeping")
 PERIOD_S = 15.0
 IDLE_S = 20.0
 SETTLE_S = 2.0  # how often the thread looks for new modules to freeze (a class may start 20 s after the server)
-# A pass that finds the process used more than this share of one core since the last pass counts as a run: a class's
-# step changes, votes and timers are fragment runs, which never run app.py's note_run (a process with students but
-# not the teacher looked idle, and its 270-310 ms idle collection landed inside step changes: class_load, 2 processes).
+# A pass that finds the process used more than this share of one core since the last pass counts as a run, because a
+# class's step changes, votes and timers are fragment runs that never call app.py's note_run, and an idle
+# collection must not land inside them.
 BUSY_SHARE = 0.10
 
 

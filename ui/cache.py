@@ -14,10 +14,9 @@ free, instead of keeping it in per-thread heaps (see docs/benchmarks.md, "Memory
 Memory dropped is only memory freed if nothing else holds it: a page script that defines a function
 runs in a namespace that refers to itself (function -> globals -> function), so the result it drew
 lives on after the run until Python's cyclic collector runs, and `.streamlit/config.toml` turns off
-Streamlit's collection after every run. Measured (`benchmarks/memory.py --long-texts`): the server
-grew 155 MB per 512-token text on bert-base until Python happened to collect, six texts later.
-So once `collect_bytes` of results have been dropped or served uncached, the cache runs one full
-`gc.collect()` (bert-base at 512 tokens: about once per text; short texts: rarely).
+Streamlit's collection after every run (docs/benchmarks.md, "One user, 20 long texts"). So once
+`collect_bytes` of results have been dropped or served uncached, the cache runs one full `gc.collect()`,
+which bounds what dropped results can hold to about `collect_bytes`.
 """
 
 from __future__ import annotations
@@ -51,9 +50,9 @@ def nbytes(obj: Any, _seen: set | None = None) -> int:
         return 0
     seen.add(id(obj))
     if isinstance(obj, np.ndarray):
-        # A view holds its base's memory alive: count the base once. The base of `tensor.numpy()`
-        # is the torch tensor, whose storage is the memory (sys.getsizeof sees only a header:
-        # counting that made a 178 MB trace look like 2 KB, and the cache grew without bound).
+        # A view holds its base's memory alive: count the base once. The base of `tensor.numpy()` is the torch
+        # tensor, whose storage is the memory (sys.getsizeof sees only its header, which would leave the cache
+        # unbounded).
         if obj.base is None:
             return sys.getsizeof(obj)
         if isinstance(obj.base, np.ndarray) or hasattr(obj.base, "untyped_storage"):

@@ -3,9 +3,8 @@
 Streamlit keeps a widget's `on_click` / `on_change` callback and its selectbox `format_func` in the
 session's widget state after the run, and keeps them while the user is on another page. A function
 or lambda defined in a page script holds that script's whole namespace (its `__globals__`), and so
-every array the page drew: a session that had opened Attention on 512 tokens of bert-base kept
-~170 MB alive through one `format_func` lambda (benchmarks/class_memory.py, docs/benchmarks.md, "Memory").
-Callbacks here and labels given as `list.__getitem__` hold only what they are passed.
+every array the page drew, for as long as the session lasts. Callbacks here and labels given as
+`list.__getitem__` hold only what they are passed.
 tests/app/test_page_namespaces.py checks that no page's namespace outlives its run.
 """
 

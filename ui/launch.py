@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -23,13 +24,10 @@ def app_path() -> Path:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the app with Streamlit's own command line (its config: .streamlit/config.toml beside app.py)."""
-    from streamlit.web import cli
-
+    """Run the app with Streamlit's own command line, `python -m streamlit run <app.py> ...`, in place of this
+    process (its config: .streamlit/config.toml beside app.py); the public command, not Streamlit's internal CLI."""
     args = sys.argv[1:] if argv is None else argv
-    sys.argv = ["streamlit", "run", str(app_path()), *args]
-    sys.exit(cli.main())
-
+    os.execvp(sys.executable, [sys.executable, "-m", "streamlit", "run", str(app_path()), *args])
 
 if __name__ == "__main__":
     main()

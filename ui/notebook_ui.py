@@ -154,9 +154,9 @@ def keep_lesson_view(cur: Current, k: int, text: str, pair: str | None) -> None:
 def followed_button() -> None:
     """"Open as a notebook" in a following student's side column: the step the page shows when it is clicked.
 
-    The class's push redraws only the step (a fragment): a download button there was ~6% of a student's step change
-    on the server (py-spy; its deferred file registered again for every student at every step), so the step keeps
-    its notebook's View (`keep_lesson_view`) and this button, drawn by whole runs, reads it at the click."""
+    The button lives outside the step's fragment because a download button inside it would register its file again
+    for every student at every step change; so the step keeps its notebook's View (`keep_lesson_view`) and this
+    button, drawn by whole runs, reads it at the click."""
     views = st.session_state.setdefault(VIEWS_KEY, {})
     if "lesson" not in views:
         return

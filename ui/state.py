@@ -78,10 +78,6 @@ def name_of(label: str) -> str:
     return next((n for n, lab in BUNDLED_LABELS.items() if lab == label), label)
 
 
-# Query parameters that make a shared link reopen the same view.
-URL_KEYS = ("text", "pair", "model", "seed", "layer", "head", "k")
-
-
 @dataclass
 class Current:
     """The model and input every page works on."""

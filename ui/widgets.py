@@ -134,11 +134,9 @@ def presenting() -> bool:
 def html_document(doc: str, height: int, alt: str) -> None:
     """A whole HTML document (bertviz's views) in a srcdoc iframe, without leaving a copy of it behind.
 
-    st.iframe first asks whether the string is a URL, through urllib.parse.urlsplit, which keeps its
-    last 128 distinct arguments in an LRU cache (Python 3.11): every bertviz document drawn (about 5 MB
-    each on bert-base, and its split pieces) stayed in memory for the life of the server: about 10 MB
-    per student who opened Attention (benchmarks/class_memory.py). Emptying that cache after the
-    call costs the rest of the process a few re-parsed URLs.
+    st.iframe first asks whether the string is a URL, through urllib.parse.urlsplit, whose LRU cache (its last
+    128 distinct arguments) would keep every document drawn for the life of the server; so the cache is emptied
+    after the call, at the cost of a few re-parsed URLs elsewhere in the process.
     """
     try:
         st.iframe(doc, height=height, alt=alt)  # alt: the frame's title, its accessible name

@@ -181,7 +181,7 @@ def layer_grid(layer_attention: np.ndarray, tokens: list[str], layer: int, cols:
     The query tokens label the first column's rows and the key tokens the bottom row's columns (small type),
     so a pattern in any head can be read off against the words without opening it.
     The figure is written out as make_subplots would lay it (tests/figures compare the two) but built
-    unvalidated: plotly's per-property validation of 12+ subplots cost ~100 ms per rerun.
+    unvalidated, because plotly's per-property validation of a dozen subplots would take most of a rerun's budget.
     """
     att = np.asarray(layer_attention)
     nh, t = att.shape[0], len(tokens)

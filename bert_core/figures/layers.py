@@ -160,7 +160,7 @@ def vector_strip(vectors: dict[str, np.ndarray], title: str, boundaries: int | N
     for i, v in enumerate(vectors.values()):
         z[i, : len(v)] = np.asarray(v)
     lim = zmax if zmax is not None else float(np.nanmax(np.abs(z))) if np.isfinite(z).any() else 1.0
-    # The head boundaries go in with the layout, validated once: add_vline per head cost ~6 ms each.
+    # The head boundaries go in with the layout, validated once, because add_vline validates the figure again per line.
     shapes = [{"type": "line", "x0": b - 0.5, "x1": b - 0.5, "xref": "x", "y0": 0, "y1": 1, "yref": "y domain",
                "line": {"width": 1, "color": "black"}} for b in range(boundaries, n, boundaries)] if boundaries else []
     return go.Figure(go.Heatmap(z=z, y=[esc(s) for s in names], colorscale="RdBu", reversescale=True,

@@ -246,12 +246,6 @@ class BagOfWords:
         return self._xw(self.features(texts, self.vocab), self.weights).argmax(1)
 
 
-@functools.lru_cache(maxsize=8)
-def builtin_baseline(name: str) -> dict:
-    """`bow_baseline` of a built-in task (computed once per process: a few seconds)."""
-    return bow_baseline(builtin_tasks()[name])
-
-
 def bow_baseline(task: ClassificationTask, l2_grid=(1e-5, 1e-4, 1e-3, 1e-2)) -> dict:
     """Validation accuracy of bag-of-words logistic regression, l2 picked on a fifth of the training set."""
     t0 = time.perf_counter()

@@ -122,7 +122,7 @@ def _bertviz_js(name: str) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _bertviz_version() -> str:
-    """The installed bertviz's version (read once: package metadata lookups cost ~2 ms each)."""
+    """The installed bertviz's version (read once, because a package metadata lookup reads files on every call)."""
     try:
         return importlib.metadata.version("bertviz")
     except importlib.metadata.PackageNotFoundError:  # pragma: no cover - vendored copy

@@ -19,7 +19,6 @@ from ..model.loaded import LoadedModel
 from ..objectives.masking import mask_tokens
 
 HIDDEN, VISIBLE, TARGET = 0, 1, 2  # what a prediction at one position may read: `visibility`
-VISIBILITY_NAMES = {HIDDEN: "cannot see", VISIBLE: "sees", TARGET: "predicted here"}
 
 
 @dataclass

@@ -228,13 +228,19 @@ def save_classifier(m: LoadedModel, out_dir: str | Path, extra: dict | None = No
         raise BertCoreError("this classifier reads the mean of the tokens, and transformers' "
                             f"{type(model).__name__} reads the [CLS] vector: it cannot be saved in that layout. "
                             "Fine-tune with [CLS] pooling to download a transformers classifier.")
+    return save_hf_folder(m, classifier_config(model), out_dir, extra)
+
+
+def save_hf_folder(m: LoadedModel, config: dict, out_dir: str | Path, extra: dict | None = None) -> Path:
+    """Write `config` as config.json, `m.model`'s weights as model.safetensors, `m`'s tokenizer and `extra` (if
+    any) as training_report.json into `out_dir`: the folder layout every head's save shares."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(classifier_config(model), indent=2))
+    (out / "config.json").write_text(json.dumps(config, indent=2))
     # The encoder under the family's key names (pretrained.KEY_MAPS); the head's names are already HF's.
-    family = model.config.model_type
+    family = m.model.config.model_type
     sd = {map_key(family, k, to="theirs") if k.startswith("bert.") else k: v.detach().contiguous().cpu()
-          for k, v in model.state_dict().items()}
+          for k, v in m.model.state_dict().items()}
     save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
     m.tokenizer.save(out)
     if extra is not None:

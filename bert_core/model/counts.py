@@ -1,4 +1,4 @@
-"""Parameter and FLOP counts from a config alone (no weights needed)."""
+"""Parameter counts from a config alone (no weights needed)."""
 
 from __future__ import annotations
 
@@ -44,9 +44,3 @@ def param_counts(config: BertConfig, mlm: bool = True, nsp: bool = True, pooler:
     counts["total"] = sum(counts.values())
     return counts
 
-
-def attention_flops(config: BertConfig, T: int) -> int:
-    """Multiply-adds of one forward pass at T tokens (for the anatomy page's scale)."""
-    H, L, F_ = config.hidden_size, config.num_hidden_layers, config.intermediate_size
-    per_layer = 4 * T * H * H + 2 * T * T * H + 2 * T * H * F_
-    return L * per_layer

@@ -6,15 +6,20 @@ with no missing or unexpected keys, and such a folder trained elsewhere loads th
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 
 from ..errors import BertCoreError
-from .checkpoint import map_key, model_from_state_dict
-from .classifier_io import MAX_LABELS, check_labels, encoder_for_new_head, folder_zip, labels_from_config
+from .checkpoint import model_from_state_dict
+from .classifier_io import (
+    MAX_LABELS,
+    check_labels,
+    encoder_for_new_head,
+    folder_zip,
+    labels_from_config,
+    save_hf_folder,
+)
 from .config import BertConfig
 from .loaded import LoadedModel
 from .token_heads import ARCHITECTURES, DROPOUT_KEYS, BertForQuestionAnswering, BertForTokenClassification
@@ -114,18 +119,7 @@ def save_token_model(m: LoadedModel, out_dir: str | Path, extra: dict | None = N
     model = m.model
     if not isinstance(model, BertForTokenClassification | BertForQuestionAnswering):
         raise BertCoreError(f"{m.name} is not a token-classification or question-answering model")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "config.json").write_text(json.dumps(token_model_config(model), indent=2))
-    family = model.config.model_type
-    sd = {map_key(family, k, to="theirs") if k.startswith("bert.") else k: v.detach().contiguous().cpu()
-          for k, v in model.state_dict().items()}
-    save_file(sd, str(out / "model.safetensors"), metadata={"format": "pt"})
-    m.tokenizer.save(out)
-    if extra is not None:
-        (out / "training_report.json").write_text(json.dumps(extra, indent=2) + "\n")
-    return out
-
+    return save_hf_folder(m, token_model_config(model), out_dir, extra)
 
 def token_model_zip(m: LoadedModel, extra: dict | None = None) -> bytes:
     """The saved folder as a zip, in memory (for a download button)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -435,7 +435,7 @@ def evaluate_mlm(model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines
 
     Every line is scored once (in order, not sampled), with the same 80/10/10 draw for a seed: the draw is made
     batch by batch in the lines' order; the forward passes then run on lines of similar length (a line's output
-    does not depend on its batch, and padding to a batch's longest line was 2.6-3x the real tokens).
+    does not depend on its batch, and padding mixed lengths to a batch's longest line would multiply the work).
     """
     model.eval()
     g = torch.Generator().manual_seed(seed)
@@ -471,11 +471,3 @@ def evaluate_mlm(model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines
     return {"lines": len(data.lines), "masked_tokens": n, "loss": total_loss / max(n, 1),
             "perplexity": math.exp(total_loss / max(n, 1)), "top1": top1 / max(n, 1), "top5": top5 / max(n, 1)}
 
-
-@dataclass
-class TrainingRun:
-    """A session's training state: what the page keeps between reruns."""
-
-    trainer: Trainer
-    probes: list[Probe] = field(default_factory=list)
-    running: bool = False

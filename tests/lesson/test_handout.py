@@ -7,13 +7,13 @@ budget with every step visited, and every visited step's title and computed answ
 from __future__ import annotations
 
 import html
-import html.parser
 import re
 import tomllib
 
 import numpy as np
 import pytest
 from support.apptest import ROOT
+from support.handout import IMG, SCRIPT, assert_inert
 from support.hostile import HOSTILE as PAGE_HOSTILE
 
 import bert_core
@@ -26,49 +26,7 @@ from ui.lesson import content as lesson
 from ui.lesson import handout_doc, handout_svg, views
 from ui.lesson.handout_doc import Handout, Split, StepPage
 
-SCRIPT = "</script><script>alert(1)</script><!--"
-IMG = "<img src=x onerror=alert(1)>"
 HOSTILE = (SCRIPT, IMG, '"><svg onload=alert(1)>', "&lt;b&gt;already an entity&lt;/b&gt;")
-
-# What the handout may contain: its own HTML, inline SVG and MathML; nothing that runs or loads.
-ALLOWED = {"html", "head", "meta", "title", "style", "body", "header", "h1", "h2", "p", "strong", "em", "code", "br",
-           "section", "div", "span", "ol", "ul", "li", "pre", "table", "tr", "td", "th", "figure", "footer", "svg",
-           "rect", "text", "line", "polyline", "circle", "defs", "lineargradient", "stop", "math", "mrow", "mi",
-           "mo", "mn", "msub", "msup", "msubsup", "mfrac", "msqrt", "mtext", "mspace", "munderover", "munder",
-           "mover", "mstyle", "mpadded", "semantics", "annotation", "details", "summary", "caption", "thead",
-           "tbody"}
-
-
-class Tags(html.parser.HTMLParser):
-    """Every start tag and attribute of a document, and the text inside any <script>."""
-
-    def __init__(self):
-        super().__init__()
-        self.tags, self.attrs = set(), []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.add(tag)
-        self.attrs += [(tag, k, v) for k, v in attrs]
-
-
-def parsed(doc: str) -> Tags:
-    p = Tags()
-    p.feed(doc)
-    p.close()
-    return p
-
-
-def assert_inert(doc: str) -> None:
-    """No script, no event handler, no external reference, no comment: only the allowed tags."""
-    low = doc.lower()
-    assert "<script" not in low and "</script" not in low and "<!--" not in doc and "<img" not in low
-    p = parsed(doc)
-    assert p.tags <= ALLOWED, p.tags - ALLOWED
-    assert not [a for a in p.attrs if a[1].startswith("on")], [a for a in p.attrs if a[1].startswith("on")]
-    refs = [(t, k, v) for t, k, v in p.attrs if k in ("href", "src", "xlink:href", "action")]
-    assert all(v.startswith("url(#") or v.startswith("#") for _, _, v in refs), refs
-    assert re.findall(r"https?://[^\"' ]+", doc) == [] or set(re.findall(r"https?://[^\"' ]+", doc)) <= {
-        "http://www.w3.org/2000/svg", "http://www.w3.org/1998/Math/MathML"}
 
 
 def handout(steps, **kw) -> Handout:

@@ -8,10 +8,10 @@ import html
 import re
 
 import pytest
-from lesson.test_handout import IMG, SCRIPT, assert_inert
 from streamlit.runtime import memory_media_file_storage
 from streamlit.testing.v1 import AppTest
 from support.apptest import ROOT, assert_ok
+from support.handout import IMG, SCRIPT, assert_inert
 
 import bert_core
 import classroom

@@ -66,11 +66,6 @@ def breakable(url: str) -> str:
     return out.replace("/<wbr>/<wbr>", "//<wbr>")
 
 
-def join_url(code: str) -> str:
-    """The link students open: /lesson?class=CODE on the public address, or on the address of this page."""
-    return f"{public_base()[0]}/lesson?class={code}"
-
-
 def public_base() -> tuple[str, str | None, str | None]:
     """(the address students open, without a trailing /; a note when the page's own address would not work; that
     note in a line, for the projector's card).

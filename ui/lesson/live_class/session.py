@@ -55,7 +55,9 @@ CODE, SECRET, SID, FOLLOW = "class_code", "class_secret", "class_sid", "class_fo
 SEEN, MSG, STALE = "class_seen", "class_msg", "class_stale"
 
 
-COUNT_FRAGMENT = "class_count_fragment"  # the id of a following student's count fragment (its vote reruns it)
+# Session-state key: the key of the count fragment this page drew, stored by that fragment so that a vote's
+# callback (which runs outside it) can rerun it, and absent where the page has no count (presenter mode).
+COUNT_SHOWN = "class_count_shown"
 
 
 RECONNECT, LOST = "class_reconnect", "class_lost"  # this run could not reach the store / the teacher's class is gone

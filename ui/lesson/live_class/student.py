@@ -13,7 +13,7 @@ from ui.lesson.content import answer_label
 from ui.lesson.live_class.results import split_chart
 from ui.lesson.live_class.session import (
     CODE,
-    COUNT_FRAGMENT,
+    COUNT_SHOWN,
     FOLLOW,
     JOIN_FIRST,
     SEAT,
@@ -118,7 +118,7 @@ def count_ui(code: str, sid: str, first: View) -> None:
 
     @st.fragment(key=classroom_push.COUNT_FRAGMENT)
     def class_count() -> None:  # on the timer of its listener; the student's vote reruns it at once
-        st.session_state[COUNT_FRAGMENT] = classroom_push.fragment_here(code, sid, spread_tick(tick[0], sid))
+        st.session_state[COUNT_SHOWN] = classroom_push.fragment_here(code, sid, spread_tick(tick[0], sid))
         try:
             v = first_read.pop() if first_read else store().view(code, sid=sid)
         except classroom.StoreUnavailable:
@@ -235,4 +235,4 @@ def vote(code: str, sid: str, qid: str, key: str, before: int | None = None) -> 
     classroom_push.poke(code)  # the teacher's count, if the teacher is on this process
     # The student's own count ("1 of 30 have answered") is in the side column, outside the step this vote redraws:
     # redrawn now, it agrees with "Your vote: ..." at once, not at the student's next timer tick.
-    classroom_push.redraw(st.session_state.get(COUNT_FRAGMENT))
+    classroom_push.redraw(st.session_state.get(COUNT_SHOWN))

@@ -147,8 +147,8 @@ def seats_ui(live: Live) -> None:
 
 
 def _seats_now(code: str, secret: str, rows: list[dict], locked: bool) -> None:
-    # A label that does not change as students join: a new label is a new expander, closed, and a class that was
-    # filling (a flood of joins) closed it under the teacher's hand every 5 s, before a seat could be removed.
+    # The label does not change as students join, because a new label is a new (closed) expander, which would
+    # close under the teacher's hand while the class fills.
     with st.expander("Seats" + (" (locked)" if locked else ""), expanded=False):
         st.caption(f"{len(rows)} seat{'s' if len(rows) != 1 else ''} in the class.")
         st.toggle("Lock the class (no new seats)", value=locked, key="class_lock", on_change=lock_class,
