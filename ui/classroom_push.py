@@ -32,7 +32,7 @@ from server.events import EPOCH, HUB, PATH
 FOLLOWING = "class_push_following"  # session state: (code, sid) this session's Lesson follows, for forget_here
 SEEN = "class_push_seen"  # session state: (code, the class's event number when this run began to read the class)
 STEP_FRAGMENT = "class_step"  # the key of a following student's step fragment (views/lesson.py)
-COUNT_FRAGMENT = "class_count"  # the key of a following student's own count fragment (ui/classroom_ui.py)
+COUNT_FRAGMENT = "class_count"  # the key of a following student's own count fragment (ui/lesson/live_class/student.py)
 FOLLOW_TTL = 600.0  # seconds a follower not seen in a run is still read for at a change
 MAX_FOLLOWERS = 20_000  # seats read for at a change, per process (a few hundred bytes each)
 
