@@ -205,8 +205,9 @@ def top_guess(m: LoadedModel, text: str, text_pair: str | None = None, *, run: R
     cands = t.predictions[pos][:4]  # the top 4 of the top 5, in the model's order
     shown = sorted(tok for tok, _ in cands)
     best = cands[0][0]
+    which = "the first [MASK]" if len(t.mask_positions) > 1 else "the [MASK]"  # "first" only where there are two
     return Question(
-        prompt=f"Here are {model_name(m).possessive} four best candidates for the first [MASK], in alphabetical "
+        prompt=f"Here are {model_name(m).possessive} four best candidates for {which}, in alphabetical "
                "order. Which one does it rank first?",
         choices=tuple(shown), answer=shown.index(best),
         reveal="The model's probabilities: " + ", ".join(f"{tok} {p:.1%}" for tok, p in cands) + ".")
@@ -501,9 +502,10 @@ def learning_signal(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None
     order = sorted(range(len(combos)), key=lambda i: combos[i])
     choices = tuple(f"BERT {combos[i][0]}, GPT {combos[i][1]}" for i in order)
     return Question(
-        prompt=f"Your sentence is {n} pieces ({T} tokens with BERT's [CLS] and [SEP]; GPT pre-trains with none, its "
-               f"start, delimiter and extract tokens come at fine-tuning). In one pass (seed {seed}), on how many "
-               "positions is BERT's masked-LM loss computed, and on how many GPT's next-token loss?",
+        prompt=f"Your sentence is {n} of this model's WordPiece pieces ({T} tokens with BERT's [CLS] and [SEP]; GPT "
+               "pre-trains with none, its start, delimiter and extract tokens come at fine-tuning). In one pass "
+               f"(seed {seed}), on how many positions is BERT's masked-LM loss computed, and on how many GPT's "
+               "next-token loss, counted in these pieces (GPT's own BPE would split the text differently)?",
         choices=choices, answer=order.index(0), answered_by="",
         reveal=f"BERT: the {mlm} position{'s' * (mlm != 1)} this draw selected (each ordinary token with p = 15%); "
                f"GPT: {clm}, every piece with a next one. ELECTRA's replaced-token detection (on the BERT vs GPT "
