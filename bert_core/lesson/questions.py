@@ -265,8 +265,8 @@ def attention_target(m: LoadedModel, text: str, text_pair: str | None = None, *,
                "one?",
         choices=tuple(f"{t.tokens[i]} (position {i})" for i in picks), answer=picks.index(best),
         reveal=f"From “{word}”, its largest weights: " + ", ".join(f"{t.tokens[i]} ({i}) {row[i]:.1%}" for i in top)
-               + f"; of the content words, {t.tokens[best]} ({best}) gets the most, {row[best]:.1%}, "
-               f"{row[best] / row[runner]:.1f} times the next ({t.tokens[runner]}, {row[runner]:.1%})."
+               + f"; of the content words, {t.tokens[best]} ({best}) gets the most, {row[best]:.1%}; the next "
+               f"content word, {t.tokens[runner]} ({runner}), gets {row[runner]:.1%}."
                + (f" Many heads park much of their attention on {t.tokens[sink[0]]} when they have nothing useful "
                   "to read (a sink): a large weight there means the head is idle for this token, not that "
                   f"{t.tokens[sink[0]]} matters to it." if sink else ""))

@@ -543,3 +543,20 @@ def test_the_model_line_offers_bert_base_only_where_its_button_is(monkeypatch):
         assert ("one click away" in line) == offered, (present, line)
         assert ("bert_base_offer_lesson" in {b.key for b in at.button}) == offered
         assert "then its encoder and new fill-in and NSP heads trained here" in line
+
+
+def test_step_6_says_what_its_reveal_draws_and_both_head_sizes():
+    """Before the reveal, presenter mode on a sentence past 8 tokens promises the row as bars (what it draws), not a
+    map; the text gives the paper's head size and the model on screen's; the reveal's share is not followed by a
+    ratio that reads as a second percentage."""
+    k = step_of("attention_target")
+    at = open_lesson({"step": str(k), "present": "1"})
+    caps = " ".join(c.value for c in at.caption)
+    assert "as bars" in caps and "column = the token looked at" not in caps, caps
+    shown = texts(at)
+    assert "12 heads of 64 in 768" in shown and "12 heads of 32 in 384" in shown, shown
+    at.button(key="lesson_reveal").click().run()
+    reveal = " ".join(a.value for a in (*at.success, *at.error)) + texts(at)
+    assert "the next content word" in reveal and "times the next" not in reveal
+    at = open_lesson({"step": str(k)})
+    assert any("column = the token looked at" in c.value for c in at.caption)  # the normal page draws the map

@@ -218,8 +218,12 @@ def view_attention(cur, text, pair, revealed) -> None:
             every_label(fig, 470)
         lesson_chart(fig, "lesson attention", key="lesson-attn")
     else:
-        st.caption(f"The map of layer {layer + 1}, head {head + 1} appears with the answer (row = the token that "
-                   "looks, column = the token looked at).")
+        if presenting() and len(t.tokens) > 8:  # what the reveal draws on a projector (above): the row as bars
+            st.caption(f"With the answer: the row of “{t.tokens[lesson_attention.query_token(t)]}” in layer "
+                       f"{layer + 1}, head {head + 1}, as bars (its weight on each token).")
+        else:
+            st.caption(f"The map of layer {layer + 1}, head {head + 1} appears with the answer (row = the token "
+                       "that looks, column = the token looked at).")
 
 
 def view_nsp(cur, text, pair, revealed) -> None:
