@@ -261,7 +261,14 @@ def view_anatomy(cur, text, pair, revealed) -> None:
         rows = anatomy_rows(m.config, mlm=m.has_mlm, nsp=m.has_nsp, pooler=m.model.bert.pooler is not None)
         name = "this model"
     df = pd.DataFrame([r for r in rows if r["parameters"]])
-    st.caption(f"Parameters of {name}, counted from its config:")
+    if name == "BERT-large":  # the reveal above counts the model on screen: say which model this table counts
+        total = next(r["parameters"] for r in rows if r["component"] == "total")
+        heads = sum(r["parameters"] for r in rows if r["component"].startswith(("MLM head", "NSP head")))
+        st.caption(f"Parameters of BERT-large (24 layers × 1,024, 16 heads), not {model_name(m).short} as in the "
+                   f"answer, counted from its config: embeddings, layers and pooler {total - heads:,}, with the MLM "
+                   f"and NSP heads {total:,}. The paper rounds BERT-large to 340M.")
+    else:
+        st.caption(f"Parameters of {name}, counted from its config:")
     df = df.assign(share=df["share"].map("{:.1%}".format))
     if presenting():  # a projector has room for the numbers, not the formulas
         df = df.drop(columns=["formula"]).assign(parameters=df["parameters"].map("{:,}".format))
