@@ -563,3 +563,22 @@ def test_step_6_says_what_its_reveal_draws_and_both_head_sizes():
     assert "the next content word" in reveal and "times the next" not in reveal
     at = open_lesson({"step": str(k)})
     assert any("column = the token looked at" in c.value for c in at.caption)  # the normal page draws the map
+
+
+def test_step_13_marks_each_cell_only_while_the_marks_stay_readable():
+    """The default sentence (13 tokens) has a ✓ / · in every cell of both maps; the Try-this sentence (20 tokens)
+    none (a hatch on a projector), and the caption says the mask in words."""
+    from ui.lesson.views import MARKS_UP_TO
+
+    k = step_of("learning_signal")
+    at = reveal_step("learning_signal")
+    specs = chart_specs(at)
+    keys = ("lesson-mask-BERT", "lesson-mask-GPT:")
+    assert all(specs[key]["data"][0].get("texttemplate") == "%{text}" for key in keys), list(specs)
+    at = open_lesson({"step": str(k), "present": "1", f"t{k}": lesson.STEPS[k - 1].try_text})
+    at.button(key="lesson_reveal").click().run()
+    specs = chart_specs(at)
+    n = len(specs["lesson-mask-BERT"]["data"][0]["x"])  # one label a token
+    assert n > MARKS_UP_TO, n
+    assert all(not specs[key]["data"][0].get("text") for key in keys)
+    assert any("The empty triangle is GPT's mask" in c.value for c in at.caption)

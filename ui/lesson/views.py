@@ -168,7 +168,7 @@ def view_predictions(cur, text, pair, revealed) -> None:
         return
     if revealed:
         pos = t.mask_positions[0]
-        fig = candidates_figure(t.predictions[pos], f"Top 5 at the [MASK] (position {pos}; [CLS] is 0)")
+        fig = candidates_figure(t.predictions[pos], f"Top 5 at the [MASK], position {pos} ([CLS] is 0)")
         lesson_chart(bars_every_label(fig) if presenting() else fig, "lesson predictions", key="lesson-pred")
     else:
         st.caption("The model's bars appear with the answer.")
@@ -328,22 +328,30 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
     ]))
 
 
+MARKS_UP_TO = 14  # tokens: the default sentence (13) keeps its marks; the Try-this (20) is too dense for a mark a cell
+
+
 def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
     layer, head = lesson_attention.attention_layer_head(cur.model)
     r = _cached(cur, mask_comparison, text)  # the BERT vs GPT page's computation
     if r is None:
         return
+    # A mark in every cell (✓ may attend, · masked), not colour alone, up to MARKS_UP_TO tokens; past that the
+    # marks make a hatch too fine to read on a projector, and the caption's rule in words carries the mask.
+    marks = len(r.tokens) <= MARKS_UP_TO
     c1, c2 = st.columns(2)
     for col, z, name in ((c1, r.attn_bidirectional[layer, head], "BERT: every token"),
                          (c2, r.attn_causal[layer, head], "GPT: only j ≤ i")):
         with col:
-            fig = mask_heatmap(z, r.tokens, name)  # a mark in every cell, not colour alone: ✓ may attend, · masked
-            fig.update_traces(text=np.where(np.asarray(z) > 0, "✓", "·"), texttemplate="%{text}")
+            fig = mask_heatmap(z, r.tokens, name)
+            if marks:
+                fig.update_traces(text=np.where(np.asarray(z) > 0, "✓", "·"), texttemplate="%{text}")
             if presenting():  # every row labelled; the columns are the same tokens (no room for 18 px labels)
-                every_label(fig, 364, keys=False)
+                every_label(fig, 352, keys=False)
             lesson_chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
     st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, same weights, two masks: above "
-               "GPT's diagonal every weight is exactly 0 (token i uses only the tokens j ≤ i). ✓ may attend, · masked.")
+               "GPT's diagonal every weight is exactly 0 (token i uses only the tokens j ≤ i)."
+               + (" ✓ may attend, · masked." if marks else " The empty triangle is GPT's mask."))
 
 
 def ask(cur, step: Step, text: str, pair: str | None):
