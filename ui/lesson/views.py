@@ -168,7 +168,7 @@ def view_predictions(cur, text, pair, revealed) -> None:
         return
     if revealed:
         pos = t.mask_positions[0]
-        fig = candidates_figure(t.predictions[pos], f"Top 5 at the [MASK], position {pos} ([CLS] is 0)")
+        fig = candidates_figure(t.predictions[pos], f"Top 5 at the [MASK] ({pos}; [CLS] is 0)")
         lesson_chart(bars_every_label(fig) if presenting() else fig, "lesson predictions", key="lesson-pred")
     else:
         st.caption("The model's bars appear with the answer.")
