@@ -502,15 +502,13 @@ def learning_signal(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None
     order = sorted(range(len(combos)), key=lambda i: combos[i])
     choices = tuple(f"BERT {combos[i][0]}, GPT {combos[i][1]}" for i in order)
     return Question(
-        prompt=f"Your sentence is {n} of this model's WordPiece pieces ({T} tokens with BERT's [CLS] and [SEP]; GPT "
-               "pre-trains with none, its start, delimiter and extract tokens come at fine-tuning). In one pass "
-               f"(seed {seed}), on how many positions is BERT's masked-LM loss computed, and on how many GPT's "
-               "next-token loss, counted in these pieces (GPT's own BPE would split the text differently)?",
+        prompt=f"Your sentence is {n} WordPiece pieces here ({T} with [CLS] and [SEP]; GPT pre-trains without those, "
+               f"and its BPE splits differently). In one pass (seed {seed}), on how many positions is BERT's "
+               "masked-LM loss computed, and on how many GPT's next-token loss?",
         choices=choices, answer=order.index(0), answered_by="",
         reveal=f"BERT: the {mlm} position{'s' * (mlm != 1)} this draw selected (each ordinary token with p = 15%); "
-               f"GPT: {clm}, every piece with a next one. ELECTRA's replaced-token detection (on the BERT vs GPT "
-               "page) learns from every position: a small generator fills the "
-               f"masks and the model judges each of its {rtd} input tokens, original or replaced.")
+               f"GPT: {clm}, every piece with a next one. ELECTRA (BERT vs GPT page) learns from all {rtd}: the "
+               "model judges each input token, original or replaced by a small generator.")
 
 
 # Each question: its function and which of the step's inputs it reads.

@@ -314,9 +314,9 @@ def test_learning_signal_counts_each_objectives_labels(m, hf_tok):
     assert 0 < mlm < T - 2
     q = Q.learning_signal(m, text)
     assert q.choices[q.answer] == f"BERT {mlm}, GPT {clm}", (q.choices, q.answer)
-    assert f"each of its {T} input tokens" in q.reveal and "ELECTRA" in q.reveal
+    assert f"learns from all {T}:" in q.reveal and "ELECTRA" in q.reveal
     # The count is in this model's WordPiece pieces, not GPT's own BPE tokens (Radford 2018).
-    assert f"{n} of this model's WordPiece pieces" in q.prompt and "GPT's own BPE" in q.prompt
+    assert f"{n} WordPiece pieces here" in q.prompt and "its BPE splits differently" in q.prompt
 
 
 def test_learning_signal_counts_a_typed_mask_and_an_unknown_piece(m, hf_tok):
@@ -324,7 +324,7 @@ def test_learning_signal_counts_a_typed_mask_and_an_unknown_piece(m, hf_tok):
     n = len(hf_tok(text, add_special_tokens=False)["input_ids"])  # [MASK] and [UNK] are pieces of the text
     T = len(hf_tok(text)["input_ids"])
     q = Q.learning_signal(m, text)
-    assert f"Your sentence is {n} of this model's WordPiece pieces ({T} tokens with BERT's [CLS] and [SEP]" in q.prompt
+    assert f"Your sentence is {n} WordPiece pieces here ({T} with [CLS] and [SEP];" in q.prompt
     assert T == n + 2
 
 
