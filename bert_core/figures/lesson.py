@@ -19,8 +19,9 @@ def pretraining_start_figure(curves, example_vocab: int, vocab: int) -> go.Figur
     fig.update_layout(legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0),
                       margin=dict(b=90))
     fig.add_hline(y=math.log(example_vocab), line_dash="dash", annotation_position="bottom right",
-                  annotation_text=f"ln {example_vocab:,} = {math.log(example_vocab):.2f}: the example's start "
-                                  f"(its V = {example_vocab:,})")
+                  # Two short lines at the right: in one, its left end reached the curve's first steep fall.
+                  annotation_text=f"ln {example_vocab:,} = {math.log(example_vocab):.2f}: the example's start"
+                                  f"<br>(its V = {example_vocab:,})")
     if vocab != example_vocab:
         fig.add_hline(y=math.log(vocab), line_dash="dot", annotation_position="top left",
                       annotation_text=f"ln {vocab:,} = {math.log(vocab):.2f}: a fresh model with V = {vocab:,}")

@@ -205,8 +205,9 @@ def top_guess(m: LoadedModel, text: str, text_pair: str | None = None, *, run: R
     cands = t.predictions[pos][:4]  # the top 4 of the top 5, in the model's order
     shown = sorted(tok for tok, _ in cands)
     best = cands[0][0]
+    which = "the first [MASK]" if len(t.mask_positions) > 1 else "the [MASK]"  # "first" only where there are two
     return Question(
-        prompt=f"Here are {model_name(m).possessive} four best candidates for the first [MASK], in alphabetical "
+        prompt=f"Here are {model_name(m).possessive} four best candidates for {which}, in alphabetical "
                "order. Which one does it rank first?",
         choices=tuple(shown), answer=shown.index(best),
         reveal="The model's probabilities: " + ", ".join(f"{tok} {p:.1%}" for tok, p in cands) + ".")
@@ -264,8 +265,8 @@ def attention_target(m: LoadedModel, text: str, text_pair: str | None = None, *,
                "one?",
         choices=tuple(f"{t.tokens[i]} (position {i})" for i in picks), answer=picks.index(best),
         reveal=f"From “{word}”, its largest weights: " + ", ".join(f"{t.tokens[i]} ({i}) {row[i]:.1%}" for i in top)
-               + f"; of the content words, {t.tokens[best]} ({best}) gets the most, {row[best]:.1%}, "
-               f"{row[best] / row[runner]:.1f} times the next ({t.tokens[runner]}, {row[runner]:.1%})."
+               + f"; of the content words, {t.tokens[best]} ({best}) gets the most, {row[best]:.1%}; the next "
+               f"content word, {t.tokens[runner]} ({runner}), gets {row[runner]:.1%}."
                + (f" Many heads park much of their attention on {t.tokens[sink[0]]} when they have nothing useful "
                   "to read (a sink): a large weight there means the head is idle for this token, not that "
                   f"{t.tokens[sink[0]]} matters to it." if sink else ""))
@@ -501,14 +502,13 @@ def learning_signal(m: LoadedModel, text: str, seed: int = 0, *, run: Run | None
     order = sorted(range(len(combos)), key=lambda i: combos[i])
     choices = tuple(f"BERT {combos[i][0]}, GPT {combos[i][1]}" for i in order)
     return Question(
-        prompt=f"Your sentence is {n} pieces ({T} tokens with BERT's [CLS] and [SEP]; GPT pre-trains with none, its "
-               f"start, delimiter and extract tokens come at fine-tuning). In one pass (seed {seed}), on how many "
-               "positions is BERT's masked-LM loss computed, and on how many GPT's next-token loss?",
+        prompt=f"Your sentence is {n} WordPiece pieces here ({T} with [CLS] and [SEP]; GPT pre-trains without those, "
+               f"and its BPE splits differently). In one pass (seed {seed}), on how many positions is BERT's "
+               "masked-LM loss computed, and on how many GPT's next-token loss?",
         choices=choices, answer=order.index(0), answered_by="",
         reveal=f"BERT: the {mlm} position{'s' * (mlm != 1)} this draw selected (each ordinary token with p = 15%); "
-               f"GPT: {clm}, every piece with a next one. ELECTRA's replaced-token detection (on the BERT vs GPT "
-               "page) learns from every position: a small generator fills the "
-               f"masks and the model judges each of its {rtd} input tokens, original or replaced.")
+               f"GPT: {clm}, every piece with a next one. ELECTRA (BERT vs GPT page) learns from all {rtd}: the "
+               "model judges each input token, original or replaced by a small generator.")
 
 
 # Each question: its function and which of the step's inputs it reads.

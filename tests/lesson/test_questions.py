@@ -112,6 +112,8 @@ def test_top_guess_and_right_context_are_transformers_argmax(m, hf, hf_tok):
     best = hf_tok.convert_ids_to_tokens(int(p.argmax()))
     assert q.choices[q.answer] == best
     assert f"{best} {float(p.max()):.1%}" in q.reveal
+    assert "for the [MASK]," in q.prompt and "first [MASK]" not in q.prompt  # one [MASK]: not "the first"
+    assert "the first [MASK]," in Q.top_guess(m, "She [MASK] the [MASK] to her mother.").prompt
 
     text = "The [MASK] of France is Paris."
     r = Q.right_context(m, text)
@@ -312,7 +314,9 @@ def test_learning_signal_counts_each_objectives_labels(m, hf_tok):
     assert 0 < mlm < T - 2
     q = Q.learning_signal(m, text)
     assert q.choices[q.answer] == f"BERT {mlm}, GPT {clm}", (q.choices, q.answer)
-    assert f"each of its {T} input tokens" in q.reveal and "ELECTRA" in q.reveal
+    assert f"learns from all {T}:" in q.reveal and "ELECTRA" in q.reveal
+    # The count is in this model's WordPiece pieces, not GPT's own BPE tokens (Radford 2018).
+    assert f"{n} WordPiece pieces here" in q.prompt and "its BPE splits differently" in q.prompt
 
 
 def test_learning_signal_counts_a_typed_mask_and_an_unknown_piece(m, hf_tok):
@@ -320,7 +324,8 @@ def test_learning_signal_counts_a_typed_mask_and_an_unknown_piece(m, hf_tok):
     n = len(hf_tok(text, add_special_tokens=False)["input_ids"])  # [MASK] and [UNK] are pieces of the text
     T = len(hf_tok(text)["input_ids"])
     q = Q.learning_signal(m, text)
-    assert f"Your sentence is {n} pieces ({T} tokens with BERT's [CLS] and [SEP]" in q.prompt and T == n + 2
+    assert f"Your sentence is {n} WordPiece pieces here ({T} with [CLS] and [SEP];" in q.prompt
+    assert T == n + 2
 
 
 def test_the_lesson_draws_the_bert_vs_gpt_pages_maps_which_are_transformers_attention(m, hf, hf_tok):

@@ -297,7 +297,10 @@ def test_the_anatomy_step_tries_bert_large():
     assert any("Parameters of this model" in c.value for c in at.caption)
     at.toggle(key="lesson_large").set_value(True).run()
     assert_ok(at)
-    assert any("Parameters of BERT-large" in c.value for c in at.caption)
+    large = next(c.value for c in at.caption if "Parameters of BERT-large" in c.value)
+    # The table's count tied to the paper's 340M, what it counts said, and the model the answer counts named.
+    assert "not MiniLM as in the answer" in large and "rounds BERT-large to 340M" in large, large
+    assert "335,141,888" in large and "336,226,108" in large, large  # without and with the MLM and NSP heads
     total = at.dataframe[-1].value.set_index("component").loc["total", "parameters"]
     assert total == bert_core.param_counts(bert_large_config())["total"] and 330e6 < total < 340e6
 
@@ -388,8 +391,7 @@ def test_presenter_mode_names_the_model_and_has_a_way_out():
     c = m.config
     corner = " ".join(md.value for md in at.markdown)
     assert f"{c.num_hidden_layers} layers × {c.hidden_size} wide" in corner
-    n = sum(p.numel() for p in m.model.parameters())
-    assert f"{n / 1e6:.1f}M parameters" in corner
+    assert f"{c.num_attention_heads} heads" in corner and "parameters" not in corner.split("Model: ")[1]
     assert at.button(key="lesson_next").proto.shortcut == "right"  # Streamlit's own key, not an iframe's
     assert at.button(key="lesson_reveal").proto.shortcut == "space"
     at.button(key="lesson_exit").click().run()
@@ -467,16 +469,24 @@ def test_step_11_labels_each_curve_with_its_own_vocabulary():
     assert "its V = 12,000" in notes and "a fresh model with V = 30,522" in notes and "this model's V" not in notes
 
 
-def test_no_slide_shows_its_answer_before_the_reveal_step_10():
-    """Step 10 asks BERT-base's parameter count: neither its text nor presenter mode's corner prints a count
-    (on BERT-base the corner's "110.1M parameters" was the answer); the other steps' corners keep theirs."""
+def test_no_slide_shows_a_parameter_count_before_step_10s_reveal():
+    """Step 10 asks BERT-base's parameter count: no slide before its reveal prints the model's count, in presenter
+    mode (its corner gives the shape only: on BERT-base "110.1M parameters" there was the answer on nine slides) or
+    in the normal page (side column, sidebar). The count is the model's own, from its weights, as the corner had it."""
     k = step_of("bert_base_size")
-    at = open_lesson({"step": str(k), "present": "1"})
-    shown = " ".join(md.value for md in at.markdown)
-    assert "110M" not in shown and "110 million" not in lesson.STEPS[k - 1].explain
-    assert "340M" not in shown and "Model: **MiniLM**" in shown and "parameters" not in shown.split("Model:")[1]
-    at = open_lesson({"step": str(k - 1), "present": "1"})
-    assert "M parameters" in " ".join(md.value for md in at.markdown)
+    m = bert_core.load_model("bundled-minilm")
+    n = sum(p.numel() for p in m.model.parameters())
+    counts = (f"{n / 1e6:.1f}M", f"{n:,}", f"{n / 1e6:.0f}M parameters")
+    for present in ("1", "0"):
+        for i in range(1, N + 1):
+            at = open_lesson({"step": str(i), "present": present})
+            shown = texts(at)
+            assert not any(c in shown for c in counts), (present, i, [c for c in counts if c in shown])
+            if present == "1":
+                corner = next(md.value for md in at.markdown if md.value.startswith("Model: "))
+                assert "Model: **MiniLM**, 6 layers × 384 wide, 12 heads" == corner, (i, corner)
+            if i == k:
+                assert "110M" not in shown and "110 million" not in lesson.STEPS[k - 1].explain and "340M" not in shown
 
 
 def test_step_10_offers_bert_base_without_its_parameter_count(monkeypatch):
@@ -535,3 +545,39 @@ def test_the_model_line_offers_bert_base_only_where_its_button_is(monkeypatch):
         assert ("one click away" in line) == offered, (present, line)
         assert ("bert_base_offer_lesson" in {b.key for b in at.button}) == offered
         assert "then its encoder and new fill-in and NSP heads trained here" in line
+
+
+def test_step_6_says_what_its_reveal_draws_and_both_head_sizes():
+    """Before the reveal, presenter mode on a sentence past 8 tokens promises the row as bars (what it draws), not a
+    map; the text gives the paper's head size and the model on screen's; the reveal's share is not followed by a
+    ratio that reads as a second percentage."""
+    k = step_of("attention_target")
+    at = open_lesson({"step": str(k), "present": "1"})
+    caps = " ".join(c.value for c in at.caption)
+    assert "as bars" in caps and "column = the token looked at" not in caps, caps
+    shown = texts(at)
+    assert "12 heads of 64 in 768" in shown and "12 heads of 32 in 384" in shown, shown
+    at.button(key="lesson_reveal").click().run()
+    reveal = " ".join(a.value for a in (*at.success, *at.error)) + texts(at)
+    assert "the next content word" in reveal and "times the next" not in reveal
+    at = open_lesson({"step": str(k)})
+    assert any("column = the token looked at" in c.value for c in at.caption)  # the normal page draws the map
+
+
+def test_step_13_marks_each_cell_only_while_the_marks_stay_readable():
+    """The default sentence (13 tokens) has a ✓ / · in every cell of both maps; the Try-this sentence (20 tokens)
+    none (a hatch on a projector), and the caption says the mask in words."""
+    from ui.lesson.views import MARKS_UP_TO
+
+    k = step_of("learning_signal")
+    at = reveal_step("learning_signal")
+    specs = chart_specs(at)
+    keys = ("lesson-mask-BERT", "lesson-mask-GPT:")
+    assert all(specs[key]["data"][0].get("texttemplate") == "%{text}" for key in keys), list(specs)
+    at = open_lesson({"step": str(k), "present": "1", f"t{k}": lesson.STEPS[k - 1].try_text})
+    at.button(key="lesson_reveal").click().run()
+    specs = chart_specs(at)
+    n = len(specs["lesson-mask-BERT"]["data"][0]["x"])  # one label a token
+    assert n > MARKS_UP_TO, n
+    assert all(not specs[key]["data"][0].get("text") for key in keys)
+    assert any("The empty triangle is GPT's mask" in c.value for c in at.caption)

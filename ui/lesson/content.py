@@ -105,7 +105,7 @@ STEPS: list[Step] = [
          "A longer sentence", "After dinner the farmer sold his cows at the market yesterday.", None,
          "attention", "Attention",
          r"\mathrm{Attention}(Q,K,V) = \mathrm{softmax}\big(QK^{\top} / \sqrt{d_k}\big)\,V",  # no ⊤ in a fraction: cut
-         here="The map is one of {names} heads."),
+         here="The map is one of {names} heads ({model_heads})."),
     Step("nsp", "Next-sentence prediction and [CLS]",
          "BERT was also pre-trained on sentence pairs: half the time B follows A, half the time B is a random "
          "sentence from the corpus. The final `[CLS]` vector (through the pooler, in the released code) feeds a "
@@ -200,7 +200,10 @@ def explain(step: Step, m) -> str:
     if not here:
         return step.explain  # the question names the model
     name = model_name(m)
-    return f"{step.explain}\n\n*{questions.cap(here.format(model=name.long, names=name.possessive))}*"
+    c = m.config  # the model on screen's own head size, beside the paper's in the step's text
+    heads = f"{c.num_attention_heads} heads of {c.hidden_size // c.num_attention_heads} in {c.hidden_size}"
+    here = here.format(model=name.long, names=name.possessive, model_heads=heads)
+    return f"{step.explain}\n\n*{questions.cap(here)}*"
 
 
 def lesson_model_line(m, present: bool) -> str:

@@ -58,23 +58,18 @@ def more_keys(k: int, n: int, reveal_args: tuple | None, n_choices: int = 0) -> 
                           shortcut=str(i + 1))
 
 
-def model_summary(cur, parameters: bool = True) -> str:
-    """"6 layers × 384 wide, 12 heads, 22.9M parameters": the model the slides are computed on (without its
-    parameter count where a slide asks for one: on BERT-base it would be the answer)."""
+def model_summary(cur) -> str:
+    """"6 layers × 384 wide, 12 heads": the shape of the model the slides are computed on, never its parameter count
+    (step 10 asks BERT-base's: on BERT-base the count would give the answer away on every slide before it)."""
     c = cur.model.config
-    shape = f"{c.num_hidden_layers} layers × {c.hidden_size} wide, {c.num_attention_heads} heads"
-    if not parameters:
-        return shape
-    n = sum(p.numel() for p in cur.model.model.parameters())
-    size = f"{n / 1e6:.1f}M" if n < 1e9 else f"{n / 1e9:.2f}B"
-    return f"{shape}, {size} parameters"
+    return f"{c.num_hidden_layers} layers × {c.hidden_size} wide, {c.num_attention_heads} heads"
 
 
-def presenter_corner(cur, parameters: bool = True) -> None:
-    """Presenter mode's bottom-right corner: the model on screen (`parameters`: with its count), and the way out."""
+def presenter_corner(cur) -> None:
+    """Presenter mode's bottom-right corner: the model on screen (its shape), and the way out."""
     with st.container(key="lesson_corner"):  # placed by PRESENTER_CSS
         st.markdown(f"Model: **{plain(cur.model_key.removeprefix('bundled-').replace('minilm', 'MiniLM'))}**, "
-                    f"{model_summary(cur, parameters)}")
+                    f"{model_summary(cur)}")
         if failed := st.session_state.get(FELL_BACK):
             st.markdown(f":red[Could not load **{plain(failed)}**: these slides are computed on the model above.]")
         st.button("Exit presenter mode", key="lesson_exit", on_click=exit_present, icon=":material/close:",

@@ -175,9 +175,7 @@ class Presenter(Solo):
             nav[2].caption(f"Keys: → or Page Down next, ← or Page Up back, {_numbers(keys[1])}space or Enter "
                            "reveals.")
         more_keys(k, N, *keys)
-        # Fixed to the screen's corner; last, so the slide's own text comes first. No parameter count on the step
-        # that asks for BERT-base's: on BERT-base it would be the answer, on the slide before the reveal.
-        presenter_corner(cur, parameters=step.question != "bert_base_size")
+        presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
 
     def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
         """No side column on a projector."""

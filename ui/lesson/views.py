@@ -168,7 +168,7 @@ def view_predictions(cur, text, pair, revealed) -> None:
         return
     if revealed:
         pos = t.mask_positions[0]
-        fig = candidates_figure(t.predictions[pos], f"Top 5 at the [MASK] (position {pos}; [CLS] is 0)")
+        fig = candidates_figure(t.predictions[pos], f"Top 5 at the [MASK] ({pos}; [CLS] is 0)")
         lesson_chart(bars_every_label(fig) if presenting() else fig, "lesson predictions", key="lesson-pred")
     else:
         st.caption("The model's bars appear with the answer.")
@@ -218,8 +218,12 @@ def view_attention(cur, text, pair, revealed) -> None:
             every_label(fig, 470)
         lesson_chart(fig, "lesson attention", key="lesson-attn")
     else:
-        st.caption(f"The map of layer {layer + 1}, head {head + 1} appears with the answer (row = the token that "
-                   "looks, column = the token looked at).")
+        if presenting() and len(t.tokens) > 8:  # what the reveal draws on a projector (above): the row as bars
+            st.caption(f"With the answer: the row of “{t.tokens[lesson_attention.query_token(t)]}” in layer "
+                       f"{layer + 1}, head {head + 1}, as bars (its weight on each token).")
+        else:
+            st.caption(f"The map of layer {layer + 1}, head {head + 1} appears with the answer (row = the token "
+                       "that looks, column = the token looked at).")
 
 
 def view_nsp(cur, text, pair, revealed) -> None:
@@ -257,7 +261,14 @@ def view_anatomy(cur, text, pair, revealed) -> None:
         rows = anatomy_rows(m.config, mlm=m.has_mlm, nsp=m.has_nsp, pooler=m.model.bert.pooler is not None)
         name = "this model"
     df = pd.DataFrame([r for r in rows if r["parameters"]])
-    st.caption(f"Parameters of {name}, counted from its config:")
+    if name == "BERT-large":  # the reveal above counts the model on screen: say which model this table counts
+        total = next(r["parameters"] for r in rows if r["component"] == "total")
+        heads = sum(r["parameters"] for r in rows if r["component"].startswith(("MLM head", "NSP head")))
+        st.caption(f"Parameters of BERT-large (24 layers × 1,024, 16 heads), not {model_name(m).short} as in the "
+                   f"answer, counted from its config: embeddings, layers and pooler {total - heads:,}, with the MLM "
+                   f"and NSP heads {total:,}. The paper rounds BERT-large to 340M.")
+    else:
+        st.caption(f"Parameters of {name}, counted from its config:")
     df = df.assign(share=df["share"].map("{:.1%}".format))
     if presenting():  # a projector has room for the numbers, not the formulas
         df = df.drop(columns=["formula"]).assign(parameters=df["parameters"].map("{:,}".format))
@@ -317,22 +328,30 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
     ]))
 
 
+MARKS_UP_TO = 14  # tokens: the default sentence (13) keeps its marks; the Try-this (20) is too dense for a mark a cell
+
+
 def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
     layer, head = lesson_attention.attention_layer_head(cur.model)
     r = _cached(cur, mask_comparison, text)  # the BERT vs GPT page's computation
     if r is None:
         return
+    # A mark in every cell (✓ may attend, · masked), not colour alone, up to MARKS_UP_TO tokens; past that the
+    # marks make a hatch too fine to read on a projector, and the caption's rule in words carries the mask.
+    marks = len(r.tokens) <= MARKS_UP_TO
     c1, c2 = st.columns(2)
     for col, z, name in ((c1, r.attn_bidirectional[layer, head], "BERT: every token"),
                          (c2, r.attn_causal[layer, head], "GPT: only j ≤ i")):
         with col:
-            fig = mask_heatmap(z, r.tokens, name)  # a mark in every cell, not colour alone: ✓ may attend, · masked
-            fig.update_traces(text=np.where(np.asarray(z) > 0, "✓", "·"), texttemplate="%{text}")
+            fig = mask_heatmap(z, r.tokens, name)
+            if marks:
+                fig.update_traces(text=np.where(np.asarray(z) > 0, "✓", "·"), texttemplate="%{text}")
             if presenting():  # every row labelled; the columns are the same tokens (no room for 18 px labels)
-                every_label(fig, 364, keys=False)
+                every_label(fig, 352, keys=False)
             lesson_chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
     st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, same weights, two masks: above "
-               "GPT's diagonal every weight is exactly 0 (token i uses only the tokens j ≤ i). ✓ may attend, · masked.")
+               "GPT's diagonal every weight is exactly 0 (token i uses only the tokens j ≤ i)."
+               + (" ✓ may attend, · masked." if marks else " The empty triangle is GPT's mask."))
 
 
 def ask(cur, step: Step, text: str, pair: str | None):
