@@ -23,8 +23,12 @@ summary = pd.DataFrame([{"model": n, "total parameters": r[-1]["parameters"]} fo
 summary["millions"] = (summary["total parameters"] / 1e6).round(1)
 table(summary, "model sizes", key="csv-sizes", hide_index=True)
 
+distil = {r["component"]: r["parameters"] for r in rows["distilbert-base-uncased"]}
+distil_mlm = distil["MLM head (transform + bias; decoder tied)"]
 st.markdown(
-    "**BERT's family.** DistilBERT (66M) keeps BERT-base's width but half its layers (6), and drops the "
+    f"**BERT's family.** DistilBERT (66M in its paper: the encoder alone, {(distil['total'] - distil_mlm) / 1e6:.1f}M "
+    f"here; the table's {distil['total'] / 1e6:.1f}M adds its MLM head's {distil_mlm / 1e6:.1f}M) keeps BERT-base's "
+    "width but half its layers (6), and drops the "
     "segment table and the pooler; it starts from every other layer of BERT-base and is trained to imitate it "
     "(distillation: BERT's output probabilities as soft targets, plus MLM and a loss aligning the hidden "
     "states). RoBERTa (125M) is BERT-base's "

@@ -235,7 +235,8 @@ def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
     words = c3.toggle("Freeze the word-embedding matrix", key="ft_words", disabled=locked or bool(freeze),
                       **picked("ft_words"),
                       help="Train every weight but the (vocabulary x hidden) word-embedding table. It is most of a "
-                           "small model (MiniLM: 11.7M of 22.7M parameters); a task of a few thousand texts "
+                           "small model (MiniLM: 11.7M of its encoder's 22.7M parameters, 22.9M with the pretraining "
+                           "heads Model anatomy counts); a task of a few thousand texts "
                            "touches only a few thousand of its 30,522 rows, and freezing it spares its gradient and "
                            "Adam's two moments (3 x 47 MB for MiniLM) and a little time. The recipe freezes it when "
                            "it is at least a third of the encoder.")

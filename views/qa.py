@@ -133,7 +133,8 @@ def settings_ui(locked: bool) -> tuple[int, str, dict]:
                    "frozen encoder was never trained to do; training every weight for one epoch of 1,000 questions "
                    "at 3e-4 takes about two minutes of one core's time with MiniLM (docs/models.md: 60% F1, "
                    "against 29% for the heuristic baseline). The word-embedding matrix stays "
-                   "frozen when it is a third of the model or more (MiniLM: 11.7M of 22.7M weights).")
+                   "frozen when it is a third of the encoder or more (MiniLM: 11.7M of its encoder's 22.7M weights; "
+                   "Model anatomy's 22.9M also counts the pretraining heads, which a reader drops).")
     return n, base, {"freeze": freeze, "lr": lr, "epochs": epochs, "batch_size": batch}
 
 
