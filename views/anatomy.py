@@ -33,9 +33,12 @@ st.markdown(
     "(distillation: BERT's output probabilities as soft targets, plus MLM and a loss aligning the hidden "
     "states). RoBERTa (125M) is BERT-base's "
     "shape with a 50,265-piece byte-level BPE vocabulary (the extra 15M parameters are word embeddings), "
-    "ten times the data, bigger batches, longer training, dynamic masking and no NSP. ALBERT-base (12M) embeds "
+    "ten times the data, bigger batches, longer training, dynamic masking (a new choice of masked words each "
+    "time a sentence is read, where BERT masked each sentence once before training) and no NSP. ALBERT-base "
+    "(12M) embeds "
     "in E = 128 and projects to H = 768, its 12 layers **share one set of weights**, so attention and "
-    "feed-forward are counted once, and it replaces NSP with sentence-order prediction."
+    "feed-forward are counted once, and it replaces NSP with sentence-order prediction (two consecutive "
+    "segments: are they in their original order or swapped?)."
 )
 pick = st.selectbox("Break down", list(rows), key="anatomy_model")
 df = pd.DataFrame(rows[pick])

@@ -27,6 +27,9 @@ def test_anatomy_page_renders():
     at = open_page("anatomy")
     assert_ok(at)
     assert any("110.1" in str(df.value) for df in at.dataframe)
+    said = " ".join(m.value for m in at.markdown)  # the family's training terms are glossed where first used
+    assert "dynamic masking (a new choice of masked words each time a sentence is read" in said
+    assert "sentence-order prediction (two consecutive segments: are they in their original order or swapped?)" in said
     at.selectbox(key="anatomy_model").select("bert-large-uncased").run()
     assert_ok(at)
 

@@ -193,6 +193,9 @@ def test_inside_layer_follows_the_numbers_of_layer_steps():
     assert len(strip(c, "in-ffn-out")["ffn_out"]) == m.config.hidden_size
     assert sum(arr(c["in-ffn-hist"]["data"][0]["x"]).shape) == m.config.intermediate_size
     assert len([e for e in at.latex]) >= 6
+    said = texts(at)  # head 2 (from 1) holds dimensions 32-63 (from 0) of q, k and v: the page says both
+    dk = m.config.hidden_size // m.config.num_attention_heads
+    assert f"Head 2 uses numbers {dk}–{2 * dk - 1} of each (numbers, i.e. dimensions, count from 0" in said
     at.selectbox(key="in_token").select(0).run()
     assert_ok(at)
     np.testing.assert_allclose(strip(charts(at), "in-x")["x"], t.hidden_states[2][0], atol=1e-5)
