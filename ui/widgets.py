@@ -47,8 +47,9 @@ def model_line_text(m: bert_core.LoadedModel) -> str:
     if m.source == "bundled" and m.name == bert_core.MINILM_NAME:
         n = _minilm_tokens()
         seen = f", {n / 1e6:.0f}M word pieces seen over many passes" if n else ""
-        what = (f"MiniLM ({shape}; half the layers of a MiniLM distilled from a BERT-base-sized teacher, then "
-                f"trained for sentence similarity; its encoder trained further and its fill-in (MLM) and "
+        what = (f"MiniLM ({shape}; half the layers of a MiniLM distilled from, i.e. trained to imitate, a "
+                f"BERT-base-sized teacher, then trained for sentence similarity; its encoder trained further and "
+                f"its fill-in (MLM) and "
                 f"next-sentence (NSP) heads trained anew by this project on Brown + WordNet{seen})")
     elif m.source == "bundled":
         what = f"the tiny BERT ({shape}), trained from scratch by this project on WordNet + Brown"

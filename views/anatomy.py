@@ -23,15 +23,22 @@ summary = pd.DataFrame([{"model": n, "total parameters": r[-1]["parameters"]} fo
 summary["millions"] = (summary["total parameters"] / 1e6).round(1)
 table(summary, "model sizes", key="csv-sizes", hide_index=True)
 
+distil = {r["component"]: r["parameters"] for r in rows["distilbert-base-uncased"]}
+distil_mlm = distil["MLM head (transform + bias; decoder tied)"]
 st.markdown(
-    "**BERT's family.** DistilBERT (66M) keeps BERT-base's width but half its layers (6), and drops the "
+    f"**BERT's family.** DistilBERT (66M in its paper: the encoder alone, {(distil['total'] - distil_mlm) / 1e6:.1f}M "
+    f"here; the table's {distil['total'] / 1e6:.1f}M adds its MLM head's {distil_mlm / 1e6:.1f}M) keeps BERT-base's "
+    "width but half its layers (6), and drops the "
     "segment table and the pooler; it starts from every other layer of BERT-base and is trained to imitate it "
     "(distillation: BERT's output probabilities as soft targets, plus MLM and a loss aligning the hidden "
     "states). RoBERTa (125M) is BERT-base's "
     "shape with a 50,265-piece byte-level BPE vocabulary (the extra 15M parameters are word embeddings), "
-    "ten times the data, bigger batches, longer training, dynamic masking and no NSP. ALBERT-base (12M) embeds "
+    "ten times the data, bigger batches, longer training, dynamic masking (a new choice of masked words each "
+    "time a sentence is read, where BERT masked each sentence once before training) and no NSP. ALBERT-base "
+    "(12M) embeds "
     "in E = 128 and projects to H = 768, its 12 layers **share one set of weights**, so attention and "
-    "feed-forward are counted once, and it replaces NSP with sentence-order prediction."
+    "feed-forward are counted once, and it replaces NSP with sentence-order prediction (two consecutive "
+    "segments: are they in their original order or swapped?)."
 )
 pick = st.selectbox("Break down", list(rows), key="anatomy_model")
 df = pd.DataFrame(rows[pick])

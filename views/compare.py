@@ -5,6 +5,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.inspect.compare import agreement_rows, run_model, summary_rows, token_table
+from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
 from ui.state import (
     ALLOW_HUB,
@@ -17,7 +18,7 @@ from ui.state import (
     require_current,
     shared_model,
 )
-from ui.widgets import model_line, table
+from ui.widgets import FAMILY_NAMES, model_line, table
 
 cur = require_current()
 st.header("Compare models")
@@ -27,7 +28,8 @@ st.markdown(
     "(WordPiece `##`, byte-level BPE `Ġ`, SentencePiece `▁`), so the pieces and their number can differ (the two "
     "bundled models both use WordPiece on lower-cased text, so on everyday words they mostly agree); each "
     "[MASK] you type becomes that model's mask token. The k-th [MASK] of the text is compared across "
-    "models as a word (marks removed, lower-cased)."
+    "models as a word (marks removed, lower-cased), and named by its position in the Tokens table below (from "
+    "0, as the other pages count positions; two models that split the text differently give two positions)."
 )
 st.caption(
     "Top-k overlap = |A ∩ B| / |A ∪ B| of the models' top-k word sets: 1 when they propose the same "
@@ -117,10 +119,10 @@ elif n_masks > 0:
     guessing = [r for r in runs if r.has_mlm]  # a model without an MLM head has no guesses to show
     cols = st.columns(len(guessing))
     for col, r in zip(cols, guessing):
-        col.markdown(f"**{r.family}**")
-        col.caption(r.name)
+        col.markdown(f"**{md_literal(r.name)}**")
+        col.caption(f"{FAMILY_NAMES.get(r.family, r.family)} family")
         for j in range(n_masks):
-            col.caption(f"[MASK] {j + 1}")
+            col.caption(f"{md_literal(r.mask_token)} at position {r.mask_positions[j]}")
             df = pd.DataFrame([{"candidate": t, "p": round(p, 4)} for t, p in r.predictions[j]])
             col.dataframe(df, hide_index=True, key=f"cmp-pred-{r.name}-{j}")
     st.subheader("Agreement")

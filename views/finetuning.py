@@ -59,8 +59,11 @@ model_line(cur.model)
 st.markdown(
     "Pretraining taught BERT to fill in masked words and to tell whether sentence B follows A. **Fine-tuning** "
     "reuses it for a new task: classify a "
-    "whole text. A small new layer (the *head*) reads one vector per text, and a few epochs of training "
-    "with a small learning rate adapt the head (and, unless frozen, BERT's weights) to labelled examples. "
+    "whole text. A small new layer (the *head*) reads one vector per text, and a short run of training "
+    "with a small learning rate adapts the head (and, unless frozen, BERT's weights) to labelled examples. "
+    "The paper trained for 2 to 4 *epochs* (passes over the examples); this page's default recipe takes as "
+    "many as fit in about two minutes, which for the bundled MiniLM on the built-in task is 1 epoch "
+    "(188 steps of 16 texts). "
     "The vector is the one the model was trained to produce: BERT's pooled [CLS] (its next-sentence head read "
     "it), or, for a sentence-transformers model like MiniLM, the mean of the last layer's token vectors:"
 )
@@ -235,7 +238,8 @@ def settings_ui(locked: bool, task) -> tuple[str, FineTuneConfig | None]:
     words = c3.toggle("Freeze the word-embedding matrix", key="ft_words", disabled=locked or bool(freeze),
                       **picked("ft_words"),
                       help="Train every weight but the (vocabulary x hidden) word-embedding table. It is most of a "
-                           "small model (MiniLM: 11.7M of 22.7M parameters); a task of a few thousand texts "
+                           "small model (MiniLM: 11.7M of its encoder's 22.7M parameters, 22.9M with the pretraining "
+                           "heads Model anatomy counts); a task of a few thousand texts "
                            "touches only a few thousand of its 30,522 rows, and freezing it spares its gradient and "
                            "Adam's two moments (3 x 47 MB for MiniLM) and a little time. The recipe freezes it when "
                            "it is at least a third of the encoder.")

@@ -111,7 +111,8 @@ if can_knock:
         tokens, p_full, p_without = ko.guesses[pos]
         if len(ko.guesses) > 1:
             st.markdown(f"**[MASK] at position {pos}**")
-        chart(fh.without_head_figure(tokens, p_full, p_without, label), f"without head {pos}",
+        chart(fh.without_head_figure(tokens, p_full, p_without, label),
+              f"{label}, the [MASK] at position {pos}",
               key=f"heads-without-{pos}")
         same = ko.top_full[pos] == ko.top_without[pos]
         st.caption(f"The full model's guess {md_literal(ko.top_full[pos])} "

@@ -70,7 +70,8 @@ chart(fl.vector_strip({"x": p.x}, f"x  (‖x‖ = {float((p.x ** 2).sum()) ** 0.
 st.subheader("2. Query, key and value")
 st.latex(r"q = W_Q\,x + b_Q,\quad k = W_K\,x + b_K,\quad v = W_V\,x + b_V")
 st.markdown(f"Three learned H×H projections, applied to every token, cut into {nh} heads of {dk} numbers. "
-            f"Head {head + 1} uses numbers {head * dk}–{(head + 1) * dk - 1} of each. The query asks *what am I "
+            f"Head {head + 1} uses numbers {head * dk}–{(head + 1) * dk - 1} of each (numbers, i.e. dimensions, "
+            f"count from 0 like the vector's index, heads from 1 like the app's selectors). The query asks *what am I "
             "looking for*, each key says *what I offer*, each value is *what I pass on*.")
 chart(fl.vector_strip({"q (query)": p.q, "k (its own key)": p.keys[token], "v (its own value)": p.values[token]},
                       f"Token {token}'s q, k, v in head {head + 1}"), "q k v", key="in-qkv")

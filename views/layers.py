@@ -4,6 +4,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures import layers as fl
+from bert_core.inspect.residual import pair_spread
 from ui import callbacks, page_defaults
 from ui.markdown import md_literal
 from ui.notebook_ui import notebook_button
@@ -82,14 +83,21 @@ else:
 
 st.markdown("**Token by token at one layer.** cos(h_i, h_j) between every pair of tokens. In the embedding "
             "output a token is alike only to itself and to tokens its embedding row is already close to, such as "
-            "she and her in the default sentence; layer by layer, context mixes every token with the others, and "
-            "in many trained BERTs all vectors drift into a narrow cone (Ethayarajh, 2019), so even unrelated "
-            "tokens score above 0.")
+            "she and her in the default sentence; layer by layer, context mixes every token with the others. "
+            "Ethayarajh (2019) found that in BERT-base's upper layers the vectors of all words crowd into a narrow "
+            "cone, so that even unrelated words score well above 0; a small model need not show it as strongly, "
+            "and the line under the map says what this one does at the state you pick.")
 state = st.select_slider("Hidden state", options=list(range(L + 1)), value=L, key="lay_sim_state",
                          format_func=callbacks.labels(states))
 n_pair = min(T, fl.PAIR_TOKEN_CAP)
 chart(fl.similarity_heatmap(stream.token_similarity[state, :n_pair, :n_pair], tokens[:n_pair],
                             f"Token similarity at state {states[state]}"), "token similarity", key="lay-tok-sim")
+spread = pair_spread(stream.token_similarity[state, :n_pair, :n_pair])
+if spread is not None:
+    below = (f"{spread.at_most_zero} of them at or below 0" if spread.at_most_zero
+             else "none of them at or below 0")
+    st.caption(f"At {states[state]} on {md_literal(cur.model.name)}: the {spread.pairs} pairs of different tokens "
+               f"shown score from {spread.low:.2f} to {spread.high:.2f} (median {spread.median:.2f}), {below}.")
 
 st.subheader("The logit lens: when does the answer form?")
 st.markdown(

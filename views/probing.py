@@ -73,7 +73,8 @@ names = layer_names(L + 1)
 floor = float(r.accuracy["random weights"].max())
 st.markdown(
     f"Best layer: **{names[best]}** ({r.accuracy['pretrained'][best]:.1%}); the random-weights twin peaks at "
-    f"{floor:.1%}, the majority label gets {r.majority:.1%}. "
+    f"{floor:.1%}, the majority label (always answering the label most frequent in training, as a model "
+    f"that learned nothing but counts would) gets {r.majority:.1%}. "
     + ("" if r.selectivity is None else
        f"Selectivity (pretrained − control task) is largest at layer {names[int(r.selectivity.argmax())]} "
        f"({r.selectivity.max():.1%} points).")

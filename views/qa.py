@@ -52,7 +52,9 @@ st.latex(r"\text{score}(s, e) = \operatorname{softmax}(W_{start} h)_s \cdot \ope
          r"\qquad s \le e,\quad e - s + 1 \le L_{max}")
 st.caption(f"L_max = {MAX_ANSWER_TOKENS} tokens here (transformers' pipeline uses 15 by default). Only passage "
            "tokens may start or end an answer. The answer's text is cut from the passage by the tokens' character "
-           "offsets. This is how SQuAD-trained BERTs (transformers' BertForQuestionAnswering, `qa_outputs`) answer; "
+           "offsets. This is how BERTs trained on SQuAD (the Stanford Question Answering Dataset: 100,000+ questions "
+    "on Wikipedia paragraphs, each answered by a span of its paragraph) answer (transformers' "
+    "BertForQuestionAnswering, `qa_outputs`); "
            "the paper (Sec. 4.2) learns a start vector S and an end vector E and ranks spans by S·h_s + E·h_e, "
            "the same order as the product of the two softmaxes. "
            "A question and passage longer than the model's positions are read as transformers' QA pipeline reads "
@@ -131,9 +133,11 @@ def settings_ui(locked: bool) -> tuple[int, str, dict]:
     if not freeze:
         st.caption("**All weights** (the default): a reader must relate the question to the passage, which a "
                    "frozen encoder was never trained to do; training every weight for one epoch of 1,000 questions "
-                   "at 3e-4 takes about two minutes of one core's time with MiniLM (docs/models.md: 60% F1, "
+                   "at 3e-4 takes about two minutes of one core's time with MiniLM (docs/models.md: 60% F1, SQuAD's "
+                   "word-overlap score between the predicted and the true answer, explained under the results, "
                    "against 29% for the heuristic baseline). The word-embedding matrix stays "
-                   "frozen when it is a third of the model or more (MiniLM: 11.7M of 22.7M weights).")
+                   "frozen when it is a third of the encoder or more (MiniLM: 11.7M of its encoder's 22.7M weights; "
+                   "Model anatomy's 22.9M also counts the pretraining heads, which a reader drops).")
     return n, base, {"freeze": freeze, "lr": lr, "epochs": epochs, "batch_size": batch}
 
 
@@ -160,7 +164,8 @@ def results_ui() -> None:
     t = qs.trainer
     chart(curves_figure(qs.curves(0.9)), "question answering curves", key="qa-curves")
     st.caption("Loss: (−log p_start[true start] − log p_end[true end]) / 2. Accuracy: the share of questions whose "
-               "best span is exactly the answer (batches: both ends right; validation: SQuAD's exact match).")
+               "best span is exactly the answer (batches: both ends right; validation: SQuAD's exact match, the "
+               "share of answers equal to the true one once case, punctuation and a/an/the are set aside).")
     last = t.evals[-1]
     base = st.session_state.setdefault("qa_baseline", heuristic_baseline(builtin_qa_task()))
     st.markdown(f"Validation ({len(t.valid_rows):,} questions, step {last.step}): exact match "

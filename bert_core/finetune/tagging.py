@@ -30,8 +30,10 @@ POS_FILE = Path(__file__).resolve().parent.parent / "data" / "pos_brown.tsv.gz" 
 UNIVERSAL_TAGS = ("NOUN", "VERB", "ADJ", "ADV", "PRON", "DET", "ADP", "NUM", "CONJ", "PRT", ".", "X")
 POS_DESCRIPTION = ("Part of speech of every word of the Brown corpus (American English printed in 1961), in "
                    "the 12 universal tags of Petrov et al.: NOUN VERB ADJ ADV PRON DET ADP (prepositions) NUM "
-                   "CONJ PRT (particles: infinitive to, up and out after a verb, existential there) . (punctuation) X "
-                   "(foreign words). Validation "
+                   "CONJ PRT (particles: infinitive to, up and out after a verb, existential there; Petrov et al.'s "
+                   "map of Brown's tags also puts here all, half and such before a noun phrase (Brown's "
+                   "pre-quantifiers and pre-qualifiers), and this data's mapping contractions such as it's and "
+                   "I'm and interjections such as oh) . (punctuation) X (foreign words). Validation "
                    "sentences are ones both bundled models never read in pretraining.")
 IGNORE = -100  # the label of pieces the loss skips (F.cross_entropy's ignore_index)
 MAX_CONLL_BYTES = 1_000_000

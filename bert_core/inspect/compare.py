@@ -32,6 +32,7 @@ class ModelRun:
     seconds: float  # wall time of one `analyze` call (tokenize + forward + top-k), best of `repeats`
     has_mlm: bool
     notes: list[str]
+    mask_positions: list[int]  # each [MASK]'s position in `tokens` ([CLS] or <s> = 0), in text order
 
 
 def word_of(piece: str) -> str:
@@ -56,12 +57,15 @@ def run_model(m: LoadedModel, text: str, top_k: int = 5, repeats: int = 2) -> Mo
         name=m.name, family=m.family, parameters=m.model.num_parameters(), tokens=list(trace.tokens),
         scheme=m.tokenizer.scheme, mask_token=m.tokenizer.mask_token,
         predictions=[trace.predictions[p] for p in masks], seconds=best, has_mlm=m.has_mlm,
-        notes=list(trace.notes),
+        notes=list(trace.notes), mask_positions=[int(p) for p in masks],
     )
 
 
 def agreement_rows(runs: list[ModelRun]) -> list[dict]:
-    """Per [MASK] (in text order): each model's top-1 word, whether all agree, and top-k overlap.
+    """Per [MASK] (in text order): its position, each model's top-1 word, whether all agree, and top-k overlap.
+
+    The position is the one of the Tokens table (from 0); models that tokenize differently put the same
+    [MASK] at different positions, given then as one per model ("2 / 3").
 
     Overlap is |intersection| / |union| of the models' top-k word sets (1 = same candidates).
     Example: top-k {wrote, sent} and {sent, read} -> overlap 1/3.
@@ -73,7 +77,8 @@ def agreement_rows(runs: list[ModelRun]) -> list[dict]:
         tops = [word_of(r.predictions[k][0][0]) for r in with_mlm]
         sets = [{word_of(t) for t, _ in r.predictions[k]} for r in with_mlm]
         union = set().union(*sets)
-        row = {"[MASK]": k + 1}
+        places = list(dict.fromkeys(r.mask_positions[k] for r in with_mlm))
+        row = {"[MASK] at position": " / ".join(str(p) for p in places)}
         row.update({f"top-1 {r.name}": f"{r.predictions[k][0][0]} ({r.predictions[k][0][1]:.0%})" for r in with_mlm})
         row["top-1 agree"] = "yes" if len(set(tops)) == 1 else "no"
         row["top-k overlap"] = round(len(set.intersection(*sets)) / len(union), 3) if union else float("nan")

@@ -189,6 +189,26 @@ def pca_2d(points: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return coords.astype(np.float32), explained.astype(np.float32)
 
 
+@dataclass(frozen=True)
+class PairSpread:
+    """The cosines between different tokens at one state: their range, median and how many are <= 0."""
+
+    low: float
+    median: float
+    high: float
+    at_most_zero: int
+    pairs: int
+
+
+def pair_spread(similarity: np.ndarray) -> PairSpread | None:
+    """Summarise a (T, T) cosine map over its pairs i < j (the diagonal is 1 by definition); None under 2 tokens."""
+    sim = np.asarray(similarity, dtype=float)
+    off = sim[np.triu_indices(sim.shape[0], k=1)]
+    if off.size == 0:
+        return None
+    return PairSpread(float(off.min()), float(np.median(off)), float(off.max()), int((off <= 0).sum()), int(off.size))
+
+
 def residual_stream(m: LoadedModel, text: str, text_pair: str | None = None, lens_top_k: int = 0,
                     pca: bool = True) -> ResidualStream:
     """Norms, similarities, update sizes and a PCA of every token at every layer, for one input.

@@ -60,7 +60,7 @@ def test_compare_bundled_with_the_session_model(watch):
     chips = page.locator('[data-testid="stMultiSelect"]').first.inner_text().split("\n")
     assert any(c.strip().startswith("my trained") for c in chips), chips
     assert "my model (step 10)" in body
-    assert "[MASK] 1" in body and "Tokens side by side" in body
+    assert "[MASK] at position 2" in body and "Tokens side by side" in body
     # The models table, tokens, one top-k table per model and the agreement table.
     assert page.locator('[data-testid="stDataFrame"]').count() == 5
     page.screenshot(path=str(OUT / "page_compare_session.png"), full_page=True)
@@ -75,8 +75,8 @@ def test_compare_roberta_folder_with_the_bundled_model(watch, roots):
     watch.settle(timeout=SLOW)
     watch.assert_clean()
     body = main_text(page)
-    assert "roberta" in body and "bert" in body  # each column is headed by its family
-    assert "[MASK] 1" in body
+    assert "RoBERTa family" in body and "BERT family" in body  # each column: the model's name, its family under
+    assert "<mask> at position" in body and "[MASK] at position" in body
     side = page.locator('[data-testid="stSidebar"]').inner_text()
     assert "Could not load" not in side, side
     assert page.locator('[data-testid="stDataFrame"]').count() == 5

@@ -27,5 +27,22 @@ def test_anatomy_page_renders():
     at = open_page("anatomy")
     assert_ok(at)
     assert any("110.1" in str(df.value) for df in at.dataframe)
+    said = " ".join(m.value for m in at.markdown)  # the family's training terms are glossed where first used
+    assert "dynamic masking (a new choice of masked words each time a sentence is read" in said
+    assert "sentence-order prediction (two consecutive segments: are they in their original order or swapped?)" in said
     at.selectbox(key="anatomy_model").select("bert-large-uncased").run()
     assert_ok(at)
+
+
+def test_distilbert_paper_size_beside_the_table_row():
+    """The table counts DistilBERT's MLM head (67.0M); the paper's 66M is the encoder alone: the text says both."""
+    at = open_page("anatomy")
+    assert_ok(at)
+    rows = {r["component"]: r["parameters"] for r in anatomy_rows(KNOWN_CONFIGS["distilbert-base-uncased"])}
+    mlm = rows["MLM head (transform + bias; decoder tied)"]
+    assert round((rows["total"] - mlm) / 1e6) == 66 and round(rows["total"] / 1e6) == 67
+    sizes = next(df.value for df in at.dataframe if "millions" in df.value.columns)
+    assert float(sizes.loc[sizes["model"] == "distilbert-base-uncased", "millions"].iloc[0]) == 67.0
+    said = " ".join(m.value for m in at.markdown)
+    assert (f"DistilBERT (66M in its paper: the encoder alone, {(rows['total'] - mlm) / 1e6:.1f}M here; the "
+            f"table's {rows['total'] / 1e6:.1f}M adds its MLM head's {mlm / 1e6:.1f}M)") in said

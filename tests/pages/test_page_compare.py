@@ -8,6 +8,7 @@ from support.family import write_family_checkpoint
 
 import bert_core
 from bert_core.inspect.compare import agreement_rows, run_model, word_of
+from ui.markdown import md_literal
 from ui.state import BUNDLED_LABEL, SESSION_LABEL
 
 TEXT = "She [MASK] the letter to her mother."
@@ -67,6 +68,19 @@ def test_three_families_side_by_side(roberta_dir, monkeypatch):
     tokens = next(f for f in frames if "position" in f.columns)
     assert "<mask>" in set(tokens.iloc[:, 1]) and "[MASK]" in set(tokens.iloc[:, 2])
     assert any("top-1 agree" in f.columns for f in frames)
+    # Each column of guesses is headed by the model's name (not its family) and names the mask by its position in
+    # the Tokens table, the numbering of the Predictions and Attention pages.
+    agree = next(f for f in frames if "top-1 agree" in f.columns)
+    runs = [run_model(bert_core.load_model(str(roberta_dir)), TEXT), run_model(bert_core.load_model("bundled"), TEXT)]
+    assert [r.name for r in runs] == list(summary["model"])
+    places = [r.mask_positions[0] for r in runs]
+    assert [r.tokens[p] for r, p in zip(runs, places)] == ["<mask>", "[MASK]"]
+    assert list(agree["[MASK] at position"]) == [" / ".join(str(p) for p in dict.fromkeys(places))]
+    heads = [e.value for e in at.markdown]
+    assert {f"**{r.name}**" for r in runs} <= set(heads) and "**bert**" not in heads
+    caps = [e.value for e in at.caption]
+    assert f"{md_literal('[MASK]')} at position {places[1]}" in caps and "BERT family" in caps
+    assert not any("[MASK] 1" in c for c in caps)
     at.sidebar.text_area(key="text").set_value("no mask here").run()
     assert_ok(at)
     assert any("Type [MASK]" in i.value for i in at.info)
@@ -82,7 +96,8 @@ def test_a_mask_one_model_truncated_away_is_said(roberta_dir, monkeypatch):
     assert "Not every model kept every [MASK]" in said and "kept 1" in said and "kept 2" in said, said
     assert "Type [MASK]" not in said
     agree = next(d.value for d in at.dataframe if "top-1 agree" in d.value.columns)
-    assert list(agree["[MASK]"]) == [1]  # only the [MASK] both models read
+    first = [run_model(bert_core.load_model(name), text).mask_positions[0] for name in (str(roberta_dir), "bundled")]
+    assert list(agree["[MASK] at position"]) == [f"{first[0]} / {first[1]}"]  # only the [MASK] both models read
 
 
 def test_suggested_hub_ids_are_offered_and_fail_plainly_offline(tmp_path, monkeypatch):

@@ -139,6 +139,15 @@ def test_default_learning_rate_follows_the_base_model_until_the_user_picks_one()
     assert_ok(at)
     lr = lambda: at.select_slider(key="ft_lr").value  # noqa: E731
     assert lr() == 1e-4
+    # The intro's default run: 1 epoch of 188 steps of 16 texts on the built-in task, as the widgets hold it.
+    import math
+
+    from bert_core.finetune.tasks import builtin_tasks
+
+    n = len(builtin_tasks()[at.radio(key="ft_task").value].train_texts)
+    epochs, batch = at.number_input(key="ft_epochs").value, at.selectbox(key="ft_batch").value
+    assert (epochs, batch) == (1, 16) and math.ceil(n / batch) == 188, (epochs, batch, n)
+    assert any("is 1 epoch (188 steps of 16 texts)" in m.value and "2 to 4 *epochs*" in m.value for m in at.markdown)
     assert any("Suggested learning rate for this base: **0.0001**" in c.value for c in at.caption)
     at.toggle(key="ft_freeze").set_value(True).run()
     assert lr() == 1e-3

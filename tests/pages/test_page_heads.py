@@ -40,6 +40,9 @@ def test_importance_knock_out_and_pruning_are_bert_cores():
     said = (f"without layer {layer + 1}, head {head + 1}: its probability goes from {p_full[0]:.3f} to "
             f"{p_without[0]:.3f}")
     assert any(said in c for c in captions(at)), captions(at)
+    # The Data expander names the head knocked out (1-based, as the selectboxes) apart from the [MASK]'s position.
+    data = f"Data: without layer {layer + 1}, head {head + 1}, the [MASK] at position 2"
+    assert data in [e.label for e in at.expander], [e.label for e in at.expander]
     # The CSVs hold the same numbers, 1-based.
     df = at.dataframe[0].value
     row = df[(df["layer"] == layer + 1) & (df["head"] == head + 1)]

@@ -193,6 +193,9 @@ def test_inside_layer_follows_the_numbers_of_layer_steps():
     assert len(strip(c, "in-ffn-out")["ffn_out"]) == m.config.hidden_size
     assert sum(arr(c["in-ffn-hist"]["data"][0]["x"]).shape) == m.config.intermediate_size
     assert len([e for e in at.latex]) >= 6
+    said = texts(at)  # head 2 (from 1) holds dimensions 32-63 (from 0) of q, k and v: the page says both
+    dk = m.config.hidden_size // m.config.num_attention_heads
+    assert f"Head 2 uses numbers {dk}–{2 * dk - 1} of each (numbers, i.e. dimensions, count from 0" in said
     at.selectbox(key="in_token").select(0).run()
     assert_ok(at)
     np.testing.assert_allclose(strip(charts(at), "in-x")["x"], t.hidden_states[2][0], atol=1e-5)
@@ -253,3 +256,25 @@ def test_the_page_words_hold_on_the_bundled_minilm():
     assert one_the["the"][-1] <= one_the["bank"][-1] + 0.02  # "it drifts as far as bank does"
     same, _ = curves(pairs["SAME_SENSE"])
     assert same["bank"][-1] > 0.85 and same["bank"][-1] > bank[-1] + 0.1  # "end near 0.9"
+
+
+def test_token_similarity_line_says_what_this_model_shows():
+    """The default sentence at the last state: some pairs of different tokens score <= 0 on the MiniLM, and the
+    line under the map says so from bert_core's numbers (no claim that every pair is above 0)."""
+    m = bert_core.load_model()
+    at = open_page("layers")
+    assert_ok(at)
+    S = bert_core.residual_stream(m, at.session_state["text"]).token_similarity[-1]
+    off = S[np.triu_indices(S.shape[0], k=1)]
+    assert (off <= 0).sum() > 0  # the reason the cone sentence was wrong for this model
+    line = next(e.value for e in at.caption if "pairs of different tokens" in e.value)
+    assert f"the {off.size} pairs" in line and f"{(off <= 0).sum()} of them at or below 0" in line
+    assert f"from {off.min():.2f} to {off.max():.2f}" in line
+    page = texts(at)
+    assert "BERT-base's upper layers" in page and "so even unrelated tokens score above 0" not in page
+    at.select_slider(key="lay_sim_state").set_value(5).run()  # after layer 5: every pair above 0 on this model
+    S5 = bert_core.residual_stream(m, at.session_state["text"]).token_similarity[5]
+    off5 = S5[np.triu_indices(S5.shape[0], k=1)]
+    line = next(e.value for e in at.caption if "pairs of different tokens" in e.value)
+    assert f"median {np.median(off5):.2f}" in line
+    assert ("none of them" in line) == (not (off5 <= 0).any())

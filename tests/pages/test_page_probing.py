@@ -41,6 +41,9 @@ def test_probing_page_fits_behind_its_button_and_draws_bert_cores_numbers(small_
     at.sidebar.text_area(key="text").set_value("another sentence").run()  # a rerun keeps the result, no refit
     assert_ok(at)
     assert at.dataframe and "Layers are numbered" in " ".join(c.value for c in at.caption)
+    said = " ".join(e.value for e in at.markdown)
+    assert "the majority label (always answering the label most frequent in training" in said
+    assert f"gets {want.majority:.1%}" in said
 
 
 def test_neighbours_page_lists_bert_cores_nearest_words():

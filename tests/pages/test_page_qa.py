@@ -49,6 +49,17 @@ def test_the_page_starts_on_the_sidebars_model_training_every_weight():
     assert at.select_slider(key="qa_n").value == 1_000
     assert at.select_slider(key="qa_lr").value == 3e-4 and at.number_input(key="qa_epochs").value == 1  # qa_lr
     assert any("All weights" in c.value for c in at.caption)
+    # The word-embedding share is said of the encoder (no pretraining heads), and Anatomy's total beside it.
+    import bert_core
+
+    m = bert_core.load_model("bundled-minilm")
+    words, encoder = (m.model.bert.embeddings.word_embeddings.weight.numel(),
+                      sum(p.numel() for p in m.model.bert.parameters()))
+    said = (f"MiniLM: {words / 1e6:.1f}M of its encoder's {encoder / 1e6:.1f}M weights; Model anatomy's "
+            f"{m.model.num_parameters() / 1e6:.1f}M also counts the pretraining heads")
+    assert any(said in c.value for c in at.caption), said
+    caps = " ".join(c.value for c in at.caption)  # SQuAD and F1 glossed where the page first names them
+    assert "SQuAD (the Stanford Question Answering Dataset" in caps and "60% F1, SQuAD's word-overlap score" in caps
 
 
 def test_all_weights_run_then_from_scratch_and_sample_efficiency(small_task):

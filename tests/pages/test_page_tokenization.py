@@ -36,6 +36,9 @@ def test_default_input():
     assert "[CLS]" in markup and "[MASK]" in markup and "letter" in markup
     assert not at.warning  # short text: nothing truncated
     assert any(b.label == "Download tokens (CSV)" for b in at.get("download_button"))
+    # The first page's model line glosses "distilled" where the word first appears.
+    said = " ".join(e.value for g in (at.caption, at.markdown) for e in g)
+    assert "distilled from, i.e. trained to imitate, a BERT-base-sized teacher" in said
 
 
 def test_pair_has_segment_b():
