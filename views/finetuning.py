@@ -58,11 +58,10 @@ st.header("Fine-tuning")
 model_line(cur.model)
 st.markdown(
     "Pretraining taught BERT to fill in masked words and to tell whether sentence B follows A. **Fine-tuning** "
-    "reuses it for a new task: classify a "
-    "whole text. A small new layer (the *head*) reads one vector per text, and a short run of training "
-    "with a small learning rate adapts the head (and, unless frozen, BERT's weights) to labelled examples. "
-    "The paper trained for 2 to 4 *epochs* (passes over the examples); this page's default recipe takes as "
-    "many as fit in about two minutes, which for the bundled MiniLM on the built-in task is 1 epoch "
+    "reuses it for a new task: classify a whole text. A small new layer (the *head*) reads one vector per text, "
+    "and a short run of training with a small learning rate adapts the head (and, unless frozen, BERT's weights) "
+    "to labelled examples. The paper trained for 2 to 4 *epochs* (passes over the examples); this page's default "
+    "recipe takes as many as fit in about two minutes, which for the bundled MiniLM on the built-in task is 1 epoch "
     "(188 steps of 16 texts). "
     "The vector is the one the model was trained to produce: BERT's pooled [CLS] (its next-sentence head read "
     "it), or, for a sentence-transformers model like MiniLM, the mean of the last layer's token vectors:"

@@ -14,8 +14,8 @@ from support.paths import OUT
 pytestmark = pytest.mark.browser
 
 
-# Layers opens with 4 charts (stream, token map, lens, two contexts); its other sections start closed.
-@pytest.mark.parametrize("path,name,min_plots", [("layers", "layers", 4), ("inside-layer", "inside_layer", 10)])
+# Layers opens with 3 charts (stream, token map, lens); "two contexts" and its other sections start closed.
+@pytest.mark.parametrize("path,name,min_plots", [("layers", "layers", 3), ("inside-layer", "inside_layer", 10)])
 def test_layer_pages_render_offline(watch, path, name, min_plots):  # noqa: F811
     q = urllib.parse.urlencode({"text": "The cat [MASK] on the mat because it was tired."})
     page = watch.open(f"/{path}?{q}")
