@@ -8,12 +8,10 @@ import urllib.parse
 from collections.abc import Callable
 
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 import bert_core
 from bert_core.figures.describe import alt_text, data_points, figure_table
-from bert_core.figures.style import legible
 from bert_core.runs.settings import MAX_TRAIN_SECONDS
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
 from ui import model_choice
@@ -93,9 +91,7 @@ def chart(fig, name: str, key: str | None = None, point: str | None = None, data
     config = {"displaylogo": False,
               "toImageButtonOptions": {"format": "png", "filename": _slug(name), "scale": 2}}
     here = data and not presenting()  # presenter mode is one step per screen: its tables are the Lesson's part
-    alt = alt_text(fig, point, name, table=table)
-    cells = any(tr.type == "heatmap" and tr.texttemplate for tr in fig.data)  # their text is rewritten: a copy
-    out = st.plotly_chart(legible(go.Figure(fig) if cells else fig), config=config, key=key, alt=alt, **select)
+    out = st.plotly_chart(fig, config=config, key=key, alt=alt_text(fig, point, name, table=table), **select)
     if here:
         chart_data(fig, name, key)
     return out

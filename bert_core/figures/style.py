@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-import plotly.colors as pc
 import plotly.graph_objects as go
 
 INK = "#262730"  # Streamlit's text colour: 15:1 on white, where plotly's default grey ticks are lighter
@@ -93,77 +91,6 @@ def _legible_maps(fig: go.Figure) -> None:
         ax.scaleanchor, ax.constrain = None, None
     for ax in fig.select_xaxes():
         ax.side = "bottom"  # ticks on top ran into the chart's title
-
-
-def contrast(a: str, b: str) -> float:
-    """WCAG 2.1's contrast ratio of two colours ("#rrggbb", "rgb(r, g, b)" or a CSS name plotly knows): 1 to 21."""
-    def lum(c: str) -> float:
-        r, g, b = (v / 255 for v in pc.unlabel_rgb(pc.convert_colors_to_same_type(c, "rgb")[0][0]))
-        return sum(w * (v / 12.92 if v <= 0.04045 else ((v + 0.055) / 1.055) ** 2.4)
-                   for w, v in zip((0.2126, 0.7152, 0.0722), (r, g, b)))
-    hi, lo = sorted((lum(a), lum(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
-
-
-def cell_ink(background: str) -> str:
-    """Black or white, whichever contrasts more with `background`: at least 4.58:1 on any colour (WCAG 1.4.3),
-    where plotly's own choice (#444 or white, by brightness) gives 3.5:1 on a mid blue."""
-    return "#000000" if contrast(background, "#000000") >= contrast(background, "#ffffff") else "#ffffff"
-
-
-def legible(fig: go.Figure) -> go.Figure:
-    """Every text of `fig` in dark ink (ticks, axis and legend titles, colour bars: Streamlit's chart theme draws
-    them grey, 3.7:1 on white) and every heatmap cell's number in black or white by its own cell's colour. Changes
-    `fig` in place and returns it; a heatmap's cell text is rewritten, so draw a copy when its text is read again."""
-    ink = {"color": INK}
-    fig.update_layout(font=ink, legend={"font": ink, "title": {"font": ink}}, title={"font": ink})
-    for ax in (*fig.select_xaxes(), *fig.select_yaxes()):
-        ax.tickfont.color = INK
-        ax.title.font.color = INK
-    for a in fig.layout.annotations or ():
-        if a.font is None or a.font.color is None:
-            a.font.color = INK
-    bars = [tr.colorbar for tr in fig.data if hasattr(tr, "colorbar") and tr.colorbar is not None]
-    bars += [ca.colorbar for ca in fig.select_coloraxes()]
-    for cb in bars:
-        cb.tickfont.color = INK
-        cb.title.font.color = INK
-    for tr in fig.data:
-        if tr.type == "heatmap" and tr.texttemplate and tr.z is not None:
-            _cell_inks(fig, tr)
-    return fig
-
-
-def _cell_inks(fig: go.Figure, tr) -> None:
-    """A heatmap's cell text in black or white, each cell by the colour its value takes on the trace's scale: a
-    <span> colour per cell (plotly's textfont.color is one colour per trace)."""
-    z = np.asarray(tr.z, dtype=float)
-    if z.ndim != 2:
-        return
-    axis = fig.layout[tr.coloraxis] if tr.coloraxis else None
-    src = axis if axis is not None else tr
-    scale = src.colorscale or fig.layout.colorscale.sequential or pc.get_colorscale("Plasma")
-    if not (axis is not None or tr.colorscale):
-        tr.colorscale = scale  # drawn with the scale the inks were chosen for (not the chart theme's own)
-    zmin = src.cmin if axis is not None else tr.zmin
-    zmax = src.cmax if axis is not None else tr.zmax
-    finite = z[np.isfinite(z)]
-    if finite.size == 0:
-        return
-    lo = float(finite.min()) if zmin is None else float(zmin)
-    hi = float(finite.max()) if zmax is None else float(zmax)
-    at = np.clip((np.nan_to_num(z, nan=lo) - lo) / (hi - lo), 0, 1) if hi > lo else np.zeros_like(z)
-    if src.reversescale:
-        at = 1 - at
-    scale = [list(s) for s in scale]
-    inks = {v: cell_ink(pc.sample_colorscale(scale, [v])[0]) for v in np.unique(np.round(at, 3))}
-    grid = [[inks[v] for v in row] for row in np.round(at, 3)]
-    if "%{text}" in tr.texttemplate and tr.text is not None:
-        tr.text = [[f"<span style='color:{c}'>{t}</span>" for c, t in zip(crow, trow)]
-                   for crow, trow in zip(grid, tr.text)]
-    elif "%{text}" not in tr.texttemplate:
-        tr.text = grid
-        tr.texttemplate = f"<span style='color:%{{text}}'>{tr.texttemplate}</span>"
 
 
 def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:

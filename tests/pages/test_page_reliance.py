@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import json
-import re
 
 import numpy as np
 import pytest
@@ -64,11 +63,6 @@ def test_sections_are_off_by_default_and_explained():
     assert len(at.get("plotly_chart")) == 1  # only the [MASK]'s candidates: nothing heavy ran
 
 
-def cell_text(fig: dict) -> list[str]:
-    """A one-row heatmap's cell texts as drawn, without the <span> that sets each cell's ink (style.legible)."""
-    return [re.sub(r"<[^>]+>", "", c) for c in fig["data"][0]["text"][0]]
-
-
 def test_salience_both_methods_match_bert_core(bundled):
     text = "The cat [MASK] on the mat."
     at = open_page("predictions", text=text)
@@ -82,7 +76,7 @@ def test_salience_both_methods_match_bert_core(bundled):
     np.testing.assert_allclose(strip_values(occ, n), bert_core.salience(bundled, text, pos, cand), atol=1e-5)
     np.testing.assert_allclose(strip_values(grad, n), bert_core.salience(bundled, text, pos, cand, method="gradient"),
                                rtol=1e-4, atol=1e-6)
-    assert cell_text(occ)[:3] == ["[CLS]", "the", "cat"]
+    assert occ["data"][0]["text"][0][:3] == ["[CLS]", "the", "cat"]
     assert any("Gradient × input estimates it" in c.value for c in at.caption)
     # Another candidate, then a typed word of one piece, then one of several pieces.
     other = at.selectbox(key="pred_sal_cand").options[2]
@@ -102,7 +96,7 @@ def test_salience_for_a_picked_word_offers_its_first_piece():
     at = open_page("predictions", text="The cat sat on the mat.")
     turn_on(at, "pred_salience")
     assert at.selectbox(key="pred_sal_cand").options[0] == "mat"  # the hidden word, first
-    assert cell_text(by_title(at, "Occlusion"))[6] == "[MASK]"
+    assert by_title(at, "Occlusion")["data"][0]["text"][0][6] == "[MASK]"
 
 
 def test_salience_says_when_the_batched_pass_was_capped(monkeypatch):

@@ -58,12 +58,3 @@ SMALL_TEXT = """() => [...document.querySelectorAll('[data-testid="stMain"] *')]
 def ringed(focused: dict) -> bool:
     ring = focused["ring"]
     return bool(ring) and ring["width"] >= 2 and ring["color"] == FOCUS_RING.css_rgb
-
-
-# Every chart's SVG text in the main area, with its computed fill: axis ticks and titles, legends, colour bars,
-# titles ("axis"), and the numbers printed in heatmap cells ("cell": the innermost element holding the text).
-CHART_TEXT_JS = """() => [...document.querySelectorAll('[data-testid="stMain"] .js-plotly-plot')].flatMap(p => [
-  ...[...p.querySelectorAll('.xtick text, .ytick text, .g-xtitle text, .g-ytitle text, .gtitle, .legendtext, '
-      + '.cbaxis text, .cbtitle text')].map(e => ['axis', e.textContent, getComputedStyle(e).fill]),
-  ...[...p.querySelectorAll('.heatmaplayer text')].filter(e => e.textContent.trim()).map(e => {
-    const t = e.querySelector('tspan') || e; return ['cell', e.textContent, getComputedStyle(t).fill]; })])"""
