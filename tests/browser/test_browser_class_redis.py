@@ -39,6 +39,15 @@ def _aof_written(url: str) -> bool:
     finally:
         r.close()
 
+def _app_on(stack: contextlib.ExitStack, store_url: str, log) -> str:
+    """One app process (offline) whose class store is the redis-server at `store_url`, stopped with `stack`."""
+    server, _ = stack.enter_context(app_server(
+        {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_CLASS_STORE": store_url,
+         "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"},
+        log=log, args=("--global.developmentMode", "false"), timeout=300))
+    return server
+
+
 
 def test_redis_killed_mid_class_and_restarted_with_its_data(browser):
     d, port = OUT / f"redis-class-kill{worker_suffix()}", free_port()
@@ -47,10 +56,7 @@ def test_redis_killed_mid_class_and_restarted_with_its_data(browser):
         with contextlib.ExitStack() as stack:
             url, redis = stack.enter_context(redis_server(d, port=port, appendonly=True))
             log = stack.enter_context(open(OUT / f"server-class-redis{worker_suffix()}.log", "w"))
-            server, _ = stack.enter_context(app_server(
-                {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_CLASS_STORE": url,
-                 "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"},
-                log=log, args=("--global.developmentMode", "false"), timeout=300))
+            server = _app_on(stack, url, log)
             t = tab(browser, server)
             code = _start_class(t, server)
             secret = urllib.parse.parse_qs(urllib.parse.urlparse(t.url).query)["teacher"][0]
@@ -113,10 +119,7 @@ def test_a_removed_student_in_a_big_class_is_told_within_5_s(browser):
         with contextlib.ExitStack() as stack:
             url, _ = stack.enter_context(redis_server(d, port=port))
             log = stack.enter_context(open(OUT / f"server-class-remove{worker_suffix()}.log", "w"))
-            server, _ = stack.enter_context(app_server(
-                {**os.environ, "HF_HUB_OFFLINE": "1", "BERT_EXPLORER_CLASS_STORE": url,
-                 "STREAMLIT_BROWSER_GATHER_USAGE_STATS": "false"},
-                log=log, args=("--global.developmentMode", "false"), timeout=300))
+            server = _app_on(stack, url, log)
             t = tab(browser, server)
             code = _start_class(t, server)
             secret = urllib.parse.parse_qs(urllib.parse.urlparse(t.url).query)["teacher"][0]
