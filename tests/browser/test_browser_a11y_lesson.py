@@ -205,10 +205,12 @@ STEP_BOX = """() => { const m = document.querySelector('[data-testid="stMainBloc
 def test_presenter_reflows(browser, server, size, in_class):
     """At 200% zoom of 1280 x 720 (640 x 360 CSS px) and 320 px wide, presenter mode's model corner, "Class and
     sentence" and a started class's join card join the page's flow: none covers the heading or another, none is
-    off-screen, nothing scrolls sideways, and the step keeps the page's width (no 185 px kept for a card that is no
-    longer beside it)."""
+    off-screen, nothing scrolls sideways (a display formula wraps: no scroll region the keyboard cannot reach), the
+    step keeps the page's width (no 185 px kept for a card that is no longer beside it), and axe finds nothing.
+    Step 4's formula at 320 px beside a class's card, step 6's otherwise."""
     width, height = size
-    pg = open_page(browser, server, "/?step=6&present=1", width, height)
+    step = 4 if width == 320 and in_class else 6
+    pg = open_page(browser, server, f"/?step={step}&present=1", width, height)
     if in_class:
         pg.locator(".st-key-class_tools button").first.click()
         pg.get_by_role("button", name="Start a class").click()
@@ -227,8 +229,17 @@ def test_presenter_reflows(browser, server, size, in_class):
             assert {x, y} == {"tools", "card"} or not overlap(b[x], b[y]), (x, y, b)  # the tools are in the card
         assert b[x][0] >= 0 and b[x][2] <= width, (x, b)  # on screen, across
     assert b["width"] <= width, b
-    step = pg.evaluate(STEP_BOX)
-    assert step["pad"] < 40 and step["heading"] >= width - 60, step
+    box = pg.evaluate(STEP_BOX)
+    assert box["pad"] < 40 and box["heading"] >= width - 60, box
+    assert pg.locator(f"{MAIN} .katex-display").count() >= 1
+    assert pg.evaluate(SIDEWAYS_FORMULAS) == []
+    assert axe(pg) == []
+
+
+# Display formulas that scroll sideways (wider content than their box): the TeX of each.
+SIDEWAYS_FORMULAS = """() => [...document.querySelectorAll('[data-testid="stMain"] .katex-display')]
+  .filter(e => e.scrollWidth > e.clientWidth + 1)
+  .map(e => (e.querySelector('annotation') || e).textContent.slice(0, 80))"""
 
 
 def test_phone_text_is_at_least_12px(browser, server):

@@ -128,6 +128,11 @@ div[data-testid="stVerticalBlock"] {gap: 0.35rem !important;}
   [data-testid="stMain"] h2 {font-size: 26px !important;}
   [data-testid="stMain"] [data-testid="stHorizontalBlock"] {flex-wrap: wrap !important;}
   [data-testid="stMain"] [data-testid="stColumn"] {min-width: min(100%, 16rem) !important;}
+  /* A display formula wider than the column wraps at its relations and operators (KaTeX's .base pieces), as on a
+     phone (PHONE_CSS): a sideways-scrolling formula is a scroll region the keyboard cannot reach (WCAG 2.1.1). */
+  [data-testid="stMain"] .katex-display > .katex {white-space: normal !important;}
+  [data-testid="stMain"] .katex-display > .katex > .katex-html {display: flex; flex-wrap: wrap;
+    justify-content: center; row-gap: 0.4em;}
 }
 /* The Lesson's fit at 1280 x 720 (ui/lesson/views.py): the model line at 18 px; the step's sentence and the
    choices after the reveal in dark ink (Streamlit draws a caption and a disabled radio at 60% / 40%); choices close. */
