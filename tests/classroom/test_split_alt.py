@@ -26,11 +26,11 @@ def test_a_chart_without_a_table_promises_none_and_says_its_numbers():
     for alt in (card, projector):
         assert "Data table" not in alt, alt
     assert "1. the bank; 2. a river; 3. money, [CLS] (position 0)" in card  # no Markdown escapes read aloud
-    assert "the model's answer, in green: 3. money, [CLS] (position 0)" in card
-    assert "1: 2, 2: 0, 3: 5" in card
+    assert "the model's answer, in green and marked ✓: 3. money, [CLS] (position 0)" in card
+    assert "1: 2, 2: 0, 3 ✓: 5" in card  # the answer marked on the chart, as in its text
     assert "3. money: 5, 1. the bank: 2, 2. a river: 0" in projector
     assert laptop.endswith("Its numbers are in the Data table below it.")
-    assert "The model's answer, in green: 2. a river" in laptop
+    assert "The model's answer, in green and marked ✓: 2. a river" in laptop
 
 
 def test_a_long_description_without_a_table_stops_short_without_pointing_to_one():

@@ -6,6 +6,7 @@ import math
 import numpy as np
 
 from bert_core.figures.lesson import hidden_importance_figure, mask_heatmap, pretraining_start_figure
+from bert_core.figures.style import contrast
 from bert_core.figures.votes import card_split_figure, split_figure
 
 
@@ -34,5 +35,17 @@ def test_a_mask_heatmap_saturates_at_0_3_without_numbers():
 def test_the_class_split_colours_only_the_models_answer():
     bars, cols = split_figure(("4", "5"), (1, 2), 1), card_split_figure(("4", "5"), (1, 2), 1)
     assert list(bars.data[0].x) == [1, 2] and list(cols.data[0].y) == [1, 2]
-    assert list(bars.data[0].marker.color) == list(cols.data[0].marker.color) == ["#90a4ae", "#2e7d32"]
+    assert list(bars.data[0].marker.color) == list(cols.data[0].marker.color) == ["#757575", "#2e7d32"]
     assert list(split_figure(("4", "5"), (0, 0), None).data[0].text) == ["", ""]  # no "0" beside an empty bar
+
+
+def test_the_class_split_marks_the_models_answer_in_text_even_with_no_vote():
+    """WCAG 1.4.1: the answer is named on the chart, not only green; its row says 0 when nobody picked it;
+    every bar is >= 3:1 on white (1.4.11)."""
+    bars = split_figure(("sat", "sent", "ran"), (4, 0, 2), 1)
+    cols = card_split_figure(("sat", "sent", "ran"), (4, 0, 2), 1)
+    assert list(bars.data[0].y) == ["1. sat", "2. sent ✓ (the model's answer)", "3. ran"]
+    assert list(bars.data[0].text) == ["4", "0", "2"] and list(cols.data[0].text) == ["4", "0", "2"]
+    assert list(cols.data[0].x) == ["1", "2 ✓", "3"]
+    assert all(contrast(c, "#ffffff") >= 3 for c in bars.data[0].marker.color)
+    assert not any("✓" in y for y in split_figure(("sat", "sent"), (1, 1), None).data[0].y)  # before the reveal

@@ -120,7 +120,7 @@ def _split(sp: Split) -> str:
         model = ' <span class="mark model">the answer</span>' if i == sp.answer else ""
         if i == sp.mine:
             model += ' <span class="mark guess">your vote</span>'
-        color = "#2e7d32" if i == sp.answer else "#90a4ae"
+        color = "#2e7d32" if i == sp.answer else "#757575"  # each >= 3:1 on white
         rows.append(f"<tr><td>{_e(c)}{model}</td><td class=\"num\">{n}</td>"
                     f'<td class="bar"><span style="width:{share * 100:.1f}%;background:{color}"></span></td>'
                     f'<td class="num">{share:.0%}</td></tr>')

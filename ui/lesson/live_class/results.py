@@ -107,13 +107,15 @@ def card_split_chart(choices: tuple[str, ...], tally: tuple[int, ...], answer: i
 
 
 def split_point(choices: tuple[str, ...], answer: int | None, numbered: bool = False) -> str:
-    """What the split's colours and numbers stand for, in words: the model's answer (the green bar, once revealed);
-    `numbered`: the bars are labelled by number only (the join card), so each number's choice is named. Plain text
-    (an aria-label), not Markdown: a Markdown escape would be read aloud ("no backslash, a different word")."""
+    """What the split's colours and numbers stand for, in words: the model's answer (green and marked ✓, once
+    revealed); `numbered`: the bars are labelled by number only (the join card), so each number's choice is named.
+    Plain text (an aria-label), not Markdown: a Markdown escape would be read aloud ("no backslash, a different
+    word")."""
     names = "; ".join(f"{i}. {plain(c)}" for i, c in enumerate(choices, 1)) if numbered else ""
     said = f"Choices {names}" if names else ""
     if answer is not None:
-        said += ("; " if said else "") + f"the model's answer, in green: {answer + 1}. {plain(choices[answer])}"
+        said += ("; " if said else "") + f"the model's answer, in green and marked ✓: {answer + 1}. " \
+            + plain(choices[answer])
     return said
 
 
