@@ -79,10 +79,17 @@ CSS = """<style>
 [data-testid="stImageCaption"] [data-testid="stCaptionContainer"] {opacity: 1 !important;
   color: rgba(20, 18, 15, 0.6) !important;}
 [data-testid="stImageCaption"] a {color: #1d4ed8 !important;}
+/* Chart text in the page's ink (WCAG 1.4.3): Streamlit's chart theme draws ticks, axis and colour-bar titles, legends
+   and annotations in rgb(128, 132, 149), 3.7:1 on white; an annotation given its own colour keeps it. A heatmap's
+   cell numbers are black or white by their cell (bert_core.figures.style.legible). */
+[data-testid="stPlotlyChart"] :is(.xaxislayer-above, .yaxislayer-above, .cbaxis, .cbtitle, .g-xtitle, .g-ytitle,
+  .legend) text, [data-testid="stPlotlyChart"] svg text[style*="fill: rgb(128, 132, 149)"]
+  {fill: #14120f !important;}
 .bx-focus-target:focus {outline: none !important;}  /* a heading or answer focused after an action (ui/a11y.py) */
 .st-key-bx_moves {display: none !important;}  /* ui/a11y.py's component draws nothing */
 @media (max-width: 640px) {  /* a phone: a map's cell numbers would be 6 px; its Data table has them */
-  [data-testid="stPlotlyChart"] .heatmaplayer text {display: none;}
+  [data-testid="stPlotlyChart"] .heatmaplayer text,
+  [data-testid="stPlotlyChart"]:has(.heatmaplayer .hm) .scatterlayer .textpoint {display: none;}
   /* No text under 12 px on a phone: inline code in a caption (0.75 of 14 px) and a formula's scripts (KaTeX's
      0.7 and 0.5 of the formula's size) are kept at 12 px at least. */
   [data-testid="stMain"] code {font-size: max(12px, 0.75em);}

@@ -12,6 +12,7 @@ import streamlit as st
 
 import bert_core
 from bert_core.figures.describe import alt_text, data_points, figure_table
+from bert_core.figures.style import legible
 from bert_core.runs.settings import MAX_TRAIN_SECONDS
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
 from ui import model_choice
@@ -91,7 +92,8 @@ def chart(fig, name: str, key: str | None = None, point: str | None = None, data
     config = {"displaylogo": False,
               "toImageButtonOptions": {"format": "png", "filename": _slug(name), "scale": 2}}
     here = data and not presenting()  # presenter mode is one step per screen: its tables are the Lesson's part
-    out = st.plotly_chart(fig, config=config, key=key, alt=alt_text(fig, point, name, table=table), **select)
+    alt = alt_text(fig, point, name, table=table)
+    out = st.plotly_chart(legible(fig), config=config, key=key, alt=alt, **select)  # text >= 4.5:1 (1.4.3)
     if here:
         chart_data(fig, name, key)
     return out

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+import plotly.colors as pc
 import plotly.graph_objects as go
 
 INK = "#262730"  # Streamlit's text colour: 15:1 on white, where plotly's default grey ticks are lighter
@@ -91,6 +93,116 @@ def _legible_maps(fig: go.Figure) -> None:
         ax.scaleanchor, ax.constrain = None, None
     for ax in fig.select_xaxes():
         ax.side = "bottom"  # ticks on top ran into the chart's title
+
+
+def _luminance(rgb: np.ndarray) -> np.ndarray:
+    """WCAG 2.1's relative luminance of (..., 3) sRGB colours, 0-255."""
+    v = np.asarray(rgb, dtype=float) / 255
+    v = np.where(v <= 0.04045, v / 12.92, ((v + 0.055) / 1.055) ** 2.4)
+    return v @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def _rgb(colour: str) -> tuple[float, float, float]:
+    return pc.unlabel_rgb(pc.convert_colors_to_same_type(colour, "rgb")[0][0])
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG 2.1's contrast ratio of two colours ("#rrggbb", "rgb(r, g, b)"): 1 to 21."""
+    hi, lo = sorted(_luminance(np.array([_rgb(a), _rgb(b)])), reverse=True)
+    return float((hi + 0.05) / (lo + 0.05))
+
+
+def cell_ink(background: str) -> str:
+    """Black or white, whichever contrasts more with `background`: at least 4.58:1 on any colour (WCAG 1.4.3),
+    where plotly's own choice (#444 or white, by brightness) gives 3.5:1 on a mid blue."""
+    return "#000000" if contrast(background, "#000000") >= contrast(background, "#ffffff") else "#ffffff"
+
+
+CELL_TEXT = "cell text"  # the name of the text layer legible() lays over a heatmap
+
+
+def legible(fig: go.Figure) -> go.Figure:
+    """`fig` with each heatmap's cell numbers in black or white by their own cell's colour (WCAG 1.4.3).
+
+    A heatmap prints its cell text in one colour (plotly picks #444 or white by brightness: 3.5:1 on a mid blue),
+    so the numbers move to a text layer over the map whose colours are one per cell (a scatter's textfont.color
+    takes an array). Such a figure is copied first: the caller's figure (its Data table, its alt text) keeps its
+    cells; any other figure is returned as it is. The copy leaves out plotly's template, which Streamlit's chart
+    theme replaces in the browser (and whose copy costs 8x the rest). The axes' own text is the page's ink by CSS
+    (ui/theme.py), at no cost per chart."""
+    if not any(_cell_text(tr) is not None for tr in fig.data):
+        return fig
+    layout = fig.layout.to_plotly_json()
+    layout.pop("template", None)
+    fig = go.Figure(data=fig.data, layout=layout)
+    for tr in list(fig.data):
+        text = _cell_text(tr)
+        if text is not None:
+            _text_layer(fig, tr, text)
+    return fig
+
+
+def _cell_text(tr) -> np.ndarray | None:
+    """A heatmap's printed cell text (ny, nx) as plotly would print it, for the templates the app's figures use
+    ("%{text}", "%{z:<format>}"); None for any other trace."""
+    if tr.type != "heatmap" or not tr.texttemplate or tr.z is None:
+        return None
+    z = np.asarray(tr.z, dtype=float)
+    if z.ndim != 2:
+        return None
+    t = tr.texttemplate
+    if t == "%{text}" and tr.text is not None:
+        return np.asarray(tr.text, dtype=object).reshape(z.shape)
+    if t.startswith("%{z:") and t.endswith("}") and t.count("%{") == 1:
+        fmt = t[4:-1]
+        return np.array([["" if not np.isfinite(v) else format(v, fmt) for v in row] for row in z], dtype=object)
+    return None
+
+
+def _cell_colours(fig: go.Figure, tr, z: np.ndarray) -> np.ndarray:
+    """(ny, nx, 3) the RGB plotly fills each cell with: the trace's (or its colour axis's) scale over its range,
+    interpolated linearly in RGB between the scale's stops, as plotly.js does."""
+    axis = fig.layout[tr.coloraxis] if tr.coloraxis else None
+    src = axis if axis is not None else tr
+    if not src.colorscale:  # otherwise the chart theme picks a scale in the browser: draw the one inks are for
+        src.colorscale = "Blues"
+    stops = np.array([float(at) for at, _ in src.colorscale])
+    rgb = np.array([_rgb(c) for _, c in src.colorscale])
+    lo, hi = (src.cmin, src.cmax) if axis is not None else (tr.zmin, tr.zmax)
+    mid = src.cmid if axis is not None else tr.zmid
+    if lo is None or hi is None:  # plotly.js: unless both ends are set, both come from the data (zauto)
+        shared = [np.asarray(t.z, dtype=float).ravel() for t in fig.data  # a colour axis spans all its maps
+                  if axis is not None and t.type == "heatmap" and t.coloraxis == tr.coloraxis and t.z is not None]
+        finite = np.concatenate(shared or [z.ravel()])
+        finite = finite[np.isfinite(finite)]
+        lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+        if mid is not None:  # widened about a set middle, as far as the data's far side
+            half = max(hi - mid, mid - lo)
+            lo, hi = mid - half, mid + half
+    if lo == hi:
+        lo, hi = lo - 0.5, hi + 0.5
+    at = np.clip((np.nan_to_num(z, nan=lo) - lo) / (hi - lo), 0, 1) if hi > lo else np.zeros_like(z)
+    if src.reversescale:
+        at = 1 - at
+    return np.stack([np.interp(at, stops, rgb[:, c]) for c in range(3)], axis=-1)
+
+
+def _text_layer(fig: go.Figure, tr, text: np.ndarray) -> None:
+    """Move `tr`'s cell text to a scatter of text over it, each cell's in black or white by its own fill."""
+    z = np.asarray(tr.z, dtype=float)
+    ny, nx = z.shape
+    xs = list(tr.x) if tr.x is not None else [(tr.x0 or 0) + j * (tr.dx or 1) for j in range(nx)]
+    ys = list(tr.y) if tr.y is not None else [(tr.y0 or 0) + i * (tr.dy or 1) for i in range(ny)]
+    lum = _luminance(np.round(_cell_colours(fig, tr, z)))
+    black = (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05)  # (ny, nx): black contrasts more than white
+    keep = [(i, j) for i in range(ny) for j in range(nx) if np.isfinite(z[i, j]) and str(text[i, j])]
+    font = tr.textfont.to_plotly_json() if tr.textfont else {}
+    tr.texttemplate = None
+    fig.add_trace({
+        "type": "scatter", "x": [xs[j] for _, j in keep], "y": [ys[i] for i, _ in keep],
+        "text": [str(text[i, j]) for i, j in keep], "mode": "text", "textposition": "middle center",
+        "name": CELL_TEXT, "showlegend": False, "hoverinfo": "skip", "xaxis": tr.xaxis, "yaxis": tr.yaxis,
+        "textfont": {**font, "color": ["#000000" if black[i, j] else "#ffffff" for i, j in keep]}})
 
 
 def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:

@@ -58,3 +58,49 @@ SMALL_TEXT = """() => [...document.querySelectorAll('[data-testid="stMain"] *')]
 def ringed(focused: dict) -> bool:
     ring = focused["ring"]
     return bool(ring) and ring["width"] >= 2 and ring["color"] == FOCUS_RING.css_rgb
+
+
+# One chart's SVG text: its start, its computed fill and its centre relative to the chart's box.
+CHART_TEXTS_JS = """c => { const b = c.getBoundingClientRect();
+  return [...c.querySelectorAll('svg text')].filter(t => t.textContent.trim() && t.getClientRects().length
+      && t.checkVisibility({visibilityProperty: true})).map(t => { const r = t.getBoundingClientRect();
+    return {text: t.textContent.trim().slice(0, 30), fill: getComputedStyle(t).fill,
+            x: r.left + r.width / 2 - b.left, y: r.top + r.height / 2 - b.top}; }); }"""
+HIDE_CHART_TEXT = "[data-testid='stPlotlyChart'] svg text {visibility: hidden !important;}"
+
+
+def chart_text_contrast(pg) -> tuple[int, list[str]]:
+    """(texts read, each chart text whose fill contrasts less than 4.5:1 with what is drawn under it: WCAG 1.4.3).
+    Each chart is photographed with its text hidden: the pixel at a text's centre is that text's background (a
+    heatmap cell's colour, or the chart's paper)."""
+    import io
+
+    from PIL import Image
+
+    from bert_core.figures.style import contrast
+
+    charts = pg.locator('[data-testid="stMain"] [data-testid="stPlotlyChart"]')
+    n, low = 0, []
+    for k in range(charts.count()):
+        chart = charts.nth(k)
+        if not chart.is_visible():
+            continue  # in a closed tab or expander: checked where it is shown
+        chart.scroll_into_view_if_needed()
+        texts = chart.evaluate(CHART_TEXTS_JS)
+        style = pg.add_style_tag(content=HIDE_CHART_TEXT)
+        try:
+            shot = Image.open(io.BytesIO(chart.screenshot(animations="disabled"))).convert("RGB")
+        finally:
+            style.evaluate("s => s.remove()")
+        box = chart.bounding_box()
+        sx, sy = shot.width / box["width"], shot.height / box["height"]
+        for t in texts:
+            x, y = int(t["x"] * sx), int(t["y"] * sy)
+            if not (0 <= x < shot.width and 0 <= y < shot.height):
+                continue  # outside the chart's box: drawn on the page, not in the photograph
+            n += 1
+            bg = "rgb({}, {}, {})".format(*shot.getpixel((x, y)))
+            ratio = contrast(t["fill"], bg)
+            if ratio < 4.5:
+                low.append(f"chart {k} {t['text']!r}: {t['fill']} on {bg} {ratio:.2f}:1")
+    return n, low

@@ -152,7 +152,7 @@ header{border-bottom:2px solid #2e86c1;margin-bottom:1.5rem}h1{margin-bottom:.2r
 pre.formula{background:#f4f6f8;padding:.4rem}
 .user{background:#f4f6f8;padding:0 .25rem;white-space:pre-wrap;word-break:break-word}
 li.answer{font-weight:600}.mark{font-size:.8rem;border-radius:3px;padding:0 .3rem;margin-left:.3rem}
-.mark.model{background:#2e7d32;color:#fff}.mark.guess{background:#2e86c1;color:#fff}
+.mark.model{background:#2e7d32;color:#fff}.mark.guess{background:#2874a6;color:#fff}
 .note{color:#5b6b7b;font-style:italic}.reveal{background:#f4f9f4;border-left:3px solid #2e7d32;padding:.3rem .6rem}
 .split table{border-collapse:collapse;width:100%}.split td,.split th{padding:.15rem .4rem;text-align:left}
 .split .num{text-align:right;width:4rem}.split .bar{width:40%}.split .bar span{display:block;height:.9rem}

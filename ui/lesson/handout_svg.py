@@ -19,6 +19,8 @@ import re
 
 import numpy as np
 
+from bert_core.figures.style import cell_ink
+
 DRAWN = "lesson_drawn"  # session key: {(step number, chart key): record} of the charts drawn in this run
 MAX_RECORD_BYTES = 50_000  # a chart's numbers and labels; one past it (a map of ~110+ tokens, 1.5 MB SVG) is dropped
 WIDTH = 720
@@ -194,11 +196,6 @@ def _scale_color(scale: list, u: float) -> str:
             a, b = _rgb(c0), _rgb(c1)
             return "rgb({},{},{})".format(*(round(x + f * (y - x)) for x, y in zip(a, b)))
     return "rgb({},{},{})".format(*(round(x) for x in _rgb(scale[-1][1])))
-
-
-def _dark(color: str) -> bool:
-    r, g, b = _rgb(color)
-    return 0.299 * r + 0.587 * g + 0.114 * b < 140
 
 
 def _text(x, y, s, size=12, anchor="middle", fill=INK, extra="") -> str:
@@ -478,7 +475,7 @@ def _heatmap(t, xa, ya, xs, ys, x1, yb, yt, uid) -> list[str]:
                 label = texts[i][j]
             if label and ch >= 10:
                 out.append(_text(cx, cy + 4, label, min(11, ch * 0.6),
-                                 fill="#ffffff" if _dark(color) else INK))
+                                 fill=cell_ink(color)))  # black or white, >= 4.58:1 on any cell
     if t.get("showscale") is not False:  # the colour bar
         gid = f"cb-{uid}"
         bx, h = x1 + 20, yb - yt
@@ -508,7 +505,7 @@ def _bars(t, xa, ya, horizontal: bool, default_color: str, place: int = 0, count
             if label is not None:
                 inside = abs(e - z) > 7 * len(_plain(label)) + 8
                 out.append(_text(e - 4 if inside else e + 4, (a + b) / 2 + 4, label, 11, "end" if inside else "start",
-                                 fill="#ffffff" if inside and _dark(color) else INK))
+                                 fill=cell_ink(color) if inside else INK))
         else:
             out.append(f'<rect x="{min(a, b):.1f}" y="{min(z, e):.1f}" width="{abs(b - a):.1f}" '
                        f'height="{abs(e - z):.1f}" fill="{_e(color)}"/>')
