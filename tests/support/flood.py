@@ -96,10 +96,10 @@ class Attack:
                         self.joined += 1
                     elif "from your network" in said(run):
                         self.refused += 1
-                    await c.close()
                     self.answered += 1
-                    if self.progress and (self.joined + self.refused) % 50 == 0:
+                    if self.progress and (self.joined + self.refused) % 50 == 0:  # counted and said at once
                         print(f"{self.seconds:.0f} s: {self.joined} joined, {self.refused} refused", flush=True)
+                    await c.close()
 
             async def one_start(i: int) -> None:
                 async with sem:
@@ -115,11 +115,11 @@ class Attack:
                         self.started += 1
                     elif "started very often" in said(run):
                         self.starts_refused += 1
-                    await c.close()
                     self.answered += 1
                     if self.progress and (self.started + self.starts_refused) % 100 == 0:
                         print(f"{self.seconds:.0f} s: {self.started} classes started, {self.starts_refused} refused",
                               flush=True)
+                    await c.close()
 
             flood = []  # joins and starts interleaved: both at once
             for i in range(max(self.joins, self.starts)):
