@@ -63,6 +63,8 @@ class Attack:
         self.flood_done = threading.Event()  # every join and start sent (the seats flip on until `stop`)
         self.joined = self.refused = self.flips = self.flips_refused = 0
         self.started = self.starts_refused = 0
+        self.answered = 0  # the flood's joins and starts the server has answered so far
+        self.flips_counted_during = self.flips_counted_after = 0  # the seats' vote changes counted (not refused)
         self.began = self.ended = 0.0
         self.progress = False  # a line every 50 joins (the benchmark's)
         self.errors: list[str] = []
@@ -94,9 +96,10 @@ class Attack:
                         self.joined += 1
                     elif "from your network" in said(run):
                         self.refused += 1
-                    await c.close()
-                    if self.progress and (self.joined + self.refused) % 50 == 0:
+                    self.answered += 1
+                    if self.progress and (self.joined + self.refused) % 50 == 0:  # counted and said at once
                         print(f"{self.seconds:.0f} s: {self.joined} joined, {self.refused} refused", flush=True)
+                    await c.close()
 
             async def one_start(i: int) -> None:
                 async with sem:
@@ -112,6 +115,10 @@ class Attack:
                         self.started += 1
                     elif "started very often" in said(run):
                         self.starts_refused += 1
+                    self.answered += 1
+                    if self.progress and (self.started + self.starts_refused) % 100 == 0:
+                        print(f"{self.seconds:.0f} s: {self.started} classes started, {self.starts_refused} refused",
+                              flush=True)
                     await c.close()
 
             flood = []  # joins and starts interleaved: both at once
@@ -139,7 +146,23 @@ class Attack:
             run = await c.rerun(widgets={key: labels[i % 2]}, fragment=fragment, auto=False)
             i += 1
             self.flips += 1
+            refused = "Your vote was not counted" in said(run)
             self.flips_refused += "changing your vote very fast" in said(run)
+            if not refused:
+                if self.flood_done.is_set():
+                    self.flips_counted_after += 1
+                else:
+                    self.flips_counted_during += 1
+
+    def wait_answered(self, n: int, timeout: float) -> bool:
+        """Until the server has answered `n` of the flood's joins and starts (True), or the flood ended or
+        `timeout` passed (False): a fixed point of the flood, whether or not it was refused yet."""
+        deadline = time.monotonic() + timeout
+        while self.answered < n and not self.flood_done.is_set() and not self.stop.is_set():
+            if time.monotonic() > deadline:
+                return False
+            self.stop.wait(0.05)  # a condition polled (set by the flood's thread)
+        return self.answered >= n and not self.flood_done.is_set()
 
     def bounds_hold(self) -> list[str]:
         """What the limits promise of this flood (classroom/limits.py's defaults): the address's joins 20 at once
