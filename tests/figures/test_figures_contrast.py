@@ -103,3 +103,11 @@ def test_a_figure_without_cell_text_is_returned_as_it_is():
 def test_bar_colours_hold_white_numbers(colour):
     """Predictions prints a bar's number white inside it: >= 4.5:1 (text), and the bar >= 3:1 on the white page."""
     assert style.contrast(colour, "#ffffff") >= 4.5
+
+
+@pytest.mark.parametrize("colour", ["rgb(90,162,207)", "rgb(46,126,187)", "#08306b", "#f7fbff", "#fdae6b",
+                                    "rgb(44,123,182)", "#777777"])
+def test_the_handout_picks_the_same_ink(colour):
+    from ui.lesson.handout_svg import cell_ink
+
+    assert cell_ink(colour) == style.cell_ink(colour)

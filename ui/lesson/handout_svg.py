@@ -19,8 +19,6 @@ import re
 
 import numpy as np
 
-from bert_core.figures.style import cell_ink
-
 DRAWN = "lesson_drawn"  # session key: {(step number, chart key): record} of the charts drawn in this run
 MAX_RECORD_BYTES = 50_000  # a chart's numbers and labels; one past it (a map of ~110+ tokens, 1.5 MB SVG) is dropped
 WIDTH = 720
@@ -196,6 +194,14 @@ def _scale_color(scale: list, u: float) -> str:
             a, b = _rgb(c0), _rgb(c1)
             return "rgb({},{},{})".format(*(round(x + f * (y - x)) for x, y in zip(a, b)))
     return "rgb({},{},{})".format(*(round(x) for x in _rgb(scale[-1][1])))
+
+
+def cell_ink(color: str) -> str:
+    """Black or white text on `color`, whichever contrasts more by WCAG 2.1's relative luminance: >= 4.58:1 on any
+    colour (as bert_core.figures.style.cell_ink, which this plain-data module may not import)."""
+    lum = sum(w * (c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4)
+              for w, c in zip((0.2126, 0.7152, 0.0722), (v / 255 for v in _rgb(color))))
+    return "#000000" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "#ffffff"
 
 
 def _text(x, y, s, size=12, anchor="middle", fill=INK, extra="") -> str:
