@@ -106,16 +106,22 @@ def chart_data(fig, name: str, key: str) -> None:
     (a 12-head grid of 128 x 128 maps is 196,608 rows); a large one in the data grid with its CSV button."""
     if data_points(fig) <= SMALL_TABLE:
         with st.expander(f"Data: {name}"):
-            st.table(pd.DataFrame(figure_table(fig)), hide_index=True)
+            row_headed(pd.DataFrame(figure_table(fig)))
         return
     box = st.expander(f"Data: {name}", key=f"{key}-data", on_change="rerun")
     if box.open:
         with box:
             df = pd.DataFrame(figure_table(fig))
             if df.size <= HTML_TABLE:
-                st.table(df, hide_index=True)
+                row_headed(df)
             else:
                 table(df, name, key=f"{key}-csv", hide_index=True, height=min(35 * (len(df) + 1) + 3, 400))
+
+
+def row_headed(df: pd.DataFrame) -> None:
+    """An HTML table whose first column heads its rows (<th scope="row">: a screen reader names each cell by its row
+    and its column, WCAG 1.3.1), its name heading that column."""
+    st.table(df.set_index(df.columns[0]) if len(df.columns) > 1 else df, hide_index=len(df.columns) <= 1)
 
 
 def chart_data_static(fig, name: str) -> None:
@@ -124,7 +130,7 @@ def chart_data_static(fig, name: str) -> None:
     df = pd.DataFrame(figure_table(fig))
     with st.expander(f"Data: {name}"):
         if df.size <= HTML_TABLE:
-            st.table(df, hide_index=True)
+            row_headed(df)
         else:
             st.dataframe(df, hide_index=True, height=min(35 * (len(df) + 1) + 3, 400))
 

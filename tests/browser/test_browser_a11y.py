@@ -201,3 +201,18 @@ def test_chart_text_contrasts_with_what_is_under_it(watch, path):
     n, low = chart_text_contrast(pg)
     assert n >= 9, f"only {n} chart texts read"
     assert not low, low[:10]
+
+
+def test_a_data_table_heads_its_rows(watch):
+    """A chart's Data table names each number by its row and its column (WCAG 1.3.1): its first column is made of
+    row headers (<th scope="row">), as a screen reader reads them, not bare cells."""
+    pg = watch.open("/predictions")
+    drawn(pg, timeout=60)
+    box = pg.locator('[data-testid="stMain"] [data-testid="stExpander"]', has_text="Data: ").first
+    box.locator("summary").click()
+    table = box.locator('[data-testid="stTable"] table')
+    table.wait_for(timeout=60_000)
+    rows = table.locator("tbody tr")
+    assert rows.count() >= 2
+    assert table.locator('tbody tr > th[scope="row"]:first-child').count() == rows.count()
+    assert table.locator("thead th").count() == table.locator("tbody tr").first.locator("th, td").count()
