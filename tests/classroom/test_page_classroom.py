@@ -406,6 +406,7 @@ def test_leave_and_join_again_is_one_seat_and_the_teacher_removes_and_locks(back
     s.run()  # AppTest's tree after a fragment-scoped run holds those fragments alone; a browser keeps the side column
     s.button(key="class_leave").click().run()
     assert "class_sid" not in s.session_state and "me" not in s.query_params
+    assert s.text_input(key="class_nick").value == "Bob"  # the join box keeps the nickname joined with
     s.text_input(key="class_join_code").set_value(code)
     s.button(key="class_join").click().run()
     assert_ok(s)

@@ -8,7 +8,18 @@ import streamlit as st
 import classroom
 from ui.lesson.live_class.join import CARD_CSS, join_card, presenter_tools
 from ui.lesson.live_class.results import results_ui
-from ui.lesson.live_class.session import ENDED_NOTE, FOLLOW, JOIN_FIRST, LOST, MSG, RECONNECT, Live, leave, reconnecting
+from ui.lesson.live_class.session import (
+    ENDED_NOTE,
+    FOLLOW,
+    JOIN_FIRST,
+    LOST,
+    MSG,
+    NICK_KEPT,
+    RECONNECT,
+    Live,
+    leave,
+    reconnecting,
+)
 from ui.lesson.live_class.student import count_ui, join, keep_seat, student_question
 from ui.lesson.live_class.teacher import end, lost_class, seats_ui, start, teacher_question
 
@@ -73,7 +84,7 @@ def _join_box() -> None:
     st.text_input("Class code", value=st.session_state.get("class_link_code", ""), key="class_join_code",
                   max_chars=12, placeholder="e.g. K7QM2X")
     # No max_chars: Streamlit's box empties a paste longer than it; the store cuts a nickname to 24 characters.
-    st.text_input("Nickname (optional)", key="class_nick",
+    st.text_input("Nickname (optional)", value=st.session_state.get(NICK_KEPT, ""), key="class_nick",
                   help=f"Shown only to the teacher, in the class's seats and the end-of-lesson table (at most "
                        f"{classroom.codes.MAX_NICKNAME} characters; a longer one is cut). Leave it empty to be "
                        "“Student 7”.")

@@ -76,6 +76,7 @@ SEAT, SEAT_KEPT, SEAT_COOKIE = "class_seat", "class_seat_kept", "bx_seat"
 
 
 JOIN_FIRST = "class_join_first"  # a join link opened here, not joined yet: the join box above the step
+NICK_KEPT = "class_nick_kept"  # the nickname last joined with: the join box shows it again after Leave
 
 
 @dataclass

@@ -16,6 +16,7 @@ from ui.lesson.live_class.session import (
     COUNT_SHOWN,
     FOLLOW,
     JOIN_FIRST,
+    NICK_KEPT,
     SEAT,
     SEAT_COOKIE,
     SEAT_KEPT,
@@ -204,7 +205,7 @@ def join() -> None:
     except ClassError as e:
         say(e)
         return
-    st.session_state.update({CODE: code, SID: sid, FOLLOW: True})
+    st.session_state.update({CODE: code, SID: sid, FOLLOW: True, NICK_KEPT: st.session_state.get("class_nick", "")})
     st.session_state.pop(SECRET, None)
     st.session_state.pop(JOIN_FIRST, None)
     st.query_params.update({"class": code, "me": sid})
