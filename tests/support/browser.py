@@ -82,16 +82,14 @@ class PageWatch:
         on this 2-core machine at a load average of 20+; a passing test never waits for it.
         """
         p = self.page
-        done = ('[data-testid="stApp"][data-test-connection-state="CONNECTED"]'
-                '[data-test-script-state="notRunning"]')
         deadline = time.time() + timeout
         while time.time() < deadline:
-            p.wait_for_selector(done, timeout=max(1.0, deadline - time.time()) * 1000)
+            p.wait_for_function(IDLE_JS, timeout=max(1.0, deadline - time.time()) * 1000)
             p.wait_for_selector('[data-testid="stSidebar"]', timeout=max(1.0, deadline - time.time()) * 1000)
             time.sleep(0.5)
-            if p.locator(done).count() == 1 and p.locator('[data-testid="stStatusWidget"]').count() == 0:
+            if p.evaluate(IDLE_JS) and p.locator('[data-testid="stStatusWidget"]').count() == 0:
                 return
-        raise AssertionError("the app was still running after the timeout")
+        raise AssertionError(f"the app was still running or drawing after the timeout: {p.evaluate(IDLE_WHY_JS)}")
 
     def assert_clean(self):
         p = self.page
@@ -118,16 +116,30 @@ def assert_nothing_injected(page):
 
 DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
 
+# The app is idle: its script has run and stopped (DONE) and the frontend has drawn every element it was sent.
+# Streamlit 1.67 loads most element kinds' code on first use (st.html, buttons, alerts, charts: React.lazy chunks)
+# and draws the element as a placeholder, data-testid="stSkeleton", until its chunk has arrived: the script state
+# says "notRunning" long before that on a loaded machine. Seen: after settle() returned on presenter mode's first
+# load at /?step=2&present=1 (chromium at 6x CPU throttling), 21 skeletons and no stHtml yet, so PRESENTER_CSS was
+# not in the page, the sidebar and its h1 were visible beside the Lesson's own: "2 h1 elements".
+IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
+  return !!app && app.dataset.testConnectionState === 'CONNECTED' && app.dataset.testScriptState === 'notRunning'
+    && document.querySelector('[data-testid="stSkeleton"]') === null; }"""
+IDLE_WHY_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
+  return {connection: app && app.dataset.testConnectionState, script: app && app.dataset.testScriptState,
+          skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length}; }"""
+
 
 def settle(pg, timeout: float = 120) -> None:
-    """The script has run and stopped, twice half a second apart (a page may rerun right after a run)."""
+    """The script has run and stopped and every element is drawn (IDLE_JS), twice half a second apart (a page may
+    rerun right after a run)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        pg.wait_for_selector(DONE, timeout=max(1.0, deadline - time.time()) * 1000)
+        pg.wait_for_function(IDLE_JS, timeout=max(1.0, deadline - time.time()) * 1000)
         time.sleep(0.5)
-        if pg.locator(DONE).count() == 1:
+        if pg.evaluate(IDLE_JS):
             return
-    raise AssertionError("the app was still running after the timeout")
+    raise AssertionError(f"the app was still running or drawing after the timeout: {pg.evaluate(IDLE_WHY_JS)}")
 
 
 def main_scrolls(pg) -> tuple[int, int]:
