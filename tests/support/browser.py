@@ -148,25 +148,62 @@ def main_scrolls(pg) -> tuple[int, int]:
                                         return [e.scrollHeight, e.clientHeight]; }"""))
 
 
-# Records, from now on, whether the app's script state has changed (Streamlit's root says it in
-# data-test-script-state: a rerun requested, running, not running; only a run changes it, and a run that starts and
-# ends between two polls is still seen, as mutations).
+# Records, from now on, whether the app ran. Two signs, either enough:
+# - the script state on Streamlit's root changed (data-test-script-state: a rerun requested, running, not running;
+#   a run that starts and ends between two polls is still seen, as mutations);
+# - two or more messages came from the server after the page sent one (the action's rerun request; a run sends at
+#   least its start and its end). The first sign alone missed runs: React commits only the last of the state
+#   changes it batches, and a browser starved of CPU handles a short run's messages (started, deltas, finished) in
+#   one batch, so the attribute goes from "notRunning" to "notRunning" and changes never (seen under 4 busy loops:
+#   PageDown moved the slide to step 6, focus on its heading, and no mutation came; test_browser_lesson.py's
+#   presenter keys timed out after 120 s so in CI). The page's socket is reached through WebSocket.prototype.send,
+#   as Streamlit's frontend keeps it private: the first message the page sends after this adds a listener to it.
 WATCH_RUNS_JS = """() => {
   window.__bxRan = false;
+  window.__bxGot = 0;
   if (!window.__bxRuns) {
     window.__bxRuns = new MutationObserver(ms => { if (ms.length) window.__bxRan = true; });
     window.__bxRuns.observe(document.body, {attributes: true, subtree: true, attributeOldValue: true,
                                             attributeFilter: ['data-test-script-state']});
   }
+  if (!window.__bxSend) {
+    window.__bxSend = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (data) {
+      if (!this.__bxHeard) {
+        this.__bxHeard = true;
+        this.addEventListener('message', () => { window.__bxGot += 1; });
+      }
+      return window.__bxSend.call(this, data);
+    };
+  }
 }"""
+RAN_JS = """() => window.__bxRan === true || (window.__bxGot >= 2
+  && document.querySelector('[data-testid="stApp"]').dataset.testScriptState === 'notRunning')"""
+
+
+# What the page was doing when an action started no rerun: the focused element (a text field or a radio keeps a
+# shortcut from Streamlit), the keys Streamlit's shortcut library (hotkeys-js, window.hotkeys) holds as pressed (a
+# key it saw go down but never up spoils every later shortcut), the shortcuts bound, the script state, skeletons.
+NO_RUN_JS = """() => { const a = document.activeElement, h = window.hotkeys,
+    app = document.querySelector('[data-testid="stApp"]');
+  return {focused: a ? a.tagName + (a.type ? '[' + a.type + ']' : '') + ' ' + String(a.className).slice(0, 60) : null,
+          pressed: h ? h.getPressedKeyString() : null,
+          bound: h ? [...new Set(h.getAllKeyCodes().map(k => k.shortcut))].join(' ') : null,
+          script: app && app.dataset.testScriptState, connection: app && app.dataset.testConnectionState,
+          skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length}; }"""
 
 
 def after_rerun(pg, act, timeout: float = 120) -> None:
     """`act()` (a click, a key), then wait for the rerun it starts to start and end: no guess at how long the
-    rerun takes to begin."""
+    rerun takes to begin. An action that starts none fails with what the page was doing (NO_RUN_JS)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     pg.evaluate(WATCH_RUNS_JS)
     act()
-    pg.wait_for_function("() => window.__bxRan === true", timeout=timeout * 1000)
+    try:
+        pg.wait_for_function(RAN_JS, timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"no rerun in {timeout:g} s after the action: {pg.evaluate(NO_RUN_JS)}") from None
     settle(pg, timeout)
 
 
