@@ -82,16 +82,14 @@ class PageWatch:
         on this 2-core machine at a load average of 20+; a passing test never waits for it.
         """
         p = self.page
-        done = ('[data-testid="stApp"][data-test-connection-state="CONNECTED"]'
-                '[data-test-script-state="notRunning"]')
         deadline = time.time() + timeout
         while time.time() < deadline:
-            p.wait_for_selector(done, timeout=max(1.0, deadline - time.time()) * 1000)
+            p.wait_for_function(IDLE_JS, timeout=max(1.0, deadline - time.time()) * 1000)
             p.wait_for_selector('[data-testid="stSidebar"]', timeout=max(1.0, deadline - time.time()) * 1000)
             time.sleep(0.5)
-            if p.locator(done).count() == 1 and p.locator('[data-testid="stStatusWidget"]').count() == 0:
+            if p.evaluate(IDLE_JS) and p.locator('[data-testid="stStatusWidget"]').count() == 0:
                 return
-        raise AssertionError("the app was still running after the timeout")
+        raise AssertionError(f"the app was still running or drawing after the timeout: {p.evaluate(IDLE_WHY_JS)}")
 
     def assert_clean(self):
         p = self.page
@@ -118,16 +116,30 @@ def assert_nothing_injected(page):
 
 DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-script-state="notRunning"]'
 
+# The app is idle: its script has run and stopped (DONE) and the frontend has drawn every element it was sent.
+# Streamlit 1.67 loads most element kinds' code on first use (st.html, buttons, alerts, charts: React.lazy chunks)
+# and draws the element as a placeholder, data-testid="stSkeleton", until its chunk has arrived: the script state
+# says "notRunning" long before that on a loaded machine. Seen: after settle() returned on presenter mode's first
+# load at /?step=2&present=1 (chromium at 6x CPU throttling), 21 skeletons and no stHtml yet, so PRESENTER_CSS was
+# not in the page, the sidebar and its h1 were visible beside the Lesson's own: "2 h1 elements".
+IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
+  return !!app && app.dataset.testConnectionState === 'CONNECTED' && app.dataset.testScriptState === 'notRunning'
+    && document.querySelector('[data-testid="stSkeleton"]') === null; }"""
+IDLE_WHY_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
+  return {connection: app && app.dataset.testConnectionState, script: app && app.dataset.testScriptState,
+          skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length}; }"""
+
 
 def settle(pg, timeout: float = 120) -> None:
-    """The script has run and stopped, twice half a second apart (a page may rerun right after a run)."""
+    """The script has run and stopped and every element is drawn (IDLE_JS), twice half a second apart (a page may
+    rerun right after a run)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        pg.wait_for_selector(DONE, timeout=max(1.0, deadline - time.time()) * 1000)
+        pg.wait_for_function(IDLE_JS, timeout=max(1.0, deadline - time.time()) * 1000)
         time.sleep(0.5)
-        if pg.locator(DONE).count() == 1:
+        if pg.evaluate(IDLE_JS):
             return
-    raise AssertionError("the app was still running after the timeout")
+    raise AssertionError(f"the app was still running or drawing after the timeout: {pg.evaluate(IDLE_WHY_JS)}")
 
 
 def main_scrolls(pg) -> tuple[int, int]:
@@ -136,25 +148,62 @@ def main_scrolls(pg) -> tuple[int, int]:
                                         return [e.scrollHeight, e.clientHeight]; }"""))
 
 
-# Records, from now on, whether the app's script state has changed (Streamlit's root says it in
-# data-test-script-state: a rerun requested, running, not running; only a run changes it, and a run that starts and
-# ends between two polls is still seen, as mutations).
+# Records, from now on, whether the app ran. Two signs, either enough:
+# - the script state on Streamlit's root changed (data-test-script-state: a rerun requested, running, not running;
+#   a run that starts and ends between two polls is still seen, as mutations);
+# - two or more messages came from the server after the page sent one (the action's rerun request; a run sends at
+#   least its start and its end). The first sign alone missed runs: React commits only the last of the state
+#   changes it batches, and a browser starved of CPU handles a short run's messages (started, deltas, finished) in
+#   one batch, so the attribute goes from "notRunning" to "notRunning" and changes never (seen under 4 busy loops:
+#   PageDown moved the slide to step 6, focus on its heading, and no mutation came; test_browser_lesson.py's
+#   presenter keys timed out after 120 s so in CI). The page's socket is reached through WebSocket.prototype.send,
+#   as Streamlit's frontend keeps it private: the first message the page sends after this adds a listener to it.
 WATCH_RUNS_JS = """() => {
   window.__bxRan = false;
+  window.__bxGot = 0;
   if (!window.__bxRuns) {
     window.__bxRuns = new MutationObserver(ms => { if (ms.length) window.__bxRan = true; });
     window.__bxRuns.observe(document.body, {attributes: true, subtree: true, attributeOldValue: true,
                                             attributeFilter: ['data-test-script-state']});
   }
+  if (!window.__bxSend) {
+    window.__bxSend = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (data) {
+      if (!this.__bxHeard) {
+        this.__bxHeard = true;
+        this.addEventListener('message', () => { window.__bxGot += 1; });
+      }
+      return window.__bxSend.call(this, data);
+    };
+  }
 }"""
+RAN_JS = """() => window.__bxRan === true || (window.__bxGot >= 2
+  && document.querySelector('[data-testid="stApp"]').dataset.testScriptState === 'notRunning')"""
+
+
+# What the page was doing when an action started no rerun: the focused element (a text field or a radio keeps a
+# shortcut from Streamlit), the keys Streamlit's shortcut library (hotkeys-js, window.hotkeys) holds as pressed (a
+# key it saw go down but never up spoils every later shortcut), the shortcuts bound, the script state, skeletons.
+NO_RUN_JS = """() => { const a = document.activeElement, h = window.hotkeys,
+    app = document.querySelector('[data-testid="stApp"]');
+  return {focused: a ? a.tagName + (a.type ? '[' + a.type + ']' : '') + ' ' + String(a.className).slice(0, 60) : null,
+          pressed: h ? h.getPressedKeyString() : null,
+          bound: h ? [...new Set(h.getAllKeyCodes().map(k => k.shortcut))].join(' ') : null,
+          script: app && app.dataset.testScriptState, connection: app && app.dataset.testConnectionState,
+          skeletons: document.querySelectorAll('[data-testid="stSkeleton"]').length}; }"""
 
 
 def after_rerun(pg, act, timeout: float = 120) -> None:
     """`act()` (a click, a key), then wait for the rerun it starts to start and end: no guess at how long the
-    rerun takes to begin."""
+    rerun takes to begin. An action that starts none fails with what the page was doing (NO_RUN_JS)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     pg.evaluate(WATCH_RUNS_JS)
     act()
-    pg.wait_for_function("() => window.__bxRan === true", timeout=timeout * 1000)
+    try:
+        pg.wait_for_function(RAN_JS, timeout=timeout * 1000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"no rerun in {timeout:g} s after the action: {pg.evaluate(NO_RUN_JS)}") from None
     settle(pg, timeout)
 
 
