@@ -85,6 +85,10 @@ CSS = """<style>
 [data-testid="stPlotlyChart"] :is(.xaxislayer-above, .yaxislayer-above, .cbaxis, .cbtitle, .g-xtitle, .g-ytitle,
   .legend) text, [data-testid="stPlotlyChart"] svg text[style*="fill: rgb(128, 132, 149)"]
   {fill: #14120f !important;}
+/* A collapsed sidebar is moved off the screen, yet its links and fields were still reached by Tab and read by screen
+   readers (20 links and 2 fields on a phone before the join box: WCAG 2.4.3, 2.4.7): out of both while collapsed. */
+[data-testid="stSidebar"][data-collapsed="true"], [data-testid="stSidebar"][data-collapsed="true"] *
+  {visibility: hidden !important;}
 .bx-focus-target:focus {outline: none !important;}  /* a heading or answer focused after an action (ui/a11y.py) */
 .st-key-bx_moves {display: none !important;}  /* ui/a11y.py's component draws nothing */
 @media (max-width: 640px) {  /* a phone: a map's cell numbers would be 6 px; its Data table has them */
@@ -96,6 +100,13 @@ CSS = """<style>
   [data-testid="stMain"] .katex .sizing.reset-size6.size3 {font-size: max(12px, 0.7em);}
   [data-testid="stMain"] .katex .sizing.reset-size6.size1 {font-size: max(12px, 0.5em);}
   [data-testid="stMain"] .katex .sizing.reset-size3.size1 {font-size: max(12px, 0.71428571em);}
+  /* A display formula wider than the column wraps at its relations and operators (KaTeX's .base pieces): one
+     that scrolled sideways was a scroll region the keyboard cannot reach (WCAG 2.1.1; 12 pages at 390 px). */
+  [data-testid="stMain"] .katex-display > .katex {white-space: normal;}
+  [data-testid="stMain"] .katex-display > .katex > .katex-html {display: flex; flex-wrap: wrap;
+    justify-content: center; row-gap: 0.4em;}
+  /* What wrapping leaves (a piece a few px wider than the column) runs into the page's margin: no scroll region. */
+  [data-testid="stMain"] .katex-display {overflow: visible !important;}  /* x alone: auto, beside y hidden */
 }
 """ + FOCUS_CSS + """</style>"""
 

@@ -66,9 +66,9 @@ st.markdown(
     "The vector is the one the model was trained to produce: BERT's pooled [CLS] (its next-sentence head read "
     "it), or, for a sentence-transformers model like MiniLM, the mean of the last layer's token vectors:"
 )
-# One line each: on one line, the formulas ran past the right edge of a laptop's page (KaTeX does not wrap).
+# One line each, the pooling's two choices too: KaTeX does not wrap inside `gathered` (a phone's page is narrow).
 st.latex(r"\begin{gathered}p(c \mid x) = \operatorname{softmax}(W_c\,v(x) + b_c)_c,\\ "
-         r"v(x) = \tanh(W_p\,h_{[CLS]} + b_p)\ \text{or}\ \tfrac{1}{T}\textstyle\sum_t h_t,\\ "
+         r"v(x) = \tanh(W_p\,h_{[CLS]} + b_p)\\ \text{or}\ v(x) = \tfrac{1}{T}\textstyle\sum_t h_t,\\ "
          r"\mathcal{L} = -\frac{1}{B}\sum_{i=1}^{B} \log p(y_i \mid x_i)\end{gathered}")
 st.caption(
     "h_[CLS] is the last layer's vector at [CLS] (the paper's C, Sec. 3: its classifier reads C; its released "

@@ -32,9 +32,11 @@ def split_figure(choices: tuple[str, ...], tally: tuple[int, ...], answer: int |
     colors = [ANSWER if i == answer else OTHER for i in range(len(choices))]
     labels = [f"{i}. {c}" + (f" {MARK} (the model's answer)" if i - 1 == answer else "")
               for i, c in enumerate(choices, 1)]
+    # Counts beside the bars, never inside: plotly draws no text in an empty bar, so the answer's 0 was lost.
     fig = go.Figure(go.Bar(x=list(tally), y=labels, orientation="h", marker_color=colors,
-                           text=_text(tally, answer), textposition="auto"))
+                           text=_text(tally, answer), textposition="outside", cliponaxis=False))
     fig.update_layout(height=60 + 40 * len(choices), margin=dict(l=10, r=10, t=30, b=10),
                       title=f"The class's guesses ({sum(tally)})",
+                      xaxis=dict(range=[0, max(tally or (0,)) * 1.2 + 0.5]),  # room for the counts
                       yaxis=dict(autorange="reversed", type="category"))  # "4. 4" is a label, not a number
     return fig

@@ -99,10 +99,24 @@ def test_a_figure_without_cell_text_is_returned_as_it_is():
     assert style.legible(fig) is fig
 
 
-@pytest.mark.parametrize("colour", [predictions.BAR, predictions.HIGHLIGHT])
+@pytest.mark.parametrize("colour", [predictions.BAR, predictions.HIGHLIGHT, predictions.IS_NEXT, predictions.NOT_NEXT])
 def test_bar_colours_hold_white_numbers(colour):
-    """Predictions prints a bar's number white inside it: >= 4.5:1 (text), and the bar >= 3:1 on the white page."""
+    """Predictions and NSP print a bar's number white inside it: >= 4.5:1 (text), and the bar >= 3:1 on the page."""
     assert style.contrast(colour, "#ffffff") >= 4.5
+
+
+def test_nsp_numbers_are_white_inside_and_ink_outside():
+    fig = predictions.nsp_figure(0.929, 0.071)
+    assert fig.data[0].insidetextfont.color == "#ffffff" and fig.data[0].outsidetextfont.color == style.INK
+
+
+def test_the_class_split_draws_the_answer_s_zero():
+    """Plotly draws no text inside an empty bar: the split's counts go beside the bars, so the answer's 0 shows."""
+    from bert_core.figures.votes import split_figure
+
+    fig = split_figure(("IsNext", "NotNext"), (0, 3), answer=0)
+    assert list(fig.data[0].text) == ["0", "3"] and fig.data[0].textposition == "outside"
+    assert fig.layout.xaxis.range[1] > 3
 
 
 @pytest.mark.parametrize("colour", ["rgb(90,162,207)", "rgb(46,126,187)", "#08306b", "#f7fbff", "#fdae6b",

@@ -8,6 +8,8 @@ import pytest
 from support.apptest import assert_ok, open_page
 from support.family import edited_copy
 
+from bert_core.figures.style import CELL_TEXT
+
 PAGES = ["tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training",
          "layers", "inside_layer", "compare"]
 TEXT = "She [MASK] the letter to her mother."
@@ -50,8 +52,10 @@ def test_embeddings_per_family(family_models, monkeypatch):
     at = _open("embeddings", family_models, "albert", monkeypatch, pair=PAIR)
     ch = charts(at)
     assert "chart-emb-projected" in ch and "chart-emb-segment" in ch
-    assert len(ch["chart-emb-normed"]["data"][-1]["x"]) == 16  # E
-    assert len(ch["chart-emb-projected"]["data"][-1]["x"]) == 32  # H
+    maps = [t for t in ch["chart-emb-normed"]["data"] if t.get("name") != CELL_TEXT]  # not the segments' A/B layer
+    assert len(maps[-1]["x"]) == 16  # E
+    maps = [t for t in ch["chart-emb-projected"]["data"] if t.get("name") != CELL_TEXT]
+    assert len(maps[-1]["x"]) == 32  # H
     assert "factorises" in _texts(at)
     at = _open("embeddings", family_models, "roberta", monkeypatch)
     assert "padding_idx + 1 = 2" in _texts(at)

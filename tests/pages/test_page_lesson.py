@@ -10,6 +10,7 @@ from support.apptest import ROOT, assert_ok
 from support.hostile import HOSTILE
 
 import bert_core
+from bert_core.figures.style import CELL_TEXT
 from bert_core.lesson import QUESTIONS
 from bert_core.lesson.questions import bert_large_config
 from ui.lesson import content as lesson
@@ -573,11 +574,13 @@ def test_step_13_marks_each_cell_only_while_the_marks_stay_readable():
     at = reveal_step("learning_signal")
     specs = chart_specs(at)
     keys = ("lesson-mask-BERT", "lesson-mask-GPT:")
-    assert all(specs[key]["data"][0].get("texttemplate") == "%{text}" for key in keys), list(specs)
+    marks = {key: [t for t in specs[key]["data"] if t.get("name") == CELL_TEXT] for key in keys}  # style.legible's
+    assert all(len(m) == 1 and set(m[0]["text"]) <= {"✓", "·"} for m in marks.values()), list(specs)  # text layer
+    assert all(len(m[0]["text"]) == len(specs[key]["data"][0]["x"]) ** 2 for key, m in marks.items())  # every cell
     at = open_lesson({"step": str(k), "present": "1", f"t{k}": lesson.STEPS[k - 1].try_text})
     at.button(key="lesson_reveal").click().run()
     specs = chart_specs(at)
     n = len(specs["lesson-mask-BERT"]["data"][0]["x"])  # one label a token
     assert n > MARKS_UP_TO, n
-    assert all(not specs[key]["data"][0].get("text") for key in keys)
+    assert all(not specs[key]["data"][0].get("text") and len(specs[key]["data"]) == 1 for key in keys)
     assert any("The empty triangle is GPT's mask" in c.value for c in at.caption)

@@ -87,7 +87,8 @@ STEPS: list[Step] = [
          "She [MASK] the letter to her mother.", None, "top_guess",
          "Mask the subject", "[MASK] wrote the letter to her mother.", None,
          "predictions", "Predictions",
-         r"p = \mathrm{softmax}\big(E_{tok}\,\mathrm{LN}(\mathrm{gelu}(W h + b)) + b_v\big)",
+         # Two relations, not one: a narrow column (200% zoom, a phone) breaks the line between them.
+         r"p = \mathrm{softmax}(E_{tok}\,g + b_v),\quad g = \mathrm{LN}(\mathrm{gelu}(W h + b))",
          guesses=True),
     Step("both-sides", "BERT reads both sides",
          "BERT is **bidirectional**: a `[MASK]` is guessed from the words before it *and* after it. "

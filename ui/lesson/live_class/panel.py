@@ -52,9 +52,6 @@ PHONE_CSS = """<style>
 }
 @media (max-width: 640px) {
   [data-testid="stMain"] .js-plotly-plot .gtitle {font-size: 14px !important;}
-  [data-testid="stMain"] .katex-display > .katex {white-space: normal;}
-  [data-testid="stMain"] .katex-display > .katex > .katex-html {display: flex; flex-wrap: wrap;
-    justify-content: center; row-gap: 0.4em;}
 }
 </style>"""
 
