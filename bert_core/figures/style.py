@@ -118,18 +118,18 @@ def cell_ink(background: str) -> str:
     return "#000000" if contrast(background, "#000000") >= contrast(background, "#ffffff") else "#ffffff"
 
 
-CELL_TEXT = "cell text"  # the name of the text layer legible() lays over a heatmap
+CELL_TEXT = "cell text"  # the name of the text layers legible() lays over a heatmap
 
 
 def legible(fig: go.Figure) -> go.Figure:
     """`fig` with each heatmap's cell numbers in black or white by their own cell's colour (WCAG 1.4.3).
 
     A heatmap prints its cell text in one colour (plotly picks #444 or white by brightness: 3.5:1 on a mid blue),
-    so the numbers move to a text layer over the map whose colours are one per cell (a scatter's textfont.color
-    takes an array). Such a figure is copied first: the caller's figure (its Data table, its alt text) keeps its
-    cells; any other figure is returned as it is. The copy leaves out plotly's template, which Streamlit's chart
-    theme replaces in the browser (and whose copy costs 8x the rest). The axes' own text is the page's ink by CSS
-    (ui/theme.py), at no cost per chart."""
+    so the numbers move to text layers over the map: the cells that want black, those that want white. Such a
+    figure is copied first: the caller's figure (its Data table, its alt text) keeps its cells; any other figure is
+    returned as it is. The copy leaves out plotly's template, which Streamlit's chart theme replaces in the browser
+    (and whose copy costs 8x the rest). The axes' own text is the page's ink by CSS (ui/theme.py), at no cost per
+    chart."""
     if not any(_cell_text(tr) is not None for tr in fig.data):
         return fig
     layout = fig.layout.to_plotly_json()
@@ -188,7 +188,7 @@ def _cell_colours(fig: go.Figure, tr, z: np.ndarray) -> np.ndarray:
 
 
 def _text_layer(fig: go.Figure, tr, text: np.ndarray) -> None:
-    """Move `tr`'s cell text to a scatter of text over it, each cell's in black or white by its own fill."""
+    """Move `tr`'s cell text to scatters of text over it: the cells whose fill wants black, those that want white."""
     z = np.asarray(tr.z, dtype=float)
     ny, nx = z.shape
     xs = list(tr.x) if tr.x is not None else [(tr.x0 or 0) + j * (tr.dx or 1) for j in range(nx)]
@@ -198,11 +198,14 @@ def _text_layer(fig: go.Figure, tr, text: np.ndarray) -> None:
     keep = [(i, j) for i in range(ny) for j in range(nx) if np.isfinite(z[i, j]) and str(text[i, j])]
     font = tr.textfont.to_plotly_json() if tr.textfont else {}
     tr.texttemplate = None
-    fig.add_trace({
-        "type": "scatter", "x": [xs[j] for _, j in keep], "y": [ys[i] for i, _ in keep],
-        "text": [str(text[i, j]) for i, j in keep], "mode": "text", "textposition": "middle center",
-        "name": CELL_TEXT, "showlegend": False, "hoverinfo": "skip", "xaxis": tr.xaxis, "yaxis": tr.yaxis,
-        "textfont": {**font, "color": ["#000000" if black[i, j] else "#ffffff" for i, j in keep]}})
+    for ink, on_light in (("#000000", True), ("#ffffff", False)):  # one colour a trace: a colour per point
+        cells = [(i, j) for i, j in keep if black[i, j] == on_light]   # costs plotly 4x the validation
+        if cells:
+            fig.add_trace({
+                "type": "scatter", "x": [xs[j] for _, j in cells], "y": [ys[i] for i, _ in cells],
+                "text": [str(text[i, j]) for i, j in cells], "mode": "text", "textposition": "middle center",
+                "name": CELL_TEXT, "showlegend": False, "hoverinfo": "skip", "xaxis": tr.xaxis, "yaxis": tr.yaxis,
+                "textfont": {**font, "color": ink}})
 
 
 def log_ticks(lo: float, hi: float) -> tuple[list[float], list[str]]:

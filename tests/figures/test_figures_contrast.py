@@ -81,17 +81,26 @@ def test_every_cell_number_is_legible_on_its_cell(name):
     out = style.legible(fig)
     assert fig.to_json() == before
     heat = [tr for tr in out.data if tr.type == "heatmap"]
-    layer = [tr for tr in out.data if tr.name == style.CELL_TEXT]
-    assert heat and len(layer) == len([tr for tr in fig.data if tr.type == "heatmap" and tr.texttemplate])
-    for tr, text in zip([t for t in heat if t.texttemplate is None], layer):
+    layers = [tr for tr in out.data if tr.name == style.CELL_TEXT]
+    moved = [tr for tr in heat if tr.texttemplate is None and _original(fig, tr).texttemplate]
+    assert heat and layers and len(moved) == len([tr for tr in fig.data if tr.type == "heatmap" and tr.texttemplate])
+    for tr in moved:
         z = np.asarray(tr.z, dtype=float)
         fills = style._cell_colours(out, tr, z)
         where = {(x, y): (i, j) for i, y in enumerate(tr.y if tr.y is not None else range(z.shape[0]))
                  for j, x in enumerate(tr.x if tr.x is not None else range(z.shape[1]))}
-        for x, y, ink in zip(text.x, text.y, text.textfont.color):
-            i, j = where[(x, y)]
-            fill = "rgb({:.0f}, {:.0f}, {:.0f})".format(*fills[i, j])
-            assert style.contrast(ink, fill) >= 4.5, (name, x, y, ink, fill)
+        mine = [t for t in layers if (t.xaxis, t.yaxis) == (tr.xaxis, tr.yaxis)]
+        assert sum(len(t.x) for t in mine) == sum(1 for i, j in where.values() if np.isfinite(z[i, j]) and
+                                                  str(style._cell_text(_original(fig, tr))[i, j]))
+        for t in mine:
+            for x, y in zip(t.x, t.y):
+                i, j = where[(x, y)]
+                fill = "rgb({:.0f}, {:.0f}, {:.0f})".format(*fills[i, j])
+                assert style.contrast(t.textfont.color, fill) >= 4.5, (name, x, y, t.textfont.color, fill)
+
+
+def _original(fig: go.Figure, drawn):
+    return next(t for t in fig.data if t.type == "heatmap" and (t.xaxis, t.yaxis) == (drawn.xaxis, drawn.yaxis))
 
 
 def test_a_figure_without_cell_text_is_returned_as_it_is():
