@@ -68,7 +68,7 @@ def test_finetuning_formula_is_set_on_lines_that_fit():
     at = open_page("finetuning")
     assert_ok(at)
     formula = next(x.value for x in at.latex if "softmax" in x.value and "tanh" in x.value)
-    assert formula.count(r"\\") == 2 and "gathered" in formula  # three lines: no line runs past the page's edge
+    assert formula.count(r"\\") == 3 and "gathered" in formula  # four lines: none runs past a phone's page
 
 
 def test_probing_chart_has_layer_0_like_its_table():
