@@ -314,10 +314,13 @@ def figure_table(fig: go.Figure) -> dict[str, list | np.ndarray]:
         if text is not None:
             part["label"] = [plain(t) for t in text]
         parts.append(part)
-    keys = [k for k in ("series", "x", "y", "label", "value") if any(k in p for p in parts)]
+    # The column that names a point first (a table's row header): a horizontal bar chart's categories are its y.
+    across = all(tr.type == "bar" and tr.orientation == "h" for tr in traces)
+    order = ("series", "y", "x", "label", "value") if across else ("series", "x", "y", "label", "value")
+    keys = [k for k in order if any(k in p for p in parts)]
     if len({str(p["series"][0]) for p in parts if len(p["series"])}) <= 1:
         keys.remove("series")  # one series: its name is the chart's
-    names = _unique([{"x": x_name, "y": y_name}.get(k, k) for k in keys])
+    names = _unique([{"x": x_name, "y": y_name, "label": "shown on the chart"}.get(k, k) for k in keys])
     out = {}
     for k, name in zip(keys, names):
         cols = [p[k] if k in p else np.full(len(p["series"]), "" if k in ("label", "y", "x") else np.nan, dtype=object)

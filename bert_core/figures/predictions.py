@@ -40,7 +40,7 @@ def candidates_figure(candidates: list[tuple[str, float]], title: str, highlight
     top = min(1.0, max(0.05, 1.25 * max(probs, default=0)))
     fig.update_layout(title=_esc(title), xaxis_title="probability", xaxis_range=[0, top], xaxis_tickformat=".0%",
                       height=120 + 24 * len(toks), margin=dict(l=10, r=20, t=50, b=40))
-    fig.update_yaxes(type="category")
+    fig.update_yaxes(type="category", title_text="candidate")  # also its Data table's row headers' name
     return fig
 
 

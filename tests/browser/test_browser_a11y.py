@@ -224,7 +224,11 @@ def test_a_data_table_heads_its_rows(watch):
     table.wait_for(timeout=60_000)
     rows = table.locator("tbody tr")
     assert rows.count() >= 2
-    assert table.locator('tbody tr > th[scope="row"]:first-child').count() == rows.count()
+    heads = table.locator('tbody tr > th[scope="row"]:first-child')
+    assert heads.count() == rows.count()
+    # The row header names the point (a candidate word), not one of its numbers: "made | 0.027 | 2.7%".
+    assert table.locator("thead th").first.inner_text().strip() == "candidate"
+    assert not any(re.fullmatch(r"[\d.%-]+", h.strip()) for h in heads.all_inner_texts()), heads.all_inner_texts()
     assert table.locator("thead th").count() == table.locator("tbody tr").first.locator("th, td").count()
 
 

@@ -260,8 +260,9 @@ def test_phone_text_is_at_least_12px(browser, server):
 def test_class_is_accessible_and_speaks(browser, server):
     """A class: the teacher starts it (focus on the class's heading), the QR code is named by its link, a student
     joins (focus on the class's heading); axe finds nothing on either page; the teacher's Next is announced on the
-    student's page in a polite live region and moves the student's focus to the new step's heading; the teacher's
-    reveal is announced too, and moves focus to the answer on both pages."""
+    student's page in a polite live region and moves the student's focus to the new step's heading; the student's
+    counted vote is announced (WCAG 4.1.3); the teacher's reveal is announced too, and moves focus to the answer on
+    both pages."""
     t = open_page(browser, server, "/?step=4", 1400, 1000)
     t.get_by_role("button", name="Start a class").click()
     t.wait_for_function("() => document.activeElement.textContent.trim() === 'A live class'", timeout=60_000)
@@ -284,6 +285,11 @@ def test_class_is_accessible_and_speaks(browser, server):
     expect(live).to_have_text(re.compile(rf"^Step 5 of {N}: .+, your teacher moved on\.$"), timeout=60_000)
     s.wait_for_function(FOCUSED_HEADING, arg=5, timeout=60_000)
     idle(t)
+    idle(s)
+    s.locator(f'{MAIN} [role="radiogroup"] label').first.click()  # the vote, counted: said, not only written
+    expect(live).to_have_text(re.compile(r"^Your vote: .+\. You can change it until the teacher reveals"),
+                              timeout=60_000)
+    idle(s)
     t.get_by_role("button", name=re.compile("^Reveal")).first.click()
     expect(live).to_have_text("Your teacher revealed the answer.", timeout=60_000)
     s.wait_for_function(ANSWER_FOCUSED, timeout=60_000)

@@ -34,7 +34,7 @@ from ui.lesson.controls import PRESENTER_CSS, more_keys, presenter_corner, sente
 from ui.lesson.live_class import shared
 from ui.lesson.live_class.panel import panel, question_ui
 from ui.lesson.live_class.session import LEFT, Live, follow, following_student, redraw_here
-from ui.lesson.live_class.student import sentence_note
+from ui.lesson.live_class.student import VOTE_SAID, sentence_note
 from ui.lesson.state import (
     go,
     goto_picked,
@@ -329,7 +329,8 @@ def _focus_and_say(role: Solo, live: Live | None, k: int, step, text: str, pair:
         elif revealed and not b_revealed and token == b_token:
             focus = ".st-key-lesson_answer"
             say = "Your teacher revealed the answer." if role.follower else None
-    moves(focus, heading, say, role.present)
+    said = st.session_state.pop(VOTE_SAID, None)  # this student's vote, counted on this run
+    moves(focus, heading, say or said, role.present)
 
 
 def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str | None, revealed: bool) -> bool:

@@ -88,7 +88,7 @@ def _vote_box(code: str, sid: str, v: View) -> None:
     st.markdown(f"**Your guess.** {plain(v.question.prompt)}")  # a radio's label is its name, unrendered
     st.radio("Your guess", range(len(v.question.choices)), key=key, label_visibility="collapsed",
              horizontal=True, index=None, format_func=lesson_labels(v.question.choices), on_change=vote,
-             args=(code, sid, v.question.qid, key, v.my_vote))
+             args=(code, sid, v.question.qid, key, v.my_vote, tuple(plain(c) for c in v.question.choices)))
     refused = st.session_state.get(REFUSED)
     if refused is not None and refused[0] == v.question.qid:
         st.error(refused[1], icon=":material/block:")
@@ -223,9 +223,13 @@ def refusal(e: ClassError) -> str:
     return f"Your vote was not counted. {e}"
 
 
-def vote(code: str, sid: str, qid: str, key: str, before: int | None = None) -> None:
+VOTE_SAID = "class_vote_said"  # a vote just counted, in words, for the step's live region (roles._focus_and_say)
+
+
+def vote(code: str, sid: str, qid: str, key: str, before: int | None = None, choices: tuple[str, ...] = ()) -> None:
     """Send the radio's choice; refused, the radio goes back to `before` (the vote the class counts) and the reason
-    waits beside it for this same run."""
+    waits beside it for this same run; counted, it is said in the live region too (WCAG 4.1.3: the caption under
+    the vote is not a status message a screen reader hears)."""
     choice = st.session_state.get(key)
     if not isinstance(choice, int):  # no vote, or a value none of the options has (a forged websocket message)
         return
@@ -237,6 +241,9 @@ def vote(code: str, sid: str, qid: str, key: str, before: int | None = None) -> 
         st.session_state[REFUSED] = (qid, refusal(e))
         return
     st.session_state.pop(REFUSED, None)
+    if 0 <= choice < len(choices):
+        st.session_state[VOTE_SAID] = (f"Your vote: {choices[choice]}. You can change it until the teacher reveals "
+                                       "the model's answer.")
     classroom_push.poke(code)  # the teacher's count, if the teacher is on this process
     # The student's own count ("1 of 30 have answered") is in the side column, outside the step this vote redraws:
     # redrawn now, it agrees with "Your vote: ..." at once, not at the student's next timer tick.
