@@ -289,6 +289,7 @@ def test_class_is_accessible_and_speaks(browser, server):
     s.locator(f'{MAIN} [role="radiogroup"] label').first.click()  # the vote, counted: said, not only written
     expect(live).to_have_text(re.compile(r"^Your vote: .+\. You can change it until the teacher reveals"),
                               timeout=60_000)
+    assert "\\" not in live.text_content(), live.text_content()  # the choice as text, not markdown-escaped
     idle(s)
     t.get_by_role("button", name=re.compile("^Reveal")).first.click()
     expect(live).to_have_text("Your teacher revealed the answer.", timeout=60_000)

@@ -88,7 +88,7 @@ def _vote_box(code: str, sid: str, v: View) -> None:
     st.markdown(f"**Your guess.** {plain(v.question.prompt)}")  # a radio's label is its name, unrendered
     st.radio("Your guess", range(len(v.question.choices)), key=key, label_visibility="collapsed",
              horizontal=True, index=None, format_func=lesson_labels(v.question.choices), on_change=vote,
-             args=(code, sid, v.question.qid, key, v.my_vote, tuple(plain(c) for c in v.question.choices)))
+             args=(code, sid, v.question.qid, key, v.my_vote, tuple(v.question.choices)))  # said as text, unescaped
     refused = st.session_state.get(REFUSED)
     if refused is not None and refused[0] == v.question.qid:
         st.error(refused[1], icon=":material/block:")
