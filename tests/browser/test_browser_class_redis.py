@@ -148,18 +148,9 @@ def test_a_removed_student_in_a_big_class_is_told_within_5_s(browser):
             told = ph.get_by_text(REMOVED).first
             told.wait_for(state="attached", timeout=30_000)
             took = time.monotonic() - t0
-            expect(told).to_be_in_viewport(timeout=5_000)
-            # Told by the count's own run (a toast); the page's whole run then takes the vote box away and says it
-            # where the vote was.
-            vote_box = ph.locator('[class*="st-key-class_vote_"]')
-            expect(vote_box).to_have_count(0, timeout=30_000)
-            ph.locator('[data-testid="stMain"]').get_by_text(REMOVED).first.wait_for(timeout=30_000)
-            redrawn = time.monotonic() - t0
-            toasts = ph.locator('[data-testid="stToast"]', has_text=REMOVED).count()
-            assert toasts <= 1, f"{toasts} toasts of the removal"  # the count's and the page's are one
-            print(f"removed student told after {took:.1f} s in a class of 88 (vote box gone, the note where it was, "
-                  f"after {redrawn:.1f} s)")
             assert took <= 5.0, f"the removed student was told after {took:.1f} s"
-            assert not ph.errors, ph.errors
+            expect(told).to_be_in_viewport(timeout=5_000)
+            assert ph.locator('[class*="st-key-class_vote_"]').count() == 0 and not ph.errors, ph.errors
+            print(f"removed student told after {took:.1f} s in a class of 88")
     finally:
         shutil.rmtree(d, ignore_errors=True)

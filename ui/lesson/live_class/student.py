@@ -127,12 +127,8 @@ def count_ui(code: str, sid: str, first: View) -> None:
             return
         except ClassError:
             st.rerun()  # the class ended: the whole page says so (follow)
-        if not v.joined:  # the teacher removed this seat: told now, without acting
-            if v.removed:  # said by this short run, in a toast (Streamlit keeps a toast followed by st.rerun);
-                # the page's whole run then says it where the vote was and takes away the vote box (the step's
-                # fragment) and the side column's class controls (in no fragment): docs/live-class.md
-                st.toast(str(classroom.SeatRemoved()), icon=":material/logout:")
-            st.rerun()
+        if not v.joined:
+            st.rerun()  # the teacher removed this seat: told now, without acting (follow says so at the top)
         grown = student_tick(v.students)
         if grown > tick[0]:  # the class has grown: this timer slower, from the listener's next drawing
             tick[0] = grown
