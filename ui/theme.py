@@ -35,16 +35,6 @@ class Colour(NamedTuple):
 FOCUS_RING = Colour("#1d4ed8")
 
 
-def contrast(a: str, b: str) -> float:
-    """WCAG 2.1's contrast ratio of two sRGB colours `#rrggbb`."""
-    def lum(h: str) -> float:
-        c = [int(h.lstrip("#")[i:i + 2], 16) / 255 for i in (0, 2, 4)]
-        c = [x / 12.92 if x <= 0.04045 else ((x + 0.055) / 1.055) ** 2.4 for x in c]
-        return 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
-    hi, lo = sorted((lum(a), lum(b)), reverse=True)
-    return (hi + 0.05) / (lo + 0.05)
-
-
 _BOXES = ':is([data-baseweb="input"], [data-baseweb="textarea"], [data-baseweb="select"] > div)'
 # Streamlit 1.67's text fields and selects (react-aria): the ring on the box that holds the focused field.
 _FIELDS = (':is([data-testid="stSelectbox"], [data-testid="stMultiSelect"], [data-testid="stTextInput"], '

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 import bert_core
+from bert_core.figures.style import contrast
 from bert_core.inspect import input_tables
-from ui.theme import contrast
 
 BAR = "border-left:2px solid #14120f"
 
