@@ -89,10 +89,8 @@ function find(sel, text) {
   return null;
 }
 
-export default function ({data}) {
+function act(data) {
   const w = window;
-  install(w);
-  document.body.dataset.bxPresent = data && data.present ? '1' : '0';
   if (!data || data.n === w.__bxA11y.done) return;
   w.__bxA11y.done = data.n;
   if (data.say) {
@@ -115,6 +113,13 @@ export default function ({data}) {
     setTimeout(tryFocus, 0);
   }
 }
+
+export default function ({data}) {
+  install(window);
+  window.__bxA11y.act = act;  // another component's run may carry a move (the class's listener: ui/classroom_push.py)
+  document.body.dataset.bxPresent = data && data.present ? '1' : '0';
+  act(data);
+}
 """
 
 # A heading or box focused by the script is not a control: its focus shows no ring (a projector's slide).
@@ -124,10 +129,18 @@ _component = st.components.v2.component("bert_explorer.a11y_moves", js=_JS)
 _count = itertools.count(1)
 
 
+def move(focus: str | None = None, text: str | None = None, say: str | None = None) -> dict | None:
+    """What `moves` acts on, once: None when there is nothing to focus or say. Another component may carry it (a
+    following student's step is redrawn with the class's listener only: one component mount less per step change)."""
+    if not (focus or say):
+        return None
+    return {"focus": focus, "text": text, "say": say, "n": next(_count)}
+
+
 def moves(focus: str | None = None, text: str | None = None, say: str | None = None, present: bool = False) -> None:
     """Focus the first element matching `focus` (whose text starts with `text`), announce `say` (politely), once;
     `present`: presenter mode (a guess clicked with the mouse gives the keys back to the page)."""
-    n = next(_count) if focus or say else 0
+    data = move(focus, text, say) or {"n": 0}
     with st.container(key="bx_moves"):  # hidden (CSS): it draws nothing
-        _component(data={"focus": focus, "text": text, "say": say, "present": present, "n": n},
-                   key=f"bx_moves_{n}" if n else "bx_moves_idle", height=0)
+        _component(data={**data, "present": present}, key=f"bx_moves_{data['n']}" if data["n"] else "bx_moves_idle",
+                   height=0)

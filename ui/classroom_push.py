@@ -72,6 +72,7 @@ export default function ({ data, key, setTriggerValue }) {
     s.timer = s.every > 0 ? setInterval(() => s.tick(), 1000 * s.every) : null;
   }
   if (data.url && data.epoch === s.epoch) { s.drawn = Math.max(data.seen, 0); s.hear(s.seq); }
+  if (data.move) globalThis.__bxA11y?.act?.(data.move);  // this run's focus and announcement (ui/a11y.py)
   return () => { s.closing = setTimeout(() => s.close(), 3000); };
 }
 """
@@ -88,11 +89,15 @@ _fresh: dict[tuple[str, str], tuple[float, int, classroom.View]] = {}
 _fresh_bytes = [0]
 
 
-def listen_here(topic: str | None, key: str, every: float | None = None, seen: int | None = None) -> None:
+def listen_here(topic: str | None, key: str, every: float | None = None, seen: int | None = None,
+                move: dict | None = None) -> None:
     """A listener of `topic` (server/events.py) in this run's fragment: each event reruns the fragment, and with
     `every`, so does a timer of that many seconds (in the browser: it runs where the event route cannot be reached).
-    `seen`: the topic's number when the run began to read what it draws (default: now). No topic: the timer only."""
+    `seen`: the topic's number when the run began to read what it draws (default: now). No topic: the timer only.
+    `move`: this run's focus and announcement (`ui.a11y.move`), acted on by the page's focus component's script."""
     data: dict = {"epoch": EPOCH}
+    if move is not None:
+        data["move"] = move
     if topic is not None:
         # Relative to the page (pages are one path segment deep): behind a proxy that serves the app under a prefix,
         # the route is under it too.
@@ -187,11 +192,12 @@ def _drop(code: str, sid: str) -> None:
     _forget_read((code, sid))
 
 
-def redraw_here(store: classroom.ClassStore, code: str, sid: str) -> None:
-    """This run is a following student's step (a fragment): the class's next change reruns it."""
+def redraw_here(store: classroom.ClassStore, code: str, sid: str, move: dict | None = None) -> None:
+    """This run is a following student's step (a fragment): the class's next change reruns it. `move`: the run's
+    focus and announcement (`listen_here`)."""
     follow_here(store, code, sid)
     seen = st.session_state.get(SEEN)
-    listen_here(f"step:{code}", "class_events_step", seen=seen[1] if seen and seen[0] == code else None)
+    listen_here(f"step:{code}", "class_events_step", seen=seen[1] if seen and seen[0] == code else None, move=move)
 
 
 def count_here(code: str) -> None:

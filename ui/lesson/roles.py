@@ -17,7 +17,7 @@ from typing import Protocol
 import streamlit as st
 
 from ui import callbacks, classroom_push, model_choice
-from ui.a11y import moves
+from ui.a11y import move, moves
 from ui.lesson import handout
 from ui.lesson.content import (
     CHECKLIST,
@@ -140,6 +140,10 @@ class Solo:
         self.side(side, live, k, text, pair)
         panel(live, self.present, side)
 
+    def moves(self, focus: str | None, heading: str | None, say: str | None) -> None:
+        """Focus and announce what this run changed (ui/a11y.py)."""
+        moves(focus, heading, say, self.present)
+
 
 class Presenter(Solo):
     """Presenter mode: words and question left, formula, sentence and view right, keys on Streamlit's own button
@@ -209,6 +213,10 @@ class Follower(Solo):
     def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
         self.notebooks.keep_lesson_view(cur, k, text, pair)  # the side column's notebook button opens this step
 
+    def moves(self, focus: str | None, heading: str | None, say: str | None) -> None:
+        """Carried by the step's listener, drawn last in the fragment (one component mount per pushed run)."""
+        self.moved = move(focus, heading, say)
+
     def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
         with side:
             self.notebooks.followed_button()
@@ -228,9 +236,13 @@ class Follower(Solo):
                 now = follow()
             if not following_student(now):
                 st.rerun()  # the class ended or is away, or the student stopped following: the whole page again
-            redraw_here(now)  # each run of this fragment listens for the class's next change
-            return slide(self, now)
+            self.moved = None
+            try:
+                return slide(self, now)
+            finally:  # each run of this fragment listens for the class's next change, whatever the step did
+                redraw_here(now, self.moved)  # last: it carries the run's focus and announcement (`moves`)
 
+        moves(present=self.present)  # the focus component, once per whole run: the listener's runs act through it
         with main:
             k, text, pair, _ = following_slide()
         if side is not None:
@@ -242,7 +254,7 @@ class PresentingFollower(Presenter):
     """A following student whose address asked for presenter mode: the projector's slide, the class's step."""
 
     follower = True
-    address, run = Follower.address, Follower.run
+    address, run, moves = Follower.address, Follower.run, Follower.moves
 
 
 def choose(live: Live | None, notebooks: Notebooks) -> Solo:
@@ -330,7 +342,7 @@ def _focus_and_say(role: Solo, live: Live | None, k: int, step, text: str, pair:
             focus = ".st-key-lesson_answer"
             say = "Your teacher revealed the answer." if role.follower else None
     said = st.session_state.pop(VOTE_SAID, None)  # this student's vote, counted on this run
-    moves(focus, heading, say or said, role.present)
+    role.moves(focus, heading, say or said)
 
 
 def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str | None, revealed: bool) -> bool:

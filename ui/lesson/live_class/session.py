@@ -318,6 +318,7 @@ def following_student(live: Live | None) -> bool:
     return live is not None and not live.teacher and live.following
 
 
-def redraw_here(live: Live) -> None:
-    """The class's next change reruns this run's fragment (a following student's step) in this session."""
-    classroom_push.redraw_here(store(), live.code, live.sid)
+def redraw_here(live: Live, move: dict | None = None) -> None:
+    """The class's next change reruns this run's fragment (a following student's step) in this session; `move`: the
+    run's focus and announcement, carried by the same listener."""
+    classroom_push.redraw_here(store(), live.code, live.sid, move)
