@@ -15,7 +15,8 @@ if __name__ != "__main__":  # imported by `streamlit run` (or uvicorn app:app): 
 else:  # a page run
     from server.housekeeping import note_run
     from server.threads import fit_torch_threads
-    from ui import classroom_push, model_choice, theme
+    from ui import model_choice, theme
+    from ui.lesson.live_class import reads
     from ui.state import sidebar_ui
 
     st.set_page_config(page_title="BERT Explorer", page_icon="🔎", layout="wide")
@@ -49,7 +50,7 @@ else:  # a page run
     nav = st.navigation(PAGES, expanded=True)  # every page in the menu: no "View 3 more" hiding some
     st.set_page_config(page_title=f"{nav.title} · BERT Explorer")  # each page its own title (WCAG 2.4.2)
     if nav.url_path not in ("", "start", "lesson"):
-        classroom_push.forget_here()  # a student exploring another page is not redrawn by the class's steps
+        reads.forget_here()  # a student exploring another page is not redrawn by the class's steps
     # The page's one h1: its headings are h2, h3 (WCAG 1.3.1). Presenter mode hides the sidebar: the Lesson draws a
     # visually hidden one of its own there (ui/lesson/roles.py).
     st.sidebar.title("BERT Explorer", anchor=False)

@@ -28,8 +28,8 @@ one asyncio loop, so the client costs little CPU beside the server (no browser p
 - Latency: seconds from sending a rerun to its script_finished, for text edits; first with one
   user alone, then with the full class, in the same run.
 - A live class's pages listen for the class's events (server/events.py: a server-sent event stream per listener that a
-  run draws, ui/classroom_push.py) and rerun that listener's fragment with its trigger value on each event, as the
-  listener component does in a browser (`Client.on_event` lets a caller schedule those reruns itself).
+  run draws, ui/lesson/live_class/push.py) and rerun that listener's fragment with its trigger value on each event, as
+  the listener component does in a browser (`Client.on_event` lets a caller schedule those reruns itself).
 - More than one process (`--processes N`, or `--proxy` for one): N servers behind HAProxy with
   deploy/haproxy.cfg. Each "browser" first loads the page over HTTP as a browser does, keeps the
   sticky cookie HAProxy sets, and sends it with its websocket; HAProxy names the process that

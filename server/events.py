@@ -2,8 +2,9 @@
 
 A topic names what a listener redraws: `step:CODE` (a following student's step), `votes:CODE` (the teacher's count of
 answers), `seat:CODE:SID` (one student's own count: that seat removed by the teacher). `HUB.publish(topic)` numbers the
-event and hands it to every stream of that topic in this process; the browser's listener (ui/classroom_push.py, a
-components v2 component inside the fragment) sets a trigger value on each event, which reruns that fragment alone.
+event and hands it to every stream of that topic in this process; the browser's listener
+(ui/lesson/live_class/push.py, a components v2 component inside the fragment) sets a trigger value on each event,
+which reruns that fragment alone.
 
 Every process behind the proxy hears a class's changes and its removed seats through `ClassStore.watch` (the
 in-process store directly, Redis over pub/sub) and publishes them to its own streams (`step`, `seat`); a browser's

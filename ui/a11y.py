@@ -116,7 +116,7 @@ function act(data) {
 
 export default function ({data}) {
   install(window);
-  window.__bxA11y.act = act;  // another component's run may carry a move (the class's listener: ui/classroom_push.py)
+  window.__bxA11y.act = act;  // a class's listener may carry a move (ui/lesson/live_class/push.py)
   document.body.dataset.bxPresent = data && data.present ? '1' : '0';
   act(data);
 }

@@ -1,7 +1,7 @@
-"""Which pages listen for a class's events (ui/classroom_push.py's components): a following student's step listens to
-the class's step, the teacher's count to the class's votes, a student's own count to its seat (a removal) with its
-timer; a student exploring on their own listens to no step; each listener is drawn with the event number its run has
-seen."""
+"""Which pages listen for a class's events (ui/lesson/live_class/push.py's components): a following student's step
+listens to the class's step, the teacher's count to the class's votes, a student's own count to its seat (a removal)
+with its timer; a student exploring on their own listens to no step; each listener is drawn with the event number its
+run has seen."""
 
 from __future__ import annotations
 

@@ -454,8 +454,8 @@ def test_one_browser_one_seat_present_removed_locked_and_rate_limited(make_store
 
 
 def test_views_reads_the_class_for_many_students_as_view_does(make_store):
-    """A step change reads the class once for all of a process's students (ui/classroom_push.py): each student's
-    view is what `view` gives that student (own vote, joined or not), and marks the seat present."""
+    """A step change reads the class once for all of a process's students (ui/lesson/live_class/reads.py): each
+    student's view is what `view` gives that student (own vote, joined or not), and marks the seat present."""
     s = make_store()
     code, secret, (a, b, c) = started(s, "Ada", "Bo", "Cy")
     s.vote(code, a, "q1", 1)

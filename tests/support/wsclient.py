@@ -22,7 +22,7 @@ from pathlib import Path
 # **x**", "Not this time: the tokenizer's answer is **x**" (steps 1 and 3 are not the model's: their label says so).
 REVEALED = re.compile(r"(?:^Right: |answer: |answer is )\*\*(.+)\*\*")
 
-LISTENER = "bert_explorer.class_events"  # ui/classroom_push.py's component: a run that draws one listens
+LISTENER = "bert_explorer.class_events"  # ui/lesson/live_class/push.py's component: a run that draws one listens
 
 
 def marker(i: int) -> str:

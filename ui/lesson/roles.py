@@ -16,7 +16,7 @@ from typing import Protocol
 
 import streamlit as st
 
-from ui import callbacks, classroom_push, model_choice
+from ui import callbacks, model_choice
 from ui.a11y import move, moves
 from ui.lesson import handout
 from ui.lesson.content import (
@@ -31,7 +31,7 @@ from ui.lesson.content import (
     question_token,
 )
 from ui.lesson.controls import PRESENTER_CSS, more_keys, presenter_corner, sentence_ui
-from ui.lesson.live_class import shared
+from ui.lesson.live_class import push, shared
 from ui.lesson.live_class.panel import panel, question_ui
 from ui.lesson.live_class.session import LEFT, Live, follow, following_student, redraw_here
 from ui.lesson.live_class.student import VOTE_SAID, sentence_note
@@ -227,7 +227,7 @@ class Follower(Solo):
         side = side.container(key="lesson_side") if side is not None else None  # labels that wrap (ui/theme.py)
         first = [live]
 
-        @st.fragment(key=classroom_push.STEP_FRAGMENT)
+        @st.fragment(key=push.STEP_FRAGMENT)
         def following_slide():
             if first:  # the whole run's read of the class serves the first run; the class's changes rerun this
                 now = first.pop()

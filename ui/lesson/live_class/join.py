@@ -12,9 +12,9 @@ import urllib.parse
 import segno
 import streamlit as st
 
-from ui import classroom_push
 from ui.lesson.content import STEPS
 from ui.lesson.controls import sentence_ui
+from ui.lesson.live_class import push
 from ui.lesson.live_class.results import card_split_chart
 from ui.lesson.live_class.session import TICK, Live, following_student, read_class
 from ui.lesson.live_class.teacher import start
@@ -145,7 +145,7 @@ def _card_live(live: Live) -> None:
 
     @st.fragment(run_every=TICK)
     def card_live() -> None:
-        classroom_push.count_here(code)  # the projector's count, as the laptop's: a vote redraws it at once
+        push.count_here(code)  # the projector's count, as the laptop's: a vote redraws it at once
         v = read_class(code, secret=secret)
         if v is None:
             return

@@ -14,8 +14,9 @@ import streamlit as st
 
 import classroom
 from classroom import ClassError, View
-from ui import classroom_push, state
+from ui import state
 from ui.lesson.content import STEPS
+from ui.lesson.live_class import push, reads
 from ui.lesson.state import pair_key, text_key
 
 TICK = 0.5  # seconds between the projector's reads of the class: a vote reaches it within about this
@@ -135,7 +136,7 @@ def leave(said: str | None = "You left the class.") -> None:
     action of this tab's; None where the class went away, which the page's note says)."""
     if said:
         st.session_state[LEFT] = said
-    classroom_push.forget_here()
+    reads.forget_here()
     for k in (CODE, SECRET, SID, SEEN, PUBLISHED):
         st.session_state.pop(k, None)
     for k in ("class", "teacher", "me"):
@@ -190,14 +191,14 @@ def follow() -> Live | None:
         q.pop("class", None)
     code = st.session_state.get(CODE)
     if not code:
-        classroom_push.forget_here()
+        reads.forget_here()
         return None
     live = Live(code, st.session_state.get(SECRET), st.session_state.get(SID), None)
     try:
         if live.teacher:
             live.view = store().view(code, secret=live.secret)
         else:  # a pushed run takes the read its process made for all its students at the class's change
-            live.view = classroom_push.read_at_push(code, live.sid) or store().view(code, sid=live.sid)
+            live.view = reads.read_at_push(code, live.sid) or store().view(code, sid=live.sid)
     except classroom.StoreUnavailable:
         st.session_state[RECONNECT] = code  # nothing dropped: session and address keep the class and its key
         st.session_state.pop(PUBLISHED, None)  # back, this tab publishes its step again
@@ -226,9 +227,9 @@ def follow() -> Live | None:
         if live.following:
             _take_model(live.view)
             _take_step(live.view)
-            classroom_push.follow_here(store(), code, live.sid)  # the next change of step redraws this page at once
+            reads.follow_here(store(), code, live.sid)  # the next change of step redraws this page at once
         else:
-            classroom_push.forget_here()
+            reads.forget_here()
     return live
 
 
@@ -321,4 +322,4 @@ def following_student(live: Live | None) -> bool:
 def redraw_here(live: Live, move: dict | None = None) -> None:
     """The class's next change reruns this run's fragment (a following student's step) in this session; `move`: the
     run's focus and announcement, carried by the same listener."""
-    classroom_push.redraw_here(store(), live.code, live.sid, move)
+    push.redraw_here(store(), live.code, live.sid, move)

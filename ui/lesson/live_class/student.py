@@ -8,8 +8,8 @@ import streamlit as st
 
 import classroom
 from classroom import ClassError, View
-from ui import classroom_push
 from ui.lesson.content import answer_label
+from ui.lesson.live_class import push, reads
 from ui.lesson.live_class.results import split_chart
 from ui.lesson.live_class.session import (
     CODE,
@@ -117,9 +117,9 @@ def count_ui(code: str, sid: str, first: View) -> None:
     the side column the class's push does not redraw; and the fallback for a step change no push brought."""
     first_read, tick = [first], [student_tick(first.students)]  # this page's timer, until its next whole run
 
-    @st.fragment(key=classroom_push.COUNT_FRAGMENT)
+    @st.fragment(key=push.COUNT_FRAGMENT)
     def class_count() -> None:  # on the timer of its listener; the student's vote reruns it at once
-        st.session_state[COUNT_SHOWN] = classroom_push.fragment_here(code, sid, spread_tick(tick[0], sid))
+        st.session_state[COUNT_SHOWN] = push.fragment_here(code, sid, spread_tick(tick[0], sid))
         try:
             v = first_read.pop() if first_read else store().view(code, sid=sid)
         except classroom.StoreUnavailable:
@@ -229,7 +229,7 @@ def vote(code: str, sid: str, qid: str, key: str, before: int | None = None, cho
     choice = st.session_state.get(key)
     if not isinstance(choice, int):  # no vote, or a value none of the options has (a forged websocket message)
         return
-    classroom_push.forget_read()  # this run reads the class with the vote in it
+    reads.forget_read()  # this run reads the class with the vote in it
     try:
         store().vote(code, sid, qid, choice)
     except ClassError as e:
@@ -240,7 +240,7 @@ def vote(code: str, sid: str, qid: str, key: str, before: int | None = None, cho
     if 0 <= choice < len(choices):
         st.session_state[VOTE_SAID] = (f"Your vote: {choices[choice]}. You can change it until the teacher reveals "
                                        "the model's answer.")
-    classroom_push.poke(code)  # the teacher's count, if the teacher is on this process
+    push.poke(code)  # the teacher's count, if the teacher is on this process
     # The student's own count ("1 of 30 have answered") is in the side column, outside the step this vote redraws:
     # redrawn now, it agrees with "Your vote: ..." at once, not at the student's next timer tick.
-    classroom_push.redraw(st.session_state.get(COUNT_SHOWN))
+    push.redraw(st.session_state.get(COUNT_SHOWN))

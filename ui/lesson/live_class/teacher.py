@@ -9,8 +9,8 @@ import streamlit as st
 
 import classroom
 from classroom import ClassError, Question
-from ui import classroom_push
 from ui.lesson.content import STEPS, answer_label
+from ui.lesson.live_class import push
 from ui.lesson.live_class.results import split_chart
 from ui.lesson.live_class.session import (
     CODE,
@@ -119,7 +119,7 @@ def teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
 def _teacher_live(code: str, secret: str, qid: str) -> None:
     @st.fragment(run_every=TICK)
     def live_count() -> None:
-        classroom_push.count_here(code)  # a vote in this process redraws the count at once; the timer otherwise
+        push.count_here(code)  # a vote in this process redraws the count at once; the timer otherwise
         v = read_class(code, secret=secret)
         if v is None:
             return
