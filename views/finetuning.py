@@ -502,7 +502,7 @@ def compare_draw() -> None:
             for (curve, _), tr in learners.items()}
     base = _baseline_of(t.task)
     chart(comparison_figure(runs, base["accuracy"] if base else None), "pretrained vs untrained", key="ft-compare")
-    rows = [{"learner": name, "step": tr.step_count, "validation accuracy": f"{100 * tr.evals[-1].accuracy:.1f}%"}
+    rows = [{"learner": name, "step": str(tr.step_count), "validation accuracy": f"{100 * tr.evals[-1].accuracy:.1f}%"}
             for (_, name), tr in learners.items()]
     if base is not None:
         rows.append({"learner": "bag of words (no BERT)", "step": "-",

@@ -175,6 +175,7 @@ def test_a_new_sentence_after_the_reveal_opens_a_new_vote(server, browser):
     code = _start_class(teacher, server, "?step=4")
     s = joined_by_link(browser, server, code)
     header_is(s, 4)
+    settle(s)
     s.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
     s.wait_for_selector("text=Your vote:", timeout=120_000)
     teacher.bring_to_front()
@@ -283,6 +284,7 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
     for k in range(1, 14):
         header_is(t, k)
         header_is(s, k)
+        settle(s)  # the heading comes first in the step's run, the vote box after it: a click before hits the old one
         # Every step has a question: the student votes (the split has a bar), the teacher shows the split.
         s.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
         s.wait_for_selector("text=Your vote:", timeout=120_000)

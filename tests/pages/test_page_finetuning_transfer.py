@@ -66,6 +66,7 @@ def test_untrained_copy_beside_the_run_and_the_sample_efficiency_figure():
     assert fs0.trainer.base.name.endswith("(untrained, seed 0)")
     table = [d.value for d in at.dataframe if "learner" in d.value.columns][0]
     assert len(table) == 3 and "bag of words (no BERT)" in set(table["learner"])
+    assert all(isinstance(v, str) for v in table["step"]), table  # one type a column: Arrow's conversion failed on "-"
     assert any("points** ahead of the same network trained from scratch" in md.value for md in at.markdown)
     at.button(key="ft_sample_btn").click().run()
     assert_ok(at)

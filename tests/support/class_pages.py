@@ -96,5 +96,9 @@ def joined_by_link(browser, server: str, code: str):
 
 
 def seat_of(pg) -> str:
+    """The seat of a student's tab that joined (or came back), once its page is the class's: the address has the seat
+    as soon as Join's run starts, while the page still shows the Lesson alone (its own guess, the same step heading),
+    so a click before the run ends would land on the old page."""
     pg.wait_for_url(re.compile(r"[?&]me="))
+    settle(pg)
     return urllib.parse.parse_qs(urllib.parse.urlparse(pg.url).query)["me"][0]
