@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import zlib
-from typing import Protocol
 
 import streamlit as st
 
@@ -36,6 +35,7 @@ from ui.lesson.live_class import push, shared
 from ui.lesson.live_class.panel import panel, question_ui
 from ui.lesson.live_class.session import LEFT, Live, follow, following_student, redraw_here
 from ui.lesson.live_class.student import VOTE_SAID, sentence_note
+from ui.lesson.notebooks import followed_button, keep_lesson_view, lesson_button
 from ui.lesson.state import (
     go,
     goto_picked,
@@ -61,17 +61,6 @@ SIDE_HEADING = ".st-key-lesson_side h3"  # the class panel's heading (live_class
 CLASS_CARD = ".st-key-class_card"  # a presenting teacher's join card (live_class's join)
 
 
-class Notebooks(Protocol):
-    """The step's notebook buttons (ui/notebook_ui.py, which reads the Lesson's content: the page passes it in, as an
-    import here would make the two packages import each other)."""
-
-    def lesson_button(self, cur, k: int, text: str, pair: str | None) -> None: ...
-
-    def keep_lesson_view(self, cur, k: int, text: str, pair: str | None) -> None: ...
-
-    def followed_button(self) -> None: ...
-
-
 def defaults() -> None:
     """The Lesson's session keys, where a run has none: a whole run drops the keys of widgets it did not draw, and a
     following student's fragment runs again without the page's first lines."""
@@ -86,9 +75,6 @@ class Solo:
 
     present = False
     own_guess = True  # the step's own guess and Reveal (a class's teacher and followers have the class's question)
-
-    def __init__(self, notebooks: Notebooks):
-        self.notebooks = notebooks
 
     def style(self) -> None:
         """The page's own style, before anything else on it (Streamlit's theme needs none here)."""
@@ -132,7 +118,7 @@ class Solo:
             titles = [""] + [f"{i}. {s.title}" for i, s in enumerate(STEPS, 1)]
             st.selectbox("Go to step", range(1, N + 1), key="lesson_goto", on_change=goto_picked,
                          format_func=callbacks.labels(titles))
-            self.notebooks.lesson_button(require_current(), k, text, pair)
+            lesson_button(require_current(), k, text, pair)
             answers = st.session_state.setdefault("lesson_answers", {})  # step key -> the guess was right
             st.metric("Right / answered", f"{sum(answers.values())} / {len(answers)}", help=f"{N} questions in all.")
             visited = st.session_state["lesson_visited"]
@@ -313,11 +299,11 @@ class Follower(Following, Solo):
         sentence_note(text, pair, explain(step, cur.model), step.formula)  # one element, redrawn for every student
 
     def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
-        self.notebooks.keep_lesson_view(cur, k, text, pair)  # the side column's notebook button opens this step
+        keep_lesson_view(cur, k, text, pair)  # the side column's notebook button opens this step
 
     def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
         with side:
-            self.notebooks.followed_button()
+            followed_button()
             handout.button(live, "lesson_handout")
 
 
@@ -325,7 +311,7 @@ class PresentingFollower(Following, Presenter):
     """A following student whose address asked for presenter mode: the projector's slide, the class's step."""
 
 
-def choose(live: Live | None, notebooks: Notebooks) -> Solo:
+def choose(live: Live | None) -> Solo:
     """This run's renderer, from the class (its teacher, a following student) and presenter mode."""
     present = bool(st.session_state["lesson_present"])
     if live is not None and live.teacher:
@@ -334,7 +320,7 @@ def choose(live: Live | None, notebooks: Notebooks) -> Solo:
         role = PresentingFollower if present else Follower
     else:
         role = Presenter if present else Solo
-    return role(notebooks)
+    return role()
 
 
 def slide(role: Solo, live: Live | None):
