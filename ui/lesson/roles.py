@@ -35,6 +35,7 @@ from ui.lesson.live_class import push, shared
 from ui.lesson.live_class.panel import panel, question_ui
 from ui.lesson.live_class.session import LEFT, Live, follow, following_student, redraw_here
 from ui.lesson.live_class.student import VOTE_SAID, sentence_note
+from ui.lesson.live_class.teacher import teacher_question
 from ui.lesson.notebooks import followed_button, keep_lesson_view, lesson_button
 from ui.lesson.state import (
     go,
@@ -132,6 +133,12 @@ class Solo:
         self.side(side, live, k, text, pair)
         panel(live, self.present, side)
 
+    def question(self, live: Live | None, col, q, token: str, k: int, text: str, pair: str | None,
+                 revealed: bool) -> bool:
+        """The class's question in `col` (a student's vote; out of a class, the note of a class that ended); returns
+        whether it is revealed."""
+        return question_ui(live, col, q, token, k, text, pair, revealed)
+
     def moves(self, focus: str | None, heading: str | None, say: str | None) -> None:
         """Focus and announce what this run changed (ui/a11y.py)."""
         moves(focus, heading, say, self.present)
@@ -212,18 +219,23 @@ def _numbers(n: int) -> str:
     return f"1-{min(n, 9)} pick a guess, " if n > 1 else ""
 
 
-class Teacher(Solo):
-    """A live class's teacher on a laptop: the Solo page, with the class's question (its votes and Reveal) in place of
-    the step's own guess, and the class's code, seats and results in the side column (live_class's panel)."""
+class Teaching:
+    """What both of a live class's teacher's roles have: the class's question (its votes and Reveal) in place of the
+    step's own guess; the class's code, seats and results are in live_class's panel."""
 
     own_guess = False
 
+    def question(self, live: Live, col, q, token: str, k: int, text: str, pair: str | None, revealed: bool) -> bool:
+        return teacher_question(live, col, q, token, k, text, pair)
 
-class PresentingTeacher(Presenter):
-    """A live class's teacher in presenter mode: the projector's slide, the class's question, and the join card at
-    the top right (its QR, the class's count, and the keys in its popover)."""
 
-    own_guess = False
+class Teacher(Teaching, Solo):
+    """A live class's teacher on a laptop: the Solo page, the class's panel in the side column."""
+
+
+class PresentingTeacher(Teaching, Presenter):
+    """A live class's teacher in presenter mode: the projector's slide, and the join card at the top right (its QR,
+    the class's count, and the keys in its popover)."""
 
     def keys_note(self, col, keys) -> None:
         """None beside Back / Next: they are in the join card's popover."""
@@ -344,7 +356,7 @@ def slide(role: Solo, live: Live | None):
     # A question is its sentence too: a new sentence or pair opens a new question (a new guess, a new class vote).
     token = question_token(cur.model_key, k, text, pair, q)
     revealed = token in st.session_state.get("lesson_revealed", set())
-    revealed = question_ui(live, left, q, token, k, text, pair, revealed)  # the class's question, in a class
+    revealed = role.question(live, left, q, token, k, text, pair, revealed)  # the class's question, in a class
 
     own_guess = q is not None and role.own_guess
     guess_key = f"lesson_guess_{zlib.crc32(token.encode())}"
