@@ -17,7 +17,7 @@ else:  # a page run
     from server.threads import fit_torch_threads
     from ui import model_choice, theme
     from ui.lesson.live_class import reads
-    from ui.state import sidebar_ui
+    from ui.sidebar import sidebar_ui
 
     st.set_page_config(page_title="BERT Explorer", page_icon="🔎", layout="wide")
     theme.apply()  # AA contrast where config.toml's theme cannot reach (ui/theme.py)

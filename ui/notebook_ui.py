@@ -1,4 +1,5 @@
-"""The "Open as a notebook" button: the page's view (bert_core.notebooks.View) as a .ipynb download."""
+"""The "Open as a notebook" button: the page's view (bert_core.notebooks.View) as a .ipynb download. A Lesson step's
+notebook is the Lesson's own (ui/lesson/notebooks.py): this module reads nothing of the Lesson."""
 
 from __future__ import annotations
 
@@ -15,10 +16,8 @@ import streamlit as st
 
 import bert_core
 from bert_core.finetune.tasks import builtin_tasks
-from bert_core.notebooks import PAGES, View, notebook_bytes
-from ui import page_defaults
+from bert_core.notebooks import View, notebook_bytes
 from ui.finetune_ui import new_head_bases, recipe_config
-from ui.lesson import content as lesson
 from ui.state import BUNDLED_LABEL, Current
 
 DIST = "bert-explorer"  # the project's distribution name (pyproject.toml's [project] name)
@@ -120,60 +119,12 @@ def notebook_button(cur: Current, page: str, text: str | None = None, **settings
 def offer(view: View, name: str, slot: str = "") -> None:
     """The download button for `view`'s notebook, `bert-explorer-<name>.ipynb` (`slot`: a page's second one)."""
     st.session_state.setdefault(VIEWS_KEY, {})[view.page + slot] = view
-    _download("Open as a notebook (.ipynb)", lambda: notebook_bytes(view), name, key=f"notebook-{view.page}{slot}",
-              help="A Jupyter notebook that recomputes this view with bert_core: the same model, text and "
-                   "settings, the same figures and numbers. Its first cell installs bert_core where it is missing.")
+    download("Open as a notebook (.ipynb)", lambda: notebook_bytes(view), name, key=f"notebook-{view.page}{slot}",
+             help="A Jupyter notebook that recomputes this view with bert_core: the same model, text and "
+                  "settings, the same figures and numbers. Its first cell installs bert_core where it is missing.")
 
 
-def _download(label: str, data, name: str, **kwargs) -> None:
+def download(label: str, data, name: str, **kwargs) -> None:
     """A notebook's download button: `data` builds the .ipynb only when clicked; `bert-explorer-<name>.ipynb`."""
     st.download_button(label, data, file_name=f"bert-explorer-{re.sub('[^a-z0-9]+', '-', name)}.ipynb",
                        mime="application/x-ipynb+json", on_click="ignore", icon=":material/download:", **kwargs)
-
-
-def step_page_settings(cur: Current, page: str, step, text: str, pair: str | None) -> dict:
-    """The settings the step's full page opens with for this model (the layer and head its link carries), for a
-    Lesson step's notebook ({} for pages without one)."""
-    settings = page_defaults.of(page, cur.model.config)  # what the page itself opens with (its widgets read it)
-    at = lesson.page_view(cur, step, text, pair)  # the step's head, 1-based as in its link to the page
-    if page in ("attention", "heads", "bert_vs_gpt") and "layer" in at:
-        settings.update(layer=at["layer"] - 1, head=at.get("head", 1) - 1)
-    return settings
-
-
-def lesson_button(cur: Current, k: int, text: str, pair: str | None) -> None:
-    """"Open as a notebook" for Lesson step k: its words, its question (computed), and its full page's view."""
-    offer(lesson_view(cur, k, text, pair), f"lesson-step-{k}")
-
-
-def keep_lesson_view(cur: Current, k: int, text: str, pair: str | None) -> None:
-    """A following student's step: the notebook the side column's button offers when clicked (`followed_button`)."""
-    st.session_state.setdefault(VIEWS_KEY, {})["lesson"] = lesson_view(cur, k, text, pair)
-
-
-def followed_button() -> None:
-    """"Open as a notebook" in a following student's side column: the step the page shows when it is clicked.
-
-    The button lives outside the step's fragment because a download button inside it would register its file again
-    for every student at every step change; so the step keeps its notebook's View (`keep_lesson_view`) and this
-    button, drawn by whole runs, reads it at the click."""
-    views = st.session_state.setdefault(VIEWS_KEY, {})
-    if "lesson" not in views:
-        return
-    _download("This step's notebook", lambda: notebook_bytes(views["lesson"]), "lesson-step",
-              key="notebook-lesson-followed", width="stretch",
-              help="A Jupyter notebook that recomputes the step on your screen with bert_core: the same model, "
-                   "sentence and question. Its first cell installs bert_core where it is missing.")
-
-
-def lesson_view(cur: Current, k: int, text: str, pair: str | None) -> View:
-    """The notebook of Lesson step k: its words, its question (computed), and its full page's view."""
-    step = lesson.STEPS[k - 1]
-    fn, args, kwargs = lesson.question_call(step, text, pair, cur.seed)
-    page = step.page.replace("-", "_")  # url_path -> PAGES key
-    settings = {"step": k, "question": f"{fn.__module__}.{fn.__name__}", "question_args": args,
-                "question_kwargs": kwargs, "page": page,
-                "page_settings": step_page_settings(cur, page, step, text, pair) if page in PAGES else {}}
-    return dataclasses.replace(view_of(cur, "lesson", text), pair=pair, settings=settings,
-                               prose={"title": step.title, "explain": lesson.explain(step, cur.model),
-                                      "formula": step.formula})

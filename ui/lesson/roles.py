@@ -1,18 +1,18 @@
 """One renderer per role on the Lesson page, chosen once per run (`choose`).
 
-Solo: a student alone, a teacher's laptop, a student exploring on their own: sentence boxes, Back / Next, the side
-column. Presenter: presenter mode on a projector (the teacher's too): large type, one step per screen, keys. Follower:
-a student following the teacher, whose step is one fragment the class's push reruns: the teacher's sentence as text,
-no Back / Next. PresentingFollower: a follower whose address asked for presenter mode. `slide` draws the parts every
-role shares (the question, the guess, the view) and asks the role for the rest; the class's own parts (its question,
-its panel) are live_class's.
+Solo: a student alone, or exploring on their own in a class: sentence boxes, Back / Next, the side column.
+Presenter: presenter mode on a projector: large type, one step per screen, keys. Teacher / PresentingTeacher: a live
+class's teacher, on a laptop or a projector: the class's question instead of the step's own guess. Follower /
+PresentingFollower: a student following the teacher, whose step is one fragment the class's push reruns: the teacher's
+sentence as text, no Back / Next, and the teacher's moves said aloud. `slide` draws the parts every role shares (the
+question, the guess, the view) and asks the role for the rest; the class's own parts (its question, its panel) are
+live_class's.
 """
 
 from __future__ import annotations
 
 import contextlib
 import zlib
-from typing import Protocol
 
 import streamlit as st
 
@@ -35,6 +35,8 @@ from ui.lesson.live_class import push, shared
 from ui.lesson.live_class.panel import panel, question_ui
 from ui.lesson.live_class.session import LEFT, Live, follow, following_student, redraw_here
 from ui.lesson.live_class.student import VOTE_SAID, sentence_note
+from ui.lesson.live_class.teacher import teacher_question
+from ui.lesson.notebooks import followed_button, keep_lesson_view, lesson_button
 from ui.lesson.state import (
     go,
     goto_picked,
@@ -54,16 +56,10 @@ from ui.state import DEFAULT_MODEL, require_current
 
 N = len(STEPS)
 
-
-class Notebooks(Protocol):
-    """The step's notebook buttons (ui/notebook_ui.py, which reads the Lesson's content: the page passes it in, as an
-    import here would make the two packages import each other)."""
-
-    def lesson_button(self, cur, k: int, text: str, pair: str | None) -> None: ...
-
-    def keep_lesson_view(self, cur, k: int, text: str, pair: str | None) -> None: ...
-
-    def followed_button(self) -> None: ...
+# Where a role moves focus (ui/a11y.moves), by CSS selector.
+STEP_HEADING = "[data-testid='stMain'] h2"
+SIDE_HEADING = ".st-key-lesson_side h3"  # the class panel's heading (live_class's panel)
+CLASS_CARD = ".st-key-class_card"  # a presenting teacher's join card (live_class's join)
 
 
 def defaults() -> None:
@@ -79,10 +75,7 @@ class Solo:
     """A student alone: the step in a wide column, the side column beside it, the sentence in boxes."""
 
     present = False
-    follower = False
-
-    def __init__(self, notebooks: Notebooks):
-        self.notebooks = notebooks
+    own_guess = True  # the step's own guess and Reveal (a class's teacher and followers have the class's question)
 
     def style(self) -> None:
         """The page's own style, before anything else on it (Streamlit's theme needs none here)."""
@@ -126,7 +119,7 @@ class Solo:
             titles = [""] + [f"{i}. {s.title}" for i, s in enumerate(STEPS, 1)]
             st.selectbox("Go to step", range(1, N + 1), key="lesson_goto", on_change=goto_picked,
                          format_func=callbacks.labels(titles))
-            self.notebooks.lesson_button(require_current(), k, text, pair)
+            lesson_button(require_current(), k, text, pair)
             answers = st.session_state.setdefault("lesson_answers", {})  # step key -> the guess was right
             st.metric("Right / answered", f"{sum(answers.values())} / {len(answers)}", help=f"{N} questions in all.")
             visited = st.session_state["lesson_visited"]
@@ -140,9 +133,36 @@ class Solo:
         self.side(side, live, k, text, pair)
         panel(live, self.present, side)
 
+    def question(self, live: Live | None, col, q, token: str, k: int, text: str, pair: str | None,
+                 revealed: bool) -> bool:
+        """The class's question in `col` (a student's vote; out of a class, the note of a class that ended); returns
+        whether it is revealed."""
+        return question_ui(live, col, q, token, k, text, pair, revealed)
+
     def moves(self, focus: str | None, heading: str | None, say: str | None) -> None:
         """Focus and announce what this run changed (ui/a11y.py)."""
         moves(focus, heading, say, self.present)
+
+    def class_focus(self, title: str) -> tuple[str, str | None]:
+        """Where focus goes once a class is started or joined, and the text that element starts with (None: any):
+        the class panel's heading, in the side column."""
+        return SIDE_HEADING, None
+
+    def left_focus(self) -> str:
+        """Where focus goes once the class is left or ended: the panel's heading, where Start and Join now are."""
+        return SIDE_HEADING
+
+    def moved_on(self, title: str) -> str | None:
+        """What is said when the step changes: nothing where this page moved it itself."""
+        return None
+
+    def new_sentence(self, text: str, pair: str | None) -> str | None:
+        """What is said when the sentence changes: nothing where it was typed here."""
+        return None
+
+    def answer_revealed(self) -> str | None:
+        """What is said at a reveal (focus goes to the answer): nothing where it was revealed here."""
+        return None
 
 
 class Presenter(Solo):
@@ -175,14 +195,23 @@ class Presenter(Solo):
                       shortcut="Left")
         nav[1].button("Next", key="lesson_next", disabled=k == N, on_click=go, args=(k + 1,), width="stretch",
                       shortcut="Right")
-        if live is None or not live.teacher:  # a class's teacher has them in the join card's popover
-            nav[2].caption(f"Keys: → or Page Down next, ← or Page Up back, {_numbers(keys[1])}space or Enter "
-                           "reveals.")
+        self.keys_note(nav[2], keys)
         more_keys(k, N, *keys)
         presenter_corner(cur)  # fixed to the screen's corner; last, so the slide's own text comes first
 
+    def keys_note(self, col, keys) -> None:
+        """The keys, beside Back / Next."""
+        col.caption(f"Keys: → or Page Down next, ← or Page Up back, {_numbers(keys[1])}space or Enter reveals.")
+
     def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
         """No side column on a projector."""
+
+    def class_focus(self, title: str) -> tuple[str, str | None]:
+        """No side column: the step's heading, the new one (the join box above it is gone)."""
+        return STEP_HEADING, title
+
+    def left_focus(self) -> str:
+        return STEP_HEADING
 
 
 def _numbers(n: int) -> str:
@@ -190,37 +219,44 @@ def _numbers(n: int) -> str:
     return f"1-{min(n, 9)} pick a guess, " if n > 1 else ""
 
 
-class Follower(Solo):
-    """A student following the teacher: the step is one fragment, which the class's push reruns alone when the
-    teacher moves; the app, its sidebar and the side column (the class's count, Follow, Leave, the handout) stay as
-    drawn."""
+class Teaching:
+    """What both of a live class's teacher's roles have: the class's question (its votes and Reveal) in place of the
+    step's own guess; the class's code, seats and results are in live_class's panel."""
 
-    follower = True
+    own_guess = False
+
+    def question(self, live: Live, col, q, token: str, k: int, text: str, pair: str | None, revealed: bool) -> bool:
+        return teacher_question(live, col, q, token, k, text, pair)
+
+
+class Teacher(Teaching, Solo):
+    """A live class's teacher on a laptop: the Solo page, the class's panel in the side column."""
+
+
+class PresentingTeacher(Teaching, Presenter):
+    """A live class's teacher in presenter mode: the projector's slide, and the join card at the top right (its QR,
+    the class's count, and the keys in its popover)."""
+
+    def keys_note(self, col, keys) -> None:
+        """None beside Back / Next: they are in the join card's popover."""
+
+    def class_focus(self, title: str) -> tuple[str, str | None]:
+        """The join card, which a started class puts beside the slide."""
+        return CLASS_CARD, None
+
+
+class Following:
+    """What every following student's role has: the step is one fragment, which the class's push reruns alone when
+    the teacher moves (the app, its sidebar and the side column stay as drawn), no step in the address, the class's
+    question in place of the step's own guess, and the teacher's moves said aloud."""
+
+    own_guess = False
 
     def address(self, k: int) -> None:
         """No step in the address: a reload takes the class's step again (one message less in every student's step
         change); the sentence is the class's, not the address's."""
         if "step" in st.query_params:
             del st.query_params["step"]
-
-    def columns(self, k: int):
-        here = contextlib.nullcontext()  # the page's own column (the fragment's container)
-        return here, here, None
-
-    def words(self, cur, step, k: int, text: str, pair: str | None, left, right) -> None:
-        sentence_note(text, pair, explain(step, cur.model), step.formula)  # one element, redrawn for every student
-
-    def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
-        self.notebooks.keep_lesson_view(cur, k, text, pair)  # the side column's notebook button opens this step
-
-    def moves(self, focus: str | None, heading: str | None, say: str | None) -> None:
-        """Carried by the step's listener, drawn last in the fragment (one component mount per pushed run)."""
-        self.moved = move(focus, heading, say)
-
-    def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
-        with side:
-            self.notebooks.followed_button()
-            handout.button(live, "lesson_handout")
 
     def run(self, live: Live | None) -> None:
         main, side = (st.container(), None) if self.present else st.columns([3, 1], gap="large")
@@ -249,22 +285,54 @@ class Follower(Solo):
             self.side(side, live, k, text, pair)
         panel(live, self.present, side)
 
+    def moves(self, focus: str | None, heading: str | None, say: str | None) -> None:
+        """Carried by the step's listener, drawn last in the fragment (one component mount per pushed run)."""
+        self.moved = move(focus, heading, say)
 
-class PresentingFollower(Presenter):
+    def moved_on(self, title: str) -> str | None:
+        return f"{title}, your teacher moved on."
+
+    def new_sentence(self, text: str, pair: str | None) -> str | None:
+        return f"New sentence: {text}" + (f" Sentence B: {pair}" if pair else "") + ", from your teacher."
+
+    def answer_revealed(self) -> str | None:
+        return "Your teacher revealed the answer."
+
+
+class Follower(Following, Solo):
+    """A student following the teacher on their own device: the teacher's sentence as text, no Back / Next; the side
+    column holds the class's count, Follow, Leave, the step's notebook and the handout."""
+
+    def columns(self, k: int):
+        here = contextlib.nullcontext()  # the page's own column (the fragment's container)
+        return here, here, None
+
+    def words(self, cur, step, k: int, text: str, pair: str | None, left, right) -> None:
+        sentence_note(text, pair, explain(step, cur.model), step.formula)  # one element, redrawn for every student
+
+    def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
+        keep_lesson_view(cur, k, text, pair)  # the side column's notebook button opens this step
+
+    def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
+        with side:
+            followed_button()
+            handout.button(live, "lesson_handout")
+
+
+class PresentingFollower(Following, Presenter):
     """A following student whose address asked for presenter mode: the projector's slide, the class's step."""
 
-    follower = True
-    address, run, moves = Follower.address, Follower.run, Follower.moves
 
-
-def choose(live: Live | None, notebooks: Notebooks) -> Solo:
-    """This run's renderer, from the class (a following student) and presenter mode."""
+def choose(live: Live | None) -> Solo:
+    """This run's renderer, from the class (its teacher, a following student) and presenter mode."""
     present = bool(st.session_state["lesson_present"])
-    if following_student(live):
+    if live is not None and live.teacher:
+        role = PresentingTeacher if present else Teacher
+    elif following_student(live):
         role = PresentingFollower if present else Follower
     else:
         role = Presenter if present else Solo
-    return role(notebooks)
+    return role()
 
 
 def slide(role: Solo, live: Live | None):
@@ -288,9 +356,9 @@ def slide(role: Solo, live: Live | None):
     # A question is its sentence too: a new sentence or pair opens a new question (a new guess, a new class vote).
     token = question_token(cur.model_key, k, text, pair, q)
     revealed = token in st.session_state.get("lesson_revealed", set())
-    revealed = question_ui(live, left, q, token, k, text, pair, revealed)  # the class's question, in a class
+    revealed = role.question(live, left, q, token, k, text, pair, revealed)  # the class's question, in a class
 
-    own_guess = q is not None and (live is None or not live.following)  # a class's question replaces this one
+    own_guess = q is not None and role.own_guess
     guess_key = f"lesson_guess_{zlib.crc32(token.encode())}"
     if own_guess:
         with left:
@@ -314,10 +382,17 @@ SEEN = "lesson_a11y_seen"  # (step, sentence, pair, question, revealed, class) a
 
 def _focus_and_say(role: Solo, live: Live | None, k: int, step, text: str, pair: str | None, token: str,
                    revealed: bool) -> None:
-    """Where focus goes after what changed since this session's last run (Next / Back: the new step's heading;
-    a reveal: the answer; a class started or joined: the class's panel; a class left or ended: the panel's heading,
-    where Start and Join now are, or on a projector the step's), and what a following student hears (the teacher's
-    new step, new sentence, reveal). A page's first run moves nothing."""
+    """Focus moved and the change said, once this run has drawn the step (`what_moves`)."""
+    focus, heading, say = what_moves(role, live, k, step, text, pair, token, revealed)
+    role.moves(focus, heading, say)
+
+
+def what_moves(role: Solo, live: Live | None, k: int, step, text: str, pair: str | None, token: str,
+               revealed: bool) -> tuple[str | None, str | None, str | None]:
+    """(where focus goes, the text that element starts with, what is said) after what changed since this session's
+    last run: Next / Back: the new step's heading; a reveal: the answer; a class started or joined, or left or
+    ended: the role's own place for it; what a following student hears (the teacher's new step, new sentence,
+    reveal) is the role's, and a vote counted on this run is said. A page's first run moves nothing."""
     now = (k, text, pair, token, revealed, live.code if live is not None else None)
     before = st.session_state.get(SEEN)
     st.session_state[SEEN] = now
@@ -325,24 +400,21 @@ def _focus_and_say(role: Solo, live: Live | None, k: int, step, text: str, pair:
     title = f"Step {k} of {N}: {step.title}"
     left = st.session_state.pop(LEFT, None) if live is None else None  # the Leave button is gone with its panel
     if left:
-        focus, say = ("[data-testid='stMain'] h2" if role.present else ".st-key-lesson_side h3"), left
+        focus, say = role.left_focus(), left
     elif before is not None and before != now:
         b_step, b_text, b_pair, b_token, b_revealed, b_class = before
         if now[5] is not None and now[5] != b_class:  # started or joined a class
-            focus = ".st-key-class_card" if role.present and live.teacher else \
-                "[data-testid='stMain'] h2" if role.present else ".st-key-lesson_side h3"
-            heading = title if role.present and not live.teacher else None
+            focus, heading = role.class_focus(title)
         elif k != b_step:
-            focus, heading = "[data-testid='stMain'] h2", title
-            say = f"{title}, your teacher moved on." if role.follower else None
+            focus, heading = STEP_HEADING, title
+            say = role.moved_on(title)
         elif (text, pair) != (b_text, b_pair):
-            say = (f"New sentence: {text}" + (f" Sentence B: {pair}" if pair else "")
-                   + ", from your teacher.") if role.follower else None
+            say = role.new_sentence(text, pair)
         elif revealed and not b_revealed and token == b_token:
             focus = ".st-key-lesson_answer"
-            say = "Your teacher revealed the answer." if role.follower else None
+            say = role.answer_revealed()
     said = st.session_state.pop(VOTE_SAID, None)  # this student's vote, counted on this run
-    role.moves(focus, heading, say or said)
+    return focus, heading, say or said
 
 
 def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str | None, revealed: bool) -> bool:

@@ -1,5 +1,5 @@
-"""The live class on the Lesson page: the class's question in the step's column (`question_ui`) and the class's
-panel (`panel`: start or join a class; the code, QR, seats and results; a student's count)."""
+"""The live class on the Lesson page: a student's side of the class's question in the step's column (`question_ui`)
+and the class's panel (`panel`: start or join a class; the code, QR, seats and results; a student's count)."""
 
 from __future__ import annotations
 
@@ -21,19 +21,19 @@ from ui.lesson.live_class.session import (
     reconnecting,
 )
 from ui.lesson.live_class.student import count_ui, join, keep_seat, student_question
-from ui.lesson.live_class.teacher import end, lost_class, seats_ui, start, teacher_question
+from ui.lesson.live_class.teacher import end, lost_class, seats_ui, start
 
 
 def question_ui(live: Live | None, col, q, token: str, k: int, text: str, pair: str | None, revealed: bool) -> bool:
-    """The class's question in `col` (the teacher's controls, or a student's vote); returns whether it is revealed."""
+    """A student's side of the class's question in `col`: their vote, or out of a class the note of the class that
+    just ended; returns whether it is revealed. The teacher's is live_class.teacher's `teacher_question` (the
+    Lesson's Teacher roles call it)."""
     if live is None:
         note = st.session_state.pop(ENDED_NOTE, None)
         if note:
             col.warning(note, icon=":material/logout:")
             st.toast(note, icon=":material/logout:")
         return revealed
-    if live.teacher:
-        return teacher_question(live, col, q, token, k, text, pair)
     return student_question(live, col, q, revealed)
 
 
