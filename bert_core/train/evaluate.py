@@ -19,6 +19,7 @@ Four measurements, each seeded and in a fixed order, so the same model prints th
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 from pathlib import Path
@@ -47,10 +48,16 @@ PAIRS_SECOND = CLOZE_FILE.with_name("everyday_pairs_second.tsv")
 HELDOUT_FRACTION = 0.02
 
 
+@functools.lru_cache(maxsize=1)
+def _corpus() -> tuple[list[str], list, list[str], list]:
+    """`load_pretraining_corpus` at the evaluation's split, read once per process (the lists are only read)."""
+    return load_pretraining_corpus(seed=0, fraction=HELDOUT_FRACTION)
+
+
 def previous_heldout_lines() -> list[str]:
     """The previous model's held-out glosses (original WordNet split) that no model here trained on."""
     _, heldout = split_heldout(load_builtin_corpus(), fraction=HELDOUT_FRACTION, seed=0)
-    trained = set(load_pretraining_corpus(seed=0, fraction=HELDOUT_FRACTION)[0])
+    trained = set(_corpus()[0])
     return [g for g in heldout if clean_gloss(g) not in trained]
 
 
@@ -108,11 +115,12 @@ def nsp_pairs(seed: int = 0, fraction: float = HELDOUT_FRACTION) -> list[tuple[s
 
 
 @torch.no_grad()
-def nsp_probabilities(m: LoadedModel, pairs: list[tuple[str, str]], batch_size: int = 64) -> torch.Tensor:
+def nsp_probabilities(m: LoadedModel, pairs: list[tuple[str, str]], batch_size: int = 16) -> torch.Tensor:
     """(N,) P(IsNext) for each (A, B): softmax of the NSP logits on the pooled [CLS], batched with padding.
 
     Batches hold pairs of similar length (sorted; the result is put back in the pairs' order): a pair's output does
-    not depend on its batch, and Brown pairs padded to their batch's longest were 2.4x the real tokens."""
+    not depend on its batch, and Brown pairs padded to their batch's longest were 2.4x the real tokens. The pass
+    keeps no trace (the last hidden state, then the pooler): the same formula without every layer's attention maps."""
     model, tok = m.model, m.tokenizer
     model.eval()
     all_encs = [tok.encode(a, b) for a, b in pairs]
@@ -126,7 +134,7 @@ def nsp_probabilities(m: LoadedModel, pairs: list[tuple[str, str]], batch_size: 
         for r, e in enumerate(encs):
             n = len(e.input_ids)
             ids[r, :n], types[r, :n], attn[r, :n] = torch.from_numpy(e.input_ids), torch.from_numpy(e.token_type_ids), 1
-        pooled = model(ids, types, attn, trace=True).pooled  # (B, H): tanh(W h_[CLS] + b)
+        pooled = model.bert.pooler(model(ids, types, attn))  # (B, H): tanh(W h_[CLS] + b)
         out.append(model.nsp_logits(pooled).softmax(-1)[:, 0])
     p_next = torch.empty(len(pairs))
     if pairs:
@@ -191,7 +199,7 @@ def everyday_cloze_lists(m: LoadedModel) -> dict[str, dict]:
 def bundled_report(source: str | None = None, seed: int = 0) -> dict:
     """Every measurement docs/models.md reports, for the model `source` (the default offline model when None)."""
     m = load_model(source)
-    _, _, heldout_lines, heldout_docs = load_pretraining_corpus(seed=0, fraction=HELDOUT_FRACTION)
+    _, _, heldout_lines, heldout_docs = _corpus()
     brown = [s for d in heldout_docs for s in d.sentences]
     return {
         "heldout_wordnet": evaluate_mlm(m.model, m.tokenizer, heldout_lines, seed=seed),
