@@ -115,12 +115,11 @@ def nsp_pairs(seed: int = 0, fraction: float = HELDOUT_FRACTION) -> list[tuple[s
 
 
 @torch.no_grad()
-def nsp_probabilities(m: LoadedModel, pairs: list[tuple[str, str]], batch_size: int = 16) -> torch.Tensor:
+def nsp_probabilities(m: LoadedModel, pairs: list[tuple[str, str]], batch_size: int = 64) -> torch.Tensor:
     """(N,) P(IsNext) for each (A, B): softmax of the NSP logits on the pooled [CLS], batched with padding.
 
     Batches hold pairs of similar length (sorted; the result is put back in the pairs' order): a pair's output does
-    not depend on its batch, and Brown pairs padded to their batch's longest were 2.4x the real tokens. The pass
-    keeps no trace (the last hidden state, then the pooler): the same formula without every layer's attention maps."""
+    not depend on its batch, and Brown pairs padded to their batch's longest were 2.4x the real tokens."""
     model, tok = m.model, m.tokenizer
     model.eval()
     all_encs = [tok.encode(a, b) for a, b in pairs]
@@ -134,7 +133,7 @@ def nsp_probabilities(m: LoadedModel, pairs: list[tuple[str, str]], batch_size: 
         for r, e in enumerate(encs):
             n = len(e.input_ids)
             ids[r, :n], types[r, :n], attn[r, :n] = torch.from_numpy(e.input_ids), torch.from_numpy(e.token_type_ids), 1
-        pooled = model.bert.pooler(model(ids, types, attn))  # (B, H): tanh(W h_[CLS] + b)
+        pooled = model(ids, types, attn, trace=True).pooled  # (B, H): tanh(W h_[CLS] + b)
         out.append(model.nsp_logits(pooled).softmax(-1)[:, 0])
     p_next = torch.empty(len(pairs))
     if pairs:
