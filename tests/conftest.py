@@ -1,13 +1,13 @@
-"""What every test folder needs: the tiers (markers `browser` and `server`, applied here), the slow-files-first order,
-tiny checkpoints, a clean model setting, and the shared app server. Folder fixtures live in each folder's conftest.py;
-shared code in tests/support/."""
+"""What every test folder needs: the tiers (markers `browser` and `server`, applied here), the longest-files-first
+order (support/durations.py), tiny checkpoints, a clean model setting, and the shared app server. Folder fixtures
+live in each folder's conftest.py; shared code in tests/support/."""
 
 from __future__ import annotations
 
 import os
 
 import pytest
-from support import tiers
+from support import durations, tiers
 from support.checkpoints import VOCAB, write_tiny_checkpoint
 from support.paths import OUT, worker_suffix
 
@@ -100,28 +100,25 @@ def slots(monkeypatch):
     return fresh
 
 
+def pytest_addoption(parser):
+    parser.addoption("--write-durations", action="store_true",
+                     help="merge each test file's measured seconds into tests/durations.json (the file order)")
+
+
 def pytest_configure(config):
-    """In a pytest-xdist worker, torch gets this worker's share of the cores: workers x threads never exceeds the
-    cores (oversubscribed intra-op threads wait on each other and slow every worker down)."""
+    """The files' order is ours (support/durations.py): pytest-xdist's default reorder of files by their number of
+    tests is turned off. In a pytest-xdist worker, torch gets this worker's share of the cores: workers x threads
+    never exceeds the cores (oversubscribed intra-op threads wait on each other and slow every worker down)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+    if config.getoption("--write-durations") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(durations.Recorder(), "write-durations")
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0") or 0)
     if workers > 1:
         import torch
 
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
-
-# Under pytest-xdist (--dist loadfile) a file runs whole on one worker in collection order, so a long file collected
-# last runs alone at the end while the other worker idles. The browser and server files are the long ones (each starts
-# chromium or a server): they go first, and the longest of them, and of the rest, first of all (SLOW_FILES_FIRST; the
-# durations of a full run). Every other file keeps its collected order.
-SLOW_FILES_FIRST = ("tests/browser/test_browser.py", "tests/browser/test_browser_classroom.py",
-                    "tests/model/test_bundled.py", "tests/browser/test_browser_lesson_readable.py",
-                    "tests/notebooks/test_page_notebooks.py", "tests/app/test_load.py",
-                    "tests/browser/test_browser_transfer.py", "tests/browser/test_offline_server.py",
-                    "tests/browser/test_browser_notebook.py", "tests/browser/test_browser_class_redis.py",
-                    "tests/browser/test_browser_lesson.py", "tests/pages/test_page_lesson.py",
-                    "tests/pages/test_page_finetuning.py", "tests/browser/test_browser_contrast.py",
-                    "tests/browser/test_browser_token_tasks.py", "tests/browser/test_browser_bert_vs_gpt.py")
 
 # Fixtures that start a real process outside AppTest (a Streamlit server, a redis-server): a test using one is `server`.
 SERVER_FIXTURES = {"shared_app_server", "redis_url"}
@@ -130,8 +127,8 @@ BROWSER_FIXTURES = {"browser", "chromium"}
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the tiers, then order the files: slowest first (SLOW_FILES_FIRST), then the other browser/server files,
-    then the rest, each group in its collected order (sorted() is stable)."""
+    """Mark the tiers, then order the files longest first by tests/durations.json (support/durations.py); a file's
+    tests keep their collected order (sorted() is stable)."""
     for item in items:
         path = item.nodeid.split("::", 1)[0]
         used = set(getattr(item, "fixturenames", ()))
@@ -143,11 +140,11 @@ def pytest_collection_modifyitems(config, items):
     slow_files = {item.nodeid.split("::", 1)[0] for item in items
                   if item.get_closest_marker("browser") or item.get_closest_marker("server")}
 
-    def rank(item) -> tuple[int, int]:
+    seconds = durations.load()
+
+    def rank(item) -> tuple[int, float]:
         path = item.nodeid.split("::", 1)[0]
-        if path in SLOW_FILES_FIRST:
-            return 0, SLOW_FILES_FIRST.index(path)
-        return (1 if path in slow_files else 2), 0
+        return durations.file_rank(path, seconds, path in slow_files)
 
     items[:] = sorted(items, key=rank)
 

@@ -19,6 +19,7 @@ Four measurements, each seeded and in a fixed order, so the same model prints th
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import random
 from pathlib import Path
@@ -47,10 +48,16 @@ PAIRS_SECOND = CLOZE_FILE.with_name("everyday_pairs_second.tsv")
 HELDOUT_FRACTION = 0.02
 
 
+@functools.lru_cache(maxsize=1)
+def _corpus() -> tuple[list[str], list, list[str], list]:
+    """`load_pretraining_corpus` at the evaluation's split, read once per process (the lists are only read)."""
+    return load_pretraining_corpus(seed=0, fraction=HELDOUT_FRACTION)
+
+
 def previous_heldout_lines() -> list[str]:
     """The previous model's held-out glosses (original WordNet split) that no model here trained on."""
     _, heldout = split_heldout(load_builtin_corpus(), fraction=HELDOUT_FRACTION, seed=0)
-    trained = set(load_pretraining_corpus(seed=0, fraction=HELDOUT_FRACTION)[0])
+    trained = set(_corpus()[0])
     return [g for g in heldout if clean_gloss(g) not in trained]
 
 
@@ -191,7 +198,7 @@ def everyday_cloze_lists(m: LoadedModel) -> dict[str, dict]:
 def bundled_report(source: str | None = None, seed: int = 0) -> dict:
     """Every measurement docs/models.md reports, for the model `source` (the default offline model when None)."""
     m = load_model(source)
-    _, _, heldout_lines, heldout_docs = load_pretraining_corpus(seed=0, fraction=HELDOUT_FRACTION)
+    _, _, heldout_lines, heldout_docs = _corpus()
     brown = [s for d in heldout_docs for s in d.sentences]
     return {
         "heldout_wordnet": evaluate_mlm(m.model, m.tokenizer, heldout_lines, seed=seed),

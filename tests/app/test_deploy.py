@@ -115,7 +115,6 @@ def test_a_first_run_on_a_desktop_asks_nothing(tmp_path):
     app starts without stopping at Streamlit's first-run "Email:" prompt, which waits on the
     terminal until Enter (.streamlit/config.toml's server.showEmailPrompt)."""
     import subprocess
-    import time
 
     from support.appserver import free_port
 
@@ -132,10 +131,10 @@ def test_a_first_run_on_a_desktop_asks_nothing(tmp_path):
                                  "--server.address", "127.0.0.1", "--server.headless", "false"], cwd=ROOT, env=env,
                                 stdin=subprocess.PIPE, stdout=f, stderr=subprocess.STDOUT)
     try:
-        deadline = time.time() + 300  # torch's import on a busy machine
-        while "You can now view" not in log.read_text() and "Email" not in log.read_text():
-            assert proc.poll() is None and time.time() < deadline, log.read_text()
-            time.sleep(0.5)
+        # Up to 300 s: torch's import on a busy machine.
+        until(lambda: proc.poll() is not None or any(s in log.read_text() for s in ("You can now view", "Email")),
+              300, "streamlit to print its address or the Email prompt", every=0.5)
+        assert proc.poll() is None, log.read_text()
         assert "Email" not in log.read_text(), log.read_text()
     finally:
         proc.kill()

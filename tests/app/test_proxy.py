@@ -18,7 +18,7 @@ import urllib.request
 
 import pytest
 from support import wsclient
-from support.appserver import ROOT, free_port
+from support.appserver import ROOT, free_port, wait_healthy
 from support.wait import until
 
 
@@ -40,19 +40,14 @@ def _start(port: int) -> subprocess.Popen:
         proc = subprocess.Popen([str(ROOT / "deploy" / "serve.sh"), "2", str(port), "127.0.0.1"],
                                 env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=f, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    deadline = time.time() + 240  # two processes import torch side by side on a busy machine
-    while True:
-        try:
-            if _get(f"http://127.0.0.1:{port}/_stcore/health")[0] == 200:
-                return proc
-        except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                proc.wait(timeout=60)
-            raise RuntimeError(f"serve.sh did not come up: {log.read_text()}")
-        time.sleep(0.5)
+    try:
+        wait_healthy(f"http://127.0.0.1:{port}", proc, 240)  # two processes import torch side by side
+    except RuntimeError:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+        raise RuntimeError(f"serve.sh did not come up: {log.read_text()}") from None
+    return proc
 
 
 @pytest.mark.server

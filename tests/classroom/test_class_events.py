@@ -10,6 +10,7 @@ import threading
 
 import pytest
 from starlette.requests import Request
+from support.wait import until
 
 from classroom.memory import MemoryStore
 from server import events
@@ -117,20 +118,15 @@ def test_a_removed_seat_is_published_to_its_own_topic_and_no_other(make_store):
     """The teacher's Remove reaches the removed student's count listener (`seat:CODE:SID`) from either store (Redis:
     over pub/sub, as another process hears it), not every student's step: the page is told at once, not at its
     count's timer (8-12 s at 120 students)."""
-    import time
-
     store, hub, reads = make_store(), events.Hub(), []
     code, secret = store.create()
     ada, bo = store.join(code, "Ada", client="198.51.100.1"), store.join(code, "Bo", client="198.51.100.2")
     hub.watch(store, before=reads.append)
     store.remove(code, secret, ada)
-    deadline = time.monotonic() + 10
-    while hub.seq(f"seat:{code}:{ada}") == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)  # Redis's pub/sub thread
+    until(lambda: hub.seq(f"seat:{code}:{ada}"), 10, "the removed seat's event (Redis's pub/sub thread)", every=0.02)
     assert hub.seq(f"seat:{code}:{ada}") == 1 and events.TOPIC.fullmatch(f"seat:{code}:{ada}")
     assert hub.seq(f"seat:{code}:{bo}") == 0 and hub.seq(f"step:{code}") == 0 and reads == []
     store.remove(code, secret, ada)  # a seat not in the class: nothing to tell
     store.publish(code, secret, 2, "A sentence.", None, None)  # a class change: its step, read first
-    while hub.seq(f"step:{code}") == 0 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    until(lambda: hub.seq(f"step:{code}"), 10, "the class's step event", every=0.02)
     assert hub.seq(f"seat:{code}:{ada}") == 1 and reads == [code]

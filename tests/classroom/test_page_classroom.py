@@ -12,6 +12,7 @@ from streamlit.testing.v1 import AppTest
 from support.apptest import ROOT, assert_ok
 from support.apptest import lesson_session as session
 from support.hostile import HOSTILE
+from support.wait import until
 
 import bert_core
 import classroom
@@ -278,11 +279,8 @@ def test_the_question_token_holds_the_sentence_and_the_pair():
 
 def heard_again(timeout: float = 10) -> None:
     """Until the Redis store's own ping hears its redis-server again (within about FAIL_FAST once it answers)."""
-    import time
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and classroom.open_store()._down is not None:
-        time.sleep(0.05)
+    until(lambda: classroom.open_store()._down is None, timeout, "the store to hear its redis-server again",
+          every=0.05)
 
 
 @pytest.mark.server

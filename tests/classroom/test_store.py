@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+from support.wait import until
 
 import classroom
 from classroom import ClassError, NoSuchClass, NotTeacher, Question
@@ -123,9 +124,7 @@ def test_the_teachers_model_reaches_students_and_a_new_model_is_a_new_screen(mak
         s.publish(code, secret, 4, "She [MASK] the letter.", None, Q1, model="x" * 5000)
         assert len(s.view(code, sid=a).model) == 200  # bounded, like the sentence
         if make_store.backend == "redis":
-            deadline = time.monotonic() + 5
-            while len(heard) < 4 and time.monotonic() < deadline:
-                time.sleep(0.05)
+            until(lambda: len(heard) >= 4, 5, "four pushes", every=0.05)
         assert len(heard) == 4  # the first publish, the switch, the new question, the long key: each pushed
         if make_store.backend == "redis":  # a class a server made before classes had a model: publish still works
             s.r.hdel(f"bx:class:{code}", "model")
@@ -233,7 +232,7 @@ def test_an_idle_class_expires_and_activity_keeps_it(make_store):
     s = make_store(idle_seconds=1.0)
     code, secret, (a,) = started(s, "a")
     for _ in range(3):  # 1.5 s in all, each write renews the class
-        time.sleep(0.5)
+        time.sleep(0.5)  # wall-clock time, on purpose: half the idle limit passes before each write
         s.vote(code, a, "q1", 0)
     time.sleep(1.3)  # wall-clock time, on purpose: the 1 s idle limit passes with no write
     with pytest.raises(NoSuchClass):
@@ -345,9 +344,8 @@ def test_a_frozen_redis_is_waited_for_once_then_every_caller_hears_at_once(tmp_p
             assert time.monotonic() - t < 0.5 * redis_store.SOCKET_TIMEOUT
         finally:
             proc.send_signal(signal.SIGCONT)
-        deadline = time.monotonic() + 10  # the store's own ping hears it again within about FAIL_FAST
-        while time.monotonic() < deadline and s._down is not None:
-            time.sleep(0.05)
+        # The store's own ping hears it again within about FAIL_FAST.
+        until(lambda: s._down is None, 10, "the store to hear its redis-server again", every=0.05)
         assert s.view(code, secret=secret).step == 1 and s.is_teacher(code, secret)
 
 
@@ -366,18 +364,14 @@ def test_watchers_hear_every_change_a_student_follows_and_only_those(make_store)
     publish that changes nothing. With Redis the watcher sits on a second store (another process's)."""
     a = make_store()
     b = make_store() if make_store.backend == "redis" else a
-    heard, got = [], threading.Event()
+    heard = []
 
     def hear(code):
         heard.append(code)
-        got.set()
 
     def expect(n: int, what: str):
-        deadline = time.monotonic() + 5
-        while len(heard) < n and time.monotonic() < deadline:
-            got.wait(0.05)
-            got.clear()
-        time.sleep(0.3 if make_store.backend == "redis" else 0)  # nothing more arrives late
+        until(lambda: len(heard) >= n, 5, f"{what}: {n} changes heard", every=0.05)
+        time.sleep(0.3 if make_store.backend == "redis" else 0)  # on purpose: nothing more arrives late
         assert len(heard) == n, f"{what}: heard {heard}"
 
     b.watch(hear)

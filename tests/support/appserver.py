@@ -8,13 +8,13 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from support.tiers import require_server_tier
+from support.wait import until
 
 ROOT = Path(__file__).resolve().parents[2]
 # Debian's chromium, never a browser a test tool downloads; without the background-networking
@@ -77,19 +77,26 @@ def _stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
+def _up(answers: Callable[[], bool], proc: subprocess.Popen, timeout: float, every: float) -> bool:
+    """Poll `answers()` until it is true (True) or `proc` has ended or `timeout` s have passed (False)."""
+    try:
+        return until(lambda: "up" if answers() else "ended" if proc.poll() is not None else None, timeout,
+                     "an answer", every=every) == "up"
+    except AssertionError:
+        return False
+
+
 def wait_healthy(url: str, proc: subprocess.Popen, timeout: float) -> None:
     """Poll `url`/_stcore/health until it answers 200; RuntimeError if `proc` ends or `timeout` s pass."""
-    deadline = time.time() + timeout
-    while True:
+    def answers() -> bool:
         try:
             with urllib.request.urlopen(url + "/_stcore/health", timeout=2) as r:
-                if r.status == 200:
-                    return
+                return r.status == 200
         except OSError:
-            pass
-        if proc.poll() is not None or time.time() > deadline:
-            raise RuntimeError(f"{url} did not become healthy")
-        time.sleep(0.2)
+            return False
+
+    if not _up(answers, proc, timeout, every=0.2):
+        raise RuntimeError(f"{url} did not become healthy")
 
 
 def haproxy_config(ports: list[int]) -> str:
@@ -157,18 +164,16 @@ def redis_server(workdir: Path, port: int | None = None, maxmemory_mb: int = 64,
                             stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     url = f"redis://127.0.0.1:{port}/0"
     try:
-        deadline = time.time() + timeout
-        while True:
+        def answers() -> bool:
             try:
                 with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
                     s.sendall(b"PING\r\n")
-                    if s.recv(16).startswith(b"+PONG"):
-                        break
+                    return s.recv(16).startswith(b"+PONG")
             except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                raise RuntimeError(f"redis-server did not answer on port {port}")
-            time.sleep(0.05)
+                return False
+
+        if not _up(answers, proc, timeout, every=0.05):
+            raise RuntimeError(f"redis-server did not answer on port {port}")
         yield url, proc
     finally:
         _stop(proc)
