@@ -64,6 +64,10 @@ CSS = """<style>
 [data-testid="stColumn"]:has(> div > .st-key-lesson_side), [data-testid="stColumn"]:has(.st-key-lesson_side)
   {min-width: 8rem;}
 .st-key-lesson_side .stMarkdownEllipsis {white-space: normal !important; text-overflow: clip !important;}
+/* The class panel's heading, focused after Start a class, Join and Leave (ui/lesson/roles.py; scrolled to "nearest"):
+   the ~250 px under it count as its own, so the class's code and QR code (or the join box) come on screen with it,
+   not just below a heading at the screen's bottom edge. */
+.st-key-lesson_side h3 {scroll-margin-bottom: 17rem;}
 /* An image's caption (the join link under the QR code) is drawn at full opacity in the caption colour, its link in
    FOCUS_RING's blue, so that both meet WCAG AA contrast (Streamlit's 60% opacity would not). */
 [data-testid="stImageCaption"] [data-testid="stCaptionContainer"] {opacity: 1 !important;

@@ -205,3 +205,33 @@ def test_a_real_student_joins_and_votes_during_a_flood_of_joins_starts_and_votes
         print(f"flood over {attack.seconds:.0f} s: {attack.joined} joined, {attack.refused} refused; "
               f"{attack.started} started, {attack.starts_refused} refused; flips {attack.flips} "
               f"({attack.flips_refused} refused, {flips_then} before the vote); student joined in {took:.1f} s")
+
+
+# ------------------------------------------------------------------ the teacher's start, on a laptop and a phone
+@pytest.mark.parametrize("size", [(1280, 800), PHONE], ids=["laptop", "phone"])
+def test_after_start_a_class_the_class_card_is_in_view(server, browser, size):
+    """The teacher scrolls down just far enough to see "Start a class" (its button at the bottom of the screen) and
+    presses it: the class's heading, its code and its QR code are then on the screen, not below it."""
+    from playwright.sync_api import expect
+
+    pg = tab(browser, server, size, **({"is_mobile": True, "has_touch": True} if size == PHONE else {}))
+    pages = {"teacher": pg}
+    with explained(pages):
+        pg.goto(f"{server}/lesson", wait_until="domcontentloaded")
+        settle(pg)
+        start = pg.locator(".st-key-lesson_side").get_by_role("button", name="Start a class").filter(visible=True)
+        start.wait_for()  # (a phone's page also holds a hidden one)
+        # the button's bottom 8 px above the screen's: as far as a teacher scrolls to reach it
+        pg.evaluate("""() => { const m = document.querySelector('[data-testid="stMain"]');
+          const b = [...document.querySelectorAll('.st-key-lesson_side button')]
+            .find(e => e.innerText.includes('Start a class') && e.offsetWidth > 0);
+          m.scrollTop += b.getBoundingClientRect().bottom - innerHeight + 8; }""")
+        expect(start).to_be_in_viewport(ratio=1.0)
+        start.tap() if size == PHONE else start.click()
+        pg.wait_for_url(re.compile(r"class=[A-Z0-9]{6}"))
+        settle(pg)
+        side = pg.locator(".st-key-lesson_side")
+        for part in (side.get_by_role("heading", name="A live class"), side.get_by_text(re.compile(r"^Code: ")),
+                     side.get_by_role("img", name=re.compile("^QR code for the join link"))):
+            expect(part).to_be_in_viewport(ratio=1.0, timeout=10_000)
+        pg.context.close()
