@@ -235,3 +235,39 @@ def test_after_start_a_class_the_class_card_is_in_view(server, browser, size):
                      side.get_by_role("img", name=re.compile("^QR code for the join link"))):
             expect(part).to_be_in_viewport(ratio=1.0, timeout=10_000)
         pg.context.close()
+
+
+def test_a_phones_join_box_and_leave_are_finger_sized_and_the_nickname_is_kept(server, browser):
+    """On a touch phone the join box's fields and Join, and Leave, are at least 44 px tall (WCAG 2.5.5's size, as
+    the vote targets); after Leave the join box holds the nickname joined with."""
+    teacher = tab(browser, server)
+    pages = {"teacher": teacher}
+    with explained(pages):
+        code = _start_class(teacher, server)
+        ph = pages["phone"] = phone(browser, server)
+        ph.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
+        settle(ph)
+
+        def tall(*boxes) -> None:
+            for box in boxes:
+                box.wait_for(timeout=30_000)
+                height = box.bounding_box()["height"]
+                assert height >= 44, (box, height)
+
+        nick = ph.get_by_role("textbox", name="Nickname (optional)")
+        tall(ph.get_by_role("textbox", name="Class code"), nick, ph.get_by_role("button", name="Join the class"))
+        nick.fill("Ada")
+        ph.get_by_role("button", name="Join the class").tap()
+        ph.wait_for_url(re.compile(r"me="))
+        settle(ph)
+        leave = ph.get_by_role("button", name="Leave the class")
+        tall(leave)
+        leave.scroll_into_view_if_needed()
+        leave.tap()
+        ph.wait_for_url(lambda u: "me=" not in u)
+        settle(ph)
+        nick = ph.get_by_role("textbox", name="Nickname (optional)")
+        tall(nick, ph.get_by_role("button", name="Join the class"))
+        assert nick.input_value() == "Ada"
+        ph.context.close()
+        teacher.context.close()
