@@ -73,6 +73,16 @@ CSS = """<style>
 [data-testid="stImageCaption"] [data-testid="stCaptionContainer"] {opacity: 1 !important;
   color: rgba(20, 18, 15, 0.6) !important;}
 [data-testid="stImageCaption"] a {color: #1d4ed8 !important;}
+/* The Lesson's side column (~170 px at 1280 px): a note's ordinary words never break inside (Streamlit's alerts set
+   word-break: break-word); a code span in it (an address, an option, BERT_EXPLORER_PUBLIC_URL) may break anywhere;
+   the join link under the QR code breaks only after its punctuation (its <wbr>s: join.breakable), in the caption's
+   colours above. */
+.st-key-lesson_side [data-testid="stAlertContainer"] p {word-break: normal !important;
+  overflow-wrap: normal !important;}
+.st-key-lesson_side [data-testid="stAlertContainer"] code {overflow-wrap: anywhere; word-break: normal;}
+.bx-side-link {margin: 0; font-size: 0.875rem; color: rgba(20, 18, 15, 0.6);
+  word-break: normal; overflow-wrap: normal;}
+.bx-side-link a {color: #1d4ed8;}
 /* Chart text in the page's ink (WCAG 1.4.3): Streamlit's chart theme draws ticks, axis and colour-bar titles, legends
    and annotations in rgb(128, 132, 149), 3.7:1 on white; an annotation given its own colour keeps it. A heatmap's
    cell numbers are black or white by their cell (bert_core.figures.style.legible). */

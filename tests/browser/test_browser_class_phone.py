@@ -271,3 +271,43 @@ def test_a_phones_join_box_and_leave_are_finger_sized_and_the_nickname_is_kept(s
         assert nick.input_value() == "Ada"
         ph.context.close()
         teacher.context.close()
+
+
+# A line broken between two letters or digits of one word, outside a code span: each text node's characters, by the
+# top of their boxes (a code span, an identifier such as BERT_EXPLORER_PUBLIC_URL, may break anywhere).
+MID_WORD = """(root) => {
+  const cut = [];
+  const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const word = /[\\p{L}\\p{N}]/u;
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    if (n.parentElement.closest('code')) continue;
+    const t = n.textContent, r = document.createRange();
+    let top = null;
+    for (let i = 0; i < t.length; i++) {
+      r.setStart(n, i); r.setEnd(n, i + 1);
+      const box = r.getClientRects()[0];
+      if (!box) { top = null; continue; }
+      if (top !== null && box.top > top + 2 && word.test(t[i - 1]) && word.test(t[i]))
+        cut.push(t.slice(Math.max(0, i - 12), i) + '|' + t.slice(i, i + 12));
+      top = box.top;
+    }
+  }
+  return cut;
+}"""
+
+
+def test_the_class_panels_link_and_notes_never_wrap_mid_word(server, browser):
+    """The teacher's class panel at 1280x800 with Seats open (a column of ~170 px): its join link and its notes (the
+    one on this machine's address names --server.address and BERT_EXPLORER_PUBLIC_URL) wrap between words or after
+    a link's / . : ? = &, never inside a word; a long identifier breaks only inside its code span."""
+    pg = tab(browser, server, (1280, 800))
+    with explained({"teacher": pg}):
+        _start_class(pg, server)
+        pg.locator('details:has(summary:has-text("Seats")) summary').click()
+        settle(pg)
+        side = pg.locator(".st-key-lesson_side")
+        parts = side.locator('[data-testid="stAlertContainer"], .bx-side-link, [data-testid="stImageCaption"]')
+        assert parts.count() >= 2, parts.count()  # the link and the note on this machine's address
+        cut = [c for i in range(parts.count()) for c in parts.nth(i).evaluate(MID_WORD)]
+        assert cut == [], cut
+        pg.context.close()
