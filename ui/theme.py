@@ -75,7 +75,7 @@ CSS = """<style>
 [data-testid="stImageCaption"] a {color: #1d4ed8 !important;}
 /* The Lesson's side column (~170 px at 1280 px): a note's ordinary words never break inside (Streamlit's alerts set
    word-break: break-word); a code span in it (an address, an option, BERT_EXPLORER_PUBLIC_URL) may break anywhere;
-   the join link under the QR code breaks only after its punctuation (its <wbr>s: join.breakable), in the caption's
+   the join link under the QR code breaks only after its punctuation (join.breakable), in the caption's
    colours above. */
 .st-key-lesson_side [data-testid="stAlertContainer"] p {word-break: normal !important;
   overflow-wrap: normal !important;}
