@@ -49,7 +49,9 @@ PHONE_CSS = """<style>
     padding-right: 0.5rem;}
   [data-testid="stRadio"] [role="radiogroup"] {row-gap: 0.25rem;}
   [data-testid="stMain"] .stButton button {min-height: 44px;}
-  [data-testid="stMain"] [data-testid="stTextInput"] input {min-height: 44px;}
+  [data-testid="stMain"] [data-testid="stTextInput"] > div {height: auto;}
+  [data-testid="stMain"] [data-testid="stTextInputRootElement"] {height: auto; min-height: 44px;}
+  [data-testid="stMain"] [data-testid="stTextInput"] input {min-height: 42px;}  /* in the box's 1 px border */
   .js-plotly-plot .modebar-container {display: none !important;}
 }
 @media (max-width: 640px) {
