@@ -88,7 +88,7 @@ def _phone_walk(server, browser, pages: dict) -> None:
     assert boxes and all(b["height"] >= 44 and b["width"] >= 44 for b in boxes), boxes  # a finger's target
     targets.first.scroll_into_view_if_needed()
     targets.first.tap()
-    expect(ph.get_by_text("Your vote:")).to_be_visible(timeout=30_000)
+    expect(ph.locator('[data-testid="stMain"]').get_by_text("Your vote:")).to_be_visible(timeout=30_000)
 
     # The teacher moves on (Next), back (Back) and jumps ahead ("Go to step") through every step with a formula: each
     # time the phone, scrolled down to the vote, shows the new step's heading; nothing is wider than the screen, no
@@ -202,7 +202,7 @@ def test_a_real_student_joins_and_votes_during_a_flood_of_joins_starts_and_votes
             assert took <= 10.0, f"the student joined after {took:.1f} s"
             vote_targets(ph).first.wait_for(timeout=30_000)
             vote_targets(ph).nth(1).tap()
-            expect(ph.get_by_text("Your vote:")).to_be_visible(timeout=30_000)
+            expect(ph.locator('[data-testid="stMain"]').get_by_text("Your vote:")).to_be_visible(timeout=30_000)
             flips_then = attack.flips
             assert attack.flood_done.wait(300), f"the flood did not end: {attack.answered} answered"  # all of it
         finally:
