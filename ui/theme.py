@@ -55,6 +55,7 @@ label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{{_RING} b
   visibility: visible !important; opacity: 1 !important;}}
 """
 
+# No "<" inside the style but its own tags: st.html's sanitizer drops a style element whose text holds "<" and a letter.
 CSS = """<style>
 [data-testid="stCaptionContainer"] code {color: inherit !important;}
 [data-testid="stTextArea"] textarea {padding-bottom: 1.5rem !important;}  /* clear of the character counter */
