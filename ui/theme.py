@@ -55,6 +55,7 @@ label:has(input:is([type="radio"], [type="checkbox"]):focus-visible) {{{_RING} b
   visibility: visible !important; opacity: 1 !important;}}
 """
 
+# No "<" inside the style but its own tags: st.html's sanitizer drops a style element whose text holds "<" and a letter.
 CSS = """<style>
 [data-testid="stCaptionContainer"] code {color: inherit !important;}
 [data-testid="stTextArea"] textarea {padding-bottom: 1.5rem !important;}  /* clear of the character counter */
@@ -64,11 +65,25 @@ CSS = """<style>
 [data-testid="stColumn"]:has(> div > .st-key-lesson_side), [data-testid="stColumn"]:has(.st-key-lesson_side)
   {min-width: 8rem;}
 .st-key-lesson_side .stMarkdownEllipsis {white-space: normal !important; text-overflow: clip !important;}
+/* The class panel's heading, focused after Start a class, Join and Leave (ui/lesson/roles.py; scrolled to "nearest"):
+   the ~250 px under it count as its own, so the class's code and QR code (or the join box) come on screen with it,
+   not just below a heading at the screen's bottom edge. */
+.st-key-lesson_side h3 {scroll-margin-bottom: 17rem;}
 /* An image's caption (the join link under the QR code) is drawn at full opacity in the caption colour, its link in
    FOCUS_RING's blue, so that both meet WCAG AA contrast (Streamlit's 60% opacity would not). */
 [data-testid="stImageCaption"] [data-testid="stCaptionContainer"] {opacity: 1 !important;
   color: rgba(20, 18, 15, 0.6) !important;}
 [data-testid="stImageCaption"] a {color: #1d4ed8 !important;}
+/* The Lesson's side column (~170 px at 1280 px): a note's ordinary words never break inside (Streamlit's alerts set
+   word-break: break-word); a code span in it (an address, an option, BERT_EXPLORER_PUBLIC_URL) may break anywhere;
+   the join link under the QR code breaks only after its punctuation (join.breakable), in the caption's
+   colours above. */
+.st-key-lesson_side [data-testid="stAlertContainer"] p {word-break: normal !important;
+  overflow-wrap: normal !important;}
+.st-key-lesson_side [data-testid="stAlertContainer"] code {overflow-wrap: anywhere; word-break: normal;}
+.bx-side-link {margin: 0; font-size: 0.875rem; color: rgba(20, 18, 15, 0.6);
+  word-break: normal; overflow-wrap: normal;}
+.bx-side-link a {color: #1d4ed8;}
 /* Chart text in the page's ink (WCAG 1.4.3): Streamlit's chart theme draws ticks, axis and colour-bar titles, legends
    and annotations in rgb(128, 132, 149), 3.7:1 on white; an annotation given its own colour keeps it. A heatmap's
    cell numbers are black or white by their cell (bert_core.figures.style.legible). */

@@ -422,7 +422,8 @@ def test_leave_and_join_again_is_one_seat_and_the_teacher_removes_and_locks(back
     assert_ok(twin)
     assert [r["nickname"] for r in backend.seats(code, secret)] == ["Bob", long[:24]]
     t.run()
-    t.multiselect(key="class_remove_pick").set_value([twin.session_state["class_sid"]]).run()
+    # The pick is a form's: it reaches the server with the press that submits it.
+    t.multiselect(key="class_remove_pick").set_value([twin.session_state["class_sid"]])
     t.button(key="class_remove").click().run()
     t.toggle(key="class_lock").set_value(True).run()
     assert_ok(t)
@@ -435,6 +436,24 @@ def test_leave_and_join_again_is_one_seat_and_the_teacher_removes_and_locks(back
     s.button(key="class_leave").click().run()
     s.button(key="class_join").click().run()  # a seat there comes back into a locked class
     assert s.session_state["class_sid"] == sid
+
+
+def test_the_teachers_remove_press_acts_on_its_own_run_in_the_seats_panel(backend):
+    """Remove with nothing picked says so in the Seats panel on the press's run (a refusal kept for the page's next
+    whole run was a press that did nothing); a pick and its press are one form's submit, the seat gone on that run."""
+    t, code, secret = teacher()
+    s = student(code, "Ada")
+    t.run()
+    t.button(key="class_remove").click().run()  # nothing picked
+    assert_ok(t)
+    seats_panel = next(e for e in t.expander if e.label.startswith("Seats"))
+    assert [w.value for w in seats_panel.warning] == ["Pick the seats to remove first."]
+    t.multiselect(key="class_remove_pick").set_value([s.session_state["class_sid"]])
+    t.button(key="class_remove").click().run()
+    assert_ok(t)
+    assert backend.seats(code, secret) == []
+    seats_panel = next(e for e in t.expander if e.label.startswith("Seats"))
+    assert not seats_panel.warning and "0 seats in the class." in [c.value for c in seats_panel.caption]
 
 
 def test_the_projector_card_link_presenter_tools_and_the_smaller_confusions(backend, monkeypatch):

@@ -85,16 +85,18 @@ def public_base() -> tuple[str, str | None, str | None]:
     if host not in LOCAL_HOSTS and not host.startswith("127."):
         return f"{parts.scheme}://{parts.netloc}{path}", None, None
     lan = lan_address()
-    where = f"This page is open as {host}, an address only this computer can reach"
+    # Addresses, the option and the setting in code spans: the side column's notes break those anywhere, and their
+    # ordinary words never (ui/theme.py).
+    where = f"This page is open as {f'`{host}`' if host else 'this address'}, an address only this computer can reach"
     short = f"Only this computer can reach {host}; "
     if lan is None:
         return (f"{parts.scheme}://{parts.netloc}{path}", f"{where}, and it has no network address: students "
-                f"cannot join from their devices. Set {PUBLIC_URL} to an address they can open.",
+                f"cannot join from their devices. Set `{PUBLIC_URL}` to an address they can open.",
                 short + "students cannot join (no network).")
     port = f":{parts.port}" if parts.port else ""
     return (f"{parts.scheme or 'http'}://{lan}{port}{path}", f"{where}: the link and QR code use its network address "
-            f"{lan} instead (the server must listen on it, e.g. --server.address 0.0.0.0). Set {PUBLIC_URL} to "
-            "choose the address.", short + "students open:")
+            f"`{lan}` instead (the server must listen on it, e.g. `--server.address 0.0.0.0`). Set `{PUBLIC_URL}` "
+            "to choose the address.", short + "students open:")
 
 
 def lan_address() -> str | None:
@@ -129,7 +131,10 @@ def join_card(live: Live, big: bool) -> None:
             presenter_tools(live, note)
     else:
         st.markdown(f"Code: **{live.code}**")
-        st.image(qr_png(url, 5), caption=url, width=200, alt=f"QR code for the join link {url}")
+        st.image(qr_png(url, 5), width=200, alt=f"QR code for the join link {url}")
+        # The link under it wraps only after its punctuation (a caption broke it anywhere in a ~170 px column).
+        st.html(f'<p class="bx-side-link"><a href="{html.escape(url)}" target="_blank" rel="noopener">'
+                f'{breakable(url)}</a></p>')
         if note:
             st.warning(note)
         _count(live)

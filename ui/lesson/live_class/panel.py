@@ -37,17 +37,21 @@ def question_ui(live: Live | None, col, q, token: str, k: int, text: str, pair: 
     return student_question(live, col, q, revealed)
 
 
-# A phone in a class (a 390 px screen, a finger): vote targets at least 44 px tall (WCAG 2.5.5's size) on a touch
-# screen; plotly's toolbar off on a touch screen, where it sat over the chart's title after a tap (the chart's own
-# fullscreen stays in Streamlit's toolbar); a display formula wider than the screen wraps at its top-level relations
-# and operators (KaTeX's pieces, `.base`) instead of scrolling sideways; a chart's title (SVG text, which cannot wrap)
-# at 14 px, so a title of about 44 characters fits a 390 px screen's chart.
+# A phone in a class (a 390 px screen, a finger): vote targets, buttons (Join, Leave) and text boxes (the class code,
+# the nickname) at least 44 px tall (WCAG 2.5.5's size) on a touch screen; plotly's toolbar off on a touch screen,
+# where it sat over the chart's title after a tap (the chart's own fullscreen stays in Streamlit's toolbar); a display
+# formula wider than the screen wraps at its top-level relations and operators (KaTeX's pieces, `.base`) instead of
+# scrolling sideways; a chart's title (SVG text, which cannot wrap) at 14 px, so a title of about 44 characters fits
+# a 390 px screen's chart.
 PHONE_CSS = """<style>
 @media (pointer: coarse) {
   [data-testid="stRadio"] [role="radiogroup"] label {min-height: 44px; min-width: 44px; align-items: center;
     padding-right: 0.5rem;}
   [data-testid="stRadio"] [role="radiogroup"] {row-gap: 0.25rem;}
   [data-testid="stMain"] .stButton button {min-height: 44px;}
+  [data-testid="stMain"] [data-testid="stTextInput"] > div {height: auto;}
+  [data-testid="stMain"] [data-testid="stTextInputRootElement"] {height: auto; min-height: 44px;}
+  [data-testid="stMain"] [data-testid="stTextInput"] input {min-height: 42px;}  /* in the box's 1 px border */
   .js-plotly-plot .modebar-container {display: none !important;}
 }
 @media (max-width: 640px) {

@@ -33,6 +33,7 @@ from ui.markdown import plain
 from ui.widgets import presenting
 
 SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
+REMOVE_NOTE = "class_remove_note"  # why the teacher's last Remove press removed nothing (said in Seats)
 
 
 def lost_class(code: str, present: bool) -> None:
@@ -153,19 +154,24 @@ def _seats_now(code: str, secret: str, rows: list[dict], locked: bool) -> None:
         st.caption(f"{len(rows)} seat{'s' if len(rows) != 1 else ''} in the class.")
         st.toggle("Lock the class (no new seats)", value=locked, key="class_lock", on_change=lock_class,
                   help="The students there keep their seats (and may come back); nobody new can join.")
+        note = st.session_state.pop(REMOVE_NOTE, None)
+        if note:  # the press's answer, on the press's own run (the panel's messages wait for a whole run)
+            st.warning(note)
         if not rows:
             st.caption("Nobody has joined yet.")
             return
         st.dataframe([{"nickname": r["nickname"], "present": "yes" if r["present"] else "no",
                        "answered": r["answered"]} for r in rows], hide_index=True)
         names = {r["sid"]: r["nickname"] for r in rows}
-        st.multiselect("Remove seats", list(names), key="class_remove_pick", format_func=names.__getitem__,
-                       placeholder="Pick a seat to remove")
-        # Never disabled: a button drawn disabled and then enabled by the pick's rerun lost the teacher's first
-        # click (tests/browser/test_browser_class_phone.py); with nothing picked it says so.
-        st.button("Remove the picked seats", key="class_remove", on_click=remove_seats, width="stretch",
-                  help="A removed seat can no longer vote; its vote on the open question is withdrawn. Its student "
-                       "is told within seconds.")
+        # The pick and the press are one form's submit, one message: a pick that reran the seats by itself left a
+        # press that could reach the server without it (after the pick's run, or the timer's), which then did
+        # nothing visible. Never disabled: with nothing picked the press says so, here.
+        with st.form("class_remove_form", clear_on_submit=True, border=False):
+            st.multiselect("Remove seats", list(names), key="class_remove_pick", format_func=names.__getitem__,
+                           placeholder="Pick a seat to remove")
+            st.form_submit_button("Remove the picked seats", key="class_remove", on_click=remove_seats,
+                                  width="stretch", help="A removed seat can no longer vote; its vote on the open "
+                                  "question is withdrawn. Its student is told within seconds.")
 
 
 def start() -> None:
@@ -190,15 +196,18 @@ def lock_class() -> None:
 
 
 def remove_seats() -> None:
-    if not st.session_state.get("class_remove_pick"):
-        say(ClassError("Pick the seats to remove first."))
+    """The Seats form's submit: remove the picked seats, or say in the Seats panel why not."""
+    picked = st.session_state.get("class_remove_pick") or []
+    if not picked:
+        st.session_state[REMOVE_NOTE] = "Pick the seats to remove first."
         return
     try:
-        for sid in st.session_state.get("class_remove_pick") or []:
+        for sid in picked:
             store().remove(st.session_state[CODE], st.session_state.get(SECRET), sid)
+    except classroom.StoreUnavailable as e:
+        say(e)  # the panel says it is reconnecting
     except ClassError as e:
-        say(e)
-    st.session_state["class_remove_pick"] = []
+        st.session_state[REMOVE_NOTE] = str(e)
 
 
 def show_split(on: bool) -> None:
