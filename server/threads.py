@@ -3,10 +3,9 @@
 Why (benchmarks/bench_contention.py): torch splits each operation (a matmul, a softmax) over its
 intra-op OpenMP pool, sized to the cores, and every operation ends when its slowest thread ends. When
 other work holds the cores (a class's other sessions, another process), the kernel deschedules one of
-those threads and the whole operation waits for it: on 2 busy cores a bert-base-sized analysis took
-5x longer with 2 threads than with 1. The waiting is per operation, not per FLOP, so it also erases
-what `analyze` saves over transformers (fewer FLOPs, about as many operations): the ours/HF ratio
-drifts towards 1 under load. One thread per busy core avoids the wait.
+those threads and the whole operation waits for it (docs/benchmarks.md, "Contention"). The waiting is
+per operation, not per FLOP, so it also erases what `analyze` saves over transformers (fewer FLOPs,
+about as many operations): the ours/HF ratio drifts towards 1 under load. One thread per busy core avoids the wait.
 
 torch's thread count is per thread (set in a Streamlit script thread, it holds for that run; new
 threads start from the last value set), so each run sets its own. The runs of this process are the live threads that

@@ -185,7 +185,7 @@ def presenter_tools(live: Live | None, note: str | None = None, in_card: bool = 
                       help="Students join with the code the projector then shows beside the step.")
         if note:
             st.warning(note)
-        if live is not None:  # the slide has no room for the keys beside Back and Next (views/py)
+        if live is not None:  # the slide has no room for the keys beside Back and Next (roles.keys_note)
             st.caption(PRESENTER_KEYS)
         sentence_ui(k, STEPS[k - 1])
 

@@ -2,9 +2,9 @@
 
 The store tells each process of a class's change (`ClassStore.watch`: the in-process store directly, Redis over
 pub/sub); the process first reads the class once for all of its students who follow it (one round trip to Redis,
-not one per student's run: the reads were 7% of a step change in py-spy), then publishes the event (push.py). Each
-run takes its seat's read if the read is fresh (FRESH_S) and was not dropped by the seat's own vote. Bounded in
-bytes: a read counts its texts' length and RESERVE bytes more.
+not one per student's run), then publishes the event (push.py). Each run takes its seat's read if the read is fresh
+(FRESH_S) and was not dropped by the seat's own vote. Bounded in bytes: a read counts its texts' length and RESERVE
+bytes more.
 """
 
 from __future__ import annotations
