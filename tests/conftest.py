@@ -120,8 +120,9 @@ def pytest_configure(config):
         torch.set_num_threads(max(1, (os.cpu_count() or 1) // workers))
 
 
-# Fixtures that start a real process outside AppTest (a Streamlit server, a redis-server): a test using one is `server`.
-SERVER_FIXTURES = {"shared_app_server", "redis_url"}
+# Fixtures that start a real process outside AppTest (a Streamlit server, a redis-server, a Jupyter kernel): a test
+# using one is `server`.
+SERVER_FIXTURES = {"shared_app_server", "redis_url", "kernel"}
 # Fixtures that launch chromium: a test using one is `browser`.
 BROWSER_FIXTURES = {"browser", "chromium"}
 

@@ -87,6 +87,7 @@ def test_the_bert_explorer_command_runs_streamlit_on_the_installed_app(site):
     assert "Usage: streamlit run" in r.stdout
 
 
+@pytest.mark.server  # a Jupyter kernel: a process outside this one (support/tiers.py)
 def test_pages_notebooks_run_in_an_empty_folder_with_the_installed_package(site):
     """Predictions, Attention and a Lesson step: the notebooks the pages offer, run by nbclient in an empty folder
     with only the installed wheel on the path, print the pages' numbers."""

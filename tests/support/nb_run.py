@@ -12,6 +12,7 @@ from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 import bert_core
+from support.tiers import require_server_tier
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUT = ROOT / "tests" / "output" / "notebooks"
@@ -32,6 +33,7 @@ def kernel_env(path: Path = ROOT) -> dict[str, str]:
 def start_kernel(path: Path = ROOT, cwd: Path = OUTPUT) -> KernelManager:
     """One python3 kernel (this interpreter's ipykernel) with `path` first on its path, started in `cwd` (a scratch
     folder under tests/output)."""
+    require_server_tier("a Jupyter kernel")
     cwd.mkdir(parents=True, exist_ok=True)
     km = KernelManager(kernel_name="python3")
     km.kernel_spec  # noqa: B018  (resolve the spec now, so a missing ipykernel fails here)
@@ -48,6 +50,7 @@ def run(nb_bytes: bytes, km: KernelManager | None = None, timeout: int = 120) ->
         nb.cells.insert(0, nbformat.v4.new_code_cell("get_ipython().run_line_magic('reset', '-f')"))
         NotebookClient(nb, km=km, timeout=timeout).execute()
     else:
+        require_server_tier("a Jupyter kernel")
         # A fresh kernel imports torch first: on a loaded machine its start alone can pass nbclient's default 60 s.
         NotebookClient(nb, timeout=timeout, kernel_name="python3", startup_timeout=300).execute(
             env=kernel_env(), cwd=str(OUTPUT))

@@ -1,8 +1,8 @@
-"""The test tiers: `browser` (drives chromium) and `server` (starts a Streamlit, HAProxy or redis-server process outside
-AppTest). The default run (`python -m pytest`) deselects both; scripts/test runs every tier.
+"""The test tiers: `browser` (drives chromium) and `server` (starts a Streamlit, HAProxy, redis-server or Jupyter kernel
+process outside AppTest). The default run (`python -m pytest`) deselects both; scripts/test runs every tier.
 
-Whatever starts a server here (support/appserver.py) calls `require_server_tier`: a test that starts one without
-either marker fails at once, so no such test hides in the fast tier."""
+Whatever starts a server or a kernel here (support/appserver.py, support/nb_run.py) calls `require_server_tier`: a
+test that starts one without either marker fails at once, so no such test hides in the fast tier."""
 
 from __future__ import annotations
 
