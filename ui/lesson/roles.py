@@ -31,6 +31,7 @@ from ui.lesson.content import (
     question_token,
 )
 from ui.lesson.controls import PRESENTER_CSS, more_keys, presenter_corner, sentence_ui
+from ui.lesson.live_class import panel as panels
 from ui.lesson.live_class import push, shared
 from ui.lesson.live_class.panel import panel, question_ui
 from ui.lesson.live_class.session import LEFT, Live, follow, following_student, redraw_here
@@ -73,6 +74,8 @@ def defaults() -> None:
 
 class Solo:
     """A student alone: the step in a wide column, the side column beside it, the sentence in boxes."""
+
+    class_panel = staticmethod(panels.on_your_own)  # the class's part: Start or Join; an exploring student's
 
     present = False
     own_guess = True  # the step's own guess and Reveal (a class's teacher and followers have the class's question)
@@ -131,7 +134,7 @@ class Solo:
     def run(self, live: Live | None) -> None:
         k, text, pair, side = slide(self, live)
         self.side(side, live, k, text, pair)
-        panel(live, self.present, side)
+        panel(live, self.present, side, self.class_panel)
 
     def question(self, live: Live | None, col, q, token: str, k: int, text: str, pair: str | None,
                  revealed: bool) -> bool:
@@ -168,6 +171,8 @@ class Solo:
 class Presenter(Solo):
     """Presenter mode: words and question left, formula, sentence and view right, keys on Streamlit's own button
     shortcuts (they work whatever has focus, except a text box); no side column."""
+
+    class_panel = staticmethod(panels.presenting)
 
     present = True
 
@@ -232,10 +237,14 @@ class Teaching:
 class Teacher(Teaching, Solo):
     """A live class's teacher on a laptop: the Solo page, the class's panel in the side column."""
 
+    class_panel = staticmethod(panels.teaching)
+
 
 class PresentingTeacher(Teaching, Presenter):
     """A live class's teacher in presenter mode: the projector's slide, and the join card at the top right (its QR,
     the class's count, and the keys in its popover)."""
+
+    class_panel = staticmethod(panels.presenting_teacher)
 
     def keys_note(self, col, keys) -> None:
         """None beside Back / Next: they are in the join card's popover."""
@@ -283,7 +292,7 @@ class Following:
             k, text, pair, _ = following_slide()
         if side is not None:
             self.side(side, live, k, text, pair)
-        panel(live, self.present, side)
+        panel(live, self.present, side, self.class_panel)
 
     def moves(self, focus: str | None, heading: str | None, say: str | None) -> None:
         """Carried by the step's listener, drawn last in the fragment (one component mount per pushed run)."""
@@ -303,6 +312,8 @@ class Follower(Following, Solo):
     """A student following the teacher on their own device: the teacher's sentence as text, no Back / Next; the side
     column holds the class's count, Follow, Leave, the step's notebook and the handout."""
 
+    class_panel = staticmethod(panels.student)
+
     def columns(self, k: int):
         here = contextlib.nullcontext()  # the page's own column (the fragment's container)
         return here, here, None
@@ -321,6 +332,8 @@ class Follower(Following, Solo):
 
 class PresentingFollower(Following, Presenter):
     """A following student whose address asked for presenter mode: the projector's slide, the class's step."""
+
+    class_panel = staticmethod(panels.presenting)
 
 
 def choose(live: Live | None) -> Solo:

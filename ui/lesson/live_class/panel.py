@@ -92,8 +92,9 @@ def _join_box() -> None:
     st.button("Join the class", key="class_join", on_click=join, type="primary", width="stretch")
 
 
-def panel(live: Live | None, present: bool, side) -> None:
-    """Start or join a class (side column), or the class's code, link, QR, count and results."""
+def panel(live: Live | None, present: bool, side, body) -> None:
+    """The class's part of the page, the same for every role first (what a class action said, a store that does not
+    answer, a class lost), then the role's own `body` (one of the functions below: roles.py picks it)."""
     if not present:
         st.html(PHONE_CSS)  # the whole page's, for a phone (a style element takes no room)
     msg = st.session_state.pop(MSG, None)
@@ -106,10 +107,8 @@ def panel(live: Live | None, present: bool, side) -> None:
             with st.container(key="class_card"):
                 reconnecting(away, present) if away else lost_class(lost, present)
                 presenter_tools(live, in_card=True)
-        elif live is not None and live.teacher:
-            join_card(live, big=True)  # with the presenter's tools in it
-        else:
-            presenter_tools(live)
+            return
+        body(live)
         return
     with side:
         st.subheader("A live class", anchor=False)  # a heading: focused after Start a class / Join
@@ -121,26 +120,49 @@ def panel(live: Live | None, present: bool, side) -> None:
         if lost:
             lost_class(lost, present)
             return
-        if live is None:
-            st.button("Start a class", key="class_start", on_click=start, width="stretch",
-                      help="Students join from their own devices with a code; they follow your step and sentence, "
-                           "vote on each question, and see the model's answer when you reveal it.")
-            if _joining_first(live):
-                st.caption("Join the class with the box at the top of the page.")
-            else:
-                _join_box()
-        elif live.teacher:
-            join_card(live, big=False)
-            seats_ui(live)
-            results_ui(live)
-            st.button("End the class", key="class_end", on_click=end, width="stretch",
-                      help="Deletes the class and its votes (download the results first).")
-        else:
-            st.caption(f"In class **{live.code}**.")
-            if live.following and live.view is not None:
-                count_ui(live.code, live.sid, live.view)
-            st.toggle("Follow the teacher", key=FOLLOW,
-                      help="Off: explore the Lesson on your own; on again: back to the teacher's step.")
-            st.button("Leave the class", key="class_leave", on_click=leave, width="stretch",
-                      help="Joining again from this browser gives you back your seat and your votes.")
-            keep_seat()
+        body(live)
+
+
+def presenting(live: Live | None) -> None:
+    """On a projector out of a class, or a following student's: the presenter's tools (Start a class, the sentence)."""
+    presenter_tools(live)
+
+
+def presenting_teacher(live: Live) -> None:
+    """The teacher's projector: the join card beside the slide, the presenter's tools in it."""
+    join_card(live, big=True)
+
+
+def on_your_own(live: Live | None) -> None:
+    """Out of a class: Start or Join; a student exploring on their own in a class: the student's part."""
+    if live is not None:
+        student(live)
+        return
+    st.button("Start a class", key="class_start", on_click=start, width="stretch",
+              help="Students join from their own devices with a code; they follow your step and sentence, vote on "
+                   "each question, and see the model's answer when you reveal it.")
+    if _joining_first(live):
+        st.caption("Join the class with the box at the top of the page.")
+    else:
+        _join_box()
+
+
+def teaching(live: Live) -> None:
+    """The teacher's side column: the join card, seats, results and End."""
+    join_card(live, big=False)
+    seats_ui(live)
+    results_ui(live)
+    st.button("End the class", key="class_end", on_click=end, width="stretch",
+              help="Deletes the class and its votes (download the results first).")
+
+
+def student(live: Live) -> None:
+    """A student's side column: the class, its count while following, Follow and Leave."""
+    st.caption(f"In class **{live.code}**.")
+    if live.following and live.view is not None:
+        count_ui(live.code, live.sid, live.view)
+    st.toggle("Follow the teacher", key=FOLLOW,
+              help="Off: explore the Lesson on your own; on again: back to the teacher's step.")
+    st.button("Leave the class", key="class_leave", on_click=leave, width="stretch",
+              help="Joining again from this browser gives you back your seat and your votes.")
+    keep_seat()
