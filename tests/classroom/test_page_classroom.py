@@ -221,6 +221,35 @@ def test_the_teacher_presents_a_class_and_space_reveals_to_everyone(backend):
     assert split["layout"]["font"]["size"] >= 18 and split["layout"]["title"]["font"]["size"] >= 18
 
 
+def test_a_reveal_pressed_right_after_next_is_taken_for_a_slip(backend, monkeypatch):
+    """In presenter mode the class's Reveal can be drawn where Next was: a press within REVEAL_AFTER_MOVE_S of the
+    teacher's move reveals nothing and says why (a lecturer's second click on Next revealed step 9's answer to every
+    phone before anyone voted); pressed again later, it reveals. On a laptop (no presenter mode) it reveals at once."""
+    t, code, secret = teacher()
+    s = student(code)
+    present = session({"class": code, "teacher": secret, "present": "1"})
+    monkeypatch.setattr(live_teacher, "REVEAL_AFTER_MOVE_S", 3600.0)  # every press counts as "right after"
+    present.button(key="lesson_next").click().run()
+    present.button(key="lesson_reveal").click().run()
+    assert_ok(present)
+    v = backend.view(code, secret=secret)
+    assert v.step == 2 and not v.revealed
+    assert any("Not revealed" in x.value for x in present.toast)
+    monkeypatch.setattr(live_teacher, "REVEAL_AFTER_MOVE_S", 0.0)
+    present.button(key="lesson_reveal").click().run()
+    assert_ok(present)
+    assert backend.view(code, secret=secret).revealed
+    s.run()
+    assert_ok(s)
+    laptop = session({"class": code, "teacher": secret})  # off the projector, Reveal is not where Next was
+    monkeypatch.setattr(live_teacher, "REVEAL_AFTER_MOVE_S", 3600.0)
+    laptop.button(key="lesson_next").click().run()  # step 2, revealed above
+    laptop.button(key="lesson_next").click().run()
+    laptop.button(key="lesson_reveal").click().run()
+    assert_ok(laptop)
+    assert backend.view(code, secret=secret).step == 3 and backend.view(code, secret=secret).revealed
+
+
 def _teacher_on(step: int) -> tuple[AppTest, str, str]:
     at = session({"step": str(step)})
     at.button(key="class_start").click().run()

@@ -3,6 +3,8 @@ reveals, and the callbacks that change them (callbacks live outside the page: se
 
 from __future__ import annotations
 
+import time
+
 import streamlit as st
 
 import bert_core
@@ -51,9 +53,13 @@ def texts_in_url() -> None:
                 st.query_params[k] = v[:2000]
 
 
+MOVED_AT = "lesson_moved_at"  # time.monotonic() of this session's last Back / Next / "Go to step"
+
+
 def go(step: int) -> None:
     """Back / Next: move to step `step` (1-based)."""
     st.session_state["lesson_step"] = min(max(int(step), 1), len(STEPS))
+    st.session_state[MOVED_AT] = time.monotonic()
 
 
 def step_from_url(v) -> int:

@@ -4,6 +4,7 @@ seats, and the class's start and end."""
 from __future__ import annotations
 
 import hashlib
+import time
 
 import streamlit as st
 
@@ -29,10 +30,12 @@ from ui.lesson.live_class.session import (
     seat,
     store,
 )
+from ui.lesson.state import MOVED_AT
 from ui.markdown import plain
 from ui.widgets import presenting
 
 SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
+REVEAL_AFTER_MOVE_S = 2.0  # a projector's Reveal this soon after the teacher's move is taken for a slip (reveal)
 REMOVE_NOTE = "class_remove_note"  # why the teacher's last Remove press removed nothing (said in Seats)
 
 
@@ -218,6 +221,13 @@ def show_split(on: bool) -> None:
 
 
 def reveal(qid: str, answer: int, token: str, step_key: str) -> None:
+    """The class's Reveal: the answer goes to every device. In presenter mode not within REVEAL_AFTER_MOVE_S of this
+    tab's own move to the step: there Reveal can be drawn where Next was, so a second click on Next would reveal the
+    new question before anyone voted (a rehearsing lecturer did); the teacher is told and presses again."""
+    if presenting() and time.monotonic() - st.session_state.get(MOVED_AT, float("-inf")) < REVEAL_AFTER_MOVE_S:
+        st.toast("Not revealed: Reveal was pressed just after moving to this step (a second click on Next?). "
+                 "Press it again to reveal the answer to the class.", icon=":material/info:")
+        return
     try:
         store().reveal(st.session_state[CODE], st.session_state.get(SECRET), qid, int(answer))
     except ClassError as e:
