@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from types import SimpleNamespace
 
 from support import durations
 from support.paths import ROOT
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("durations_from_log", ROOT / "scripts" / "durations_from_log.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def test_files_go_longest_first_unmeasured_slow_tier_before_them_and_unmeasured_others_after():
@@ -55,15 +47,3 @@ def test_a_run_sums_each_files_setup_call_and_teardown_and_merges_them(tmp_path)
     rec.pytest_sessionfinish(SimpleNamespace(config=SimpleNamespace(option=SimpleNamespace(collectonly=False))), 0)
     # The measured file is replaced, an unmeasured file that exists is kept, a file that is gone is dropped.
     assert json.loads(path.read_text()) == {"tests/conftest.py": 1.0, "tests/packaging/test_durations.py": 2.8}
-
-
-def test_a_logs_durations_lines_add_up_per_file():
-    log = """============================= slowest 80 durations =============================
-134.32s call     tests/model/test_bundled.py::test_the_models_doc_evaluation_matches_a_rerun[minilm-minilm_report]
-12.50s setup    tests/browser/test_browser.py::test_pages_load
-39.89s call     tests/model/test_bundled.py::test_the_models_doc_evaluation_matches_a_rerun[heldout-report]
-5.01s teardown tests/browser/test_browser.py::test_pages_load
-(3 durations < 5s hidden.  Use -vv to show these durations.)
-1 passed in 200.00s"""
-    got = _script().per_file(log)
-    assert got == {"tests/model/test_bundled.py": 134.32 + 39.89, "tests/browser/test_browser.py": 12.5 + 5.01}

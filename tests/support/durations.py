@@ -6,7 +6,6 @@ file of seconds per test file (setup + call + teardown of its tests, summed), re
 `--write-durations`, so it follows the suite instead of a hand-kept list.
 
     scripts/test --write-durations      # a full run: every file's entry measured again, files gone dropped
-    python scripts/durations_from_log.py LOG   # or from a run's `--durations=N --durations-min=S` lines
 """
 
 from __future__ import annotations
