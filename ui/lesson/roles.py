@@ -33,6 +33,7 @@ from ui.lesson.content import (
 from ui.lesson.controls import PRESENTER_CSS, more_keys, presenter_corner, sentence_ui
 from ui.lesson.live_class import panel as panels
 from ui.lesson.live_class import push, shared
+from ui.lesson.live_class.join import presenter_tools
 from ui.lesson.live_class.panel import panel, question_ui
 from ui.lesson.live_class.session import LEFT, Live, follow, following_student, redraw_here
 from ui.lesson.live_class.student import VOTE_SAID, sentence_note
@@ -172,7 +173,7 @@ class Presenter(Solo):
     """Presenter mode: words and question left, formula, sentence and view right, keys on Streamlit's own button
     shortcuts (they work whatever has focus, except a text box); no side column."""
 
-    class_panel = staticmethod(panels.presenting)
+    class_panel = staticmethod(presenter_tools)  # Start a class, the sentence
 
     present = True
 
@@ -333,7 +334,7 @@ class Follower(Following, Solo):
 class PresentingFollower(Following, Presenter):
     """A following student whose address asked for presenter mode: the projector's slide, the class's step."""
 
-    class_panel = staticmethod(panels.presenting)
+    class_panel = staticmethod(presenter_tools)  # Start a class, the sentence
 
 
 def choose(live: Live | None) -> Solo:

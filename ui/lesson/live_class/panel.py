@@ -94,7 +94,7 @@ def _join_box() -> None:
 
 def panel(live: Live | None, present: bool, side, body) -> None:
     """The class's part of the page, the same for every role first (what a class action said, a store that does not
-    answer, a class lost), then the role's own `body` (one of the functions below: roles.py picks it)."""
+    answer, a class lost), then the role's own `body` (roles.py picks it: below, or join's presenter_tools)."""
     if not present:
         st.html(PHONE_CSS)  # the whole page's, for a phone (a style element takes no room)
     msg = st.session_state.pop(MSG, None)
@@ -121,11 +121,6 @@ def panel(live: Live | None, present: bool, side, body) -> None:
             lost_class(lost, present)
             return
         body(live)
-
-
-def presenting(live: Live | None) -> None:
-    """On a projector out of a class, or a following student's: the presenter's tools (Start a class, the sentence)."""
-    presenter_tools(live)
 
 
 def presenting_teacher(live: Live) -> None:
