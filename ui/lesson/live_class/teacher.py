@@ -225,8 +225,9 @@ def reveal(qid: str, answer: int, token: str, step_key: str) -> None:
     tab's own move to the step: there Reveal can be drawn where Next was, so a second click on Next would reveal the
     new question before anyone voted (a rehearsing lecturer did); the teacher is told and presses again."""
     if presenting() and time.monotonic() - st.session_state.get(MOVED_AT, float("-inf")) < REVEAL_AFTER_MOVE_S:
-        st.toast("Not revealed: Reveal was pressed just after moving to this step (a second click on Next?). "
-                 "Press it again to reveal the answer to the class.", icon=":material/info:")
+        # Short: a longer toast is cut to three lines ("view more") over the projector's formula and QR code.
+        st.toast("Not revealed: pressed just after Next. Press Reveal again to show the class.",
+                 icon=":material/info:")
         return
     try:
         store().reveal(st.session_state[CODE], st.session_state.get(SECRET), qid, int(answer))
