@@ -31,12 +31,12 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import bert_core  # noqa: E402
-from bert_core.runs.memory import SessionMemory  # noqa: E402
 from bert_core.runs.objective_runs import ObjectiveComparison  # noqa: E402
 from bert_core.runs.settings import CORPUS_CHOICES, DEFAULT_PRESET, TrainSettings, builtin_lines  # noqa: E402
-from bert_core.runs.slots import SlotManager  # noqa: E402
 from bert_core.train.toy import FARM_ANSWERS, FARM_PROBES, FARM_PROMPTS, farm_lines  # noqa: E402
 from bert_core.train.trainer import DEFAULT_PROBES, PRESETS, Trainer, new_model  # noqa: E402
+from server.ledger import SessionMemory  # noqa: E402
+from server.slots import SlotManager  # noqa: E402
 
 PROBE_EVERY = 25
 OLD_ANSWERS = (  # plausible fillers of trainer.DEFAULT_PROBES

@@ -38,9 +38,10 @@ from bert_core.finetune.budget import saved_tensor_bytes  # noqa: E402
 from bert_core.finetune.finetuning import finetune_defaults  # noqa: E402
 from bert_core.finetune.tasks import builtin_tasks  # noqa: E402
 from bert_core.runs.finetune_run import FineTuneSession, finetune_bytes  # noqa: E402
-from bert_core.runs.memory import SessionMemory, budget_bytes, format_mb, tensor_bytes  # noqa: E402
-from bert_core.runs.slots import SlotManager  # noqa: E402
+from bert_core.runs.memory import format_mb, tensor_bytes  # noqa: E402
 from bert_core.runs.status import WAITING  # noqa: E402
+from server.ledger import SessionMemory, budget_bytes  # noqa: E402
+from server.slots import SlotManager  # noqa: E402
 
 
 def rss(field: str = "VmRSS") -> int:
@@ -70,7 +71,7 @@ def worst_case(task_name: str, max_runs: int, steps: int = 3) -> None:
     import tempfile
     import threading
 
-    from bert_core.runs.slots import MAX_CONCURRENT_TRAINING
+    from server.slots import MAX_CONCURRENT_TRAINING
     from ui.cache import ByteLRU
     from ui.cache import budget_bytes as cache_budget
 

@@ -35,11 +35,12 @@ def one_class(runs: int, preset: str, steps: int, budget_mb: float) -> dict:
     """In this process: `runs` users each set up, train `steps` steps, pause and keep a copy."""
     sys.path.insert(0, str(ROOT))
     from bert_core.errors import BertCoreError
-    from bert_core.runs.memory import MB, SessionMemory
+    from bert_core.runs.memory import MB
     from bert_core.runs.settings import TrainSettings, builtin_lines, bundled_tokenizer
-    from bert_core.runs.slots import SlotManager
     from bert_core.runs.status import WAITING
     from bert_core.runs.training_run import TrainingSession
+    from server.ledger import SessionMemory
+    from server.slots import SlotManager
 
     tok, lines = bundled_tokenizer(), builtin_lines()
     mem = SessionMemory(int(budget_mb * MB))
@@ -78,7 +79,8 @@ def main() -> None:
         print(json.dumps(one_class(args.runs, args.preset, args.steps, args.budget_mb)))
         return
     sys.path.insert(0, str(ROOT))
-    from bert_core.runs.memory import MB, budget_bytes
+    from bert_core.runs.memory import MB
+    from server.ledger import budget_bytes
 
     budget = args.budget_mb if args.budget_mb is not None else budget_bytes() / MB
     results = []

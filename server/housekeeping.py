@@ -19,7 +19,7 @@ meets one reaches every student late (docs/benchmarks.md). So the heap that has 
 last freeze (looked for every SETTLE_S s, so that a class started with the server meets a frozen heap; what is
 not frozen yet is collected first, and what lives of it frozen), and at each idle collection. A frozen object
 that becomes cyclic garbage waits for the next idle collection or for one of the app's own collections, which
-reach the frozen heap too (`bert_core.heap.collect_garbage`: the caches' and the memory ledger's). Only in a
+reach the frozen heap too (`server.heap.collect_garbage`: the caches' and the memory ledger's). Only in a
 Streamlit server: the thread is started by the server's lifespan (server/app.py), never by a page run, so AppTest and
 a plain import keep Python's plain collector.
 
@@ -39,7 +39,7 @@ import time
 import urllib.parse
 from collections.abc import Callable
 
-from bert_core.heap import collect_garbage, freeze_heap
+from server.heap import collect_garbage, freeze_heap
 from server.streamlit_private import reap_closed_sessions
 
 log = logging.getLogger("bert_explorer.housekeeping")

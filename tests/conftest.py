@@ -93,10 +93,10 @@ def no_network(monkeypatch):
 @pytest.fixture
 def slots(monkeypatch):
     """A fresh process-wide training slot manager (capacity 2), so one test's run cannot hold another's slot."""
-    from bert_core.runs import training_run as session_training
+    from server import slots as process_slots
 
-    fresh = session_training.SlotManager(capacity=2)
-    monkeypatch.setattr(session_training, "SLOTS", fresh)
+    fresh = process_slots.SlotManager(capacity=2)
+    monkeypatch.setattr(process_slots, "SLOTS", fresh)
     return fresh
 
 

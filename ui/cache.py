@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from bert_core.heap import collect_garbage
+from server.heap import collect_garbage
 
 log = logging.getLogger("bert_explorer.cache")
 

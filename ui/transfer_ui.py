@@ -17,8 +17,7 @@ from bert_core.figures.token_transfer import sample_efficiency_figure, transfer_
 from bert_core.finetune.cached_head import SampleEfficiency, cached_feature_bytes
 from bert_core.finetune.finetuning import EvalResult
 from bert_core.finetune.token_finetuning import token_finetune_defaults
-from bert_core.runs.memory import MEMORY, tensor_bytes
-from bert_core.runs.slots import SLOTS
+from bert_core.runs.memory import tensor_bytes
 from bert_core.runs.status import FINISHED, IDLE, WAITING
 from ui.finetune_ui import QUEUED_TICK_SECONDS, TICK_SECONDS, TRAIN_SECONDS
 from ui.widgets import chart, live_run, table
@@ -144,7 +143,7 @@ def sample_efficiency_ui(main, scratch, t: TransferTask) -> None:
     @st.fragment(run_every=None if job.done else SE_TICK_SECONDS)
     def live() -> None:
         if not job.done:
-            place = SLOTS.request(sid)
+            place = main.slots.request(sid)  # the page's runs' slots and ledger
             if place == 0:
                 try:
                     with st.spinner("Computing…"):
@@ -152,17 +151,17 @@ def sample_efficiency_ui(main, scratch, t: TransferTask) -> None:
                         while not job.done and time.perf_counter() - t0 < TRAIN_SECONDS:
                             st.session_state[f"{t.prefix}_se_what"] = job.step()
                 except bert_core.BertCoreError as e:
-                    SLOTS.release(sid)
-                    MEMORY.release(f"se:{sid}")
+                    main.slots.release(sid)
+                    main.memory.release(f"se:{sid}")
                     st.session_state.pop(key, None)
                     st.warning(f"The sample-efficiency figure stopped: {e}")
                     return
             else:
                 st.info(f"All training slots are in use: number {place} in line.")
             if job.done:
-                SLOTS.release(sid)
+                main.slots.release(sid)
                 job.tuners = {}  # the curves are drawn: the cached vectors go, and their bytes
-                MEMORY.release(f"se:{sid}")
+                main.memory.release(f"se:{sid}")
                 st.rerun()
             st.progress(job.progress, text=st.session_state.get(f"{t.prefix}_se_what", "starting"))
         curves = {k: v for k, v in job.results.items() if v[0]}
@@ -186,7 +185,7 @@ def transfer_sections(main, scratch, t: TransferTask) -> None:
 
 def _new_job(main, scratch, t: TransferTask, sid: str) -> SampleEfficiency:
     """The job's tuners: the runs' own when they cached their vectors (head only), else new head-only ones, whose
-    vectors (and a new untrained copy) are charged to the server's memory ledger until the curves are done."""
+    vectors (and a new untrained copy) are charged to the runs' ledger (the server's) until the curves are done."""
     base, task = main.trainer.base, main.trainer.task
     cfg = token_finetune_defaults(base, task, freeze_encoder=True)
     fresh = scratch.trainer.base if scratch.trainer is not None else bert_core.untrained_copy(
@@ -202,7 +201,7 @@ def _new_job(main, scratch, t: TransferTask, sid: str) -> SampleEfficiency:
             job_box["job"].tuners = {}
         return True
 
-    MEMORY.reserve(f"se:{sid}", nbytes, "the sample-efficiency figure", evict=drop)
+    main.memory.reserve(f"se:{sid}", nbytes, "the sample-efficiency figure", evict=drop)
 
     def cached(session, model):
         tr = session.trainer

@@ -15,6 +15,7 @@ from bert_core.train.linear_probe import PROBE_TRAIN, PROBE_VALID, probe_set
 from bert_core.train.toy import ANIMALS, FARM_CLOZE, FARM_PROMPTS
 from ui import callbacks, page_defaults
 from ui.notebook_ui import notebook_button
+from ui.runs import shared
 from ui.state import model_cached, require_current, set_url, url_index
 from ui.widgets import chart, model_line, table
 
@@ -193,7 +194,7 @@ if train_clicked:
                 comp = ObjectiveComparison.build(
                     choice.tokenizer(), choice.lines(), preset, int(steps), cur.seed, choice.name,
                     base=choice.settings() if choice is FARM else None, cloze=choice is FARM,
-                    objectives=("mlm", "clm", "rtd") if electra else ("mlm", "clm"))
+                    objectives=("mlm", "clm", "rtd") if electra else ("mlm", "clm"), **shared())
         except bert_core.BertCoreError as e:
             st.error(f"Cannot start: {e}")
         else:

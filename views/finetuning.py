@@ -34,6 +34,7 @@ from bert_core.runs.status import FINISHED, IDLE, RUNNING, WAITING, format_secon
 from ui import callbacks
 from ui.finetune_ui import keep_ui, picked, run_status
 from ui.notebook_ui import finetuning_button
+from ui.runs import shared
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
 from ui.widgets import chart, live_run, memory_wait_ui, model_line, run_buttons, run_controls, table
 
@@ -51,8 +52,8 @@ EXAMPLE_CSV = ("text,label\nwhat a wonderful film,positive\na dull and tedious p
                "I loved every minute,positive\nthe acting was awful,negative\n…")
 
 cur = require_current()
-fs: FineTuneSession = st.session_state.setdefault("ft_session", FineTuneSession())
-fs0: FineTuneSession = st.session_state.setdefault("ft_scratch", FineTuneSession())  # the same run from scratch
+fs: FineTuneSession = st.session_state.setdefault("ft_session", FineTuneSession(**shared()))
+fs0: FineTuneSession = st.session_state.setdefault("ft_scratch", FineTuneSession(**shared()))  # from scratch
 
 st.header("Fine-tuning")
 model_line(cur.model)

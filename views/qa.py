@@ -26,6 +26,7 @@ from ui.finetune_ui import (
     run_status,
 )
 from ui.notebook_ui import head_run_button, notebook_button
+from ui.runs import shared
 from ui.state import require_current
 from ui.transfer_ui import TransferTask, transfer_sections
 from ui.widgets import chart, model_line, run_buttons, run_controls, table
@@ -36,8 +37,8 @@ SESSION_READER = "your fine-tuned reader (this session)"
 SE_SIZES = (8, 16, 32, 64, 128, 256, 512, 1_000, 2_000, 5_000)  # training questions per point (capped at all)
 
 cur = require_current()
-qs: FineTuneSession = st.session_state.setdefault("qa_session", FineTuneSession())
-scratch: FineTuneSession = st.session_state.setdefault("qa_scratch", FineTuneSession())  # fresh weights
+qs: FineTuneSession = st.session_state.setdefault("qa_session", FineTuneSession(**shared()))
+scratch: FineTuneSession = st.session_state.setdefault("qa_scratch", FineTuneSession(**shared()))  # fresh weights
 example = builtin_qa_task().valid[0]
 
 st.header("Question answering")

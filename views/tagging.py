@@ -33,6 +33,7 @@ from ui.finetune_ui import (
     run_status,
 )
 from ui.notebook_ui import head_run_button, notebook_button
+from ui.runs import shared
 from ui.state import page_text, require_current
 from ui.transfer_ui import TransferTask, transfer_sections
 from ui.widgets import chart, model_line, run_buttons, run_controls, table
@@ -46,8 +47,8 @@ SE_SIZES = (8, 16, 32, 64, 128, 256, 512, 1_024, 2_048, 12_000)  # training sent
 
 cur = require_current()
 TAG_EXAMPLE = "Ada Lovelace wrote the first program for Charles Babbage's engine in London."
-ts: FineTuneSession = st.session_state.setdefault("tg_session", FineTuneSession())
-scratch: FineTuneSession = st.session_state.setdefault("tg_scratch", FineTuneSession())  # fresh weights
+ts: FineTuneSession = st.session_state.setdefault("tg_session", FineTuneSession(**shared()))
+scratch: FineTuneSession = st.session_state.setdefault("tg_scratch", FineTuneSession(**shared()))  # fresh weights
 
 st.header("Tagging")
 model_line(cur.model)

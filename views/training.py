@@ -27,6 +27,7 @@ from bert_core.train.corpus import MAX_USER_CORPUS_BYTES
 from bert_core.train.toy import ANIMALS, FARM_ANSWERS, FARM_PROBES, farm_lines, farm_tokenizer
 from bert_core.train.trainer import PRESETS
 from ui import callbacks
+from ui.runs import shared
 from ui.state import require_current
 from ui.widgets import chart, memory_wait_ui, model_line, run_controls, table
 
@@ -45,7 +46,7 @@ WIDGET_KEYS = ("train_corpus", "train_text", "train_preset", "train_lr", "train_
                "train_max_steps", "train_objective")
 
 cur = require_current()
-ts: TrainingSession = st.session_state.setdefault("train_session", TrainingSession())
+ts: TrainingSession = st.session_state.setdefault("train_session", TrainingSession(**shared()))
 
 st.header("Training")
 model_line(cur.model)

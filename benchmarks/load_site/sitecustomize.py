@@ -1,7 +1,7 @@
 """Loaded by benchmarks/load.py's server (PYTHONPATH): watches the training cap from inside the process.
 
 Only active when BERT_EXPLORER_LOAD_MONITOR names a file. A daemon thread waits for the app to
-import `bert_core.runs.training_run`, then wraps three of its methods to record, without changing
+import `bert_core.runs.training_run` and `server.slots`, then wraps their methods to record, without changing
 what they do:
 - `TrainingSession._steps`: how many sessions are inside a training step loop at the same moment
   (the CPU the cap is meant to bound);
@@ -37,13 +37,13 @@ def _loaded(name: str):
 
 
 def _watch_training(path: str) -> None:
-    st = _loaded("bert_core.runs.training_run")
+    st, slots = _loaded("bert_core.runs.training_run"), _loaded("server.slots")
     lock = threading.Lock()
-    seen = {"in_steps": 0, "max_in_steps": 0, "max_holders": 0, "max_waiting": 0, "capacity": st.SLOTS.capacity,
-            "lease_seconds": st.SLOTS.lease_seconds, "lapsed": []}
+    seen = {"in_steps": 0, "max_in_steps": 0, "max_holders": 0, "max_waiting": 0, "capacity": slots.SLOTS.capacity,
+            "lease_seconds": slots.SLOTS.lease_seconds, "lapsed": []}
 
-    steps, request, release, expire = (st.TrainingSession._steps, st.SlotManager.request,
-                                       st.SlotManager.release, st.SlotManager._expire)
+    steps, request, release, expire = (st.TrainingSession._steps, slots.SlotManager.request,
+                                       slots.SlotManager.release, slots.SlotManager._expire)
 
     def counted_steps(self, *a, **kw):
         with lock:
@@ -82,9 +82,9 @@ def _watch_training(path: str) -> None:
                 seen["lapsed"].extend({"t": time.time(), "sid": s} for s in gone)
 
     st.TrainingSession._steps = counted_steps
-    st.SlotManager.request = counted_request
-    st.SlotManager.release = counted_release
-    st.SlotManager._expire = noted_expire
+    slots.SlotManager.request = counted_request
+    slots.SlotManager.release = counted_release
+    slots.SlotManager._expire = noted_expire
     while True:
         with lock:
             data = json.dumps(seen)

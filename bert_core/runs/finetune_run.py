@@ -1,4 +1,4 @@
-"""One user's live fine-tuning run, under the same slot cap, queue, lease and time budget as pretraining.
+"""One user's live fine-tuning run, with the same slots, ledger and time budget as a pretraining run.
 
 `FineTuneSession` is a `TrainingSession` (training_run.py) whose trainer is a `FineTuner` (a sentence
 classifier) or a `TokenFineTuner` (a tagger, when the task is a `TaggingTask`): start,

@@ -1,7 +1,8 @@
 """Three live runs, one per objective (mlm, clm, rtd), on the same corpus, preset and seed: the BERT vs GPT page's.
 
 No streamlit here. Each run is a `TrainingSession` (the Training page's), so the comparison goes through the
-same slot cap, queue, lease, memory ledger (rtd's generator charged too) and budgets. The page calls
+slots and the ledger it is given (the app's: the process's cap and byte budget; rtd's generator charged too) and
+the same budgets. The page calls
 `advance()` repeatedly; each call trains one objective for a few steps inside a slot, and at fixed points
 (steps 0, 1/4, 1/2, 3/4 and the end) scores the encoder with the frozen linear probe (train/linear_probe.py),
 so the sample-efficiency curve (probe accuracy against tokens seen) is measured here, not quoted.
@@ -20,9 +21,8 @@ from ..model.tokenization import WordPieceTokenizer
 from ..objectives.catalog import OBJECTIVES
 from ..train.linear_probe import probe_accuracy, without_probe_texts
 from ..train.toy import FARM_CLOZE, cloze_accuracy, top_guess
-from .memory import SessionMemory
 from .settings import TrainSettings, ema
-from .slots import SlotManager
+from .sharing import Ledger, Slots
 from .training_run import TrainingSession
 
 COMPARE_STEPS = 200  # default steps per objective
@@ -50,7 +50,7 @@ class ObjectiveComparison:
 
     @classmethod
     def build(cls, tokenizer: WordPieceTokenizer, lines: list[str], preset: str, steps: int, seed: int,
-              corpus_name: str, slots: SlotManager | None = None, memory: SessionMemory | None = None,
+              corpus_name: str, slots: Slots | None = None, memory: Ledger | None = None,
               probe: Callable | None = None, base: TrainSettings | None = None,
               cloze: bool = False, objectives: tuple[str, ...] = OBJECTIVES) -> ObjectiveComparison:
         """Set up one run per objective (models built, memory charged); a BertCoreError when they do not fit.

@@ -1,10 +1,10 @@
-"""One user's live training run, and the process-wide cap on how many runs train at once.
+"""One user's live training run: its model, its budgets, its copies; a slot to step in and a ledger for its bytes.
 
 No streamlit here. The Training page keeps a `TrainingSession` in its session state and calls
 `advance()` from a timer while the page is open; this module decides whether that session may
-train now (a slot), for how long (budgets), and hands out copies of the model (snapshots and
-checkpoint zips). Every user of one server process shares `SLOTS`, so a few people training at
-once cannot starve everybody else of CPU.
+train now (a slot from its `Slots`), for how long (budgets), and hands out copies of the model (snapshots and
+checkpoint zips), charging their bytes to its `Ledger` (sharing.py). The app passes the process-wide slot cap and
+byte budget every user of one server shares; a notebook passes nothing and trains whenever it asks.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ..model.loaded import LoadedModel
 from ..model.tokenization import WordPieceTokenizer
 from ..train.corpus import MAX_USER_CORPUS_BYTES
 from ..train.trainer import DEFAULT_PROBES, PRESETS, Probe, StepMetrics, Trainer, new_model
-from .memory import MEMORY, SessionMemory, format_mb, tensor_bytes
+from .memory import format_mb, tensor_bytes
 from .settings import (
     MAX_TRAIN_SECONDS,
     TrainSettings,
@@ -41,7 +41,7 @@ from .settings import (
     preset_parameters,
     run_bytes,
 )
-from .slots import SLOTS, SlotManager
+from .sharing import Ledger, OwnSlots, Slots, Unmetered
 from .status import (
     FINISHED,
     IDLE,
@@ -63,11 +63,11 @@ class TrainingSession:
     queue); `advance` builds it when its turn comes, and starts it if Start was pressed meanwhile.
     """
 
-    def __init__(self, slots: SlotManager | None = None, max_seconds: float = MAX_TRAIN_SECONDS,
-                 clock: Callable[[], float] = time.perf_counter, memory: SessionMemory | None = None):
+    def __init__(self, slots: Slots | None = None, max_seconds: float = MAX_TRAIN_SECONDS,
+                 clock: Callable[[], float] = time.perf_counter, memory: Ledger | None = None):
         self.id = uuid.uuid4().hex
-        self.slots = slots or SLOTS
-        self.memory = memory or MEMORY
+        self.slots: Slots = slots if slots is not None else OwnSlots()  # None: a notebook's run, nobody to share with
+        self.memory: Ledger = memory if memory is not None else Unmetered()
         self.mem_key = f"run:{self.id}"
         self.notice = ""  # why the run was dropped, shown once by the page
         weakref.finalize(self, self.memory.release, self.mem_key)  # a closed tab's run gives its bytes back
@@ -197,10 +197,13 @@ class TrainingSession:
             self._lock.release()
 
     def memory_usage(self) -> str:
-        """What this run and the server hold, for the page: 'this run 76 MB; all users' models 152 / 600 MB'."""
+        """What this run and the server hold, for the page: 'this run 76 MB; all users' ... 152 MB of 600 MB'
+        (this run's alone when its ledger has no budget)."""
         used, budget, _ = self.memory.usage()
-        return (f"this run {format_mb(self.memory.held(self.mem_key))}; all users' runs and copies on this server "
-                f"{format_mb(used)} of {format_mb(budget)}")
+        mine = f"this run {format_mb(self.memory.held(self.mem_key))}"
+        if budget is None:
+            return mine
+        return f"{mine}; all users' runs and copies on this server {format_mb(used)} of {format_mb(budget)}"
 
     def start(self) -> int:
         """Ask to train: 0 when training now, else the place in the queue."""

@@ -19,9 +19,8 @@ from streamlit.runtime import Runtime
 from streamlit.runtime.memory_session_storage import MemorySessionStorage
 from support.wait import until
 
-from bert_core import heap
 from server import app as server_app
-from server import events, streamlit_private
+from server import events, heap, streamlit_private
 from server import housekeeping as hk
 
 

@@ -269,9 +269,9 @@ def test_header_json_is_what_safetensors_writes(tiny_dirs):
 
 def test_a_training_session_holds_one_probes_attention_and_frees_what_a_finished_run_cannot_use():
     from bert_core.runs.settings import TrainSettings, bundled_tokenizer
-    from bert_core.runs.slots import SlotManager
     from bert_core.runs.status import FINISHED
     from bert_core.runs.training_run import TrainingSession
+    from server.slots import SlotManager
 
     lines = ["the cat sat on the mat .", "a dog ran across the green field .", "she wrote a letter to her mother ."]
     s = TrainingSession(SlotManager(capacity=1))
@@ -294,7 +294,7 @@ def test_a_training_session_holds_one_probes_attention_and_frees_what_a_finished
 def test_slot_lease_from_the_environment(monkeypatch, raw, seconds):
     """BERT_EXPLORER_SLOT_LEASE: seconds, never under 10 (a waiting page asks every 5 s); nonsense keeps 30. The
     training cap through the same reader: a whole number, at least 1."""
-    from bert_core.runs import slots
+    from server import slots
 
     if raw is None:
         monkeypatch.delenv("BERT_EXPLORER_SLOT_LEASE", raising=False)

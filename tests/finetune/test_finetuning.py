@@ -26,9 +26,9 @@ from bert_core.finetune.tasks import (
     task_from_csv,
 )
 from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.slots import SlotManager
 from bert_core.runs.status import FINISHED, PAUSED, QUEUED, RUNNING
 from bert_core.train.trainer import warmup_linear_lr
+from server.slots import SlotManager
 
 ATOL = 1e-5
 

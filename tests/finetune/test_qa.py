@@ -29,8 +29,8 @@ from bert_core.finetune.qa import (
 from bert_core.finetune.token_finetuning import QAFineTuner, answer_tokens
 from bert_core.model.token_heads_io import save_token_model
 from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.slots import SlotManager
 from bert_core.runs.status import FINISHED
+from server.slots import SlotManager
 
 ATOL = 1e-5
 @pytest.fixture(scope="module")

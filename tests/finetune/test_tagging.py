@@ -35,8 +35,8 @@ from bert_core.finetune.token_finetuning import TokenFineTuner, encode_words
 from bert_core.inspect.token_tasks import first_pieces, split_words, tag_words
 from bert_core.model.token_heads_io import save_token_model
 from bert_core.runs.finetune_run import FineTuneSession
-from bert_core.runs.slots import SlotManager
 from bert_core.runs.status import FINISHED, PAUSED
+from server.slots import SlotManager
 
 ROOT = Path(__file__).resolve().parents[2]
 ATOL = 1e-5

@@ -26,8 +26,8 @@ from bert_core.finetune.token_finetuning import (
     token_finetune_defaults,
 )
 from bert_core.runs.finetune_run import FineTuneSession, finetune_bytes, tuner_class
-from bert_core.runs.slots import SlotManager
 from bert_core.runs.status import FINISHED
+from server.slots import SlotManager
 
 ATOL = 1e-5
 

@@ -140,7 +140,7 @@ def test_sample_efficiency_is_charged_to_the_ledger_and_refused_plainly_when_ful
     at = _open_with_csv()
     at.selectbox(key="ft_base").set_value(TINY_BASE).run()
     at.button(key="ft_ten").click().run()
-    from bert_core.runs.memory import MEMORY as ledger  # the process's ledger: the page's runs charge it
+    from server.ledger import MEMORY as ledger  # the process's ledger: the page's runs charge it
 
     gc.collect()  # earlier tests' sessions give their bytes back (the ledger would collect them to make room)
     budget = ledger.max_bytes
@@ -164,7 +164,7 @@ def test_a_run_too_big_for_the_servers_budget_is_said_plainly_and_the_recipe_fit
     """On a server whose budget for a user's runs is smaller than MiniLM's recipe (as bert-base's is on a 1,000 MB
     server), the recipe trains the head only and says why; training every weight is announced as refused before
     Start, and refused with the same plain message at Start."""
-    from bert_core.runs.memory import MEMORY
+    from server.ledger import MEMORY
 
     budget = MEMORY.max_bytes
     try:

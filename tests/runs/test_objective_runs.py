@@ -7,11 +7,11 @@ import pytest
 import torch
 
 import bert_core
-from bert_core.runs.memory import SessionMemory
 from bert_core.runs.objective_runs import PROBE_POINTS, ObjectiveComparison
 from bert_core.runs.settings import builtin_lines, bundled_tokenizer
-from bert_core.runs.slots import SlotManager
 from bert_core.train.linear_probe import fit_ridge, probe_set, sentence_vectors, without_probe_texts
+from server.ledger import SessionMemory
+from server.slots import SlotManager
 
 TINY = "tiny (2 layers, 64 wide)"
 

@@ -15,10 +15,8 @@ import bert_core
 from bert_core.errors import BertCoreError
 from bert_core.finetune.finetuning import FineTuneConfig
 from bert_core.finetune.tasks import ClassificationTask
-from bert_core.runs import memory as session_memory
-from bert_core.runs import training_run as session_training
 from bert_core.runs.finetune_run import FineTuneSession, finetune_bytes
-from bert_core.runs.memory import MB, SessionMemory, budget_bytes, tensor_bytes
+from bert_core.runs.memory import MB, tensor_bytes
 from bert_core.runs.settings import (
     CORPUS_CHOICES,
     TrainSettings,
@@ -28,9 +26,11 @@ from bert_core.runs.settings import (
     preset_parameters,
     run_bytes,
 )
-from bert_core.runs.slots import SlotManager
-from bert_core.runs.status import FINISHED, IDLE, PAUSED, RUNNING, WAITING
+from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, WAITING
 from bert_core.runs.training_run import TrainingSession
+from server import ledger as session_memory
+from server.ledger import SessionMemory, budget_bytes
+from server.slots import SlotManager
 
 TINY = "tiny (2 layers, 64 wide)"
 SMALL = "small (4 layers, 128 wide)"
@@ -401,7 +401,7 @@ def test_a_fine_tuning_run_that_does_not_fit_beside_another_waits_then_trains(ta
 @pytest.fixture
 def full_memory(monkeypatch):
     tight = SessionMemory(1000)
-    monkeypatch.setattr(session_training, "MEMORY", tight)
+    monkeypatch.setattr(session_memory, "MEMORY", tight)
     return tight
 
 
@@ -421,7 +421,7 @@ def test_training_page_says_plainly_when_the_server_memory_is_full(full_memory):
 def test_training_page_tells_an_evicted_user_once(monkeypatch):
     clock = Clock()
     mem = SessionMemory(10_000 * MB, clock=clock)
-    monkeypatch.setattr(session_training, "MEMORY", mem)
+    monkeypatch.setattr(session_memory, "MEMORY", mem)
     at = open_page("training")
     at.radio(key="train_corpus").set_value(CORPUS_CHOICES["wordnet"].label).run()  # the memory tests' corpus
     at.selectbox(key="train_preset").select(TINY)
@@ -445,7 +445,7 @@ def test_training_page_tells_an_evicted_user_once(monkeypatch):
 def test_training_page_shows_the_place_in_line_for_memory_and_starts_when_room_comes(monkeypatch):
     page_run = run_bytes(4 * preset_parameters(TINY, bundled_tokenizer().vocab_size), corpus_bytes(builtin_lines()))
     mem = SessionMemory(page_run + one_run_bytes() // 2)  # the page's run fits alone, not beside another
-    monkeypatch.setattr(session_training, "MEMORY", mem)
+    monkeypatch.setattr(session_memory, "MEMORY", mem)
     other = run(mem)  # another user's run
     at = open_page("training")
     at.radio(key="train_corpus").set_value(CORPUS_CHOICES["wordnet"].label).run()  # the memory tests' corpus
@@ -461,4 +461,4 @@ def test_training_page_shows_the_place_in_line_for_memory_and_starts_when_room_c
     other.reset()  # room comes free
     at.run()  # the page's timer: the run is built and starts
     assert_ok(at)
-    assert s.trainer is not None and s.state in (RUNNING, session_training.QUEUED) and not at.error
+    assert s.trainer is not None and s.state in (RUNNING, QUEUED) and not at.error

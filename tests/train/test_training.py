@@ -25,12 +25,12 @@ from bert_core.runs.settings import (
     probe_sentences,
     user_lines,
 )
-from bert_core.runs.slots import SlotManager
 from bert_core.runs.status import FINISHED, IDLE, PAUSED, QUEUED, RUNNING, probe_history_rows, probe_rows
 from bert_core.runs.training_run import TrainingSession
 from bert_core.train.batches import TextDataset, pad_rows
 from bert_core.train.corpus import MAX_USER_CORPUS_BYTES, parse_user_corpus
 from bert_core.train.trainer import MAX_TRAIN_PARAMS, PRESETS, TrainConfig, Trainer, evaluate_mlm, new_model
+from server.slots import SlotManager
 
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64)
 LINES = [

@@ -1,7 +1,7 @@
 """The process-wide cap on how many users' runs train at once: slots on a lease, a first-come queue.
 
-Every user of one server process shares `SLOTS`, so a few people training at once cannot starve
-everybody else of CPU. No streamlit here.
+Every user of one server process shares `SLOTS` (the app gives it to every run as its bert_core
+`runs.sharing.Slots`), so a few people training at once cannot starve everybody else of CPU. No streamlit here.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The process's heap: one full garbage collection that also reaches what `gc.freeze()` set aside.
 
-No torch, no streamlit: the memory ledger (`runs.memory`), the app's caches and its housekeeping call it.
+No torch, no streamlit: the memory ledger (server/ledger.py), the app's caches and its housekeeping call it.
 """
 
 from __future__ import annotations
