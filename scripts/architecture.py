@@ -91,7 +91,8 @@ def mermaid() -> str:
         lines.append(f'    {short(extra)}["{short(extra)} (imports nothing of bert_core)"]')
     lines.append("  end")
     lines.append('  classroom["classroom/ (a live class: imports neither streamlit, ui nor bert_core)"]')
-    lines.append('  server["server/ (the process: slots, byte ledger, heap, event route, housekeeping, threads; no page code)"]')
+    lines.append('  server["server/ (the process: slots, byte ledger, heap, event route, housekeeping, threads; '
+                 'no page code)"]')
     for (a, b), n in sorted(edges.items()):
         src = "api" if a == "bert_core" else short(a)
         dst = "api" if b == "bert_core" else short(b)

@@ -1,17 +1,21 @@
-"""What the three fine-tuning pages (Fine-tuning, Tagging, Question answering) draw alike: status and the download."""
+"""What the three fine-tuning pages (Fine-tuning, Tagging, Question answering) draw alike: status and the download;
+and the Fine-tuning page's classifier charts (curves, confusion matrix, pooled vectors, pretrained vs untrained)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+import pandas as pd
 import streamlit as st
 
-from bert_core.finetune.finetuning import default_lr
+from bert_core.figures.finetuning import comparison_figure, confusion_figure, curves_figure, pca_figure
+from bert_core.finetune.finetuning import POOLINGS, default_lr, pca_2d
 from bert_core.finetune.token_finetuning import token_finetune_defaults
-from bert_core.runs.status import FINISHED, PAUSED, QUEUED, WAITING
+from bert_core.runs.status import FINISHED, PAUSED, QUEUED, RUNNING, WAITING
 from ui import callbacks
 from ui.state import BUNDLED_LABEL, Current, shared_model
-from ui.widgets import live_run, memory_wait_ui, queued_info
+from ui.widgets import chart, live_run, memory_wait_ui, queued_info, table
 
 TICK_SECONDS = 1.0  # as the Training page: refresh while training ...
 QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
@@ -133,3 +137,79 @@ def head_run_ui(session, not_started: str, draw, keep: tuple[str, str, str, str]
     for note in session.trainer.notes:
         st.caption(note)
     keep_ui(session, *keep)
+
+
+# --- the Fine-tuning page's classifier charts ---------------------------------------------------------
+
+def curves_ui(fs) -> None:
+    """A classifier run's training and validation curves."""
+    t = fs.trainer
+    st.subheader("Loss and accuracy")
+    chart(curves_figure(fs.curves(0.9)), "fine-tuning curves", key="ft-curves")
+    st.caption(
+        f"Thin lines: each training batch (dropout on), smoothed. Thick lines with markers: the whole validation "
+        f"set ({len(t.valid_rows):,} examples the model never trains on, dropout off), evaluated "
+        f"{t.cfg.evals_per_epoch}× per epoch. Step 0 is the untrained head: accuracy near chance "
+        f"(1/{len(t.task.labels)}), loss near ln {len(t.task.labels)} = {np.log(len(t.task.labels)):.2f}. Train loss "
+        "far below validation loss means the model starts to memorise its training examples."
+    )
+
+
+def confusion_ui(fs) -> None:
+    """A classifier run's confusion matrix at its last evaluation."""
+    t = fs.trainer
+    last = t.evals[-1]
+    st.subheader(f"Confusion matrix (validation, step {last.step})")
+    chart(confusion_figure(last.confusion, list(t.task.labels)), "confusion matrix", key="ft-confusion")
+    st.caption("Row = the true class, column = the class the model picked. The diagonal is what it gets right; "
+               "an off-diagonal cell shows which two classes it confuses.")
+
+
+def pca_ui(fs) -> None:
+    """A classifier run's pooled validation vectors before and (paused or finished) after fine-tuning."""
+    t = fs.trainer
+    st.subheader("The pooled vectors, before and after")
+    before = t.evals[0]
+    after = fs.pooled_now() if fs.state != RUNNING else None
+    panels = [("before fine-tuning (step 0)", *pca_2d(before.pooled))]
+    if after is not None and after.step > 0:
+        panels.append((f"after {after.step} steps", *pca_2d(after.pooled)))
+    chart(pca_figure(panels, np.asarray(t.task.valid_labels), list(t.task.labels)), "pooled vectors PCA",
+          key="ft-pca")
+    st.caption(
+        f"Each point is one validation example: the vector the classifier reads ({POOLINGS[t.cfg.pooling]}, "
+        f"{t.model.config.hidden_size} numbers) projected on its two directions of largest variance (PCA), "
+        "coloured by the true class. Fine-tuning pulls the classes apart: the classifier only needs to draw "
+        "straight boundaries between them." + (" The 'after' picture appears when you pause or finish."
+                                              if fs.state == RUNNING else "")
+    )
+
+
+def compare_chart(fs, fs0, base: dict | None) -> None:
+    """Both runs' validation accuracy (`fs` pretrained, `fs0` its untrained copy), the bag-of-words baseline
+    (`bow_baseline`'s result, None until computed), one table and a sentence on the gap."""
+    t, t0 = fs.trainer, fs0.trainer
+    learners = {("pretrained", f"{t.base.name}, pretrained"): t}
+    if t0 is not None:
+        learners[("same network, untrained", "the same network, untrained (untrained_copy)")] = t0
+    runs = {curve: (np.array([e.step for e in tr.evals]), np.array([e.accuracy for e in tr.evals]))
+            for (curve, _), tr in learners.items()}
+    chart(comparison_figure(runs, base["accuracy"] if base else None), "pretrained vs untrained", key="ft-compare")
+    rows = [{"learner": name, "step": str(tr.step_count), "validation accuracy": f"{100 * tr.evals[-1].accuracy:.1f}%"}
+            for (_, name), tr in learners.items()]
+    if base is not None:
+        rows.append({"learner": "bag of words (no BERT)", "step": "-",
+                     "validation accuracy": f"{100 * base['accuracy']:.1f}%"})
+    table(pd.DataFrame(rows), "pretrained vs untrained", key="csv-ft-compare", hide_index=True)
+    if t0 is not None and t0.step_count:
+        gap = 100 * (t.evals[-1].accuracy - t0.evals[-1].accuracy)
+        same = t0.step_count == t.step_count
+        st.markdown(
+            f"After {t0.step_count:,} steps{'' if same else ' (the pretrained run: ' + format(t.step_count, ',') + ')'}"
+            f", the pretrained model is **{gap:+.1f} points** ahead of the same network trained from scratch: with "
+            f"{len(t.train_rows):,} labelled examples, the untrained network must learn what words mean and how "
+            "they combine from these examples alone, while the pretrained one already knows it from reading raw "
+            "text and only has to learn the task." + ("" if base is not None else
+                                                      " Press **Compute the baseline** above to add bag of words."))
+    if fs0.state == FINISHED:
+        st.caption(f"The untrained run finished: {fs0.finish_reason}.")

@@ -3,20 +3,12 @@ untrained and a bag-of-words baseline (why pre-train), and accuracy against exam
 
 from dataclasses import replace
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
 import bert_core
-from bert_core.figures.finetuning import (
-    comparison_figure,
-    confusion_figure,
-    curves_figure,
-    pca_figure,
-    probabilities_figure,
-    sample_efficiency_figure,
-)
-from bert_core.finetune.finetuning import POOLINGS, FineTuneConfig, finetune_defaults, pca_2d, run_cost
+from bert_core.figures.finetuning import probabilities_figure, sample_efficiency_figure
+from bert_core.finetune.finetuning import POOLINGS, FineTuneConfig, finetune_defaults, run_cost
 from bert_core.finetune.tasks import (
     MAX_CSV_BYTES,
     MAX_CSV_ROWS,
@@ -30,19 +22,27 @@ from bert_core.finetune.transfer import sample_efficiency
 from bert_core.runs.finetune_run import FineTuneSession
 from bert_core.runs.memory import format_mb, tensor_bytes
 from bert_core.runs.settings import decode_upload
-from bert_core.runs.status import FINISHED, IDLE, RUNNING, WAITING, format_seconds
+from bert_core.runs.status import IDLE, WAITING, format_seconds
 from ui import callbacks
-from ui.finetune_ui import keep_ui, picked, run_status
+from ui.finetune_ui import (
+    LEARNING_RATES,
+    QUEUED_TICK_SECONDS,
+    TICK_SECONDS,
+    TRAIN_SECONDS,
+    compare_chart,
+    confusion_ui,
+    curves_ui,
+    keep_ui,
+    pca_ui,
+    picked,
+    run_status,
+)
 from ui.notebook_ui import finetuning_button
 from ui.runs import shared
 from ui.state import BUNDLED_LABEL, SESSION_LABEL, require_current, shared_model
 from ui.widgets import chart, live_run, memory_wait_ui, model_line, run_buttons, run_controls, table
 
-TICK_SECONDS = 1.0  # as the Training page: refresh while training ...
-QUEUED_TICK_SECONDS = 5.0  # ... and more slowly while waiting for a slot
-TRAIN_SECONDS = 0.8
 PASTE, UPLOAD = "Paste CSV", "Upload a .csv file"
-LEARNING_RATES = (2e-5, 3e-5, 5e-5, 1e-4, 3e-4, 1e-3, 3e-3)
 LR_REASON = ("A head alone learns from scratch and takes 1e-3; fine-tuning every weight wants a rate that "
              "shrinks with the model: small models like the tiny bundled one (hidden size 256) 3e-4, 384- and "
              "512-wide ones (MiniLM) 1e-4, bert-base-sized ones the classic 3e-5 (BERT's paper tried 2e-5 to 5e-5).")
@@ -330,47 +330,6 @@ def status_ui() -> None:
         st.caption(note)
 
 
-def curves_ui() -> None:
-    t = fs.trainer
-    st.subheader("Loss and accuracy")
-    chart(curves_figure(fs.curves(0.9)), "fine-tuning curves", key="ft-curves")
-    st.caption(
-        f"Thin lines: each training batch (dropout on), smoothed. Thick lines with markers: the whole validation "
-        f"set ({len(t.valid_rows):,} examples the model never trains on, dropout off), evaluated "
-        f"{t.cfg.evals_per_epoch}× per epoch. Step 0 is the untrained head: accuracy near chance "
-        f"(1/{len(t.task.labels)}), loss near ln {len(t.task.labels)} = {np.log(len(t.task.labels)):.2f}. Train loss "
-        "far below validation loss means the model starts to memorise its training examples."
-    )
-
-
-def confusion_ui() -> None:
-    t = fs.trainer
-    last = t.evals[-1]
-    st.subheader(f"Confusion matrix (validation, step {last.step})")
-    chart(confusion_figure(last.confusion, list(t.task.labels)), "confusion matrix", key="ft-confusion")
-    st.caption("Row = the true class, column = the class the model picked. The diagonal is what it gets right; "
-               "an off-diagonal cell shows which two classes it confuses.")
-
-
-def pca_ui() -> None:
-    t = fs.trainer
-    st.subheader("The pooled vectors, before and after")
-    before = t.evals[0]
-    after = fs.pooled_now() if fs.state != RUNNING else None
-    panels = [("before fine-tuning (step 0)", *pca_2d(before.pooled))]
-    if after is not None and after.step > 0:
-        panels.append((f"after {after.step} steps", *pca_2d(after.pooled)))
-    chart(pca_figure(panels, np.asarray(t.task.valid_labels), list(t.task.labels)), "pooled vectors PCA",
-          key="ft-pca")
-    st.caption(
-        f"Each point is one validation example: the vector the classifier reads ({POOLINGS[t.cfg.pooling]}, "
-        f"{t.model.config.hidden_size} numbers) projected on its two directions of largest variance (PCA), "
-        "coloured by the true class. Fine-tuning pulls the classes apart: the classifier only needs to draw "
-        "straight boundaries between them." + (" The 'after' picture appears when you pause or finish."
-                                              if fs.state == RUNNING else "")
-    )
-
-
 def try_ui() -> None:
     st.subheader("Try your own sentence")
     text = st.text_input("A sentence to classify", key="ft_try", max_chars=bert_core.MAX_TEXT_CHARS,
@@ -490,37 +449,8 @@ def compare_ui() -> None:
     if fs0.trainer is None:
         st.caption("Press **Start** above to train the untrained copy with your run's settings "
                    f"({t.max_steps:,} steps); both curves then share one chart.")
-    live_run(fs0, compare_draw, TICK_SECONDS, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
-
-
-def compare_draw() -> None:
-    """Both runs' validation accuracy, the baseline, one table and a sentence on the gap."""
-    t, t0 = fs.trainer, fs0.trainer
-    learners = {("pretrained", f"{t.base.name}, pretrained"): t}
-    if t0 is not None:
-        learners[("same network, untrained", "the same network, untrained (untrained_copy)")] = t0
-    runs = {curve: (np.array([e.step for e in tr.evals]), np.array([e.accuracy for e in tr.evals]))
-            for (curve, _), tr in learners.items()}
-    base = _baseline_of(t.task)
-    chart(comparison_figure(runs, base["accuracy"] if base else None), "pretrained vs untrained", key="ft-compare")
-    rows = [{"learner": name, "step": str(tr.step_count), "validation accuracy": f"{100 * tr.evals[-1].accuracy:.1f}%"}
-            for (_, name), tr in learners.items()]
-    if base is not None:
-        rows.append({"learner": "bag of words (no BERT)", "step": "-",
-                     "validation accuracy": f"{100 * base['accuracy']:.1f}%"})
-    table(pd.DataFrame(rows), "pretrained vs untrained", key="csv-ft-compare", hide_index=True)
-    if t0 is not None and t0.step_count:
-        gap = 100 * (t.evals[-1].accuracy - t0.evals[-1].accuracy)
-        same = t0.step_count == t.step_count
-        st.markdown(
-            f"After {t0.step_count:,} steps{'' if same else ' (the pretrained run: ' + format(t.step_count, ',') + ')'}"
-            f", the pretrained model is **{gap:+.1f} points** ahead of the same network trained from scratch: with "
-            f"{len(t.train_rows):,} labelled examples, the untrained network must learn what words mean and how "
-            "they combine from these examples alone, while the pretrained one already knows it from reading raw "
-            "text and only has to learn the task." + ("" if base is not None else
-                                                      " Press **Compute the baseline** above to add bag of words."))
-    if fs0.state == FINISHED:
-        st.caption(f"The untrained run finished: {fs0.finish_reason}.")
+    live_run(fs0, lambda: compare_chart(fs, fs0, _baseline_of(t.task)), TICK_SECONDS, QUEUED_TICK_SECONDS,
+             TRAIN_SECONDS)
 
 
 def sample_efficiency_ui() -> None:
@@ -588,12 +518,12 @@ def keep_classifier_ui() -> None:
 def live_ui() -> None:
     """What the timer redraws while the run is live: status, curves, confusion matrix."""
     status_ui()
-    curves_ui()
-    confusion_ui()
+    curves_ui(fs)
+    confusion_ui(fs)
 
 
 live_run(fs, live_ui, TICK_SECONDS, QUEUED_TICK_SECONDS, TRAIN_SECONDS)
-pca_ui()
+pca_ui(fs)
 baseline_ui()
 compare_ui()
 sample_efficiency_ui()
