@@ -232,7 +232,7 @@ class Teaching:
     own_guess = False
 
     def question(self, live: Live, col, q, token: str, k: int, text: str, pair: str | None, revealed: bool) -> bool:
-        return teacher_question(live, col, q, token, k, text, pair)
+        return teacher_question(live, col, q, token, k, text, pair, projector=self.present)
 
 
 class Teacher(Teaching, Solo):
