@@ -379,8 +379,9 @@ def slide(role: Solo, live: Live | None):
             revealed = _guess(role, step, q, token, guess_key, text, pair, revealed)
 
     with right, busy(cur, k, text, pair, f"view {revealed} {role.present}", "Drawing…"):
-        shared.draw_step(live, step, cur, text, pair, revealed)  # a class's followers share one drawing (read from
-        # the module on each run: a test reloads it with another byte budget)
+        # A class's followers share one drawing (`shared` read from the module on each run: a test reloads it with
+        # another byte budget); the role says whether it is drawn large (a projector).
+        shared.draw_step(live, step, cur, text, pair, revealed, role.present)
 
     keys = ((token, step.key, guess_key, q.answer) if own_guess and not revealed else None,
             len(q.choices) if q is not None else 0)
