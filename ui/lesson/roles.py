@@ -53,7 +53,7 @@ from ui.lesson.state import (
     toggle_present,
 )
 from ui.lesson.views import ask, busy
-from ui.markdown import plain
+from ui.markdown import escape_markdown
 from ui.state import DEFAULT_MODEL, require_current
 
 N = len(STEPS)
@@ -193,7 +193,7 @@ class Presenter(Solo):
             if step.formula:                                   # the "Class and sentence" button (PRESENTER_CSS)
                 st.latex(step.formula)
             with st.container(key="lesson_sentence"):  # dark ink (PRESENTER_CSS): the slide's own sentence
-                st.caption(f"Sentence: {plain(text)}" + (f" · B: {plain(pair)}" if pair else ""))
+                st.caption(f"Sentence: {escape_markdown(text)}" + (f" · B: {escape_markdown(pair)}" if pair else ""))
 
     def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
         nav = st.columns([1, 1, 4])
@@ -434,12 +434,12 @@ def what_moves(role: Solo, live: Live | None, k: int, step, text: str, pair: str
 
 def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str | None, revealed: bool) -> bool:
     """The student's own guess, its Reveal, and once revealed the model's answer beside the guess."""
-    st.markdown(f"**Your guess first.** {plain(q.prompt)}")
+    st.markdown(f"**Your guess first.** {escape_markdown(q.prompt)}")
     # A kept guess is the radio's default only when its key has no value (a number key sets the value): both would
     # make Streamlit warn that a default and the Session State API set one widget.
     kept = None if guess_key in st.session_state else kept_guess(token)
     guess = st.radio("Your guess", range(len(q.choices)), index=kept, key=guess_key, horizontal=True,
-                     format_func=callbacks.labels(plain(c) for c in q.choices), disabled=revealed,
+                     format_func=callbacks.labels(escape_markdown(c) for c in q.choices), disabled=revealed,
                      label_visibility="collapsed", on_change=keep_guess, args=(guess_key, token))
     if not revealed:
         st.button(f"Reveal {answer_label(q)}", key="lesson_reveal", type="primary",
@@ -447,7 +447,7 @@ def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str
                   args=(token, step.key, guess_key, q.answer), shortcut="Space" if role.present else None,
                   help="Commit a guess first: the answer is computed now, from this sentence.")
         return revealed
-    shown, label = plain(q.choices[q.answer]), answer_label(q)
+    shown, label = escape_markdown(q.choices[q.answer]), answer_label(q)
     with st.container(key="lesson_answer"):  # focused after the reveal (_focus_and_say)
         if guess is None:
             st.info(f"{label[0].upper()}{label[1:]}: **{shown}**")
@@ -455,7 +455,7 @@ def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str
             st.success(f"Right, the same as {label}: **{shown}**")
         else:
             st.error(f"Not this time: {label} is **{shown}**")
-    st.markdown(plain(q.reveal))
+    st.markdown(escape_markdown(q.reveal))
     truth = built_truth(step, text, pair)
     if truth is not None:
         st.markdown(f"**The truth, as this pair was built:** {truth}"

@@ -31,7 +31,7 @@ from ui.lesson.live_class.session import (
     store,
 )
 from ui.lesson.state import MOVED_AT
-from ui.markdown import plain
+from ui.markdown import escape_markdown
 
 SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
 REVEAL_AFTER_MOVE_S = 2.0  # a projector's Reveal this soon after the teacher's move is taken for a slip (reveal)
@@ -84,11 +84,11 @@ def teacher_question(live: Live, col, q, token, k, text, pair, projector: bool) 
     if q is None:
         return False
     with col:
-        st.markdown(f"**The class's question.** {plain(q.prompt)}")
+        st.markdown(f"**The class's question.** {escape_markdown(q.prompt)}")
         if projector:  # one line, numbered as the split's bars in the join card (a projector has no room for a list)
-            st.markdown(" · ".join(f"**{i}.** {plain(c)}" for i, c in enumerate(q.choices, 1)))
+            st.markdown(" · ".join(f"**{i}.** {escape_markdown(c)}" for i, c in enumerate(q.choices, 1)))
         else:
-            st.markdown("\n".join(f"{i}. {plain(c)}" for i, c in enumerate(q.choices, 1)))
+            st.markdown("\n".join(f"{i}. {escape_markdown(c)}" for i, c in enumerate(q.choices, 1)))
         if not v.revealed:
             split_label = "Hide the split" if v.split_shown else "Show the class's split"
             split_help = "The projector shows how the class's guesses split, before the answer."
@@ -110,12 +110,12 @@ def teacher_question(live: Live, col, q, token, k, text, pair, projector: bool) 
         else:
             with st.container(key="lesson_answer"):  # focused after the teacher's reveal (roles._focus_and_say)
                 if projector:  # the answer and why in one box (a projector has no line to spare)
-                    st.info(f"{answer_label(q, capital=True)}: **{plain(q.choices[q.answer])}**. "
-                            f"{plain(q.reveal)}")
+                    st.info(f"{answer_label(q, capital=True)}: **{escape_markdown(q.choices[q.answer])}**. "
+                            f"{escape_markdown(q.reveal)}")
                 else:
-                    st.info(f"{answer_label(q, capital=True)}: **{plain(q.choices[q.answer])}**")
+                    st.info(f"{answer_label(q, capital=True)}: **{escape_markdown(q.choices[q.answer])}**")
             if not projector:
-                st.markdown(plain(q.reveal))
+                st.markdown(escape_markdown(q.reveal))
         if not projector:  # on a projector the count and the split are in the join card
             _teacher_live(live.code, live.secret, question.qid)
     return v.revealed
