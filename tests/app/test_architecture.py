@@ -22,10 +22,10 @@ def lint_imports(cwd) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def tree():
-    """A copy of what the contracts read (bert_core's, ui's, classroom's and server's Python files, pyproject.toml), to
-    plant faults in."""
+    """A copy of what the contracts read (bert_core's, ui's, classroom's, server's and the pages' Python files,
+    pyproject.toml), to plant faults in."""
     shutil.rmtree(OUT, ignore_errors=True)
-    for pkg in ("bert_core", "ui", "classroom", "server"):
+    for pkg in ("bert_core", "ui", "classroom", "server", "views"):
         skip = shutil.ignore_patterns("bundled", "bundled_minilm", "data", "static", "__pycache__")
         shutil.copytree(ROOT / pkg, OUT / pkg, ignore=skip)
     shutil.copy(ROOT / "pyproject.toml", OUT / "pyproject.toml")
@@ -61,6 +61,9 @@ def test_the_real_tree_keeps_every_contract(tree):
     ("server/events.py", "import ui  # noqa", "imports no page code"),  # the server's runtime is not a page's
     ("server/housekeeping.py", "import streamlit  # noqa", "imports no page code"),  # Streamlit: the adapter only
     ("bert_core/heap.py", "import server  # noqa", "the app's ui or its server"),
+    ("views/anatomy.py", "import torch  # noqa", "pages hold no tensor math"),  # a page's math belongs in bert_core
+    ("views/qa.py", "import classroom.redis_store  # noqa", "pages hold no tensor math"),
+    ("views/anatomy.py", "from views import attention  # noqa", "a page never imports another page"),
 ])
 def test_a_planted_violation_breaks_its_contract(tree, rel, line, contract):
     path, original = plant(tree, rel, line)
