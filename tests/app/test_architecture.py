@@ -58,6 +58,8 @@ def test_the_real_tree_keeps_every_contract(tree):
     ("ui/lesson/content.py", "from ui.lesson import views  # noqa", "the Lesson's layers"),  # content is data
     ("ui/lesson/live_class/session.py", "import redis  # noqa", "reaches a class only through classroom"),
     ("ui/widgets.py", "from ui.lesson.live_class import session  # noqa", "does not import the Lesson's live class"),
+    ("ui/finetune_ui.py", "from ui.lesson import roles  # noqa", "does not import the Lesson's live class"),  # no list
+    ("views/anatomy.py", "from ui.lesson.live_class import teacher  # noqa", "does not import the Lesson's live class"),
     ("server/events.py", "import ui  # noqa", "imports no page code"),  # the server's runtime is not a page's
     ("server/housekeeping.py", "import streamlit  # noqa", "imports no page code"),  # Streamlit: the adapter only
     ("bert_core/heap.py", "import server  # noqa", "the app's ui or its server"),
