@@ -46,7 +46,7 @@ from bert_core.lesson.naming import model_name
 from bert_core.runs.settings import CORPUS_CHOICES, example_run
 from bert_core.train.toy import farm_tokenizer
 from ui.cache import ByteLRU
-from ui.lesson import handout_svg
+from ui.lesson import handout_record
 from ui.lesson.content import STEPS, Step, in_the_box, lesson_model_line, question_call
 from ui.lesson.state import QUESTION_ERROR, QUESTION_PAIR, next_draw
 from ui.state import model_cached
@@ -400,7 +400,7 @@ def view_knockout(cur, text, pair, revealed, large) -> None:
 
 def lesson_chart(fig, name: str, key: str, large: bool) -> None:
     """A step's chart, noted for the handout; on a projector every text in it at least 18 px, in dark ink."""
-    handout_svg.keep(st.session_state, fig, key, describe=_described)
+    handout_record.keep(st.session_state, fig, key, describe=_described)
     shared = bool(st.session_state.get(SHARED_DRAWING))
     chart(projector(fig) if large else fig, name, key=key, data=False)
     if shared:  # a class's shared drawing, replayed for every student: its Data expander cannot be a widget

@@ -7,7 +7,7 @@ import os
 
 import streamlit as st
 
-from ui.lesson import handout_svg
+from ui.lesson import handout_record
 from ui.lesson.live_class.session import Live, following_student
 from ui.lesson.state import QUESTION_ERROR
 from ui.lesson.views import SHARED_DRAWING, VIEWS, masking_drawing, masking_widgets
@@ -55,8 +55,8 @@ def draw_step(live: Live | None, step, cur, text: str, pair: str | None, reveale
                     bool(st.session_state.get("lesson_large")), st.session_state.get(QUESTION_ERROR), own))
     charts = _shared_view(drawing=drawing, _step_key=step.key, _text=text, _pair=pair, _revealed=bool(revealed),
                           _large=bool(large), _cur=cur)
-    drawn = st.session_state.setdefault(handout_svg.DRAWN, {})
-    k = st.session_state.get("lesson_step")  # keyed as handout_svg.keep keys a chart drawn by the view itself
+    drawn = st.session_state.setdefault(handout_record.DRAWN, {})
+    k = st.session_state.get("lesson_step")  # keyed as handout_record.keep keys a chart drawn by the view itself
     drawn.update(((k, key), rec) for key, rec in charts.items())  # a replay runs no view code: its charts come back
     if split:
         split[1]()
@@ -71,12 +71,12 @@ def _shared_view(drawing: str, _step_key: str, _text: str, _pair: str | None, _r
     follower takes its handout's charts from this return value, not from the view's own bookkeeping."""
     split = SPLIT_VIEWS.get(_step_key)
     draw = split[0] if split else VIEWS[_step_key]
-    before = st.session_state.pop(handout_svg.DRAWN, {})
+    before = st.session_state.pop(handout_record.DRAWN, {})
     st.session_state[SHARED_DRAWING] = True  # its charts' Data expanders are no widgets (views.lesson_chart)
     try:
         draw(_cur, _text, _pair, _revealed, _large)
-        mine = st.session_state.pop(handout_svg.DRAWN, {})
+        mine = st.session_state.pop(handout_record.DRAWN, {})
     finally:
-        st.session_state[handout_svg.DRAWN] = before
+        st.session_state[handout_record.DRAWN] = before
         st.session_state.pop(SHARED_DRAWING, None)
     return {key: rec for (_, key), rec in mine.items()}
