@@ -38,7 +38,7 @@ from ui.lesson.live_class.panel import panel, question_ui
 from ui.lesson.live_class.session import LEFT, Live, follow, following_student, redraw_here
 from ui.lesson.live_class.student import VOTE_SAID, sentence_note
 from ui.lesson.live_class.teacher import teacher_question
-from ui.lesson.notebooks import followed_button, keep_lesson_view, lesson_button
+from ui.lesson.notebooks import followed_button, keep_lesson_view, lesson_button, page_view
 from ui.lesson.state import (
     go,
     goto_picked,
@@ -111,7 +111,7 @@ class Solo:
         nav[1].button("Next →", key="lesson_next", disabled=k == N, on_click=go, args=(k + 1,), width="stretch")
         model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \
             else cur.model_key
-        nav[2].markdown(link_markdown(cur, step, text, pair, model_param))
+        nav[2].markdown(link_markdown(step, text, pair, model_param, page_view(cur, step, text, pair)))
 
     def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
         """Presenter mode, BERT-base, "Go to step", the step's notebook, the score, the checklist and the handout."""
