@@ -38,15 +38,16 @@ REVEAL_AFTER_MOVE_S = 2.0  # a projector's Reveal this soon after the teacher's 
 REMOVE_NOTE = "class_remove_note"  # why the teacher's last Remove press removed nothing (said in Seats)
 
 
-def lost_class(code: str, present: bool) -> None:
-    """The teacher's class is gone from a store that answers: say so, and offer a new class in one click."""
-    if present:  # in the join card's place, beside the slide: short
+def lost_class(code: str, projector: bool) -> None:
+    """The teacher's class is gone from a store that answers: say so, and offer a new class in one click (`projector`:
+    the role's, a presenting teacher)."""
+    if projector:  # in the join card's place, beside the slide: short
         st.error(f"Class {code} was lost (its store restarted without it); its votes are gone.")
     else:
         st.error(f"Your class {code} was lost: the class's store restarted without it (or it expired). Its votes "
                  "are gone; start a new class and give your students its code.")
     st.button("Start a new class", key="class_restart", on_click=start, type="primary",
-              width="content" if present else "stretch")
+              width="content" if projector else "stretch")
 
 
 def question_id(token: str) -> str:
