@@ -23,7 +23,7 @@ from bert_core.figures.embeddings import norms_figure  # noqa: E402
 from bert_core.figures.predictions import candidates_figure, nsp_figure  # noqa: E402
 from bert_core.inspect import input_tables  # noqa: E402
 from ui.lesson import content as lesson  # noqa: E402
-from ui.lesson import handout_doc, handout_svg  # noqa: E402
+from ui.lesson import handout_doc, handout_record, handout_svg  # noqa: E402
 
 
 def median_ms(fn, reps: int) -> float:
@@ -54,9 +54,9 @@ def main() -> None:
     print(f"{'chart':32} {'record ms':>10} {'to_json ms':>10} {'ratio':>6} {'svg KB':>7}")
     records = []
     for name, f in figs.items():
-        rec_ms = median_ms(lambda f=f: handout_svg.record(f), args.reps)
+        rec_ms = median_ms(lambda f=f: handout_record.record(f), args.reps)
         json_ms = median_ms(lambda f=f: f.to_json(), args.reps)
-        rec = handout_svg.record(f)
+        rec = handout_record.record(f)
         records.append(rec)
         print(f"{name:32} {rec_ms:10.2f} {json_ms:10.2f} {rec_ms / json_ms:6.2f} "
               f"{len(handout_svg.svg(rec, 'x')) / 1024:7.0f}")

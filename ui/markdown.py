@@ -13,6 +13,6 @@ def md_literal(s: str) -> str:
     return re.sub(r"([!-/:-@\[-`{-~])", r"\\\1", s)
 
 
-def plain(s: str) -> str:
+def escape_markdown(s: str) -> str:
     """User-derived text for st.markdown, shown literally: markdown escaped, < and > as entities."""
     return md_literal(s).replace("\\<", "&lt;").replace("\\>", "&gt;")

@@ -84,17 +84,16 @@ def chart(fig, name: str, key: str | None = None, point: str | None = None, data
     """A plotly figure that speaks: its text alternative (the chart's role=figure name: its title, `point` when the
     page knows the main point, each series' extremes; bert_core.figures.describe) and, with `data`, a "Data" expander
     under it holding its numbers as a table. `table`: whether a Data table follows the chart (drawn here, or by the
-    caller: the Lesson draws its own on a projector and in a class's shared drawing); False, the text alternative
+    caller: the Lesson draws its own, a static one in a class's shared drawing); False, the text alternative
     promises none and carries the numbers itself (a chart drawn with no table at all). Its
     toolbar's camera button downloads it as `<name>.png`. `select`: st.plotly_chart's on_select and selection_mode;
     returns what st.plotly_chart returns."""
     key = key or f"chart-{_slug(name)}"
     config = {"displaylogo": False,
               "toImageButtonOptions": {"format": "png", "filename": _slug(name), "scale": 2}}
-    here = data and not presenting()  # presenter mode is one step per screen: its tables are the Lesson's part
     alt = alt_text(fig, point, name, table=table)
     out = st.plotly_chart(legible(fig), config=config, key=key, alt=alt, **select)  # text >= 4.5:1 (1.4.3)
-    if here:
+    if data:
         chart_data(fig, name, key)
     return out
 
@@ -133,11 +132,6 @@ def chart_data_static(fig, name: str) -> None:
             row_headed(df)
         else:
             st.dataframe(df, hide_index=True, height=min(35 * (len(df) + 1) + 3, 400))
-
-
-def presenting() -> bool:
-    """The Lesson's presenter mode: one step per 1280 x 720 screen, so views keep to one chart."""
-    return bool(st.session_state.get("lesson_present"))
 
 
 def html_document(doc: str, height: int, alt: str) -> None:

@@ -17,7 +17,7 @@ MAX_SERIES = 6  # series described one by one; the rest are counted
 LIST_ALL = 6  # bars or points named one by one up to this many
 
 
-def plain(text) -> str:
+def strip_html(text) -> str:
     """A plotly label as plain text: its HTML (<br>, <b>, <sup>) dropped, whitespace collapsed."""
     if text is None:
         return ""
@@ -31,7 +31,7 @@ def number(v) -> str:
     try:
         f = float(v)
     except (TypeError, ValueError):
-        return plain(v)
+        return strip_html(v)
     if not np.isfinite(f):
         return "no value"
     return str(int(f)) if f.is_integer() and abs(f) < 1e6 else f"{f:.3g}"
@@ -44,7 +44,7 @@ def _axis(fig: go.Figure, tr, letter: str):
 
 def _axis_title(fig: go.Figure, tr, letter: str) -> str:
     ax = _axis(fig, tr, letter)
-    return plain(ax.title.text) if ax is not None and ax.title is not None else ""
+    return strip_html(ax.title.text) if ax is not None and ax.title is not None else ""
 
 
 def _tick_names(fig: go.Figure, tr, letter: str, a, n: int) -> list[str] | None:
@@ -53,7 +53,7 @@ def _tick_names(fig: go.Figure, tr, letter: str, a, n: int) -> list[str] | None:
     ax = _axis(fig, tr, letter)
     if ax is None or ax.tickvals is None or ax.ticktext is None or len(ax.tickvals) != len(ax.ticktext):
         return None
-    named = {_float(v): plain(t) for v, t in zip(ax.tickvals, ax.ticktext)}
+    named = {_float(v): strip_html(t) for v, t in zip(ax.tickvals, ax.ticktext)}
     at = _floats(a) if a is not None and len(a) == n else np.arange(n, dtype=float)
     return [named[v] for v in at] if at.ndim == 1 and all(v in named for v in at) else None
 
@@ -84,7 +84,7 @@ def _labels(a, n: int) -> list[str]:
     """Tick labels as text (numbers to 3 digits); positions 1..n where the trace has none."""
     if a is None or len(a) != n:
         return [str(i + 1) for i in range(n)]
-    return [plain(v) if isinstance(v, str) else number(v) for v in a]
+    return [strip_html(v) if isinstance(v, str) else number(v) for v in a]
 
 
 def _numeric(a) -> bool:
@@ -92,7 +92,7 @@ def _numeric(a) -> bool:
 
 
 def _series(tr, i: int) -> str:
-    return plain(tr.name) or ("" if i < 0 else f"series {i + 1}")
+    return strip_html(tr.name) or ("" if i < 0 else f"series {i + 1}")
 
 
 def _said(name: str, text: str) -> str:
@@ -191,7 +191,7 @@ def trace_text(fig: go.Figure, tr, i: int, name: str | None = None) -> str:
     name = name or _series(tr, i)
     kind = tr.type
     if kind == "heatmap":
-        return _said(name if plain(tr.name) or i >= 0 else "", _heatmap(fig, tr))
+        return _said(name if strip_html(tr.name) or i >= 0 else "", _heatmap(fig, tr))
     if kind == "bar":
         return _bar(fig, tr, name)
     if kind in ("scatter", "scattergl"):
@@ -209,10 +209,10 @@ def shown(fig: go.Figure) -> list:
 def _panel_names(fig: go.Figure, traces: list) -> list[str]:
     """Unnamed traces, one per panel of a make_subplots figure, take their panel's title: those titles are the
     layout's annotations, in panel order."""
-    titles = [plain(a.text) for a in fig.layout.annotations or () if a.text]
-    if len(titles) == len(traces) > 1 and not any(plain(tr.name) for tr in traces):
+    titles = [strip_html(a.text) for a in fig.layout.annotations or () if a.text]
+    if len(titles) == len(traces) > 1 and not any(strip_html(tr.name) for tr in traces):
         return titles
-    return [plain(tr.name) for tr in traces]
+    return [strip_html(tr.name) for tr in traces]
 
 
 def alt_text(fig: go.Figure, point: str | None = None, name: str | None = None, table: bool = True) -> str:
@@ -220,7 +220,7 @@ def alt_text(fig: go.Figure, point: str | None = None, name: str | None = None, 
     page when it knows it), then each series: a map's highest and lowest cell (off the diagonal of a symmetric one),
     bars' values or extremes, a line's start, end and peak. `table`: a Data table follows the chart, and the text
     says so; without one it promises none (its own words carry the numbers: a few bars are each named)."""
-    title = (plain(fig.layout.title.text) if fig.layout.title is not None else "") or plain(name)
+    title = (strip_html(fig.layout.title.text) if fig.layout.title is not None else "") or strip_html(name)
     traces = shown(fig)
     parts = [f"Chart: {title}" if title else "Chart"]
     if point:
@@ -272,7 +272,7 @@ def _column(a, n: int):
     v = _floats(a)
     if np.isfinite(v).sum() == sum(x is not None for x in a) and not any(isinstance(x, str) for x in a):
         return _sig(v)
-    return [plain(x) if x is not None else "" for x in a]
+    return [strip_html(x) if x is not None else "" for x in a]
 
 
 def figure_table(fig: go.Figure) -> dict[str, list | np.ndarray]:
@@ -312,7 +312,7 @@ def figure_table(fig: go.Figure) -> dict[str, list | np.ndarray]:
                 "x": _tick_names(fig, tr, "x", xs, n) or _column(xs, n),
                 "y": _tick_names(fig, tr, "y", ys, n) or _column(ys, n)}
         if text is not None:
-            part["label"] = [plain(t) for t in text]
+            part["label"] = [strip_html(t) for t in text]
         parts.append(part)
     # The column that names a point first (a table's row header): a horizontal bar chart's categories are its y.
     across = all(tr.type == "bar" and tr.orientation == "h" for tr in traces)

@@ -22,10 +22,10 @@ def lint_imports(cwd) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def tree():
-    """A copy of what the contracts read (bert_core's, ui's, classroom's and server's Python files, pyproject.toml), to
-    plant faults in."""
+    """A copy of what the contracts read (bert_core's, ui's, classroom's, server's and the pages' Python files,
+    pyproject.toml), to plant faults in."""
     shutil.rmtree(OUT, ignore_errors=True)
-    for pkg in ("bert_core", "ui", "classroom", "server"):
+    for pkg in ("bert_core", "ui", "classroom", "server", "views"):
         skip = shutil.ignore_patterns("bundled", "bundled_minilm", "data", "static", "__pycache__")
         shutil.copytree(ROOT / pkg, OUT / pkg, ignore=skip)
     shutil.copy(ROOT / "pyproject.toml", OUT / "pyproject.toml")
@@ -58,11 +58,16 @@ def test_the_real_tree_keeps_every_contract(tree):
     ("ui/lesson/content.py", "from ui.lesson import views  # noqa", "the Lesson's layers"),  # content is data
     ("ui/lesson/live_class/session.py", "import redis  # noqa", "reaches a class only through classroom"),
     ("ui/widgets.py", "from ui.lesson.live_class import session  # noqa", "does not import the Lesson's live class"),
+    ("ui/finetune_ui.py", "from ui.lesson import roles  # noqa", "does not import the Lesson's live class"),  # no list
+    ("views/anatomy.py", "from ui.lesson.live_class import teacher  # noqa", "does not import the Lesson's live class"),
     ("server/events.py", "import ui  # noqa", "imports no page code"),  # the server's runtime is not a page's
     ("server/housekeeping.py", "import streamlit  # noqa", "imports no page code"),  # Streamlit: the adapter only
     ("bert_core/runs/training_run.py", "from server import slots  # noqa", "the app's ui or its server"),
     ("server/ledger.py", "from server import streamlit_private  # noqa", "run budgets"),  # not even the adapter
     ("server/slots.py", "from server import events  # noqa", "run budgets"),
+    ("views/anatomy.py", "import torch  # noqa", "pages hold no tensor math"),  # a page's math belongs in bert_core
+    ("views/qa.py", "import classroom.redis_store  # noqa", "pages hold no tensor math"),
+    ("views/anatomy.py", "from views import attention  # noqa", "a page never imports another page"),
 ])
 def test_a_planted_violation_breaks_its_contract(tree, rel, line, contract):
     path, original = plant(tree, rel, line)

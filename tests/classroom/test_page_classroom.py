@@ -26,7 +26,7 @@ from ui.lesson.live_class import shared as live_shared
 from ui.lesson.live_class import student as live_student
 from ui.lesson.live_class import teacher as live_teacher
 from ui.lesson.state import text_key
-from ui.markdown import plain
+from ui.markdown import escape_markdown
 
 
 @pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.server)])
@@ -81,7 +81,7 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
     s3 = student(code)
     q = computed(1)
     for at, guess in ((s1, q.answer), (s2, (q.answer + 1) % len(q.choices)), (s3, q.answer)):
-        assert [plain(c) for c in vote_radio(at).options] == [plain(c) for c in q.choices]
+        assert [escape_markdown(c) for c in vote_radio(at).options] == [escape_markdown(c) for c in q.choices]
         vote_radio(at).set_value(guess).run()
         assert_ok(at)
     vote_radio(s3).set_value((q.answer + 2) % len(q.choices)).run()  # changed before the reveal: replaces
@@ -96,14 +96,14 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
         assert not at.get("plotly_chart") and not at.success and not at.error  # nothing shown before the reveal
     t.button(key="lesson_reveal").click().run()
     assert_ok(t)
-    assert any(plain(q.choices[q.answer]) in i.value for i in t.info)
+    assert any(escape_markdown(q.choices[q.answer]) in i.value for i in t.info)
     v = backend.view(code, secret=secret)
     assert v.revealed and v.answer == q.answer and sum(v.tally) == 3 and v.tally[q.answer] == 1
     for at, right in ((s1, True), (s2, False), (s3, False)):
         at.run()
         assert_ok(at)
         assert len(at.success) == int(right) and len(at.error) == int(not right)
-        assert plain(q.choices[q.answer]) in (at.success or at.error)[0].value
+        assert escape_markdown(q.choices[q.answer]) in (at.success or at.error)[0].value
         assert len(at.get("plotly_chart")) == 1  # the split beside the answer
     # The teacher moves on and types a hostile sentence: every student follows, and it stays plain text.
     t.button(key="lesson_next").click().run()
@@ -119,7 +119,7 @@ def test_teacher_and_three_students_vote_split_reveal_follow_and_results(backend
         # The teacher's sentence, as text (no box to type in and see it revert), and why; no Back / Next of its own.
         # One element: the step's words, its formula (markdown's $$ block, as st.latex draws it) and the sentence.
         note = next(md.value for md in at.markdown if "**This step's sentence:**" in md.value)
-        assert plain(text) in note and live_student.FOLLOWING_NOTE in note
+        assert escape_markdown(text) in note and live_student.FOLLOWING_NOTE in note
         step2 = lesson.STEPS[1]
         assert note.startswith(lesson.explain(step2, t.session_state["current"].model))
         assert (f"$$\n{step2.formula}\n$$" in note) == bool(step2.formula) and not at.latex
@@ -583,7 +583,7 @@ def test_class_load_counts_every_reveal_whoever_answers(monkeypatch):
         vote_radio(wrong).set_value((q.answer + 1) % len(q.choices)).run()
         t.button(key="lesson_reveal").click().run()
         assert_ok(t)
-        shown = plain(q.choices[q.answer])
+        shown = escape_markdown(q.choices[q.answer])
 
         def answer_on(at: AppTest) -> str | None:
             bodies = [a.value for a in (*at.info, *at.success, *at.error)]

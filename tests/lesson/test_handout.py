@@ -1,5 +1,5 @@
 """The Lesson's handout as a pure function: plain data in, one HTML file out (ui/lesson/handout_doc.py,
-handout_svg.py).
+handout_svg.py, handout_record.py).
 
 Escaping (hostile sentences, questions, choices, chart labels and model names appear only as text), the 5 MB
 budget with every step visited, and every visited step's title and computed answer in the file."""
@@ -23,7 +23,7 @@ from bert_core.figures.layers import answer_trajectory, same_word_figure
 from bert_core.figures.predictions import candidates_figure, nsp_figure
 from bert_core.figures.training import loss_figure
 from ui.lesson import content as lesson
-from ui.lesson import handout_doc, handout_svg, views
+from ui.lesson import handout_doc, handout_record, handout_svg, views
 from ui.lesson.handout_doc import Handout, Split, StepPage
 
 HOSTILE = (SCRIPT, IMG, '"><svg onload=alert(1)>', "&lt;b&gt;already an entity&lt;/b&gt;")
@@ -40,7 +40,7 @@ def hostile_charts() -> tuple[dict, ...]:
     figs = [candidates_figure([(t, 0.2) for t in HOSTILE], f"Top 4 {SCRIPT}"),
             head_heatmap(np.full((len(toks), len(toks)), 1 / len(toks)), toks, IMG),
             same_word_figure([type("W", (), {"word": IMG, "cos": np.linspace(1, 0.5, 5)})()], SCRIPT)]
-    return tuple(handout_svg.record(f) for f in figs)
+    return tuple(handout_record.record(f) for f in figs)
 
 
 def test_every_user_text_is_escaped():
@@ -64,7 +64,7 @@ def test_every_user_text_is_escaped():
 
 def test_plotly_label_markup_is_shown_as_the_user_typed_it():
     """Figure builders escape user text for plotly (which reads labels as HTML): the SVG shows the text itself."""
-    rec = handout_svg.record(candidates_figure([("<b>bold</b>", 0.5), ("a&b", 0.2)], "Top"))
+    rec = handout_record.record(candidates_figure([("<b>bold</b>", 0.5), ("a&b", 0.2)], "Top"))
     svg = handout_svg.svg(rec, "t")
     assert html.escape("<b>bold</b>") in svg and "a&amp;b" in svg and "<b>" not in svg
     assert ">50.0%<" in svg and ">20.0%<" in svg  # the bars' own labels
@@ -74,17 +74,17 @@ def test_each_lesson_chart_kind_draws_its_labels_and_numbers():
     m = bert_core.load_model("bundled")
     t = bert_core.analyze(m, "The cat sat on the [MASK].", "It was warm.", top_k=5)
     pos = t.mask_positions[0]
-    cand = handout_svg.svg(handout_svg.record(candidates_figure(t.predictions[pos], "Top 5")), "a")
+    cand = handout_svg.svg(handout_record.record(candidates_figure(t.predictions[pos], "Top 5")), "a")
     for tok, p in t.predictions[pos]:
         assert f">{html.escape(tok)}<" in cand and f">{p:.1%}<" in cand
     assert cand.count("<rect") == 2 + 5  # background, plot area, one bar each
-    nsp = handout_svg.svg(handout_svg.record(nsp_figure(*t.nsp)), "b")
+    nsp = handout_svg.svg(handout_record.record(nsp_figure(*t.nsp)), "b")
     assert f">{t.nsp[0]:.1%}<" in nsp and ">IsNext<" in nsp and ">NotNext<" in nsp
-    heat = handout_svg.svg(handout_svg.record(head_heatmap(t.attentions[0, 0], t.tokens, "Layer 1, head 1")), "c")
+    heat = handout_svg.svg(handout_record.record(head_heatmap(t.attentions[0, 0], t.tokens, "Layer 1, head 1")), "c")
     assert heat.count("<title>") == len(t.tokens) ** 2  # a cell per (query, key), its weight in its tooltip
     w = float(f"{t.attentions[0, 0][1, 2]:.4g}")
     assert f": {w:.3f}</title>" in heat
-    lens = handout_svg.svg(handout_svg.record(answer_trajectory(np.array([9, 3, 1]), np.array([.01, .2, .6]),
+    lens = handout_svg.svg(handout_record.record(answer_trajectory(np.array([9, 3, 1]), np.array([.01, .2, .6]),
                                                                   "sat", "lens")), "d")
     assert lens.count("<polyline") == 2 and ">rank (1 = top)<" in lens  # both lines, the second axis
 
@@ -95,7 +95,7 @@ def test_a_handout_chart_is_named_by_its_text_alternative_and_has_its_numbers_as
     from bert_core.figures.describe import alt_text, figure_table
 
     fig = candidates_figure([("<b>cat</b>", 0.5), ("dog", 0.25)], "Top 2")
-    rec = handout_svg.record(fig, views._described)  # as the Lesson keeps it (views.lesson_chart)
+    rec = handout_record.record(fig, views._described)  # as the Lesson keeps it (views.lesson_chart)
     doc = handout_doc.build(handout([StepPage(4, "t", "e", None, "s", None, charts=(rec,))]))
     assert_inert(doc)
     (fig_html,) = re.findall(r'<figure class="chart">(.*?)</figure>', doc, flags=re.S)
@@ -110,10 +110,10 @@ def test_a_handout_chart_is_named_by_its_text_alternative_and_has_its_numbers_as
 
 def test_a_chart_over_its_byte_budget_is_not_kept():
     big = head_heatmap(np.random.default_rng(0).random((200, 200)), [f"t{i}" for i in range(200)], "big")
-    assert handout_svg.record(big) is None
+    assert handout_record.record(big) is None
     session = {"lesson_step": 3}
-    handout_svg.keep(session, big, "k")
-    assert session[handout_svg.DRAWN] == {(3, "k"): None}
+    handout_record.keep(session, big, "k")
+    assert session[handout_record.DRAWN] == {(3, "k"): None}
 
 
 def computed(m, i: int):
@@ -157,7 +157,7 @@ def test_all_13_steps_fit_in_5_mb_and_what_is_left_out_is_said():
     """Every step at the longest sentence and its largest charts: charts go (largest first) before the 5 MB."""
     rng = np.random.default_rng(0)
     toks = [f"tok{i}" for i in range(80)]
-    heavy = handout_svg.record(head_heatmap(rng.random((80, 80)), toks, "80 tokens"))
+    heavy = handout_record.record(head_heatmap(rng.random((80, 80)), toks, "80 tokens"))
     assert heavy is not None
     long = ("word " * (bert_core.MAX_TEXT_CHARS // 5))[: bert_core.MAX_TEXT_CHARS]
     pages = [StepPage(i, s.title, s.explain, s.formula, long, long if s.pair is not None else None,
@@ -189,7 +189,7 @@ def test_the_hostile_page_texts_reach_the_file_only_as_text(name):
     m = bert_core.load_model("bundled")
     try:
         t = bert_core.analyze(m, text, None, top_k=5)
-        charts = tuple(r for r in [handout_svg.record(head_heatmap(t.attentions[0, 0], t.tokens, text))] if r)
+        charts = tuple(r for r in [handout_record.record(head_heatmap(t.attentions[0, 0], t.tokens, text))] if r)
     except bert_core.BertCoreError:
         charts = ()
     s = lesson.STEPS[1]
@@ -206,17 +206,17 @@ def rects(svg: str) -> list[dict]:
 
 
 def test_grouped_bars_side_by_side_a_frame_and_a_line_above_the_data():
-    bars = handout_svg.svg(handout_svg.record(without_head_figure(["a", "b"], [0.3, 0.2], [0.1, 0.25], "without")),
+    bars = handout_svg.svg(handout_record.record(without_head_figure(["a", "b"], [0.3, 0.2], [0.1, 0.25], "without")),
                            "g")
     drawn = [r for r in rects(bars) if r.get("fill") in ("#1f77b4", "#d62728")]
     assert len(drawn) == 4
     spans = sorted((float(r["x"]), float(r["x"]) + float(r["width"])) for r in drawn)
     assert all(a1 <= b0 + 0.2 for (_, a1), (b0, _) in zip(spans, spans[1:]))  # side by side, not on top
-    frame = handout_svg.svg(handout_svg.record(importance_figure(np.array([[0.1, -0.2, 0.3]]), (0, 2), "sat")), "f")
+    frame = handout_svg.svg(handout_record.record(importance_figure(np.array([[0.1, -0.2, 0.3]]), (0, 2), "sat")), "f")
     assert [r for r in rects(frame) if r.get("fill") == "none" and r.get("stroke") == "black"]
     loss = loss_figure({"step": np.arange(0, 50, 10), "loss": np.linspace(9, 5, 5)})
     loss.add_hline(y=10.33, line_dash="dot", annotation_text="ln V")
-    svg = handout_svg.svg(handout_svg.record(loss), "l")
+    svg = handout_svg.svg(handout_record.record(loss), "l")
     area = next(r for r in rects(svg) if r.get("fill-opacity") == "0.35")  # the plot area
     line = dict(re.findall(r'([\w-]+)="([^"]*)"', re.search(r"<line [^>]*stroke-dasharray[^>]*>", svg).group(0)))
     assert float(area["y"]) <= float(line["y1"]) <= float(area["y"]) + float(area["height"])  # inside, as plotly
@@ -234,9 +234,9 @@ def test_the_charts_a_session_keeps_are_bounded_in_bytes(monkeypatch):
     for k in range(1, len(lesson.STEPS) + 1):
         session["lesson_step"] = k
         for j in range(3):
-            handout_svg.keep(session, fig, f"chart {j}")
+            handout_record.keep(session, fig, f"chart {j}")
         handout.keep_charts(k)
-        assert handout_svg.DRAWN not in session  # this run's charts went to their step
+        assert handout_record.DRAWN not in session  # this run's charts went to their step
     kept = session[handout.CHARTS]
     one = kept[lesson.STEPS[-1].key][0]["bytes"]
     assert 3 * 13 * one > handout.MAX_CHART_BYTES  # more was drawn than may be kept

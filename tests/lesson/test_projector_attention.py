@@ -22,13 +22,12 @@ def m():
 @pytest.mark.parametrize("text", [STEP6.text, "The cat sat on the mat.", STEP6.try_text])
 def test_projector_map_is_never_colour_alone(m, monkeypatch, text):
     drawn = []
-    monkeypatch.setattr(views, "presenting", lambda: True)
-    monkeypatch.setattr(views, "lesson_chart", lambda fig, name, key: drawn.append(fig))
+    monkeypatch.setattr(views, "lesson_chart", lambda fig, name, key, large: drawn.append(fig))
     monkeypatch.setattr(views, "_analysis", lambda cur, t, p, **keep: bert_core.analyze(m, t, p, **keep))
 
     class Cur:
         model = m
-    views.view_attention(Cur(), text, None, True)
+    views.view_attention(Cur(), text, None, True, large=True)
     n = len(bert_core.analyze(m, text, None, **questions.ATTENTION).tokens)
     assert len(drawn) == 1, n
     (trace,) = drawn[0].data

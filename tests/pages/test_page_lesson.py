@@ -15,7 +15,7 @@ from bert_core.lesson import QUESTIONS
 from bert_core.lesson.questions import bert_large_config
 from ui.lesson import content as lesson
 from ui.lesson import state as lesson_state
-from ui.markdown import plain
+from ui.markdown import escape_markdown
 
 N = len(lesson.STEPS)
 
@@ -58,12 +58,12 @@ def walk(at: AppTest, m: bert_core.LoadedModel, guess_right: bool = True) -> int
             assert_ok(at)
             at.button(key="lesson_reveal").click().run()
             assert_ok(at)
-            shown = plain(q.choices[q.answer])
+            shown = escape_markdown(q.choices[q.answer])
             alerts = [a.value for a in (*at.success, *at.error)]
             assert len(alerts) == 1 and shown in alerts[0], (i, alerts, shown)
             assert lesson.answer_label(q) in alerts[0]  # "the model's answer" only for what the model computed
             assert (len(at.success) == 1) == (guess == q.answer)
-            assert any(plain(q.reveal) == md.value for md in at.markdown), i
+            assert any(escape_markdown(q.reveal) == md.value for md in at.markdown), i
         if i < N:
             at.button(key="lesson_next").click().run()
             assert_ok(at)
@@ -179,7 +179,7 @@ def test_a_teachers_sentence_travels_in_the_url_and_changes_the_question():
     at2 = open_lesson({"step": "1", "t1": "Photosynthesis feeds the planet."})
     assert at2.text_input(key="w_lesson_text_1").value == "Photosynthesis feeds the planet."
     q = QUESTIONS["pieces"](bert_core.load_model(), "Photosynthesis feeds the planet.")
-    assert any(plain(q.prompt) in md.value for md in at2.markdown)
+    assert any(escape_markdown(q.prompt) in md.value for md in at2.markdown)
     # Back to the lesson's own sentence drops it from the URL.
     at2.button(key="lesson_restore").click().run()
     assert "t1" not in at2.query_params
@@ -196,7 +196,7 @@ def test_try_this_changes_the_sentence_in_one_click():
     at.radio[0].set_value(1).run()
     at.button(key="lesson_reveal").click().run()  # ...answered for the new pair
     q = QUESTIONS["next_sentence"](bert_core.load_model(), lesson.STEPS[6].try_text, lesson.STEPS[6].try_pair)
-    assert plain(q.reveal) in [md.value for md in at.markdown]
+    assert escape_markdown(q.reveal) in [md.value for md in at.markdown]
 
 
 def link_of(at: AppTest) -> tuple[str, str, dict]:
@@ -362,7 +362,7 @@ def test_no_answer_shows_before_the_reveal():
     at = open_lesson({"step": str(step["masking"])})
     at.radio[0].set_value(1).run()
     at.button(key="lesson_reveal").click().run()
-    assert plain("The paper's reason") in texts(at) and plain("mismatch") in texts(at)
+    assert escape_markdown("The paper's reason") in texts(at) and escape_markdown("mismatch") in texts(at)
 
 
 def test_nsp_says_right_means_the_model_and_shows_the_truth_of_a_built_pair():
@@ -409,7 +409,7 @@ def test_presenter_mode_says_when_the_model_asked_for_could_not_be_loaded(tmp_pa
     missing = tmp_path / "not-a-model"
     at = open_lesson({"present": "1", "step": "2", "model": str(missing)})
     corner = " ".join(md.value for md in at.markdown)
-    assert "Could not load" in corner and plain("not-a-model") + "**:" in corner, corner
+    assert "Could not load" in corner and escape_markdown("not-a-model") + "**:" in corner, corner
     assert "Model: **MiniLM**" in corner  # the offline default, not the tiny model
     at = open_lesson({"present": "1", "step": "2"})
     assert "Could not load" not in " ".join(md.value for md in at.markdown)

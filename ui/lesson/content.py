@@ -3,19 +3,14 @@ functions that name a step's question, its answer and its link. No drawing here:
 
 from __future__ import annotations
 
-import functools
 import re
 import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import bert_core
-from bert_core.lesson import attention as lesson_attention
-from bert_core.lesson import heads as lesson_heads
 from bert_core.lesson import questions
 from bert_core.lesson.naming import model_line, model_name
 from ui import model_choice
-from ui.state import model_cached
 
 TICK, UNTICKED = ":material/check_box:", ":material/check_box_outline_blank:"  # Streamlit's own icon font
 
@@ -245,30 +240,9 @@ def in_the_box(message: str, pair: str | None) -> str:
 PAGES_WITHOUT_TEXT = ("anatomy", "training", "finetuning")  # full pages that do not read the step's sentence
 
 
-def page_view(cur, step: Step, text: str, pair: str | None) -> dict:
-    """What the step's full page should open on besides the sentence: the layer and head the slide showed,
-    1-based as every page shows them (?layer=4&head=1 is layer 4, head 1), or the NSP section."""
-    m, run = cur.model, functools.partial(model_cached, cur)
-    try:
-        if step.question == "attention_target":
-            layer, head = questions.attention_head(m, text, pair, run=run)
-        elif step.question == "knockout_head":
-            layer, head = lesson_heads.top_head(run(bert_core.head_importance, text, pair,
-                                                    layers=lesson_heads.last_layer(m)))
-        elif step.question == "learning_signal":
-            layer, head = lesson_attention.attention_layer_head(m)
-        elif step.question == "next_sentence":
-            return {"section": "nsp"}
-        else:
-            return {}
-    except bert_core.BertCoreError:
-        return {}  # the step has said what its sentence needs
-    return {"layer": layer + 1, "head": head + 1}
-
-
-def link_markdown(cur, step: Step, text: str, pair: str | None, model_param: str | None) -> str:
-    """"[Open the full Attention page at layer 1, head 3 with this sentence ↗](/attention?...)"."""
-    view = page_view(cur, step, text, pair)
+def link_markdown(step: Step, text: str, pair: str | None, model_param: str | None, view: dict) -> str:
+    """"[Open the full Attention page at layer 1, head 3 with this sentence ↗](/attention?...)"; `view`: what the
+    page opens on besides the sentence (notebooks.page_view: computed from the model, through the step's cache)."""
     where = f" at layer {view['layer']}, head {view['head']}" if "layer" in view else ""
     if step.page in PAGES_WITHOUT_TEXT:
         return f"[Open the full {step.page_title} page ↗]({full_page_link(step, None, None, model_param)})"

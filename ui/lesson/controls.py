@@ -18,7 +18,7 @@ from ui.lesson.state import (
     try_this,
     widget_key,
 )
-from ui.markdown import plain
+from ui.markdown import escape_markdown
 from ui.state import FELL_BACK
 
 
@@ -68,10 +68,11 @@ def model_summary(cur) -> str:
 def presenter_corner(cur) -> None:
     """Presenter mode's bottom-right corner: the model on screen (its shape), and the way out."""
     with st.container(key="lesson_corner"):  # placed by PRESENTER_CSS
-        st.markdown(f"Model: **{plain(cur.model_key.removeprefix('bundled-').replace('minilm', 'MiniLM'))}**, "
-                    f"{model_summary(cur)}")
+        shown = cur.model_key.removeprefix("bundled-").replace("minilm", "MiniLM")
+        st.markdown(f"Model: **{escape_markdown(shown)}**, {model_summary(cur)}")
         if failed := st.session_state.get(FELL_BACK):
-            st.markdown(f":red[Could not load **{plain(failed)}**: these slides are computed on the model above.]")
+            st.markdown(f":red[Could not load **{escape_markdown(failed)}**: these slides are computed on the model "
+                        "above.]")
         st.button("Exit presenter mode", key="lesson_exit", on_click=exit_present, icon=":material/close:",
                   type="tertiary", shortcut="Escape")
 

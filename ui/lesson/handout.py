@@ -18,7 +18,7 @@ import streamlit as st
 import bert_core
 import classroom
 from bert_core.lesson import naming as lesson_naming
-from ui.lesson import handout_doc, handout_svg
+from ui.lesson import handout_doc, handout_record
 from ui.lesson.content import STEPS, answer_label, explain, question_token
 from ui.lesson.state import QUESTION_ERROR, pair_key, text_key
 from ui.lesson.views import ask
@@ -27,12 +27,12 @@ from ui.state import BUNDLED_LABELS, require_current
 CHARTS = "lesson_charts"  # session key: {step key: chart records} of what each step drew when last shown
 SEEN_SPLITS = "class_splits_seen"  # session key: {(class code, qid): (step, Split)} revealed splits a student saw
 MAX_SEEN_SPLITS = 64  # a class publishes at most classroom.MAX_QUESTIONS questions; the oldest go first past this
-MAX_CHART_BYTES = 2**20  # all of a session's kept charts (each record is at most handout_svg.MAX_RECORD_BYTES)
+MAX_CHART_BYTES = 2**20  # all of a session's kept charts (each record is at most handout_record.MAX_RECORD_BYTES)
 
 
 def keep_charts(k: int) -> None:
     """The charts step k drew in this run replace those it drew before (a new sentence draws new charts)."""
-    drawn = st.session_state.pop(handout_svg.DRAWN, {})
+    drawn = st.session_state.pop(handout_record.DRAWN, {})
     charts = st.session_state.setdefault(CHARTS, {})
     charts[STEPS[k - 1].key] = tuple(r for (step, _), r in drawn.items() if step == k and r is not None)
     # Bounded in bytes: past the budget, the other steps' largest charts go first.

@@ -1,143 +1,31 @@
-"""A Lesson chart as a small record of what was drawn, and that record as a static SVG (the handout's charts).
+"""A Lesson chart's record (handout_record.py) as a static SVG: the handout's charts.
 
 The handout must open with no network and stay under 5 MB: plotly.js alone is 4.8 MB, and a static image
 needs a browser (kaleido) or a new plotting dependency. The Lesson's charts are few kinds (horizontal bars,
 lines on category or numeric axes, one or two y axes, log axes with their own ticks, heatmaps, a band or a
-line with a note), so `record` keeps the numbers, labels and colours of those and `svg` draws them.
-Pure: plotly figures or plain dicts in, strings out; no streamlit.
+line with a note), so `handout_record.record` keeps the numbers, labels and colours of those and `svg` draws them.
+Pure: plain dicts in, strings out; no streamlit.
 
-Every label plotly draws is pseudo-HTML (the figure builders escape user text for it): `_plain` turns it back
+Every label plotly draws is pseudo-HTML (the figure builders escape user text for it): `_label_text` turns it back
 into text, and every string goes into the SVG through `html.escape`.
 """
 
 from __future__ import annotations
 
-import base64
 import html
 import math
 import re
 
-import numpy as np
+from ui.lesson.handout_record import DEFAULT_COLORS, listed
 
-DRAWN = "lesson_drawn"  # session key: {(step number, chart key): record} of the charts drawn in this run
-MAX_RECORD_BYTES = 50_000  # a chart's numbers and labels; one past it (a map of ~110+ tokens, 1.5 MB SVG) is dropped
 WIDTH = 720
-# The app draws every chart in Streamlit's theme, whose palette replaces the figure template's: a trace with no
-# colour of its own is drawn in these (Streamlit's light theme), as it was on the page.
-DEFAULT_COLORS = ("#0068c9", "#83c9ff", "#ff2b2b", "#ffabab", "#29b09d", "#7defa1", "#ff8700", "#ffd16a",
-                  "#6d3fc0", "#d5dae5")
 INK, GRID, FONT = "#2a3f5f", "#e5ecf6", "font-family:sans-serif"
-
-_TRACE_KEYS = ("type", "x", "y", "z", "text", "texttemplate", "orientation", "mode", "name", "zmin", "zmax",
-               "colorscale", "reversescale", "yaxis", "showlegend", "connectgaps", "showscale")
-_AXIS_KEYS = ("type", "range", "autorange", "tickformat", "tickvals", "ticktext", "side", "rangemode", "overlaying",
-              "scaleanchor")
-
-
-# ------------------------------------------------------------------------------------------- record
-def _array(v):
-    """A plotly array (plotly's base64 typed array {"dtype", "bdata", "shape"}, or numpy's) as a numpy copy; a list
-    stays a list. Kept as numbers, not text: a record is made on every rerun, and only `svg` formats them."""
-    if isinstance(v, dict) and "bdata" in v:
-        a = np.frombuffer(base64.b64decode(v["bdata"]), dtype=v["dtype"])
-        return a.reshape([int(s) for s in str(v["shape"]).split(",")]) if "shape" in v else a
-    if isinstance(v, np.ndarray):
-        return v.copy()
-    return v
-
-
-def _size(v) -> int:
-    """About how many bytes a record holds: its arrays' bytes, its strings' characters."""
-    if isinstance(v, np.ndarray):
-        return v.nbytes
-    if isinstance(v, str):
-        return len(v)
-    if isinstance(v, dict):
-        return sum(_size(k) + _size(x) for k, x in v.items())
-    if isinstance(v, list | tuple):
-        return sum(_size(x) for x in v) + 2 * len(v)
-    return 8
-
-
-def _listed(v):
-    """An array as nested lists of plain numbers, NaN as None (for drawing)."""
-    if isinstance(v, np.ndarray | np.generic):
-        v = v.tolist()
-    if isinstance(v, float):
-        return None if not math.isfinite(v) else v
-    if isinstance(v, list | tuple):
-        return [_listed(x) for x in v]
-    return v
-
-
-def record(fig, describe=None) -> dict | None:
-    """What `svg` needs of a plotly figure (or its dict), compact; None when that is over MAX_RECORD_BYTES. With
-    `describe` (as in `keep`), also the chart's text alternative and table (`figure_html`)."""
-    # to_plotly_json: the figure's own dicts, read and not changed (to_dict deep-copies them: twice as slow)
-    d = fig.to_plotly_json() if hasattr(fig, "to_plotly_json") else fig
-    lay = d.get("layout", {})
-    out_traces = []
-    for tr in d.get("data", []):
-        t = {k: _array(tr[k]) for k in _TRACE_KEYS if k in tr}
-        t.setdefault("type", "scatter")
-        marker, line = tr.get("marker") or {}, tr.get("line") or {}
-        if "color" in marker:
-            t["color"] = _array(marker["color"])
-        if marker.get("opacity") == 0:  # an invisible layer of points (a heatmap's click targets)
-            t["hidden_markers"] = True
-        if "color" in line:
-            t["line_color"] = line["color"]
-        if "dash" in line:
-            t["dash"] = line["dash"]
-        if "width" in line:
-            t["line_width"] = line["width"]
-        if isinstance(t.get("colorscale"), str):  # a named scale ("Blues"): its stops, so `svg` needs no plotly
-            import plotly.colors
-
-            t["colorscale"] = [[float(p), c] for p, c in plotly.colors.get_colorscale(t["colorscale"])]
-        out_traces.append(t)
-    rec = {
-        "title": _title(lay.get("title")),
-        "height": lay.get("height") or 400,
-        "colors": list(lay.get("colorway") or DEFAULT_COLORS),
-        "showlegend": lay.get("showlegend"),
-        "barmode": lay.get("barmode"),
-        "shapes": [dict(s) for s in lay.get("shapes", [])],
-        "annotations": [dict(a) for a in lay.get("annotations", [])],
-        "data": out_traces,
-    }
-    for name in ("xaxis", "yaxis", "yaxis2"):
-        ax = lay.get(name)
-        if ax is not None:
-            rec[name] = {k: _listed(_array(ax[k])) for k in _AXIS_KEYS if k in ax} | {"title": _title(ax.get("title"))}
-    rec["bytes"] = _size(rec)
-    if rec["bytes"] > MAX_RECORD_BYTES:
-        return None
-    if describe is not None:  # the chart's words and numbers, as the app gives them (WCAG 1.1.1, 1.3.1)
-        alt, table = describe(fig)
-        rec["alt"] = alt
-        rec["table"] = {str(k): _listed(_array(np.asarray(v))) for k, v in table.items()}
-        rec["bytes"] = _size(rec)
-    return rec
-
-
-def keep(session, fig, key: str, describe=None) -> None:
-    """Note `fig` as drawn by the Lesson's current step in this run (`session`: st.session_state); `describe`:
-    fig -> (its text alternative, its table as {column: values}), read only for a chart that is kept."""
-    session.setdefault(DRAWN, {})[(session.get("lesson_step"), key)] = record(fig, describe)
-
-
-def _title(t) -> str:
-    if isinstance(t, dict):
-        t = t.get("text")
-    return t if isinstance(t, str) else ""
-
 
 # ------------------------------------------------------------------------------------------- helpers
 _TAG = re.compile(r"<[^>]*>")
 
 
-def _plain(s) -> str:
+def _label_text(s) -> str:
     """Plotly's pseudo-HTML label as plain text: <br> a space, other tags dropped, entities decoded."""
     s = "" if s is None else str(s)
     return html.unescape(_TAG.sub("", s.replace("<br>", " ")))
@@ -148,7 +36,7 @@ CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")  # not allowed in HTML
 
 def _e(s) -> str:
     """A label as SVG text: plain, escaped, control characters as \ufffd (they are not allowed in XML)."""
-    return html.escape(CONTROL.sub("\ufffd", _plain(s)), quote=True)
+    return html.escape(CONTROL.sub("\ufffd", _label_text(s)), quote=True)
 
 
 def _fmt(v: float, tickformat: str | None = None) -> str:
@@ -281,7 +169,7 @@ def _categories(traces: list[dict], key: str, spec: dict) -> list[str] | None:
 # ------------------------------------------------------------------------------------------- svg
 def svg(rec: dict, uid: str) -> str:
     """The record as an inline <svg> (no script, no external reference); `uid` keeps its gradient ids unique."""
-    traces = [{k: _listed(v) for k, v in t.items()} for t in rec.get("data", [])]
+    traces = [{k: listed(v) for k, v in t.items()} for t in rec.get("data", [])]
     heat = next((t for t in traces if t.get("type") == "heatmap"), None)
     y1 = [t for t in traces if t.get("yaxis", "y") == "y"]
     y2 = [t for t in traces if t.get("yaxis") == "y2"]
@@ -308,7 +196,7 @@ def svg(rec: dict, uid: str) -> str:
 
     names = [(t.get("name"), i) for i, t in enumerate(traces) if t.get("name")]
     legend = bool(names) and rec.get("showlegend") is not False and (len(names) > 1 or rec.get("showlegend"))
-    label_w = lambda labels: 7 * max((len(_plain(s)) for s in labels), default=1)  # noqa: E731
+    label_w = lambda labels: 7 * max((len(_label_text(s)) for s in labels), default=1)  # noqa: E731
     left = 30 + min(170, label_w(t for _, t in ya.ticks())) + (18 if yspec.get("title") else 0)
     right = 20 + (60 if ya2 is not None else 0) + (70 if heat is not None else 0)
     top = 34 if rec.get("title") else 12
@@ -321,7 +209,7 @@ def svg(rec: dict, uid: str) -> str:
     legend_rows = 1 + max((r for _, r in spots), default=-1)
     bottom += 22 * legend_rows + (6 if legend_rows else 0)
     tilt = xa.kind == "category" and not (heat is not None and xspec.get("side") == "top") and \
-        7 * sum(len(_plain(c)) + 2 for _, c in xa.ticks()) > WIDTH - left - right
+        7 * sum(len(_label_text(c)) + 2 for _, c in xa.ticks()) > WIDTH - left - right
     if tilt:  # labels that would overlap side by side are drawn at 45 degrees
         bottom += min(120, 0.71 * label_w(c for _, c in xa.ticks()))
     plot_h = max(120.0, float(rec.get("height", 400)) - 40)
@@ -408,7 +296,7 @@ def _legend_spots(names: list[str]) -> list[tuple[float, int]]:
     """(x, row) of each legend entry, flowing left to right and wrapping at the chart's width."""
     spots, x, row = [], 20.0, 0
     for name in names:
-        w = 40 + 7 * len(_plain(name))
+        w = 40 + 7 * len(_label_text(name))
         if x > 20 and x + w > WIDTH - 10:
             x, row = 20.0, row + 1
         spots.append((x, row))
@@ -439,9 +327,9 @@ def _axes(xa, ya, ya2, xspec, yspec, y2spec, x0, x1, yb, yt, heat: bool, tilt: b
         for c, label in ya2.ticks():
             out.append(_text(x1 + 6, ya2.px(c) + 4, label, 11, "start"))
     if xspec.get("title"):
-        y = yb + 34 + (min(120, 0.71 * 7 * max((len(_plain(c)) for _, c in xa.ticks()), default=1)) if tilt else 0)
+        y = yb + 34 + (min(120, 0.71 * 7 * max((len(_label_text(c)) for _, c in xa.ticks()), default=1)) if tilt else 0)
         if top_side:  # above the rotated labels
-            y = yt - 6 - 0.87 * min(170, 7 * max((len(_plain(c)) for c in xa.categories), default=1)) - 8
+            y = yt - 6 - 0.87 * min(170, 7 * max((len(_label_text(c)) for c in xa.categories), default=1)) - 8
         out.append(_text((x0 + x1) / 2, y, xspec["title"], 12))
     if yspec.get("title"):
         y = (yt + yb) / 2
@@ -509,7 +397,7 @@ def _bars(t, xa, ya, horizontal: bool, default_color: str, place: int = 0, count
             out.append(f'<rect x="{min(z, e):.1f}" y="{min(a, b):.1f}" width="{abs(e - z):.1f}" '
                        f'height="{abs(b - a):.1f}" fill="{_e(color)}"/>')
             if label is not None:
-                inside = abs(e - z) > 7 * len(_plain(label)) + 8
+                inside = abs(e - z) > 7 * len(_label_text(label)) + 8
                 out.append(_text(e - 4 if inside else e + 4, (a + b) / 2 + 4, label, 11, "end" if inside else "start",
                                  fill=cell_ink(color) if inside else INK))
         else:

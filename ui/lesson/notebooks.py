@@ -4,14 +4,26 @@ view; the side column's "Open as a notebook", and a following student's, which r
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import streamlit as st
 
+import bert_core
+from bert_core.lesson import links
 from bert_core.notebooks import PAGES, View, notebook_bytes
 from ui import page_defaults
-from ui.lesson.content import STEPS, explain, page_view, question_call
+from ui.lesson.content import STEPS, explain, question_call
 from ui.notebook_ui import VIEWS_KEY, download, offer, view_of
-from ui.state import Current
+from ui.state import Current, model_cached
+
+
+def page_view(cur: Current, step, text: str, pair: str | None) -> dict:
+    """What the step's full page opens on besides the sentence (its link, its notebook), through the shared cache
+    the step's question and view use; {} where the sentence does not fit (the step has said what it needs)."""
+    try:
+        return links.page_view(cur.model, step.question, text, pair, run=functools.partial(model_cached, cur))
+    except bert_core.BertCoreError:
+        return {}
 
 
 def step_page_settings(cur: Current, page: str, step, text: str, pair: str | None) -> dict:

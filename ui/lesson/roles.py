@@ -38,7 +38,7 @@ from ui.lesson.live_class.panel import panel, question_ui
 from ui.lesson.live_class.session import LEFT, Live, follow, following_student, redraw_here
 from ui.lesson.live_class.student import VOTE_SAID, sentence_note
 from ui.lesson.live_class.teacher import teacher_question
-from ui.lesson.notebooks import followed_button, keep_lesson_view, lesson_button
+from ui.lesson.notebooks import followed_button, keep_lesson_view, lesson_button, page_view
 from ui.lesson.state import (
     go,
     goto_picked,
@@ -53,7 +53,7 @@ from ui.lesson.state import (
     toggle_present,
 )
 from ui.lesson.views import ask, busy
-from ui.markdown import plain
+from ui.markdown import escape_markdown
 from ui.state import DEFAULT_MODEL, require_current
 
 N = len(STEPS)
@@ -111,7 +111,7 @@ class Solo:
         nav[1].button("Next →", key="lesson_next", disabled=k == N, on_click=go, args=(k + 1,), width="stretch")
         model_param = None if cur.model_key in (DEFAULT_MODEL, "") or cur.model_key.startswith("session:") \
             else cur.model_key
-        nav[2].markdown(link_markdown(cur, step, text, pair, model_param))
+        nav[2].markdown(link_markdown(step, text, pair, model_param, page_view(cur, step, text, pair)))
 
     def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
         """Presenter mode, BERT-base, "Go to step", the step's notebook, the score, the checklist and the handout."""
@@ -193,7 +193,7 @@ class Presenter(Solo):
             if step.formula:                                   # the "Class and sentence" button (PRESENTER_CSS)
                 st.latex(step.formula)
             with st.container(key="lesson_sentence"):  # dark ink (PRESENTER_CSS): the slide's own sentence
-                st.caption(f"Sentence: {plain(text)}" + (f" · B: {plain(pair)}" if pair else ""))
+                st.caption(f"Sentence: {escape_markdown(text)}" + (f" · B: {escape_markdown(pair)}" if pair else ""))
 
     def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
         nav = st.columns([1, 1, 4])
@@ -232,7 +232,7 @@ class Teaching:
     own_guess = False
 
     def question(self, live: Live, col, q, token: str, k: int, text: str, pair: str | None, revealed: bool) -> bool:
-        return teacher_question(live, col, q, token, k, text, pair)
+        return teacher_question(live, col, q, token, k, text, pair, projector=self.present)
 
 
 class Teacher(Teaching, Solo):
@@ -379,8 +379,9 @@ def slide(role: Solo, live: Live | None):
             revealed = _guess(role, step, q, token, guess_key, text, pair, revealed)
 
     with right, busy(cur, k, text, pair, f"view {revealed} {role.present}", "Drawing…"):
-        shared.draw_step(live, step, cur, text, pair, revealed)  # a class's followers share one drawing (read from
-        # the module on each run: a test reloads it with another byte budget)
+        # A class's followers share one drawing (`shared` read from the module on each run: a test reloads it with
+        # another byte budget); the role says whether it is drawn large (a projector).
+        shared.draw_step(live, step, cur, text, pair, revealed, role.present)
 
     keys = ((token, step.key, guess_key, q.answer) if own_guess and not revealed else None,
             len(q.choices) if q is not None else 0)
@@ -433,12 +434,12 @@ def what_moves(role: Solo, live: Live | None, k: int, step, text: str, pair: str
 
 def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str | None, revealed: bool) -> bool:
     """The student's own guess, its Reveal, and once revealed the model's answer beside the guess."""
-    st.markdown(f"**Your guess first.** {plain(q.prompt)}")
+    st.markdown(f"**Your guess first.** {escape_markdown(q.prompt)}")
     # A kept guess is the radio's default only when its key has no value (a number key sets the value): both would
     # make Streamlit warn that a default and the Session State API set one widget.
     kept = None if guess_key in st.session_state else kept_guess(token)
     guess = st.radio("Your guess", range(len(q.choices)), index=kept, key=guess_key, horizontal=True,
-                     format_func=callbacks.labels(plain(c) for c in q.choices), disabled=revealed,
+                     format_func=callbacks.labels(escape_markdown(c) for c in q.choices), disabled=revealed,
                      label_visibility="collapsed", on_change=keep_guess, args=(guess_key, token))
     if not revealed:
         st.button(f"Reveal {answer_label(q)}", key="lesson_reveal", type="primary",
@@ -446,7 +447,7 @@ def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str
                   args=(token, step.key, guess_key, q.answer), shortcut="Space" if role.present else None,
                   help="Commit a guess first: the answer is computed now, from this sentence.")
         return revealed
-    shown, label = plain(q.choices[q.answer]), answer_label(q)
+    shown, label = escape_markdown(q.choices[q.answer]), answer_label(q)
     with st.container(key="lesson_answer"):  # focused after the reveal (_focus_and_say)
         if guess is None:
             st.info(f"{label[0].upper()}{label[1:]}: **{shown}**")
@@ -454,7 +455,7 @@ def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str
             st.success(f"Right, the same as {label}: **{shown}**")
         else:
             st.error(f"Not this time: {label} is **{shown}**")
-    st.markdown(plain(q.reveal))
+    st.markdown(escape_markdown(q.reveal))
     truth = built_truth(step, text, pair)
     if truth is not None:
         st.markdown(f"**The truth, as this pair was built:** {truth}"

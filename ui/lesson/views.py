@@ -1,8 +1,9 @@
 """The Lesson's 13 step views and the step's question, drawn on numbers `bert_core` computes for the step's sentence.
 
-A view is `(cur, text, pair, revealed) -> None`, found by step key in VIEWS. It draws with the same figure builders
-the full pages use, through the shared model cache, so the question and the view share one computation; each chart
-is noted for the handout (`lesson_chart`)."""
+A view is `(cur, text, pair, revealed, large) -> None`, found by step key in VIEWS; `large` is the role's (a
+projector: one chart per 1280 x 720 screen, every label, text at least 18 px, tables as HTML), never read here. It
+draws with the same figure builders the full pages use, through the shared model cache, so the question and the view
+share one computation; each chart is noted for the handout (`lesson_chart`)."""
 
 from __future__ import annotations
 
@@ -45,11 +46,11 @@ from bert_core.lesson.naming import model_name
 from bert_core.runs.settings import CORPUS_CHOICES, example_run
 from bert_core.train.toy import farm_tokenizer
 from ui.cache import ByteLRU
-from ui.lesson import handout_svg
+from ui.lesson import handout_record
 from ui.lesson.content import STEPS, Step, in_the_box, lesson_model_line, question_call
 from ui.lesson.state import QUESTION_ERROR, QUESTION_PAIR, next_draw
 from ui.state import model_cached
-from ui.widgets import chart, chart_data, chart_data_static, presenting
+from ui.widgets import chart, chart_data, chart_data_static
 
 
 def _analysis(cur, text: str, pair: str | None, **keep):
@@ -91,22 +92,22 @@ def busy(cur, k: int, text: str, pair: str | None, what: str, message: str) -> I
     _WARM.get_or_compute(key, lambda: key)
 
 
-def _table(df: pd.DataFrame) -> None:
+def _table(df: pd.DataFrame, large: bool) -> None:
     """A step's table, whole: no scrolling inside it (an HTML table on a projector, so its type is large)."""
-    if presenting():
+    if large:
         st.table(df, hide_index=True)  # hide_index: Streamlit 1.67's st.table
     else:
         st.dataframe(df, hide_index=True, height=35 * (len(df) + 1) + 3)  # every row shown, no inner scroll
 
 
-def model_note(cur) -> None:
+def model_note(cur, large: bool) -> None:
     """The model whose guesses the slide shows, in one short line (and the paper's BERT where they differ)."""
     # A class, not a keyed container: a class's shared drawing is cached, and a keyed container counts as a widget.
-    st.markdown(f'<em class="bx-model-line">{html.escape(lesson_model_line(cur.model, presenting()))}</em>',
+    st.markdown(f'<em class="bx-model-line">{html.escape(lesson_model_line(cur.model, large))}</em>',
                 unsafe_allow_html=True)  # 18 px on a projector (PRESENTER_CSS); a hub id is user text: escaped
 
 
-def view_tokens(cur, text, pair, revealed) -> None:
+def view_tokens(cur, text, pair, revealed, large) -> None:
     tok = cur.model.tokenizer
     t = _analysis(cur, text, pair, **questions.PREDICTIONS)
     if t is None:
@@ -117,34 +118,34 @@ def view_tokens(cur, text, pair, revealed) -> None:
         st.caption("The pieces, with the special tokens, appear with the answer.")
 
 
-def view_embeddings(cur, text, pair, revealed) -> None:
+def view_embeddings(cur, text, pair, revealed, large) -> None:
     t = _analysis(cur, text, pair, hidden_states=False, attentions=False)
     if t is None:
         return
-    if not (revealed and presenting()):  # a projector has room for one chart
+    if not (revealed and large):  # a projector has room for one chart
         fig = norms_figure(input_tables.token_norms(t.embeddings), input_tables.token_labels(t.tokens),
                            input_tables.EMBEDDING_TITLES, t.token_type_ids)
         fig.update_layout(height=380)
-        if presenting():  # every token labelled, upright; the legend under its labels, not over them
+        if large:  # every token labelled, upright; the legend under its labels, not over them
             fig.update_xaxes(tickmode="linear", dtick=1, tickangle=-90)
             fig.update_layout(height=470, margin=dict(b=220),
                               legend=dict(yref="container", y=0, yanchor="bottom", x=0, orientation="h"))
-        lesson_chart(fig, "lesson embeddings", key="lesson-emb")
+        lesson_chart(fig, "lesson embeddings", key="lesson-emb", large=large)
     if revealed:
         sw = _cached(cur, same_word, text, pair)
         words = questions.topic_words(cur.model, sw) if sw is not None else []  # no [MASK], no [UNK]
         if words:
             w = questions.topic_word(sw, words)  # the question's word, chosen among the same words
             lesson_chart(same_word_figure([w], f"“{w.word}” twice: cosine, layer by layer"),
-                  "lesson same word", key="lesson-same-word")
+                         "lesson same word", key="lesson-same-word", large=large)
 
 
-def view_masking(cur, text, pair, revealed) -> None:
-    masking_drawing(cur, text, pair, revealed)
+def view_masking(cur, text, pair, revealed, large) -> None:
+    masking_drawing(cur, text, pair, revealed, large)
     masking_widgets()
 
 
-def masking_drawing(cur, text, pair, revealed) -> None:
+def masking_drawing(cur, text, pair, revealed, large) -> None:
     """The masking step's chips for this session's draw (no widget: a class's followers share it)."""
     draw = int(st.session_state.get("lesson_draw", 1))
     try:
@@ -162,19 +163,19 @@ def masking_widgets() -> None:
     st.button("Draw again", key="lesson_draw_again", on_click=next_draw)
 
 
-def view_predictions(cur, text, pair, revealed) -> None:
+def view_predictions(cur, text, pair, revealed, large) -> None:
     t = _analysis(cur, text, pair, **questions.PREDICTIONS)
     if t is None or not t.predictions:
         return
     if revealed:
         pos = t.mask_positions[0]
         fig = candidates_figure(t.predictions[pos], f"Top 5 at the [MASK] ({pos}; [CLS] is 0)")
-        lesson_chart(bars_every_label(fig) if presenting() else fig, "lesson predictions", key="lesson-pred")
+        lesson_chart(bars_every_label(fig) if large else fig, "lesson predictions", key="lesson-pred", large=large)
     else:
         st.caption("The model's bars appear with the answer.")
 
 
-def view_both_sides(cur, text, pair, revealed) -> None:
+def view_both_sides(cur, text, pair, revealed, large) -> None:
     if not revealed:
         st.caption("Both guesses appear with the answer.")
         return
@@ -193,10 +194,10 @@ def view_both_sides(cur, text, pair, revealed) -> None:
     for col, fig, name, key in figs:
         with col:
             fig.update_layout(xaxis_range=[0, top])
-            lesson_chart(bars_every_label(fig) if presenting() else fig, name, key=key)
+            lesson_chart(bars_every_label(fig) if large else fig, name, key=key, large=large)
 
 
-def view_attention(cur, text, pair, revealed) -> None:
+def view_attention(cur, text, pair, revealed, large) -> None:
     t = _analysis(cur, text, pair, **questions.ATTENTION)
     if t is None:
         return
@@ -206,19 +207,19 @@ def view_attention(cur, text, pair, revealed) -> None:
         return  # the step's question has said what its sentence needs
     # On a projector a map past 8 tokens has no room for its 18 px numbers in the cells, and colour alone must not
     # carry them (WCAG 1.4.1): the question's row as labelled bars instead.
-    if revealed and presenting() and len(t.tokens) > 8:
+    if revealed and large and len(t.tokens) > 8:
         q = lesson_attention.query_token(t)
         row = t.attentions[layer, head, q]
         lesson_chart(row_bars(row, t.tokens, f"Layer {layer + 1}, head {head + 1}: from “{t.tokens[q]}” ({q})"),
-                     "lesson attention row", key="lesson-attn")
+                     "lesson attention row", key="lesson-attn", large=large)
     elif revealed:
         fig = head_heatmap(t.attentions[layer, head], t.tokens, f"Layer {layer + 1}, head {head + 1}")
         fig.update_layout(height=min(fig.layout.height or 420, 420))
-        if presenting():  # every token a choice names labelled, on both axes
+        if large:  # every token a choice names labelled, on both axes
             every_label(fig, 470)
-        lesson_chart(fig, "lesson attention", key="lesson-attn")
+        lesson_chart(fig, "lesson attention", key="lesson-attn", large=large)
     else:
-        if presenting() and len(t.tokens) > 8:  # what the reveal draws on a projector (above): the row as bars
+        if large and len(t.tokens) > 8:  # what the reveal draws on a projector (above): the row as bars
             st.caption(f"With the answer: the row of “{t.tokens[lesson_attention.query_token(t)]}” in layer "
                        f"{layer + 1}, head {head + 1}, as bars (its weight on each token).")
         else:
@@ -226,17 +227,17 @@ def view_attention(cur, text, pair, revealed) -> None:
                        "that looks, column = the token looked at).")
 
 
-def view_nsp(cur, text, pair, revealed) -> None:
+def view_nsp(cur, text, pair, revealed, large) -> None:
     tok = cur.model.tokenizer
     t = _analysis(cur, text, pair, **questions.PREDICTIONS)
     if t is None:
         return
     st.html(input_tables.tokens_html(t, tok.all_special_ids, tok.unk_token_id, tok.mask_token_id, as_read=True))
     if revealed and t.nsp is not None:
-        lesson_chart(nsp_figure(*t.nsp), "lesson nsp", key="lesson-nsp")
+        lesson_chart(nsp_figure(*t.nsp), "lesson nsp", key="lesson-nsp", large=large)
 
 
-def view_layers(cur, text, pair, revealed) -> None:
+def view_layers(cur, text, pair, revealed, large) -> None:
     if not revealed:
         st.caption("The answer's rank after every layer appears with the answer.")
         return
@@ -247,10 +248,11 @@ def view_layers(cur, text, pair, revealed) -> None:
         return
     pos = lens.mask_positions[0]
     lesson_chart(answer_trajectory(lens.final_rank[pos], lens.final_prob[pos], lens.final_token[pos],
-                             f"“{lens.final_token[pos]}” after each layer"), "lesson lens", key="lesson-lens")
+                                   f"“{lens.final_token[pos]}” after each layer"),
+                 "lesson lens", key="lesson-lens", large=large)
 
 
-def view_anatomy(cur, text, pair, revealed) -> None:
+def view_anatomy(cur, text, pair, revealed, large) -> None:
     if not revealed:
         st.caption("The parameter table of this model appears with the answer.")
         return
@@ -270,12 +272,12 @@ def view_anatomy(cur, text, pair, revealed) -> None:
     else:
         st.caption(f"Parameters of {name}, counted from its config:")
     df = df.assign(share=df["share"].map("{:.1%}".format))
-    if presenting():  # a projector has room for the numbers, not the formulas
+    if large:  # a projector has room for the numbers, not the formulas
         df = df.drop(columns=["formula"]).assign(parameters=df["parameters"].map("{:,}".format))
-    _table(df)
+    _table(df, large)
 
 
-def view_pretraining(cur, text, pair, revealed) -> None:
+def view_pretraining(cur, text, pair, revealed, large) -> None:
     ex = example_run()
     if ex is None:
         return
@@ -286,12 +288,12 @@ def view_pretraining(cur, text, pair, revealed) -> None:
                    "trained from random weights.")
         return
     V, mine = example_vocab_size(), cur.model.tokenizer.vocab_size
-    lesson_chart(pretraining_start_figure(ex.curves, V, mine), "lesson pretraining", key="lesson-pretrain")
+    lesson_chart(pretraining_start_figure(ex.curves, V, mine), "lesson pretraining", key="lesson-pretrain", large=large)
     st.caption(f"An example, not the model on screen: this project's tiny BERT ({ex.parameters:,} parameters, its "
                f"own vocabulary of V = {V:,} pieces) trained from random weights for {ex.steps:,} steps on WordNet "
                f"and Brown: it starts at ln {V:,}. A fresh model with {model_name(cur.model).possessive} "
                f"vocabulary (V = {mine:,}) would start at ln {mine:,}.")
-    if not presenting():  # a projector has room for the curve, not this note
+    if not large:  # a projector has room for the curve, not this note
         st.caption(f"Live: the Training page opens on {CORPUS_CHOICES['farm'].name} ({farm_tokenizer().vocab_size} "
                    "word pieces, five sentence patterns): press Start and its guesses turn right within about "
                    "a minute. Real BERT needed days on billions of words.")
@@ -308,7 +310,7 @@ def example_vocab_size() -> int:
     return example_config()["vocab_size"]
 
 
-def view_fine_tuning(cur, text, pair, revealed) -> None:
+def view_fine_tuning(cur, text, pair, revealed, large) -> None:
     if not revealed:
         st.caption("The shapes of both heads' outputs appear with the answer.")
         return
@@ -325,13 +327,13 @@ def view_fine_tuning(cur, text, pair, revealed) -> None:
          "outputs": f"({T}, {n_tag // max(T, 1)})"},
         {"head": "question answering", "reads": "[CLS] Q [SEP] P [SEP]; start and end: a softmax over P",
          "outputs": f"({T}, 2)"},
-    ]))
+    ]), large)
 
 
 MARKS_UP_TO = 14  # tokens: the default sentence (13) keeps its marks; the Try-this (20) is too dense for a mark a cell
 
 
-def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
+def view_bert_vs_gpt(cur, text, pair, revealed, large) -> None:
     layer, head = lesson_attention.attention_layer_head(cur.model)
     r = _cached(cur, mask_comparison, text)  # the BERT vs GPT page's computation
     if r is None:
@@ -346,9 +348,9 @@ def view_bert_vs_gpt(cur, text, pair, revealed) -> None:
             fig = mask_heatmap(z, r.tokens, name)
             if marks:
                 fig.update_traces(text=np.where(np.asarray(z) > 0, "✓", "·"), texttemplate="%{text}")
-            if presenting():  # every row labelled; the columns are the same tokens (no room for 18 px labels)
+            if large:  # every row labelled; the columns are the same tokens (no room for 18 px labels)
                 every_label(fig, 352, keys=False)
-            lesson_chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}")
+            lesson_chart(fig, f"lesson mask {name[:4]}", key=f"lesson-mask-{name[:4]}", large=large)
     st.caption(f"Layer {layer + 1}, head {head + 1} of {model_name(cur.model).short}, same weights, two masks: above "
                "GPT's diagonal every weight is exactly 0 (token i uses only the tokens j ≤ i)."
                + (" ✓ may attend, · masked." if marks else " The empty triangle is GPT's mask."))
@@ -371,7 +373,7 @@ def ask(cur, step: Step, text: str, pair: str | None):
         return None
 
 
-def view_knockout(cur, text, pair, revealed) -> None:
+def view_knockout(cur, text, pair, revealed, large) -> None:
     """Before the answer: which head matters most (the map); after: the guesses with and without it."""
     try:
         imp = model_cached(cur, bert_core.head_importance, text, pair,
@@ -383,7 +385,7 @@ def view_knockout(cur, text, pair, revealed) -> None:
     pos = min(ko.guesses)
     if not revealed:
         lesson_chart(hidden_importance_figure(imp, (layer, head), ko.top_full[pos]), "lesson head importance",
-                     key="lesson-heads-imp")
+                     key="lesson-heads-imp", large=large)
         st.caption(f"Each cell of the last layer: how much log p(guess) falls when that head alone is knocked out, "
                    f"relative to the most important head (red: it helps; the Heads & patching page ranks every "
                    f"layer). The framed cell is layer {layer + 1}, head {head + 1}. How much the guess loses "
@@ -393,17 +395,17 @@ def view_knockout(cur, text, pair, revealed) -> None:
     fig = without_head_figure(tokens, p_full, p_without, f"without layer {layer + 1}, head {head + 1}")
     fig.update_layout(legend=dict(orientation="h", yref="container", y=0, yanchor="bottom", x=0),
                       margin=dict(b=110))  # under the bars' labels, not over the title
-    lesson_chart(fig, "lesson knock out", key="lesson-knockout")
+    lesson_chart(fig, "lesson knock out", key="lesson-knockout", large=large)
 
 
-def lesson_chart(fig, name: str, key: str) -> None:
+def lesson_chart(fig, name: str, key: str, large: bool) -> None:
     """A step's chart, noted for the handout; on a projector every text in it at least 18 px, in dark ink."""
-    handout_svg.keep(st.session_state, fig, key, describe=_described)
+    handout_record.keep(st.session_state, fig, key, describe=_described)
     shared = bool(st.session_state.get(SHARED_DRAWING))
-    chart(projector(fig) if presenting() else fig, name, key=key, data=not shared)
+    chart(projector(fig) if large else fig, name, key=key, data=False)
     if shared:  # a class's shared drawing, replayed for every student: its Data expander cannot be a widget
         chart_data_static(fig, name)
-    elif presenting():  # on a projector too, its numbers one keystroke away: the Data expander, collapsed
+    else:  # on a projector too, its numbers one keystroke away: the Data expander, collapsed
         chart_data(fig, name, key)
 
 
@@ -418,9 +420,9 @@ SHARED_DRAWING = "lesson_shared_drawing"  # set while live_class.shared draws th
 def _with_model_note(view: Callable) -> Callable:
     """A view of the model's guesses, under the line that names the model."""
     @functools.wraps(view)
-    def noted(cur, text, pair, revealed) -> None:
-        model_note(cur)
-        view(cur, text, pair, revealed)
+    def noted(cur, text, pair, revealed, large) -> None:
+        model_note(cur, large)
+        view(cur, text, pair, revealed, large)
     return noted
 
 

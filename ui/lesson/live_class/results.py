@@ -9,7 +9,7 @@ import io
 import streamlit as st
 
 import classroom
-from bert_core.figures.describe import plain
+from bert_core.figures.describe import strip_html
 from bert_core.figures.style import projector
 from bert_core.figures.votes import card_split_figure, split_figure
 from classroom import ClassError
@@ -111,11 +111,11 @@ def split_point(choices: tuple[str, ...], answer: int | None, numbered: bool = F
     revealed); `numbered`: the bars are labelled by number only (the join card), so each number's choice is named.
     Plain text (an aria-label), not Markdown: a Markdown escape would be read aloud ("no backslash, a different
     word")."""
-    names = "; ".join(f"{i}. {plain(c)}" for i, c in enumerate(choices, 1)) if numbered else ""
+    names = "; ".join(f"{i}. {strip_html(c)}" for i, c in enumerate(choices, 1)) if numbered else ""
     said = f"Choices {names}" if names else ""
     if answer is not None:
         said += ("; " if said else "") + f"the model's answer, in green and marked ✓: {answer + 1}. " \
-            + plain(choices[answer])
+            + strip_html(choices[answer])
     return said
 
 

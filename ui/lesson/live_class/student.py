@@ -34,7 +34,7 @@ from ui.lesson.live_class.session import (
     store,
     student_tick,
 )
-from ui.markdown import plain
+from ui.markdown import escape_markdown
 
 
 def _model_note(v: View) -> None:
@@ -44,8 +44,8 @@ def _model_note(v: View) -> None:
         return
     why = ("it was trained in the teacher's own session, so it is not on this server for you" if
            v.model.startswith("session:") else "it could not be loaded here")
-    st.warning(f"The teacher's model is {plain(v.model[:80])}, and {why}: your page shows "
-               f"{plain(mine[:80])}. The class's question and its answer are the teacher's model's; your "
+    st.warning(f"The teacher's model is {escape_markdown(v.model[:80])}, and {why}: your page shows "
+               f"{escape_markdown(mine[:80])}. The class's question and its answer are the teacher's model's; your "
                "charts are your model's and may differ.", icon=":material/info:")
 
 
@@ -60,7 +60,7 @@ def student_question(live: Live, col, q, revealed: bool) -> bool:
             st.caption("The teacher's step has no question to vote on.")
             return False
         if v.revealed:
-            shown = plain(v.question.choices[v.answer])
+            shown = escape_markdown(v.question.choices[v.answer])
             label = answer_label(q) if q is not None else "the answer"
             with st.container(key="lesson_answer"):  # focused after the reveal (roles._focus_and_say)
                 if v.my_vote is None:
@@ -70,7 +70,7 @@ def student_question(live: Live, col, q, revealed: bool) -> bool:
                 else:
                     st.error(f"Not this time: {label} is **{shown}**")
             if q is not None and tuple(q.choices) == v.question.choices:
-                st.markdown(plain(q.reveal))
+                st.markdown(escape_markdown(q.reveal))
             if v.tally is not None:
                 split_chart(v.question.choices, v.tally, v.answer, "class-split-student")
         else:
@@ -85,7 +85,7 @@ def _vote_box(code: str, sid: str, v: View) -> None:
     key = f"class_vote_{v.question.qid}"
     if v.my_vote is not None and st.session_state.get(key) is None:
         st.session_state[key] = v.my_vote  # the vote this student already sent (a reload, a reopened laptop)
-    st.markdown(f"**Your guess.** {plain(v.question.prompt)}")  # a radio's label is its name, unrendered
+    st.markdown(f"**Your guess.** {escape_markdown(v.question.prompt)}")  # a radio's label is its name, unrendered
     st.radio("Your guess", range(len(v.question.choices)), key=key, label_visibility="collapsed",
              horizontal=True, index=None, format_func=lesson_labels(v.question.choices), on_change=vote,
              args=(code, sid, v.question.qid, key, v.my_vote, tuple(v.question.choices)))  # said as text, unescaped
@@ -93,7 +93,7 @@ def _vote_box(code: str, sid: str, v: View) -> None:
     if refused is not None and refused[0] == v.question.qid:
         st.error(refused[1], icon=":material/block:")
     if v.my_vote is not None:  # what the class counts for this student (not drawn at a step change: no vote yet)
-        st.caption(f"Your vote: **{plain(v.question.choices[v.my_vote])}**. You can change it until the "
+        st.caption(f"Your vote: **{escape_markdown(v.question.choices[v.my_vote])}**. You can change it until the "
                    "teacher reveals the model's answer.")
 
 
@@ -163,16 +163,16 @@ def away_banner() -> None:
 
 
 def lesson_labels(choices):
-    return [plain(c) for c in choices].__getitem__
+    return [escape_markdown(c) for c in choices].__getitem__
 
 
 def sentence_note(text: str, pair: str | None, explain: str = "", formula: str | None = None) -> None:
     """A following student's step words, formula and sentence: the teacher's sentence as text (not a box to type
     in), and why it cannot be changed here. One element (st.latex is markdown's $$ block): it is redrawn for every
     student at each of the teacher's steps."""
-    lines = [f"**This step's sentence:** {plain(text)}"]
+    lines = [f"**This step's sentence:** {escape_markdown(text)}"]
     if pair is not None:
-        lines.append(f"**Sentence B:** {plain(pair)}")
+        lines.append(f"**Sentence B:** {escape_markdown(pair)}")
     st.markdown("".join(part + "\n\n" for part in (explain, f"$$\n{formula}\n$$" if formula else "") if part)
                 + "  \n".join(lines) + f"\n\n*{FOLLOWING_NOTE}*")
 

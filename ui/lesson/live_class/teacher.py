@@ -31,23 +31,23 @@ from ui.lesson.live_class.session import (
     store,
 )
 from ui.lesson.state import MOVED_AT
-from ui.markdown import plain
-from ui.widgets import presenting
+from ui.markdown import escape_markdown
 
 SEATS_TICK = 5.0  # seconds between reads of the teacher's list of seats
 REVEAL_AFTER_MOVE_S = 2.0  # a projector's Reveal this soon after the teacher's move is taken for a slip (reveal)
 REMOVE_NOTE = "class_remove_note"  # why the teacher's last Remove press removed nothing (said in Seats)
 
 
-def lost_class(code: str, present: bool) -> None:
-    """The teacher's class is gone from a store that answers: say so, and offer a new class in one click."""
-    if present:  # in the join card's place, beside the slide: short
+def lost_class(code: str, projector: bool) -> None:
+    """The teacher's class is gone from a store that answers: say so, and offer a new class in one click (`projector`:
+    the role's, a presenting teacher)."""
+    if projector:  # in the join card's place, beside the slide: short
         st.error(f"Class {code} was lost (its store restarted without it); its votes are gone.")
     else:
         st.error(f"Your class {code} was lost: the class's store restarted without it (or it expired). Its votes "
                  "are gone; start a new class and give your students its code.")
     st.button("Start a new class", key="class_restart", on_click=start, type="primary",
-              width="content" if present else "stretch")
+              width="content" if projector else "stretch")
 
 
 def question_id(token: str) -> str:
@@ -55,7 +55,10 @@ def question_id(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()[:16]
 
 
-def teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
+def teacher_question(live: Live, col, q, token, k, text, pair, projector: bool) -> bool:
+    """The class's question in `col`, published when this tab changed it; returns whether it is revealed.
+    `projector` (the role's: a presenting teacher): one line of choices, the answer and why in one box, Reveal
+    guarded against a slip just after Next, and the count and the split left to the join card."""
     question = Question(question_id(token), q.prompt, tuple(q.choices)) if q is not None else None
     # Publish only what this tab changed: a teacher's second tab (a laptop beside the projector) that reruns on
     # an old step must not take the class back to it (its students would find that question's votes closed).
@@ -81,19 +84,18 @@ def teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
         return v.revealed if question is not None and v.question == question else False
     if q is None:
         return False
-    present = presenting()
     with col:
-        st.markdown(f"**The class's question.** {plain(q.prompt)}")
-        if present:  # one line, numbered as the split's bars in the join card (a projector has no room for a list)
-            st.markdown(" · ".join(f"**{i}.** {plain(c)}" for i, c in enumerate(q.choices, 1)))
+        st.markdown(f"**The class's question.** {escape_markdown(q.prompt)}")
+        if projector:  # one line, numbered as the split's bars in the join card (a projector has no room for a list)
+            st.markdown(" · ".join(f"**{i}.** {escape_markdown(c)}" for i, c in enumerate(q.choices, 1)))
         else:
-            st.markdown("\n".join(f"{i}. {plain(c)}" for i, c in enumerate(q.choices, 1)))
+            st.markdown("\n".join(f"{i}. {escape_markdown(c)}" for i, c in enumerate(q.choices, 1)))
         if not v.revealed:
             split_label = "Hide the split" if v.split_shown else "Show the class's split"
             split_help = "The projector shows how the class's guesses split, before the answer."
             reveal_help = "The answer, computed by the model from this sentence, goes to every device."
-            reveal_args = (question.qid, q.answer, token, STEPS[k - 1].key)
-            if present:  # side by side, each as wide as its words (halves would cut "Reveal the tokenizer's...")
+            reveal_args = (question.qid, q.answer, token, STEPS[k - 1].key, projector)
+            if projector:  # side by side, each as wide as its words (halves would cut "Reveal the tokenizer's...")
                 with st.container(key="class_controls", horizontal=True, gap="small"):
                     st.button(split_label, key="class_split", on_click=show_split, args=(not v.split_shown,),
                               help=split_help)
@@ -108,19 +110,21 @@ def teacher_question(live: Live, col, q, token, k, text, pair) -> bool:
                           args=reveal_args, width="stretch", help=reveal_help)
         else:
             with st.container(key="lesson_answer"):  # focused after the teacher's reveal (roles._focus_and_say)
-                if present:  # the answer and why in one box (a projector has no line to spare)
-                    st.info(f"{answer_label(q, capital=True)}: **{plain(q.choices[q.answer])}**. "
-                            f"{plain(q.reveal)}")
+                if projector:  # the answer and why in one box (a projector has no line to spare)
+                    st.info(f"{answer_label(q, capital=True)}: **{escape_markdown(q.choices[q.answer])}**. "
+                            f"{escape_markdown(q.reveal)}")
                 else:
-                    st.info(f"{answer_label(q, capital=True)}: **{plain(q.choices[q.answer])}**")
-            if not present:
-                st.markdown(plain(q.reveal))
-        if not present:  # on a projector the count and the split are in the join card
+                    st.info(f"{answer_label(q, capital=True)}: **{escape_markdown(q.choices[q.answer])}**")
+            if not projector:
+                st.markdown(escape_markdown(q.reveal))
+        if not projector:  # on a projector the count and the split are in the join card
             _teacher_live(live.code, live.secret, question.qid)
     return v.revealed
 
 
 def _teacher_live(code: str, secret: str, qid: str) -> None:
+    """The count of answers and, once shown, the split, on the teacher's laptop (a projector's are in the join
+    card), read on the class's timer."""
     @st.fragment(run_every=TICK)
     def live_count() -> None:
         push.count_here(code)  # a vote in this process redraws the count at once; the timer otherwise
@@ -131,7 +135,7 @@ def _teacher_live(code: str, secret: str, qid: str) -> None:
             return
         st.markdown(f"**{v.answered} of {v.students}** students have answered.")
         if (v.split_shown or v.revealed) and v.tally is not None:
-            split_chart(v.question.choices, v.tally, v.answer, "class-split-chart", large=presenting())
+            split_chart(v.question.choices, v.tally, v.answer, "class-split-chart")
 
     live_count()
 
@@ -220,11 +224,11 @@ def show_split(on: bool) -> None:
         say(e)
 
 
-def reveal(qid: str, answer: int, token: str, step_key: str) -> None:
-    """The class's Reveal: the answer goes to every device. In presenter mode not within REVEAL_AFTER_MOVE_S of this
-    tab's own move to the step: there Reveal can be drawn where Next was, so a second click on Next would reveal the
-    new question before anyone voted (a rehearsing lecturer did); the teacher is told and presses again."""
-    if presenting() and time.monotonic() - st.session_state.get(MOVED_AT, float("-inf")) < REVEAL_AFTER_MOVE_S:
+def reveal(qid: str, answer: int, token: str, step_key: str, projector: bool) -> None:
+    """The class's Reveal: the answer goes to every device. On a projector (`projector`, the role's) not within
+    REVEAL_AFTER_MOVE_S of this tab's own move to the step: there Reveal can be drawn where Next was, so a second
+    click on Next would reveal the new question before anyone voted; the teacher is told and presses again."""
+    if projector and time.monotonic() - st.session_state.get(MOVED_AT, float("-inf")) < REVEAL_AFTER_MOVE_S:
         # Short: a longer toast is cut to three lines ("view more") over the projector's formula and QR code.
         st.toast("Not revealed: pressed just after Next. Press Reveal again to show the class.",
                  icon=":material/info:")
