@@ -23,9 +23,9 @@ from ..model.loaded import LoadedModel
 # batch holds at most CHUNK_TOKENS tokens (rows x T), which bounds memory; the whole batch holds at
 # most MAX_WORK_TOKENS, which bounds time (a 512-token input has 510 positions: 510 x 512 tokens
 # would take minutes on bert-base). Beyond it, only the positions that fit are scored, and the
-# result says so. 1024 tokens a chunk: on bert-base at 32 tokens, 31 rows in one chunk of 1024 ran
-# ~1.4x faster than two of 512 (one run on a contended machine); at 512 tokens a chunk's attention
-# scores are 2 rows x 12 heads x 512 x 512 floats, 25 MB.
+# result says so. 1024 tokens a chunk: fewer, larger matrix products than two of 512 (faster on
+# bert-base at 32 tokens), and at 512 tokens a chunk's attention scores stay 2 rows x 12 heads x
+# 512 x 512 floats, 25 MB.
 CHUNK_TOKENS = 1024
 MAX_WORK_TOKENS = 512 * 32
 

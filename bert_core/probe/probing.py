@@ -262,11 +262,9 @@ def one_thread():
     """Run torch in this thread on one intra-op thread, then restore its count.
 
     Why: a probing run is many small operations (a probe's are a few milliseconds: 6,000 x 384 by 384 x 12), and
-    split over threads each waits for the slowest; on 2 shared cores the 7 fits of one row took 98 s with 2
-    threads and 23 s with 1 (load 14-17), the MiniLM's pass over 600 sentences 30 s and 4.2 s (load 9-10;
-    docs/benchmarks.md). On 2 idle cores one thread can cost the pass at most 2x (not measured here: the
-    machine was never idle). One thread also fixes the order of every sum, so the page and a notebook elsewhere
-    compute the same vectors and fit the same probes whatever their thread settings. torch's count is per thread
+    split over threads each waits for the slowest (docs/benchmarks.md, "Neighbours and Probing", has the timings).
+    One thread also fixes the order of every sum, so the page and a notebook elsewhere compute the same vectors and
+    fit the same probes whatever their thread settings. torch's count is per thread
     (server/threads.py): other sessions' runs keep theirs.
     """
     before = torch.get_num_threads()
