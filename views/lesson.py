@@ -3,10 +3,8 @@ before the model's own numbers are revealed. ?step=k opens step k; ?present=1 is
 live class. The page picks this run's renderer (ui/lesson/roles.py) and runs it."""
 
 from ui.lesson import roles
-from ui.lesson.live_class.panel import join_first
 from ui.lesson.live_class.session import follow
 
 roles.defaults()
 live = follow()  # a live class: join links; a following student takes the teacher's step
-join_first(live)  # a join link: the join box above the step
 roles.choose(live).run(live)

@@ -133,6 +133,8 @@ class Solo:
             handout.button(live, "lesson_handout")
 
     def run(self, live: Live | None) -> None:
+        if not self.present:  # a join link opened here: its join box above the step (a projector shows its card)
+            panels.join_first(live)
         k, text, pair, side = slide(self, live)
         self.side(side, live, k, text, pair)
         panel(live, self.present, side, self.class_panel)

@@ -78,7 +78,7 @@ def join_first(live: Live | None) -> None:
 
 
 def _joining_first(live: Live | None) -> bool:
-    return live is None and bool(st.session_state.get(JOIN_FIRST)) and not st.session_state.get("lesson_present")
+    return live is None and bool(st.session_state.get(JOIN_FIRST))
 
 
 def _join_box() -> None:
