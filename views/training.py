@@ -33,8 +33,8 @@ from ui.widgets import chart, memory_wait_ui, model_line, run_controls, table
 
 TICK_SECONDS = 1.0  # the live view refreshes this often while training
 # ...and this often while waiting for a slot: each refresh of a waiting page costs the server as much
-# as a training one, and with a class waiting in line those refreshes slowed the runs that had the
-# slots (benchmarks/load.py). Well inside the slot lease (server/slots.py: LEASE_SECONDS), so nobody loses their place.
+# as a training one, so a class waiting in line would slow the runs that hold the slots (benchmarks/load.py
+# measures it). Well inside the slot lease (server/slots.py: LEASE_SECONDS), so nobody loses their place.
 QUEUED_TICK_SECONDS = 5.0
 TRAIN_SECONDS = 0.8  # of each refresh spent training; drawing the page takes about 0.15 s more
 FARM, WORDNET = CORPUS_CHOICES["farm"], CORPUS_CHOICES["wordnet"]

@@ -78,8 +78,8 @@ class PageWatch:
         Streamlit's root element says both: data-test-connection-state and data-test-script-state
         ("initial" before the first run, "running", "notRunning" once a run ended). A page may rerun
         itself right after a run, so "not running" must hold twice, half a second apart. The timeout is
-        generous: a cold server's first page imports torch and loads the model, which took over 90 s
-        on this 2-core machine at a load average of 20+; a passing test never waits for it.
+        generous: a cold server's first page imports torch and loads the model, which takes minutes on a
+        busy 2-core machine; a passing test never waits for it.
         """
         p = self.page
         deadline = time.time() + timeout
@@ -119,9 +119,8 @@ DONE = '[data-testid="stApp"][data-test-connection-state="CONNECTED"][data-test-
 # The app is idle: its script has run and stopped (DONE) and the frontend has drawn every element it was sent.
 # Streamlit 1.67 loads most element kinds' code on first use (st.html, buttons, alerts, charts: React.lazy chunks)
 # and draws the element as a placeholder, data-testid="stSkeleton", until its chunk has arrived: the script state
-# says "notRunning" long before that on a loaded machine. Seen: after settle() returned on presenter mode's first
-# load at /?step=2&present=1 (chromium at 6x CPU throttling), 21 skeletons and no stHtml yet, so PRESENTER_CSS was
-# not in the page, the sidebar and its h1 were visible beside the Lesson's own: "2 h1 elements".
+# says "notRunning" long before that on a loaded machine, and a check made then sees a page without its styles
+# (presenter mode's CSS is an st.html: until it is drawn, the sidebar and its h1 show beside the Lesson's own).
 IDLE_JS = """() => { const app = document.querySelector('[data-testid="stApp"]');
   return !!app && app.dataset.testConnectionState === 'CONNECTED' && app.dataset.testScriptState === 'notRunning'
     && document.querySelector('[data-testid="stSkeleton"]') === null; }"""
@@ -224,7 +223,7 @@ def wait_for_text(page, needle: str, timeout: float = 120):
         raise AssertionError(f"{e}; the page: {main_text(page)[:2000]}") from None
 
 
-SLOW = 300  # s: a shared machine (load 20-30 on 2 cores seen) makes a rerun take minutes
+SLOW = 300  # s: on a shared, busy 2-core machine a rerun can take minutes
 
 
 def open_slow(watch, path: str):
