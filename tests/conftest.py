@@ -107,9 +107,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     """The files' order is ours (support/durations.py): pytest-xdist's default reorder of files by their number of
-    tests is turned off. In a pytest-xdist worker, torch gets this worker's share of the cores, at least one thread:
-    workers x threads exceeds the cores only when the workers outnumber them (oversubscribed intra-op threads wait on
-    each other and slow every worker down)."""
+    tests is turned off. In a pytest-xdist worker, torch gets this worker's share of the cores: workers x threads
+    never exceeds the cores (oversubscribed intra-op threads wait on each other and slow every worker down)."""
     if hasattr(config.option, "loadscopereorder"):
         config.option.loadscopereorder = False
     if config.getoption("--write-durations") and not hasattr(config, "workerinput"):

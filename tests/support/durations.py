@@ -1,6 +1,6 @@
 """Each test file's measured seconds (tests/durations.json), the file order they give, and the run that rewrites them.
 
-Under pytest-xdist `--dist loadfile` a file runs whole on one worker, handed out in collection order: the workers
+Under pytest-xdist `--dist loadfile` a file runs whole on one worker, handed out in collection order: the two workers
 finish together only if the long files go first (longest processing time first). The order comes from a committed
 file of seconds per test file (setup + call + teardown of its tests, summed), rewritten by a run with
 `--write-durations`, so it follows the suite instead of a hand-kept list.
