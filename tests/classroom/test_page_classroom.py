@@ -191,6 +191,64 @@ def test_a_student_can_explore_and_come_back(backend):
     assert s.header[0].value.startswith("Step 2 of") and vote_radio(s) is not None
 
 
+def _reveal_offered(at: AppTest) -> bool:
+    return any(b.key == "lesson_reveal" for b in at.get("button"))
+
+
+def test_a_student_in_a_class_sees_the_answer_with_the_class_not_before(backend):
+    """A rehearsal's spoiler: Follow off, the step's own Reveal on the class's open question, Follow on, vote the
+    answer. Exploring on their own, a student of a class is offered no Reveal and told why; out of the class, the
+    Lesson's own Reveal is back."""
+    t, code, _ = teacher()
+    s = student(code)
+    assert not _reveal_offered(s)  # following: the class's vote, no Reveal of one's own
+    s.toggle(key="class_follow").set_value(False).run()
+    assert_ok(s)
+    assert s.header[0].value.startswith("Step 1 of") and not _reveal_offered(s)
+    assert live_session.EXPLORING_WITHHELD in [i.value for i in s.info]
+    s.button(key="lesson_next").click().run()  # another step, the class's next question: the same
+    assert not _reveal_offered(s)
+    s.button(key="class_leave").click().run()
+    assert_ok(s)
+    assert _reveal_offered(s) and live_session.EXPLORING_WITHHELD not in [i.value for i in s.info]
+
+
+def test_a_student_whose_class_store_is_away_is_offered_no_reveal(monkeypatch):
+    """While the class's store does not answer, a student's page is drawn without the class (the Lesson on its own):
+    its Reveal is withheld and the note says why (a rehearsal: a phone tapped a guess during a Redis outage and read
+    the answer before the class). The teacher's own Reveal is not withheld; the class back, the vote is back."""
+    t, code, _ = teacher()
+    s = student(code)
+    store = classroom.open_store()
+    real_view = store.view
+
+    def away(*a, **kw):
+        raise classroom.StoreUnavailable("ConnectionError")
+
+    monkeypatch.setattr(store, "view", away)
+    s.run()
+    assert_ok(s)
+    assert s.session_state["class_code"] == code and not _reveal_offered(s)
+    assert live_session.AWAY_WITHHELD in [i.value for i in s.info]
+    t.run()
+    assert_ok(t)
+    assert _reveal_offered(t) and live_session.AWAY_WITHHELD not in [i.value for i in t.info]
+    monkeypatch.setattr(store, "view", real_view)
+    s.run()
+    assert_ok(s)
+    assert vote_radio(s) is not None and live_session.AWAY_WITHHELD not in [i.value for i in s.info]
+
+
+def test_a_join_link_to_no_class_says_so_in_the_join_box_at_the_top(backend):
+    """A phone opening a join link with a wrong or ended class's code: the refusal in the join box above the step,
+    where a phone looks first (it was in the side column, two screens down, under the step's own guess)."""
+    at = session({"class": "ABCDEF"})
+    assert str(classroom.NoSuchClass()) in [w.value for w in at.warning]
+    assert at.text_input(key="class_join_code").value == "ABCDEF"  # the code to correct, in the box at the top
+    assert "Join the class with the box at the top of the page." in [c.value for c in at.caption]
+    assert "class" not in at.query_params
+
+
 def test_a_full_class_says_so(backend, monkeypatch):
     monkeypatch.setattr(backend, "max_students", 2)
     _, code, _ = teacher()

@@ -35,7 +35,7 @@ from ui.lesson.live_class import panel as panels
 from ui.lesson.live_class import push, shared
 from ui.lesson.live_class.join import presenter_tools
 from ui.lesson.live_class.panel import panel, question_ui
-from ui.lesson.live_class.session import LEFT, Live, follow, following_student, redraw_here
+from ui.lesson.live_class.session import LEFT, Live, answer_withheld, follow, following_student, redraw_here
 from ui.lesson.live_class.student import VOTE_SAID, sentence_note
 from ui.lesson.live_class.teacher import teacher_question
 from ui.lesson.notebooks import followed_button, keep_lesson_view, lesson_button, page_view
@@ -376,16 +376,17 @@ def slide(role: Solo, live: Live | None):
 
     own_guess = q is not None and role.own_guess
     guess_key = f"lesson_guess_{zlib.crc32(token.encode())}"
+    withheld = answer_withheld(live) if own_guess else None  # a class's student: the answer with the class
     if own_guess:
         with left:
-            revealed = _guess(role, step, q, token, guess_key, text, pair, revealed)
+            revealed = _guess(role, step, q, token, guess_key, text, pair, revealed, withheld)
 
     with right, busy(cur, k, text, pair, f"view {revealed} {role.present}", "Drawing…"):
         # A class's followers share one drawing (`shared` read from the module on each run: a test reloads it with
         # another byte budget); the role says whether it is drawn large (a projector).
         shared.draw_step(live, step, cur, text, pair, revealed, role.present)
 
-    keys = ((token, step.key, guess_key, q.answer) if own_guess and not revealed else None,
+    keys = ((token, step.key, guess_key, q.answer) if own_guess and not revealed and not withheld else None,
             len(q.choices) if q is not None else 0)
     role.nav(cur, step, k, text, pair, live, keys)
     handout.keep_charts(k)  # this step's charts, for the handout
@@ -434,8 +435,10 @@ def what_moves(role: Solo, live: Live | None, k: int, step, text: str, pair: str
     return focus, heading, say or said
 
 
-def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str | None, revealed: bool) -> bool:
-    """The student's own guess, its Reveal, and once revealed the model's answer beside the guess."""
+def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str | None, revealed: bool,
+           withheld: str | None = None) -> bool:
+    """The student's own guess, its Reveal (or, `withheld`, why there is none), and once revealed the model's answer
+    beside the guess."""
     st.markdown(f"**Your guess first.** {escape_markdown(q.prompt)}")
     # A kept guess is the radio's default only when its key has no value (a number key sets the value): both would
     # make Streamlit warn that a default and the Session State API set one widget.
@@ -443,6 +446,9 @@ def _guess(role: Solo, step, q, token: str, guess_key: str, text: str, pair: str
     guess = st.radio("Your guess", range(len(q.choices)), index=kept, key=guess_key, horizontal=True,
                      format_func=callbacks.labels(escape_markdown(c) for c in q.choices), disabled=revealed,
                      label_visibility="collapsed", on_change=keep_guess, args=(guess_key, token))
+    if not revealed and withheld:
+        st.info(withheld, icon=":material/groups:")
+        return revealed
     if not revealed:
         st.button(f"Reveal {answer_label(q)}", key="lesson_reveal", type="primary",
                   disabled=guess is None and not role.present, on_click=reveal,

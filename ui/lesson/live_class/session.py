@@ -182,8 +182,13 @@ def follow() -> Live | None:
         except ClassError as e:
             if secret and isinstance(e, classroom.NoSuchClass):
                 st.session_state[LOST] = url_code
+            elif sid and isinstance(e, classroom.NoSuchClass):
+                _ended()
             else:
-                _ended() if sid and isinstance(e, classroom.NoSuchClass) else say(e)
+                say(e)
+                if not secret and not sid:  # a join link: said in its join box at the top, where a phone looks
+                    st.session_state["class_link_code"] = url_code
+                    st.session_state[JOIN_FIRST] = True
             for k in ("class", "teacher", "me"):
                 q.pop(k, None)
     elif q.get("class") is not None and not url_code:
@@ -231,6 +236,23 @@ def follow() -> Live | None:
         else:
             reads.forget_here()
     return live
+
+
+EXPLORING_WITHHELD = ("In a class, the model's answer comes when your teacher reveals it: switch “Follow the "
+                      "teacher” back on to vote and see it with the class.")
+AWAY_WITHHELD = ("The class is reconnecting: this guess stays on your page, and the model's answer comes when your "
+                 "teacher reveals it.")
+
+
+def answer_withheld(live: Live | None) -> str | None:
+    """Why this session's own Reveal is not offered, or None: a student of a class sees the model's answers with the
+    class, when the teacher reveals them, also while exploring on their own or while the class's store is away (a
+    class code and a seat kept with no class read: `follow` drops them when the class ends or the seat goes)."""
+    if live is not None:
+        return None if live.following else EXPLORING_WITHHELD
+    if st.session_state.get(CODE) and st.session_state.get(SID) and not st.session_state.get(SECRET):
+        return AWAY_WITHHELD
+    return None
 
 
 def _ended(why: str = "") -> None:
