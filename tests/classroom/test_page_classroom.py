@@ -213,6 +213,22 @@ def test_a_student_in_a_class_sees_the_answer_with_the_class_not_before(backend)
     assert _reveal_offered(s) and live_session.EXPLORING_WITHHELD not in [i.value for i in s.info]
 
 
+def test_a_following_student_in_presenter_mode_has_no_back_next_or_keys_that_do_nothing(backend):
+    """A student's own address with present=1 (a rehearsal's attacker): the projector's slide of the class's step,
+    without Back / Next or a keys note (the teacher moves the steps; those buttons did nothing and "space or Enter
+    reveals" revealed nothing)."""
+    t, code, _ = teacher()
+    s = student(code)
+    p = session({"class": code, "me": s.session_state["class_sid"], "present": "1"})
+    assert p.header[0].value.startswith("Step 1 of")
+    assert not any(b.key in ("lesson_next", "lesson_back", "lesson_reveal") for b in p.get("button"))
+    assert not [c.value for c in p.caption if c.value.startswith("Keys:")]
+    t.button(key="lesson_next").click().run()
+    p.run()
+    assert_ok(p)
+    assert p.header[0].value.startswith("Step 2 of")  # it follows the teacher
+
+
 def test_a_student_whose_class_store_is_away_is_offered_no_reveal(monkeypatch):
     """While the class's store does not answer, a student's page is drawn without the class (the Lesson on its own):
     its Reveal is withheld and the note says why (a rehearsal: a phone tapped a guess during a Redis outage and read

@@ -209,7 +209,8 @@ class Presenter(Solo):
 
     def keys_note(self, col, keys) -> None:
         """The keys, beside Back / Next."""
-        col.caption(f"Keys: → or Page Down next, ← or Page Up back, {_numbers(keys[1])}space or Enter reveals.")
+        reveals = "space or Enter reveals" if keys[0] is not None else ""  # a Reveal is on the slide
+        col.caption(f"Keys: → or Page Down next, ← or Page Up back, {_numbers(keys[1])}{reveals}".rstrip(", ") + ".")
 
     def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
         """No side column on a projector."""
@@ -337,6 +338,11 @@ class PresentingFollower(Following, Presenter):
     """A following student whose address asked for presenter mode: the projector's slide, the class's step."""
 
     class_panel = staticmethod(presenter_tools)  # Start a class, the sentence
+
+    def nav(self, cur, step, k: int, text: str, pair: str | None, live: Live | None, keys) -> None:
+        """No Back / Next and no keys: the teacher moves the steps (buttons here would do nothing)."""
+        keep_lesson_view(cur, k, text, pair)
+        presenter_corner(cur)
 
 
 def choose(live: Live | None) -> Solo:
