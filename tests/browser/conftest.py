@@ -4,10 +4,8 @@ here is marked `browser` (tests/conftest.py's collection hook)."""
 
 from __future__ import annotations
 
-import urllib.parse
-
 import pytest
-from support.browser import PageWatch, launch
+from support.browser import PageWatch, launch, offline
 from support.nb_run import kernel  # noqa: F401  (pytest fixture: test_browser_notebook.py's kernel)
 
 
@@ -41,10 +39,8 @@ def watch(browser, server):
 @pytest.fixture
 def page(server, chromium):
     """A 1280x720 page (a projector), offline: anything off this machine fails; its page errors in `pg.errors`."""
-    host = urllib.parse.urlparse(server).netloc
     ctx = chromium.new_context(viewport={"width": 1280, "height": 720})
-    ctx.route("**/*", lambda r: r.continue_() if urllib.parse.urlparse(r.request.url).netloc in (host, "")
-              else r.abort())
+    offline(ctx, server)
     pg = ctx.new_page()
     pg.base, pg.errors = server, []
     pg.on("pageerror", lambda e: pg.errors.append(str(e)))

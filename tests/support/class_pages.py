@@ -9,7 +9,7 @@ import re
 import time
 import urllib.parse
 
-from support.browser import settle
+from support.browser import offline, settle
 from support.page_checks import once_more
 from support.paths import OUT, worker_suffix
 
@@ -17,10 +17,8 @@ from support.paths import OUT, worker_suffix
 def tab(browser, base: str, size=(1280, 900), **context):
     """A page in its own context (its own cookies: its own Streamlit session), offline; `context`: more of
     browser.new_context's options (a phone's touch screen, headers)."""
-    host = urllib.parse.urlparse(base).netloc
     ctx = browser.new_context(viewport={"width": size[0], "height": size[1]}, **context)
-    ctx.route("**/*", lambda r: r.continue_() if urllib.parse.urlparse(r.request.url).netloc in (host, "")
-              else r.abort())
+    offline(ctx, base)
     pg = ctx.new_page()
     pg.set_default_timeout(120_000)  # a loaded 2-core machine: slow, not wrong; a passing wait never uses it all
     pg.errors = []
