@@ -41,8 +41,8 @@ def launch():
 
 def offline(ctx, base: str, blocked: list[str] | None = None) -> None:
     """No network in `ctx`: a request off `base`'s host fails, as it would offline (kept in `blocked`). The pattern
-    is matched in Playwright's driver, so the app's own requests never wait on a round trip to this process (every
-    asset of every page load did, when a Python handler let them through: ~0.1 s of each page load's wall time)."""
+    is matched in Playwright's driver, so the app's own requests never wait on a round trip to this process (a
+    Python handler that let them through held up every asset of every page load)."""
     host = urllib.parse.urlparse(base).netloc
     off = re.compile(rf"^(?!(?:https?|wss?)://{re.escape(host)}(?:/|$)|data:|blob:|about:)")
 

@@ -209,8 +209,12 @@ class Presenter(Solo):
 
     def keys_note(self, col, keys) -> None:
         """The keys, beside Back / Next."""
-        reveals = "space or Enter reveals" if keys[0] is not None else ""  # a Reveal is on the slide
-        col.caption(f"Keys: → or Page Down next, ← or Page Up back, {_numbers(keys[1])}{reveals}".rstrip(", ") + ".")
+        said = ["→ or Page Down next", "← or Page Up back"]
+        if keys[1] > 1:  # the number keys, as in more_keys
+            said.append(f"1-{min(keys[1], 9)} pick a guess")
+        if keys[0] is not None:  # a Reveal is on the slide
+            said.append("space or Enter reveals")
+        col.caption(f"Keys: {', '.join(said)}.")
 
     def side(self, side, live: Live | None, k: int, text: str, pair: str | None) -> None:
         """No side column on a projector."""
@@ -221,11 +225,6 @@ class Presenter(Solo):
 
     def left_focus(self) -> str:
         return STEP_HEADING
-
-
-def _numbers(n: int) -> str:
-    """"1-5 pick a guess, " for a question of five choices (the number keys, as in more_keys)."""
-    return f"1-{min(n, 9)} pick a guess, " if n > 1 else ""
 
 
 class Teaching:
