@@ -21,7 +21,8 @@ DOCS = ROOT / "docs" / "screenshots"
 SHOTS = {
     "lesson_present": ("tests/browser/test_browser_lesson_readable.py::"
                        "test_every_presenter_step_is_readable_from_the_back_row[own]", "lesson_readable_own_6.png"),
-    **{name: (f"tests/browser/test_browser.py::test_every_page_renders_offline[{name}]", f"page_{name}.png")
+    **{name: (f"tests/browser/test_browser_a11y.py::test_page_renders_offline_and_is_accessible[{name}]",
+              f"page_{name}.png")
        for name in ("tokenization", "embeddings", "masking", "attention", "predictions", "anatomy")},
     "training_live": ("tests/browser/test_browser.py::test_live_training_in_the_browser", "page_training_live.png"),
     "bertviz_head": ("tests/browser/test_browser_bertviz.py::test_head_view_renders_offline", "bertviz_head.png"),

@@ -9,7 +9,7 @@ import urllib.parse
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from support.browser import press, settle
+from support.browser import POLL_MS, press, settle
 from support.page_checks import AXE, contrast_failures, drawn
 
 import bert_core
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.browser
 
 
 # The Lesson in both modes, at a step with a chart and a caption. Every other page is checked where
-# test_browser.py renders it (test_every_page_renders_offline): one visit per page, not two.
+# test_browser_a11y.py renders it (test_page_renders_offline_and_is_accessible): one visit per page, not two.
 PAGES = ["lesson?step=2", "lesson?present=1&step=6"]
 
 
@@ -60,7 +60,8 @@ def test_lesson_attention_link_opens_the_same_layer_and_head(page):  # noqa: F81
         page.wait_for_function("""([one, all]) => { const ts = Array.from(
             document.querySelectorAll('.js-plotly-plot .gtitle'), t => t.textContent);
             return ts.includes(one) && ts.some(t => t.startsWith(all)); }""",
-                               arg=[f"Layer {layer}, head {head}", f"Layer {layer}: all"], timeout=120_000)
+                               arg=[f"Layer {layer}, head {head}", f"Layer {layer}: all"], timeout=120_000,
+                               polling=POLL_MS)
     except PlaywrightTimeout:
         pass  # the assertions below say what was drawn instead
     assert page.locator("h2").first.inner_text().startswith("Attention")

@@ -11,13 +11,13 @@ from support.appserver import CHROMIUM, CHROMIUM_ARGS
 from support.paths import OUT
 from support.wait import until
 
-# The pages test_browser.py and test_offline_server.py open, the Lesson (at the root) first.
-PAGES = ["lesson", "tokenization", "embeddings", "masking", "attention", "predictions", "anatomy", "training",
-         "finetuning"]
-
-__all__ = ["PAGES", "CHROMIUM", "CHROMIUM_ARGS", "OUT", "DONE", "SLOW", "PageWatch", "offline",
+__all__ = ["CHROMIUM", "CHROMIUM_ARGS", "OUT", "DONE", "SLOW", "POLL_MS", "PageWatch", "offline",
            "assert_nothing_injected", "settle", "main_scrolls", "after_rerun", "press", "main_text", "wait_for_text",
            "open_slow", "launch"]
+
+# How often a wait on the page's state polls it, ms: Playwright's default polls on every animation frame, which keeps
+# chromium drawing frames for as long as the wait lasts; a wait ending a poll late costs nothing.
+POLL_MS = 100
 
 
 def launch():
@@ -91,7 +91,7 @@ class PageWatch:
         p = self.page
         deadline = time.time() + timeout
         while time.time() < deadline:
-            p.wait_for_function(IDLE_JS, timeout=max(1.0, deadline - time.time()) * 1000)
+            p.wait_for_function(IDLE_JS, timeout=max(1.0, deadline - time.time()) * 1000, polling=POLL_MS)
             p.wait_for_selector('[data-testid="stSidebar"]', timeout=max(1.0, deadline - time.time()) * 1000)
             time.sleep(0.5)
             if p.evaluate(IDLE_JS) and p.locator('[data-testid="stStatusWidget"]').count() == 0:
@@ -141,7 +141,7 @@ def settle(pg, timeout: float = 120) -> None:
     rerun right after a run)."""
     deadline = time.time() + timeout
     while time.time() < deadline:
-        pg.wait_for_function(IDLE_JS, timeout=max(1.0, deadline - time.time()) * 1000)
+        pg.wait_for_function(IDLE_JS, timeout=max(1.0, deadline - time.time()) * 1000, polling=POLL_MS)
         time.sleep(0.5)
         if pg.evaluate(IDLE_JS):
             return
