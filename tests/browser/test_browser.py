@@ -1,7 +1,9 @@
-"""The real app in a real browser: `streamlit run` on loopback, Debian's chromium via Playwright.
+"""The real app in a real browser: `streamlit run` on loopback, Debian's chromium via Playwright: a CSV download,
+a shared link, hostile text and uploads, live training and fine-tuning.
 
-Every request that does not go to our own server is aborted, so these tests also prove the app
-renders with no network at all (bertviz included). Screenshots land in tests/output/.
+Every request that does not go to our own server is aborted, so these tests also prove the app works with no network
+at all. Every page's render with no network (bertviz included), its colour contrast and README's pictures of the
+pages: test_browser_a11y.py, one visit per page. Screenshots land in tests/output/.
 """
 
 from __future__ import annotations
@@ -10,12 +12,10 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from support.browser import OUT, PAGES, assert_nothing_injected
-from support.page_checks import contrast_failures, drawn
+from support.browser import OUT, assert_nothing_injected
 from support.wait import until
 
 pytestmark = pytest.mark.browser
-
 
 
 def test_table_downloads_its_csv(watch):
@@ -32,49 +32,21 @@ def test_table_downloads_its_csv(watch):
     watch.assert_clean()
 
 
-# Every page of the app by url_path (the Lesson at the root): PAGES and the rest.
-EVERY_PAGE = PAGES + ["layers", "inside-layer", "compare", "bert-vs-gpt", "tagging", "question-answering",
-                      "similarity"]
+PAYLOAD = '<script>alert("x")</script><img src=x onerror=alert(1)><b id="inj">bold</b>'
 
 
-@pytest.mark.parametrize("name", EVERY_PAGE)
-def test_every_page_renders_offline(watch, name):
-    """Each page renders with no error and no request off this machine, and passes WCAG AA colour contrast
-    (axe-core's color-contrast rule, once its charts have drawn; the Lesson's presenter mode:
-    test_browser_contrast.py)."""
-    page = watch.open("/" if name == PAGES[0] else f"/{name}")  # the default page (the Lesson) lives at the root
+def assert_payload_inert(watch, page) -> None:
+    """No error and no dialog, and nothing the payload's HTML would make, in the page or any of its frames."""
     watch.assert_clean()
-    assert page.locator("h1, h2, h3").count() > 0
-    if name in ("tokenization", "embeddings", "masking", "attention", "predictions"):
-        page.wait_for_selector(".js-plotly-plot .main-svg, [data-testid='stDataFrame']", timeout=60_000)
-    if name in ("embeddings", "attention", "predictions", "masking"):
-        page.wait_for_selector(".js-plotly-plot .main-svg", timeout=60_000)
-        assert page.locator(".js-plotly-plot").count() >= 1
-    drawn(page)  # charts draw after the script (axe is not injected into iframes: it checks the page itself)
-    page.screenshot(path=str(OUT / f"page_{name}.png"), full_page=True)
-    bad = contrast_failures(page)
-    assert not bad, "\n".join(bad)
-    watch.assert_clean()
-
-
-def test_bertviz_views_draw_svg_with_no_network(watch):
-    page = watch.open("/attention")
-    frames = page.locator("iframe")
-    page.wait_for_function("document.querySelectorAll('iframe').length >= 2", timeout=60_000)
-    drawn = 0
-    for i in range(frames.count()):
-        fl = page.frame_locator("iframe").nth(i)
-        try:
-            fl.locator("svg").first.wait_for(timeout=30_000)
-        except Exception:
-            continue
-        drawn += int(fl.locator("svg line, svg rect, svg path").count() > 0)
-    assert drawn >= 2, f"bertviz frames with drawn SVG: {drawn}"
-    watch.assert_clean()
+    for f in page.frames:
+        assert f.locator("#inj").count() == 0 and f.locator("img[src='x']").count() == 0, f.url
 
 
 def test_shared_url_reproduces_the_view(watch):
-    text = "The dog [MASK] over the fence."
+    """A link's text, layer, head and seed reopen Attention on that view, and stay in the address. The link's text is
+    the payload (HTML and a script) before a sentence: the text box holds it literally, and it runs nowhere, in the
+    page or in bertviz's frames, which draw its tokens (the other pages showing it: the test below)."""
+    text = PAYLOAD + " The dog [MASK] over the fence."
     q = urllib.parse.urlencode({"text": text, "layer": "1", "head": "2", "seed": "7"})
     page = watch.open(f"/attention?{q}")
     watch.assert_clean()
@@ -85,21 +57,18 @@ def test_shared_url_reproduces_the_view(watch):
     # The view's settings stayed in the URL, so copying the address reopens this view.
     current = urllib.parse.parse_qs(urllib.parse.urlparse(page.url).query)
     assert current.get("layer") == ["1"] and current.get("head") == ["2"] and current.get("seed") == ["7"]
+    assert_payload_inert(watch, page)
 
 
 def test_script_in_text_and_url_runs_nowhere(watch):
-    payload = '<script>alert("x")</script><img src=x onerror=alert(1)><b id="inj">bold</b>'
-    page = watch.open("/?" + urllib.parse.urlencode({"text": payload + " [MASK]"}))
-    watch.assert_clean()
-    assert page.locator("#inj").count() == 0
-    assert page.locator("img[src='x']").count() == 0
-    for name in ("attention", "predictions", "masking", "embeddings"):
-        page.goto(f"{watch.base}/{name}?" + urllib.parse.urlencode({"text": payload + " [MASK]"}))
+    """The payload in the link's text runs nowhere on the Lesson (the root) and the other pages that show the text
+    (Attention, with its frames: test_shared_url_reproduces_the_view)."""
+    page = watch.open("/?" + urllib.parse.urlencode({"text": PAYLOAD + " [MASK]"}))
+    assert_payload_inert(watch, page)
+    for name in ("predictions", "masking", "embeddings"):
+        page.goto(f"{watch.base}/{name}?" + urllib.parse.urlencode({"text": PAYLOAD + " [MASK]"}))
         watch.settle()
-        watch.assert_clean()
-        assert page.locator("#inj").count() == 0
-        for f in page.frames:
-            assert f.locator("#inj").count() == 0 and f.locator("img[src='x']").count() == 0
+        assert_payload_inert(watch, page)
     assert not watch.dialogs
 
 
