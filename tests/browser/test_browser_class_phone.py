@@ -17,7 +17,6 @@ import time
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from support.appserver import ROOT
 from support.browser import settle
 from support.class_pages import PHONE, REMOVED, explained, header_is, phone, tab
 from support.class_pages import start_class as _start_class
@@ -25,7 +24,6 @@ from support.flood import STUDENT_ADDRESS, Attack
 
 pytestmark = pytest.mark.browser
 
-OUT = ROOT / "tests" / "output"
 
 
 
@@ -55,6 +53,15 @@ FITS = """() => {
 }"""
 
 
+@pytest.fixture
+def browser(browser):
+    """The file's chromium, each test's contexts closed after it: no class's page is left drawing its timers (and
+    the server answering them) through the next test."""
+    yield browser
+    for ctx in browser.contexts:
+        ctx.close()
+
+
 def vote_targets(pg):
     return pg.locator('[data-testid="stRadio"] [role="radiogroup"] label')
 
@@ -77,7 +84,6 @@ def _phone_walk(server, browser, pages: dict) -> None:
     for box in (ph.get_by_role("textbox", name="Nickname (optional)"), ph.get_by_role("button", name="Join the class")):
         expect(box).to_be_in_viewport(ratio=1.0, timeout=30_000)
     assert ph.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop") == 0
-    ph.screenshot(path=str(OUT / "class_phone_join.png"))
     ph.get_by_role("textbox", name="Nickname (optional)").fill("Ada")
     ph.get_by_role("button", name="Join the class").tap()
     ph.wait_for_url(re.compile(r"me="))
@@ -115,12 +121,9 @@ def _phone_walk(server, browser, pages: dict) -> None:
                                ".map(m => getComputedStyle(m).display)")
             assert set(bars) == {"none"}, bars
             assert ph.locator('[data-testid="stException"]').count() == 0  # a follower's chart (shared drawing)
-        if step == 9:
-            ph.screenshot(path=str(OUT / "class_phone_step9.png"))
         ph.evaluate("() => { const m = document.querySelector('[data-testid=\"stMain\"]'); m.scrollTop = "
                     "m.scrollHeight; }")  # the student scrolls down (to vote, or to read on)
         assert ph.evaluate("() => document.querySelector('[data-testid=\"stMain\"]').scrollTop") > 0
-    ph.screenshot(path=str(OUT / "class_phone_last_step.png"))
 
     # The teacher removes the seat: the phone says so within 5 s, without the student doing anything.
     pick = teacher.locator(".st-key-class_remove_pick input")
@@ -217,34 +220,76 @@ def test_a_real_student_joins_and_votes_during_a_flood_of_joins_starts_and_votes
               f"({attack.flips_refused} refused, {flips_then} before the vote); student joined in {took:.1f} s")
 
 
+# A line broken between two letters or digits of one word, outside a code span: each text node's characters, by the
+# top of their boxes (a code span, an identifier such as BERT_EXPLORER_PUBLIC_URL, may break anywhere).
+MID_WORD = """(root) => {
+  const cut = [];
+  const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const word = /[\\p{L}\\p{N}]/u;
+  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+    if (n.parentElement.closest('code')) continue;
+    const t = n.textContent, r = document.createRange();
+    let top = null;
+    for (let i = 0; i < t.length; i++) {
+      r.setStart(n, i); r.setEnd(n, i + 1);
+      const box = r.getClientRects()[0];
+      if (!box) { top = null; continue; }
+      if (top !== null && box.top > top + 2 && word.test(t[i - 1]) && word.test(t[i]))
+        cut.push(t.slice(Math.max(0, i - 12), i) + '|' + t.slice(i, i + 12));
+      top = box.top;
+    }
+  }
+  return cut;
+}"""
+
+
 # ------------------------------------------------------------------ the teacher's start, on a laptop and a phone
-@pytest.mark.parametrize("size", [(1280, 800), PHONE], ids=["laptop", "phone"])
-def test_after_start_a_class_the_class_card_is_in_view(server, browser, size):
+def _start_scrolled_to_the_button(pg, server: str, size) -> None:
     """The teacher scrolls down just far enough to see "Start a class" (its button at the bottom of the screen) and
     presses it: the class's heading, its code and its QR code are then on the screen, not below it."""
     from playwright.sync_api import expect
 
-    pg = tab(browser, server, size, **({"is_mobile": True, "has_touch": True} if size == PHONE else {}))
-    pages = {"teacher": pg}
-    with explained(pages):
-        pg.goto(f"{server}/lesson", wait_until="domcontentloaded")
-        settle(pg)
-        start = pg.locator(".st-key-lesson_side").get_by_role("button", name="Start a class").filter(visible=True)
-        start.wait_for()  # (a phone's page also holds a hidden one)
-        # the button's bottom 8 px above the screen's: as far as a teacher scrolls to reach it
-        pg.evaluate("""() => { const m = document.querySelector('[data-testid="stMain"]');
-          const b = [...document.querySelectorAll('.st-key-lesson_side button')]
-            .find(e => e.innerText.includes('Start a class') && e.offsetWidth > 0);
-          m.scrollTop += b.getBoundingClientRect().bottom - innerHeight + 8; }""")
-        expect(start).to_be_in_viewport(ratio=1.0)
-        start.tap() if size == PHONE else start.click()
-        pg.wait_for_url(re.compile(r"class=[A-Z0-9]{6}"))
+    pg.goto(f"{server}/lesson", wait_until="domcontentloaded")
+    settle(pg)
+    start = pg.locator(".st-key-lesson_side").get_by_role("button", name="Start a class").filter(visible=True)
+    start.wait_for()  # (a phone's page also holds a hidden one)
+    # the button's bottom 8 px above the screen's: as far as a teacher scrolls to reach it
+    pg.evaluate("""() => { const m = document.querySelector('[data-testid="stMain"]');
+      const b = [...document.querySelectorAll('.st-key-lesson_side button')]
+        .find(e => e.innerText.includes('Start a class') && e.offsetWidth > 0);
+      m.scrollTop += b.getBoundingClientRect().bottom - innerHeight + 8; }""")
+    expect(start).to_be_in_viewport(ratio=1.0)
+    start.tap() if size == PHONE else start.click()
+    pg.wait_for_url(re.compile(r"class=[A-Z0-9]{6}"))
+    settle(pg)
+    side = pg.locator(".st-key-lesson_side")
+    for part in (side.get_by_role("heading", name="A live class"), side.get_by_text(re.compile(r"^Code: ")),
+                 side.get_by_role("img", name=re.compile("^QR code for the join link"))):
+        expect(part).to_be_in_viewport(ratio=1.0, timeout=10_000)
+
+
+def test_after_start_a_class_on_a_phone_the_class_card_is_in_view(server, browser):
+    """_start_scrolled_to_the_button on a touch phone."""
+    pg = tab(browser, server, PHONE, is_mobile=True, has_touch=True)
+    with explained({"teacher": pg}):
+        _start_scrolled_to_the_button(pg, server, PHONE)
+
+
+def test_after_start_a_class_on_a_laptop_the_card_is_in_view_and_the_panel_never_wraps_mid_word(server, browser):
+    """_start_scrolled_to_the_button at 1280x800; then the class panel with Seats open (a column of ~170 px): its
+    join link and its notes (the one on this machine's address names --server.address and
+    BERT_EXPLORER_PUBLIC_URL) wrap between words or after a link's / . : ? = &, never inside a word; a long
+    identifier breaks only inside its code span. (One page: the class just started is the panel measured.)"""
+    pg = tab(browser, server, (1280, 800))
+    with explained({"teacher": pg}):
+        _start_scrolled_to_the_button(pg, server, (1280, 800))
+        pg.locator('details:has(summary:has-text("Seats")) summary').click()
         settle(pg)
         side = pg.locator(".st-key-lesson_side")
-        for part in (side.get_by_role("heading", name="A live class"), side.get_by_text(re.compile(r"^Code: ")),
-                     side.get_by_role("img", name=re.compile("^QR code for the join link"))):
-            expect(part).to_be_in_viewport(ratio=1.0, timeout=10_000)
-        pg.context.close()
+        parts = side.locator('[data-testid="stAlertContainer"], .bx-side-link, [data-testid="stImageCaption"]')
+        assert parts.count() >= 2, parts.count()  # the link and the note on this machine's address
+        cut = [c for i in range(parts.count()) for c in parts.nth(i).evaluate(MID_WORD)]
+        assert cut == [], cut
 
 
 def test_a_phones_join_box_and_leave_are_finger_sized_and_the_nickname_is_kept(server, browser):
@@ -282,45 +327,3 @@ def test_a_phones_join_box_and_leave_are_finger_sized_and_the_nickname_is_kept(s
         nick = ph.get_by_role("textbox", name="Nickname (optional)")
         tall(nick, ph.get_by_role("button", name="Join the class"))
         assert nick.input_value() == "Ada"
-        ph.context.close()
-        teacher.context.close()
-
-
-# A line broken between two letters or digits of one word, outside a code span: each text node's characters, by the
-# top of their boxes (a code span, an identifier such as BERT_EXPLORER_PUBLIC_URL, may break anywhere).
-MID_WORD = """(root) => {
-  const cut = [];
-  const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-  const word = /[\\p{L}\\p{N}]/u;
-  for (let n = walk.nextNode(); n; n = walk.nextNode()) {
-    if (n.parentElement.closest('code')) continue;
-    const t = n.textContent, r = document.createRange();
-    let top = null;
-    for (let i = 0; i < t.length; i++) {
-      r.setStart(n, i); r.setEnd(n, i + 1);
-      const box = r.getClientRects()[0];
-      if (!box) { top = null; continue; }
-      if (top !== null && box.top > top + 2 && word.test(t[i - 1]) && word.test(t[i]))
-        cut.push(t.slice(Math.max(0, i - 12), i) + '|' + t.slice(i, i + 12));
-      top = box.top;
-    }
-  }
-  return cut;
-}"""
-
-
-def test_the_class_panels_link_and_notes_never_wrap_mid_word(server, browser):
-    """The teacher's class panel at 1280x800 with Seats open (a column of ~170 px): its join link and its notes (the
-    one on this machine's address names --server.address and BERT_EXPLORER_PUBLIC_URL) wrap between words or after
-    a link's / . : ? = &, never inside a word; a long identifier breaks only inside its code span."""
-    pg = tab(browser, server, (1280, 800))
-    with explained({"teacher": pg}):
-        _start_class(pg, server)
-        pg.locator('details:has(summary:has-text("Seats")) summary').click()
-        settle(pg)
-        side = pg.locator(".st-key-lesson_side")
-        parts = side.locator('[data-testid="stAlertContainer"], .bx-side-link, [data-testid="stImageCaption"]')
-        assert parts.count() >= 2, parts.count()  # the link and the note on this machine's address
-        cut = [c for i in range(parts.count()) for c in parts.nth(i).evaluate(MID_WORD)]
-        assert cut == [], cut
-        pg.context.close()

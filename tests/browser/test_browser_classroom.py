@@ -11,8 +11,8 @@ import re
 import urllib.parse
 
 import pytest
-from support.browser import OUT, launch, settle
-from support.class_pages import explained, header_is, joined_by_link, split_chart, tab
+from support.browser import settle
+from support.class_pages import ScriptedStudent, explained, header_is, joined_by_link, split_chart, tab
 from support.class_pages import seat_of as _me
 from support.class_pages import start_class as _start_class
 from support.page_checks import drawn
@@ -27,10 +27,12 @@ pytestmark = pytest.mark.browser
 
 
 @pytest.fixture
-def browser():
-    """A chromium of its own per test (a class's tabs share nothing with the test before)."""
-    with launch() as b:
-        yield b
+def browser(browser):
+    """The file's chromium, each test's contexts closed after it: a class's tabs share nothing with the test before,
+    and none is left drawing its class's timers through the next test."""
+    yield browser
+    for ctx in browser.contexts:
+        ctx.close()
 
 
 def test_a_teacher_and_three_students(server, browser):
@@ -74,7 +76,7 @@ def _teacher_and_three_students(server, browser, pages: dict) -> None:
         students.append(pg)
     teacher.bring_to_front()
     teacher.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
-                              ".some(e => e.innerText.trim() === '3')", timeout=120_000)
+                              ".some(e => e.innerText.trim() === '3')", timeout=120_000, polling=100)
 
     # The teacher goes to step 2 and presents: every student follows.
     teacher.get_by_role("button", name="Next →").click()
@@ -104,7 +106,6 @@ def _teacher_and_three_students(server, browser, pages: dict) -> None:
         return sorted(int(b) for b in split_chart(teacher).locator(".bars text").all_text_contents() if b.strip())
 
     until(lambda: counts() == [1, 2], 120, "the split's bars to read 1 and 2")
-    teacher.screenshot(path=str(OUT / "class_projector_split.png"))
     for pg in students:  # no split and no answer on the students' devices before the reveal
         assert split_chart(pg).count() == 0 and "model's answer is" not in pg.inner_text("body")
     teacher.keyboard.press(" ")  # space reveals, as in presenter mode without a class
@@ -118,7 +119,6 @@ def _teacher_and_three_students(server, browser, pages: dict) -> None:
         split_chart(pg).wait_for(timeout=120_000)  # the split beside the answer
         assert pg.locator('[data-testid="stException"]').count() == 0
         assert not pg.errors, pg.errors
-    students[2].screenshot(path=str(OUT / "class_student_reveal.png"))
     assert teacher.locator('[data-testid="stException"]').count() == 0 and not teacher.errors
 
 
@@ -138,9 +138,10 @@ def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
     settle(s)
     s.locator('[data-testid="stRadio"] [role="radiogroup"] label').nth(1).click()
     s.wait_for_selector("text=Your vote:", timeout=120_000)
-    s.wait_for_function("() => document.cookie.includes('bx_seat=')", timeout=120_000)  # the seat token, kept
+    # the seat token, kept
+    s.wait_for_function("() => document.cookie.includes('bx_seat=')", timeout=120_000, polling=100)
     s.get_by_role("button", name="Leave the class").click()
-    s.wait_for_function("() => !location.search.includes('me=')", timeout=120_000)
+    s.wait_for_function("() => !location.search.includes('me=')", timeout=120_000, polling=100)
     settle(s)
     s.get_by_role("textbox", name="Class code").fill(code)
     s.get_by_role("textbox", name="Class code").press("Enter")
@@ -161,7 +162,7 @@ def test_leave_join_reload_and_a_second_tab_keep_one_seat(server, browser):
     teacher.bring_to_front()
     teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=120_000)
     teacher.wait_for_function("() => [...document.querySelectorAll('[data-testid=\"stMetricValue\"]')]"
-                              ".some(e => e.innerText.trim() === '1')", timeout=120_000)
+                              ".some(e => e.innerText.trim() === '1')", timeout=120_000, polling=100)
     assert teacher.get_by_text("1 seat in the class.").count() == 1
     for pg in (teacher, s, second):
         assert pg.locator('[data-testid="stException"]').count() == 0 and not getattr(pg, "errors", [])
@@ -201,17 +202,16 @@ def test_a_new_sentence_after_the_reveal_opens_a_new_vote(server, browser):
     s.wait_for_selector("text=Your vote:", timeout=120_000)
     teacher.bring_to_front()
     teacher.wait_for_selector("text=1 of 1 students have answered.", timeout=120_000)
-    s.screenshot(path=str(OUT / "class_new_sentence_student.png"))
     for width in (900, 1024, 1280):  # the side column's labels (Follow the teacher, Leave the class) whole
         s.set_viewport_size({"width": width, "height": 900})
-        s.wait_for_function(f"() => window.innerWidth === {width}")
+        s.wait_for_function(f"() => window.innerWidth === {width}", polling=100)
         drawn(s)  # laid out again at the new width, and kept still
         assert not cut_labels(s), (width, cut_labels(s))
     assert not cut_labels(teacher), cut_labels(teacher)
     for pg in (teacher, s):
         assert pg.locator('[data-testid="stException"]').count() == 0 and not pg.errors, pg.errors
     teacher.get_by_role("button", name="End the class").click()  # the shared server as it was found
-    teacher.wait_for_function("() => !location.search.includes('class=')", timeout=120_000)
+    teacher.wait_for_function("() => !location.search.includes('class=')", timeout=120_000, polling=100)
 
 
 def cut_labels(pg) -> list[str]:
@@ -264,7 +264,13 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
     step: on steps 1-13, with the class's split shown before the reveal and after it, the QR code and the code are
     on screen beside the step, clear of the model corner, and the slide is readable (slide_problems: every text
     >= 18 px, the card's included; no chart text cut; nothing scrolled sideways; the slide within 720 px). Opened
-    as 127.0.0.1, the card says students cannot reach that address and links to this machine's network address."""
+    as 127.0.0.1, the card says students cannot reach that address and links to this machine's network address.
+
+    Every step, both states: the card is fixed and the column beside it 185 px narrower than the readable walk's
+    (test_browser_lesson_readable.py), so each step's own charts, formula and answer box meet that width here only;
+    before the reveal the slide has the step's own "Reveal <what>" button row, after it the answer box instead. The
+    student is scripted (Streamlit's websocket): the checks are the projector's, and a chromium student would only
+    vote, drawing every step's charts to do so."""
 
     from ui.lesson.live_class.join import lan_address
 
@@ -275,42 +281,38 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
     assert f"Join: code {code}" in text and "Only this computer can reach 127.0.0.1" in text, text
     if lan:
         assert f"http://{lan}:" in text and "http://127.0.0.1" not in text, text
-    s = tab(browser, server, (900, 900))
-    s.goto(f"{server}/lesson?class={code}", wait_until="domcontentloaded")
-    settle(s)
-    s.get_by_role("button", name="Join the class").click()
-    _me(s)
+    s = ScriptedStudent(server, code)
     problems = []
-    for k in range(1, 14):
-        header_is(t, k)
-        header_is(s, k)
-        settle(s)  # the heading comes first in the step's run, the vote box after it: a click before hits the old one
-        # Every step has a question: the student votes (the split has a bar), the teacher shows the split.
-        s.locator('[data-testid="stRadio"] [role="radiogroup"] label').first.click()
-        s.wait_for_selector("text=Your vote:", timeout=120_000)
-        t.wait_for_selector(".st-key-class_card >> text=Answered: 1 of 1", timeout=120_000)
-        t.get_by_role("button", name="Show the class's split").click()
-        split_chart(t).wait_for(timeout=120_000)
-        settle(t)
-        t.mouse.move(640, 5)  # no tooltip of the button just clicked over the slide
-        # The charts were drawn while settle() waited: 0.5 s more, not the readable walk's 1.5 s (13 steps, twice).
-        problems += slide_problems(t, f"step {k}, split shown", 500) + _card_problems(t, code, f"step {k}, split")
-        t.locator(".st-key-lesson_reveal button").first.click()
-        t.wait_for_selector('[data-testid="stAlert"]', timeout=180_000)
-        settle(t)
-        split_chart(t).wait_for(timeout=120_000)
-        t.mouse.move(640, 5)
-        problems += slide_problems(t, f"step {k}, revealed", 500) + _card_problems(t, code, f"step {k}, revealed")
-        if k in (1, 2, 3, 12, 13):  # the longest titles and the steps cut before (a screenshot costs a second)
-            t.screenshot(path=str(OUT / f"class_card_step{k}.png"))
-        if k < 13:
-            t.locator(".st-key-lesson_next button").click()
-            settle(t)
+    try:
+        with explained({"teacher": t}):
+            for k in range(1, 14):
+                header_is(t, k)  # its run over (start_class and Next settle): the class has the step's question
+                # Every step has a question: the student votes (the split has a bar), the teacher shows the split.
+                s.vote(k)
+                t.wait_for_selector(".st-key-class_card >> text=Answered: 1 of 1", timeout=120_000)
+                t.get_by_role("button", name="Show the class's split").click()
+                split_chart(t).wait_for(timeout=120_000)
+                settle(t)
+                t.mouse.move(640, 5)  # no tooltip of the button just clicked over the slide
+                # The charts were drawn while settle() waited: 0.5 s more, not the readable walk's 1.5 s.
+                problems += slide_problems(t, f"step {k}, split shown", 500) + _card_problems(t, code,
+                                                                                            f"step {k}, split")
+                t.locator(".st-key-lesson_reveal button").first.click()
+                t.wait_for_selector('[data-testid="stAlert"]', timeout=180_000)
+                settle(t)
+                split_chart(t).wait_for(timeout=120_000)
+                t.mouse.move(640, 5)
+                problems += slide_problems(t, f"step {k}, revealed", 500) + _card_problems(t, code,
+                                                                                         f"step {k}, revealed")
+                if k < 13:
+                    t.locator(".st-key-lesson_next button").click()
+                    settle(t)
+    finally:
+        s.close()
     assert not problems, "\n".join(problems)
-    for pg in (t, s):
-        assert pg.locator('[data-testid="stException"]').count() == 0 and not pg.errors, pg.errors
+    assert t.locator('[data-testid="stException"]').count() == 0 and not t.errors, t.errors
     # The shared server as it was found: the class ended (out of presenter mode, where its End button is).
     t.get_by_role("button", name="Exit presenter mode").click()
     settle(t)
     t.get_by_role("button", name="End the class").click()
-    t.wait_for_function("() => !location.search.includes('class=')", timeout=120_000)
+    t.wait_for_function("() => !location.search.includes('class=')", timeout=120_000, polling=100)

@@ -43,8 +43,9 @@ def split_chart(pg):
 
 
 def header_is(pg, step: int, timeout: float = 120_000) -> None:
+    # Polled every 100 ms, not on every animation frame: a frame-by-frame wait keeps chromium drawing all along.
     pg.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {step} of')",
-                         timeout=timeout)
+                         timeout=timeout, polling=100)
 
 
 @contextlib.contextmanager
@@ -100,3 +101,55 @@ def seat_of(pg) -> str:
     pg.wait_for_url(re.compile(r"[?&]me="))
     settle(pg)
     return urllib.parse.parse_qs(urllib.parse.urlparse(pg.url).query)["me"][0]
+
+
+class ScriptedStudent:
+    """A student without a browser: Streamlit's websocket (support/wsclient.py, as benchmarks/load.py's clients talk)
+    in an event loop of its own thread. For a test whose checks are on the teacher's screen, where a chromium tab
+    would only vote, at the cost of drawing every step's charts."""
+
+    def __init__(self, server: str, code: str, nick: str = "scripted", address: str = "198.51.100.30"):
+        import asyncio
+        import threading
+
+        from support.flood import join
+        from support.wsclient import problems_of
+
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.client, run = self._do(join(server, code, address, nick))
+        assert "me=" in self.client.page_query and not problems_of(run), (self.client.page_query, problems_of(run))
+
+    def _do(self, coro, timeout: float = 300):
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def vote(self, step: int, choice: int = 0) -> str:
+        """Rerun the page as a following student's (the class's step `step` drawn, its vote box there) and vote for
+        choice `choice`; returns the choice voted for. Fails on a run with an exception, on another step's page, or
+        on a vote not said."""
+        from support.flood import said
+        from support.wsclient import problems_of
+
+        c = self.client
+
+        async def go() -> str:
+            run = await c.rerun(query=c.page_query)  # as a browser's rerun: its address (class, seat) with it
+            assert not problems_of(run), problems_of(run)
+            heads = [h.body for h in run.of("heading")]
+            assert any(h.startswith(f"Step {step} of") for h in heads), (step, heads)
+            radio = next(e for e in run.of("radio") if "class_vote_" in e.id)
+            key = radio.id.split("-", 2)[-1]
+            voted = await c.rerun(query=c.page_query, widgets={key: radio.options[choice]},
+                                  fragment=c.widget_fragments.get(key) or None, auto=False)
+            assert not problems_of(voted) and "Your vote:" in said(voted), (problems_of(voted), said(voted)[:500])
+            return radio.options[choice]
+
+        return self._do(go())
+
+    def close(self) -> None:
+        self._do(self.client.close(), 60)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
