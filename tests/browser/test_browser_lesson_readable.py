@@ -75,12 +75,7 @@ def keep_picture(pg, model_name: str, sentence: str, i: int, failed: bool) -> No
         pg.screenshot(path=str(OUT / f"lesson_readable_{model_name}_{sentence}_{i}.png"))
 
 
-# (model, sentence) walks. bert-base on the "Try this" sentences adds no path of its own: the model changes the
-# axes that count layers (steps 2 and 8: 13 points, not 7), the table of step 10, the model line and step 6's
-# refusal, and those are the same on both sentences; the sentence changes the axes that count tokens (the same
-# WordPiece vocabulary on both models), the chips and the marks of step 13, measured on MiniLM, whose model line
-# is the longer one (step 7's Try slide is the tallest). The guesses of random weights differ with the sentence,
-# but drawn by the same code.
+# (model, sentence): the walks, and why not a fourth, in the test's docstring.
 WALKS = [("minilm", "own"), ("minilm", "try"), ("bert-base", "own")]
 
 
@@ -89,7 +84,14 @@ def test_every_presenter_step_is_readable_from_the_back_row(page, sentence, mode
     """One page walks every step with → from step 1 (the presenter's keyboard walk: → moves, space reveals the
     model's answer, ← goes back). The "Try this" walk opens one link carrying every step's Try sentence (t<k>,
     b<k>: what a teacher's shared link holds) and walks it the same way; step 10 has no Try sentence and is passed
-    by."""
+    by.
+
+    Three walks, not four: bert-base on the Try sentences adds no path of its own. The model changes the axes that
+    count layers (steps 2 and 8: 13 points, not 7), step 10's table, the model line and step 6's refusal, the same
+    on both sentences (the bert-base own walk); the sentence changes the axes that count tokens (the same WordPiece
+    vocabulary on both models), the chips and step 13's marks (the MiniLM Try walk, whose model line is the longer
+    one: step 7's Try slide is the tallest). Random weights guess other words on other sentences, drawn by the
+    same code."""
     problems = []
     chips_seen = hashes = 0
     extra = {}
