@@ -14,7 +14,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 from support.a11y import FOCUSED_JS, SMALL_TEXT, axe, ringed, structure
-from support.browser import settle
+from support.browser import press, settle
 from support.page_checks import drawn
 
 from ui.lesson import content as lesson
@@ -55,14 +55,19 @@ FOCUSED_HEADING = ("k => document.activeElement.tagName === 'H2' && "
                    "document.activeElement.textContent.startsWith(`Step ${k} of`)")
 REVEALED = "() => document.querySelector('.st-key-lesson_answer') !== null"
 ANSWER_FOCUSED = "() => document.activeElement.classList.contains('st-key-lesson_answer')"
+CLASS_HEADING_FOCUSED = "() => document.activeElement.textContent.trim() === 'A live class'"
+CHECKED = "k => document.querySelectorAll('[role=radiogroup] input')[k].checked"  # the k-th guess (0-based)
 
 
-def test_presenter_keyboard_walk(browser, server):
+def test_presenter_keyboard_walk_tree_and_structure(browser, server):
     """Presenter mode by keyboard alone: Tab reaches a guess (a real radio input, in the accessibility tree); 5 picks
     the fifth choice; Space on the focused guess does not reveal; Space with nothing focused reveals and focus lands
     on the answer; Enter on a focused Next moves one step without revealing, focus on the new heading; axe finds
-    nothing; a chart has its Data expander."""
+    nothing; a chart has its Data expander. On the same page (the states those tests opened fresh before: step 1
+    as loaded, step 2 before and after its reveal): step 1's accessibility tree (assert_step_1_tree) and presenter
+    mode's structure (presenter_structure_problems)."""
     pg = open_page(browser, server, "/?step=1&present=1")
+    assert_step_1_tree(pg)
     radios = pg.locator(f'{MAIN} [role="radiogroup"] input[type="radio"]')
     assert radios.count() == 5
     pg.locator(".st-key-class_tools button").first.focus()  # before the reveal, Enter opens the popover
@@ -80,7 +85,7 @@ def test_presenter_keyboard_walk(browser, server):
     assert pg.evaluate("() => document.activeElement.type === 'radio'"), active(pg)
     assert ringed(pg.evaluate(FOCUSED_JS)), pg.evaluate(FOCUSED_JS)  # the guess shows the theme's focus ring
     pg.keyboard.press("5")
-    pg.wait_for_function("() => document.querySelectorAll('[role=radiogroup] input')[4].checked", timeout=60_000)
+    pg.wait_for_function(CHECKED, arg=4, timeout=60_000, polling=100)
     idle(pg)
     pg.keyboard.press("Space")  # on the focused guess: the guess's key, not the reveal
     idle(pg)
@@ -88,7 +93,7 @@ def test_presenter_keyboard_walk(browser, server):
     assert pg.get_by_role("button", name=re.compile("^Reveal")).count() == 1
     pg.evaluate("() => document.activeElement.blur()")
     pg.keyboard.press("Space")  # nothing focused: the reveal
-    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000, polling=100)
     assert pg.locator(".st-key-lesson_answer").inner_text().startswith(("Right", "Not this time"))
     nxt = pg.locator(".st-key-lesson_next button")
     for _ in range(40):  # Tab on to Next
@@ -97,22 +102,25 @@ def test_presenter_keyboard_walk(browser, server):
             break
     expect(nxt).to_be_focused()
     pg.keyboard.press("Enter")
-    pg.wait_for_function(FOCUSED_HEADING, arg=2, timeout=60_000)
+    pg.wait_for_function(FOCUSED_HEADING, arg=2, timeout=60_000, polling=100)
     idle(pg)
     assert not pg.evaluate(REVEALED), "Enter on Next revealed step 2"
+    structure_problems = presenter_structure_problems(pg, revealed=False)
     nxt.focus()
     pg.keyboard.press("Enter")  # step 2 unrevealed: Enter presses Next, step 3
-    pg.wait_for_function(FOCUSED_HEADING, arg=3, timeout=60_000)
+    pg.wait_for_function(FOCUSED_HEADING, arg=3, timeout=60_000, polling=100)
     idle(pg)
     assert not pg.evaluate(REVEALED), "Enter on Next revealed step 3"
     pg.keyboard.press("Space")  # focus on the heading, not a control: the reveal
-    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000, polling=100)
     pg.keyboard.press("ArrowLeft")
-    pg.wait_for_function(FOCUSED_HEADING, arg=2, timeout=60_000)
+    pg.wait_for_function(FOCUSED_HEADING, arg=2, timeout=60_000, polling=100)
     idle(pg)
     pg.keyboard.press("Space")
-    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000, polling=100)
     idle(pg)  # the view is drawn after the answer
+    structure_problems += presenter_structure_problems(pg, revealed=True)
+    assert not structure_problems, structure_problems
     drawn(pg, timeout=60)
     charts = pg.locator(f'{MAIN} [data-testid="stPlotlyChart"][role="figure"]')
     assert charts.count() >= 1 and all(charts.evaluate_all("cs => cs.map(c => !!c.getAttribute('aria-label'))"))
@@ -124,19 +132,14 @@ def test_presenter_keyboard_walk(browser, server):
     assert not pg.errors, pg.errors
 
 
-def test_presenter_structure(browser, server):
+def presenter_structure_problems(pg, revealed: bool) -> list[str]:
     """Presenter mode hides the sidebar and its h1: the page still has its title, one h1 a screen reader meets (its
-    own, visually hidden) and heading order, before and after the reveal."""
-    pg = open_page(browser, server, "/?step=2&present=1")
-    problems = structure(pg, "Lesson · BERT Explorer")
+    own, visually hidden) and heading order; the keyboard walk checks it on step 2, before and after the reveal.
+    Its problems, each said with the state it was seen in."""
     box = pg.locator(".st-key-lesson_h1").bounding_box()
     assert box is not None and box["height"] <= 1, box  # out of the slide's flow, clipped: it takes no room
-    pg.evaluate("() => document.activeElement.blur()")
-    pg.keyboard.press("Space")
-    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
-    idle(pg)
-    problems += ["revealed: " + p for p in structure(pg, "Lesson · BERT Explorer")]
-    assert not problems, problems
+    when = "revealed: " if revealed else "presenter structure: "
+    return [when + p for p in structure(pg, "Lesson · BERT Explorer")]
 
 
 def test_presenter_class_card_is_accessible(browser, server):
@@ -159,17 +162,16 @@ def test_presenter_class_card_is_accessible(browser, server):
     assert ("button", "st-key-class_tools") in seen, seen  # the popover's "Class and sentence"
     pg.evaluate("() => document.activeElement.blur()")
     pg.keyboard.press("Space")
-    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000, polling=100)
     idle(pg)
     drawn(pg, timeout=60)
     assert axe(pg) == []
     assert not pg.errors, pg.errors
 
 
-def test_step_accessibility_tree(browser, server):
+def assert_step_1_tree(pg) -> None:
     """Step 1 in presenter mode as a screen reader meets it: the step's heading, its guesses as one named radio
-    group of five radios, the Reveal and Next buttons."""
-    pg = open_page(browser, server, "/?step=1&present=1")
+    group of five radios, the Reveal and Next buttons (the keyboard walk's page, as loaded)."""
     expect(pg.locator(MAIN)).to_match_aria_snapshot(f"""
     - heading /^Step 1 of {N}:\\s.+/ [level=2]
     - radiogroup "Your guess":
@@ -201,40 +203,58 @@ STEP_BOX = """() => { const m = document.querySelector('[data-testid="stMainBloc
 
 
 @pytest.mark.parametrize("in_class", [False, True], ids=["alone", "class"])
-@pytest.mark.parametrize("size", [(640, 360), (320, 640)])
-def test_presenter_reflows(browser, server, size, in_class):
+def test_presenter_reflows(browser, server, in_class):
     """At 200% zoom of 1280 x 720 (640 x 360 CSS px) and 320 px wide, presenter mode's model corner, "Class and
     sentence" and a started class's join card join the page's flow: none covers the heading or another, none is
     off-screen, nothing scrolls sideways (a display formula wraps: no scroll region the keyboard cannot reach), the
     step keeps the page's width (no 185 px kept for a card that is no longer beside it), and axe finds nothing.
     Step 4's formula (the widest, 279 px in a 263 px column at 640 x 360 before it was written as two relations),
-    step 6's at 320 px alone."""
-    width, height = size
-    step = 6 if width == 320 and not in_class else 4
-    pg = open_page(browser, server, f"/?step={step}&present=1", width, height)
+    step 6's at 320 px alone. One page per case, its window narrowed from 640 to 320 px as a zoom does (no reload):
+    alone, step 4 at 640 x 360, then narrowed, → → and step 6 at 320 px; in a class, step 4 at both."""
+    pg = open_page(browser, server, "/?step=4&present=1", 640, 360)
     if in_class:
         pg.locator(".st-key-class_tools button").first.click()
         pg.get_by_role("button", name="Start a class").click()
         pg.locator(".st-key-class_card").wait_for(timeout=60_000)
         idle(pg)
-        pg.evaluate("() => document.activeElement.blur()")
+    reveal_by_space(pg)
+    assert_reflows(pg, 640, 360, in_class)
+    pg.set_viewport_size({"width": 320, "height": 640})
+    if in_class:
+        drawn(pg, timeout=60)
+    else:
+        for k in (5, 6):  # drawn at 320 px
+            press(pg, "ArrowRight")
+            assert heading(pg).startswith(f"Step {k} of {N}"), heading(pg)
+        reveal_by_space(pg)
+    assert_reflows(pg, 320, 640, in_class)
+
+
+def reveal_by_space(pg) -> None:
+    """Space with nothing focused reveals; focus on the answer, the view drawn after it."""
+    pg.evaluate("() => document.activeElement.blur()")
     pg.keyboard.press("Space")
-    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000, polling=100)
     idle(pg)  # the view is drawn after the answer
     drawn(pg, timeout=60)
+
+
+def assert_reflows(pg, width: int, height: int, in_class: bool) -> None:
+    """test_presenter_reflows' checks on the page as it is, `width` x `height` CSS px."""
+    at = f"{width} x {height}, {heading(pg)[:10]}"
     b = pg.evaluate(BOXES)
     parts = ["corner", "tools", "heading"] + (["card"] if in_class else [])
-    assert all(b[x] for x in parts), b
+    assert all(b[x] for x in parts), (at, b)
     for i, x in enumerate(parts):
         for y in parts[i + 1:]:
-            assert {x, y} == {"tools", "card"} or not overlap(b[x], b[y]), (x, y, b)  # the tools are in the card
-        assert b[x][0] >= 0 and b[x][2] <= width, (x, b)  # on screen, across
-    assert b["width"] <= width, b
+            assert {x, y} == {"tools", "card"} or not overlap(b[x], b[y]), (at, x, y, b)  # the tools are in the card
+        assert b[x][0] >= 0 and b[x][2] <= width, (at, x, b)  # on screen, across
+    assert b["width"] <= width, (at, b)
     box = pg.evaluate(STEP_BOX)
-    assert box["pad"] < 40 and box["heading"] >= width - 60, box
-    assert pg.locator(f"{MAIN} .katex-display").count() >= 1
-    assert pg.evaluate(SIDEWAYS_FORMULAS) == []
-    assert axe(pg) == []
+    assert box["pad"] < 40 and box["heading"] >= width - 60, (at, box)
+    assert pg.locator(f"{MAIN} .katex-display").count() >= 1, at
+    assert pg.evaluate(SIDEWAYS_FORMULAS) == [], at
+    assert axe(pg) == [], at
 
 
 # Display formulas that scroll sideways (wider content than their box): the TeX of each.
@@ -250,7 +270,7 @@ def test_phone_text_is_at_least_12px(browser, server):
     pg.keyboard.press("Space")
     idle(pg)
     pg.get_by_role("button", name=re.compile("^Reveal")).click()
-    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    pg.wait_for_function(ANSWER_FOCUSED, timeout=60_000, polling=100)
     idle(pg)  # the view is drawn after the answer
     drawn(pg, timeout=60)
     assert pg.locator(f'{MAIN} [data-testid="stPlotlyChart"]').count() >= 1
@@ -265,7 +285,7 @@ def test_class_is_accessible_and_speaks(browser, server):
     both pages."""
     t = open_page(browser, server, "/?step=4", 1400, 1000)
     t.get_by_role("button", name="Start a class").click()
-    t.wait_for_function("() => document.activeElement.textContent.trim() === 'A live class'", timeout=60_000)
+    t.wait_for_function(CLASS_HEADING_FOCUSED, timeout=60_000, polling=100)
     idle(t)
     code = re.search(r"Code: ([A-Z0-9]+)", t.inner_text(MAIN)).group(1)
     alts = t.locator(f"{MAIN} img").evaluate_all("is => is.map(i => i.alt)")
@@ -274,7 +294,7 @@ def test_class_is_accessible_and_speaks(browser, server):
 
     s = open_page(browser, server, f"/?class={code}", 390, 844)
     s.get_by_role("button", name="Join the class").click()
-    s.wait_for_function("() => document.activeElement.textContent.trim() === 'A live class'", timeout=60_000)
+    s.wait_for_function(CLASS_HEADING_FOCUSED, timeout=60_000, polling=100)
     idle(s)
     assert heading(s).startswith(f"Step 4 of {N}")
     assert axe(s) == []
@@ -283,7 +303,7 @@ def test_class_is_accessible_and_speaks(browser, server):
 
     t.get_by_role("button", name="Next →").click()
     expect(live).to_have_text(re.compile(rf"^Step 5 of {N}: .+, your teacher moved on\.$"), timeout=60_000)
-    s.wait_for_function(FOCUSED_HEADING, arg=5, timeout=60_000)
+    s.wait_for_function(FOCUSED_HEADING, arg=5, timeout=60_000, polling=100)
     idle(t)
     idle(s)
     s.locator(f'{MAIN} [role="radiogroup"] label').first.click()  # the vote, counted: said, not only written
@@ -293,8 +313,9 @@ def test_class_is_accessible_and_speaks(browser, server):
     idle(s)
     t.get_by_role("button", name=re.compile("^Reveal")).first.click()
     expect(live).to_have_text("Your teacher revealed the answer.", timeout=60_000)
-    s.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
-    t.wait_for_function(ANSWER_FOCUSED, timeout=60_000)  # the teacher's own reveal: focus on the answer, as alone
+    s.wait_for_function(ANSWER_FOCUSED, timeout=60_000, polling=100)
+    # The teacher's own reveal: focus on the answer, as alone.
+    t.wait_for_function(ANSWER_FOCUSED, timeout=60_000, polling=100)
     assert not t.errors and not s.errors, (t.errors, s.errors)
 
 
@@ -327,18 +348,18 @@ def test_lesson_by_keyboard_alone(browser, server):
         tab_to(pg, ENABLED_RADIO)
         pg.keyboard.press("Space")
         pg.wait_for_function("() => document.activeElement.type === 'radio' && document.activeElement.checked",
-                             timeout=60_000)
+                             timeout=60_000, polling=100)
         idle(pg)
         tab_to(pg, button_named("Reveal"))
         pg.keyboard.press("Enter")
-        pg.wait_for_function(ANSWER_FOCUSED, timeout=120_000)
+        pg.wait_for_function(ANSWER_FOCUSED, timeout=120_000, polling=100)
         idle(pg)
         assert pg.locator(".st-key-lesson_answer").inner_text().startswith(("Right", "Not this time")), k
         if k == N:
             break
         tab_to(pg, button_named("Next"))
         pg.keyboard.press("Enter")
-        pg.wait_for_function(FOCUSED_HEADING, arg=k + 1, timeout=120_000)
+        pg.wait_for_function(FOCUSED_HEADING, arg=k + 1, timeout=120_000, polling=100)
         idle(pg)
     assert not pg.errors, pg.errors
 
@@ -353,7 +374,7 @@ def test_class_by_keyboard_alone(browser, server):
     t.evaluate("() => document.activeElement.blur()")
     tab_to(t, button_named("Start a class"), limit=120)
     t.keyboard.press("Enter")
-    t.wait_for_function("() => document.activeElement.textContent.trim() === 'A live class'", timeout=60_000)
+    t.wait_for_function(CLASS_HEADING_FOCUSED, timeout=60_000, polling=100)
     idle(t)
     code = re.search(r"Code: ([A-Z0-9]+)", t.inner_text(MAIN)).group(1)
 
@@ -361,29 +382,29 @@ def test_class_by_keyboard_alone(browser, server):
     s.evaluate("() => document.activeElement.blur()")
     tab_to(s, button_named("Join the class"))
     s.keyboard.press("Enter")
-    s.wait_for_function("() => document.activeElement.textContent.trim() === 'A live class'", timeout=60_000)
+    s.wait_for_function(CLASS_HEADING_FOCUSED, timeout=60_000, polling=100)
     idle(s)
     assert heading(s).startswith(f"Step 4 of {N}")
 
     tab_to(t, button_named("Next"), limit=120, back=True)  # up from the side column
     t.keyboard.press("Enter")
-    t.wait_for_function(FOCUSED_HEADING, arg=5, timeout=60_000)
-    s.wait_for_function(FOCUSED_HEADING, arg=5, timeout=60_000)
+    t.wait_for_function(FOCUSED_HEADING, arg=5, timeout=60_000, polling=100)
+    s.wait_for_function(FOCUSED_HEADING, arg=5, timeout=60_000, polling=100)
     idle(t)
     idle(s)
     tab_to(s, ENABLED_RADIO)
     s.keyboard.press("2")
-    s.wait_for_function("() => document.querySelectorAll('[role=radiogroup] input')[1].checked", timeout=60_000)
+    s.wait_for_function(CHECKED, arg=1, timeout=60_000, polling=100)
     expect(t.locator(MAIN)).to_contain_text("1 of 1 students have answered", timeout=60_000)
     idle(t)
     t.evaluate("() => document.activeElement.blur()")
     tab_to(t, button_named("Reveal"), limit=120)
     t.keyboard.press("Enter")
-    t.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
-    s.wait_for_function(ANSWER_FOCUSED, timeout=60_000)
+    t.wait_for_function(ANSWER_FOCUSED, timeout=60_000, polling=100)
+    s.wait_for_function(ANSWER_FOCUSED, timeout=60_000, polling=100)
     idle(s)
     tab_to(s, button_named("Leave the class"), limit=120)
     s.keyboard.press("Enter")
-    s.wait_for_function("() => document.activeElement.textContent.trim() === 'A live class'", timeout=60_000)
+    s.wait_for_function(CLASS_HEADING_FOCUSED, timeout=60_000, polling=100)
     expect(s.locator("#bx-live")).to_have_text("You left the class.", timeout=30_000)
     assert not t.errors and not s.errors, (t.errors, s.errors)

@@ -143,15 +143,33 @@ def test_number_keys_pick_a_guess_in_presenter_mode(monkeypatch):
         at.button(key="lesson_pick_1")
 
 
-def test_every_slide_names_the_model_it_runs():
-    at = open_lesson()
+@pytest.fixture(scope="module")
+def slides_by_next() -> dict[tuple[str, int], tuple[list[str], str, str]]:
+    """Each step's slide as a visitor meets it before any guess or reveal, on the default model, reached with Next
+    from step 1, in presenter mode ("1") and in the normal page ("0"): {(present, step): (its markdown, its markdown
+    and captions, texts(at))}.
+    One walk a mode, read by the tests below that each walked the steps (or opened each step afresh) for itself:
+    with no reveal on the way, a slide reached with Next is the slide ?step= opens."""
+    out = {}
+    for present in ("1", "0"):
+        at = open_lesson({"present": present})
+        for i in range(1, N + 1):
+            assert at.header[0].value.startswith(f"Step {i} of {N}"), (present, at.header[0].value)
+            assert at.query_params["step"] == str(i), (present, i)
+            out[present, i] = ([md.value for md in at.markdown],
+                               " ".join(md.value for md in (*at.markdown, *at.caption)), texts(at))
+            if i < N:
+                at.button(key="lesson_next").click().run()
+                assert_ok(at)
+    return out
+
+
+def test_every_slide_names_the_model_it_runs(slides_by_next):
     m = bert_core.load_model()
     for i in range(1, N + 1):
-        text = " ".join(md.value for md in (*at.markdown, *at.caption))
+        markdown, text, _ = slides_by_next["0", i]
         assert "MiniLM" in text, (i, text[:300])
-        assert lesson.explain(lesson.STEPS[i - 1], m) in [md.value for md in at.markdown]
-        if i < N:
-            at.button(key="lesson_next").click().run()
+        assert lesson.explain(lesson.STEPS[i - 1], m) in markdown
 
 
 def test_step_in_the_url_and_presenter_mode():
@@ -278,17 +296,48 @@ def test_every_step_on_every_family(family_models, fam, monkeypatch):
     assert q is not None and "segment" in q.prompt
 
 
+BAD = ("empty", "whitespace", "only specials")  # HOSTILE's sentences no question can read
+
+
 @pytest.mark.parametrize("i", range(1, N + 1))
-def test_hostile_sentences_in_every_step(i):
+def test_hostile_sentences_in_every_step_and_a_bad_one_gets_one_message(i):
+    """Every hostile sentence in each of the step's boxes: no exception, nothing injected into the page. The bad
+    ones (BAD) in its sentence box: the question and the view fail on the same input and the step says so once,
+    naming the step's own box (checked as the bad one arrives; sentence B is then the step's own, restored after
+    each hostile pair). A step without a pair has one box: its next sentence replaces the last, and one "Back to
+    the lesson's sentence" ends the step's walk."""
     at = open_lesson({"step": str(i)})
-    keys = [lesson_state.text_key(i)] + ([lesson_state.pair_key(i)] if lesson.STEPS[i - 1].pair is not None else [])
+    has_pair = lesson.STEPS[i - 1].pair is not None
+    keys = [lesson_state.text_key(i)] + ([lesson_state.pair_key(i)] if has_pair else [])
     for name, text in HOSTILE.items():
         for key in keys:
             at.text_input(key=f"w_{key}").set_value(text).run()
             assert not at.exception, (i, name, [e.value for e in at.exception])
             for md in at.markdown:
                 assert "<script>" not in md.value and "<img" not in md.value, (i, name)
+            if key == keys[0] and name in BAD:
+                assert_one_message(at, i, name)
+        if has_pair:
+            at.button(key="lesson_restore").click().run()
+    if not has_pair:
         at.button(key="lesson_restore").click().run()
+    assert_ok(at)
+    assert at.text_input(key=f"w_{keys[0]}").value == lesson.STEPS[i - 1].text
+
+
+def assert_one_message(at: AppTest, i: int, name: str) -> None:
+    """Step i with a bad sentence: one message (none where the question reads no sentence), never the sidebar's words
+    or sentence A on a one-sentence step; the step's own box named."""
+    assert_ok(at)
+    messages = [x.value for x in (*at.info, *at.warning, *at.error)]
+    reads_text = "text" in lesson.QUESTION_INPUTS[lesson.STEPS[i - 1].question]
+    assert len(messages) == (1 if reads_text else 0), (i, name, messages)
+    for msg in messages:
+        assert "sidebar" not in msg and "non-empty lines" not in msg, (i, name, msg)
+        if lesson.STEPS[i - 1].pair is None:
+            assert "sentence A" not in msg, (i, name, msg)
+        if name != "only specials":
+            assert "“This step's sentence”" in msg, (i, name, msg)
 
 
 def test_the_anatomy_step_tries_bert_large():
@@ -322,25 +371,6 @@ def test_a_steps_question_and_view_share_one_computation(i, passes, monkeypatch)
     assert_ok(at)
     assert not at.warning and not any("needs another" in x.value for x in at.info), [x.value for x in at.info]
     assert len(calls) == passes, (lesson.STEPS[i - 1].key, len(calls))
-
-
-def test_a_bad_sentence_gets_one_message_not_two():
-    """The question and the view fail on the same input: each step says so once, naming the step's own box."""
-    bad = {k: HOSTILE[k] for k in ("empty", "whitespace", "only specials")}
-    for i in range(1, N + 1):
-        at = open_lesson({"step": str(i)})
-        for name, text in bad.items():
-            at.text_input(key=f"w_{lesson_state.text_key(i)}").set_value(text).run()
-            assert_ok(at)
-            messages = [x.value for x in (*at.info, *at.warning, *at.error)]
-            reads_text = "text" in lesson.QUESTION_INPUTS[lesson.STEPS[i - 1].question]
-            assert len(messages) == (1 if reads_text else 0), (i, name, messages)
-            for msg in messages:
-                assert "sidebar" not in msg and "non-empty lines" not in msg, (i, name, msg)
-                if lesson.STEPS[i - 1].pair is None:
-                    assert "sentence A" not in msg, (i, name, msg)
-                if name != "only specials":
-                    assert "“This step's sentence”" in msg, (i, name, msg)
 
 
 def texts(at: AppTest) -> str:
@@ -470,7 +500,7 @@ def test_step_11_labels_each_curve_with_its_own_vocabulary():
     assert "its V = 12,000" in notes and "a fresh model with V = 30,522" in notes and "this model's V" not in notes
 
 
-def test_no_slide_shows_a_parameter_count_before_step_10s_reveal():
+def test_no_slide_shows_a_parameter_count_before_step_10s_reveal(slides_by_next):
     """Step 10 asks BERT-base's parameter count: no slide before its reveal prints the model's count, in presenter
     mode (its corner gives the shape only: on BERT-base "110.1M parameters" there was the answer on nine slides) or
     in the normal page (side column, sidebar). The count is the model's own, from its weights, as the corner had it."""
@@ -480,11 +510,10 @@ def test_no_slide_shows_a_parameter_count_before_step_10s_reveal():
     counts = (f"{n / 1e6:.1f}M", f"{n:,}", f"{n / 1e6:.0f}M parameters")
     for present in ("1", "0"):
         for i in range(1, N + 1):
-            at = open_lesson({"step": str(i), "present": present})
-            shown = texts(at)
+            markdown, _, shown = slides_by_next[present, i]
             assert not any(c in shown for c in counts), (present, i, [c for c in counts if c in shown])
             if present == "1":
-                corner = next(md.value for md in at.markdown if md.value.startswith("Model: "))
+                corner = next(md for md in markdown if md.startswith("Model: "))
                 assert "Model: **MiniLM**, 6 layers × 384 wide, 12 heads" == corner, (i, corner)
             if i == k:
                 assert "110M" not in shown and "110 million" not in lesson.STEPS[k - 1].explain and "340M" not in shown
