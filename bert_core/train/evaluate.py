@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gzip
 import json
 import random
 from pathlib import Path
@@ -37,7 +38,7 @@ from .corpus import (
     load_pretraining_corpus,
     split_heldout,
 )
-from .trainer import evaluate_mlm
+from .trainer import evaluate_mlm, mlm_line_scores, mlm_metrics
 
 CLOZE_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "everyday_cloze.tsv"
 PAIRS_FILE = CLOZE_FILE.with_name("everyday_pairs.tsv")
@@ -82,18 +83,23 @@ def read_cloze(path: Path = CLOZE_FILE) -> list[tuple[str, str]]:
     return _two_columns(path)
 
 
+def cloze_top5(m: LoadedModel, text: str) -> list[str]:
+    """The model's five best words at the one [MASK] of `text`, best first."""
+    (guesses,) = analyze(m, text, top_k=5).predictions.values()
+    return [w for w, _ in guesses]
+
+
+def cloze_counts(answers: list[str], guesses: list[list[str]]) -> dict:
+    """Top-1 / top-5 share of sentences whose expected word is the first guess / among the five (lower-cased)."""
+    top1 = sum(words[0].lower() == a.lower() for a, words in zip(answers, guesses))
+    top5 = sum(a.lower() in (w.lower() for w in words) for a, words in zip(answers, guesses))
+    return {"sentences": len(answers), "top1": top1 / len(answers), "top5": top5 / len(answers)}
+
+
 def everyday_cloze(m: LoadedModel, path: Path = CLOZE_FILE) -> dict:
     """Top-1 / top-5 of the expected word at the [MASK] of each sentence (lower-cased comparison)."""
-    rows, top1, top5 = [], 0, 0
-    for text, answer in read_cloze(path):
-        t = analyze(m, text, top_k=5)
-        (guesses,) = t.predictions.values()
-        words = [w for w, _ in guesses]
-        top1 += words[0].lower() == answer.lower()
-        top5 += answer.lower() in (w.lower() for w in words)
-        rows.append({"text": text, "answer": answer, "top5": words})
-    n = len(rows)
-    return {"sentences": n, "top1": top1 / n, "top5": top5 / n, "rows": rows}
+    rows = [{"text": text, "answer": answer, "top5": cloze_top5(m, text)} for text, answer in read_cloze(path)]
+    return {**cloze_counts([r["answer"] for r in rows], [r["top5"] for r in rows]), "rows": rows}
 
 
 def nsp_pairs(seed: int = 0, fraction: float = HELDOUT_FRACTION) -> list[tuple[str, str, int]]:
@@ -143,7 +149,11 @@ def nsp_probabilities(m: LoadedModel, pairs: list[tuple[str, str]], batch_size: 
 
 def nsp_right(m: LoadedModel, pairs: list[tuple[str, str, int]]) -> list[bool]:
     """For each (A, B, label): does argmax(P(IsNext), P(NotNext)) give the label (0 = IsNext, 1 = NotNext)?"""
-    p_next = nsp_probabilities(m, [(a, b) for a, b, _ in pairs])
+    return nsp_right_of(nsp_probabilities(m, [(a, b) for a, b, _ in pairs]).tolist(), pairs)
+
+
+def nsp_right_of(p_next: list[float], pairs: list[tuple[str, str, int]]) -> list[bool]:
+    """`nsp_right` from each pair's P(IsNext)."""
     return [(float(p) < 0.5) == bool(label) for p, (_, _, label) in zip(p_next, pairs)]
 
 
@@ -178,37 +188,95 @@ def everyday_nsp(m: LoadedModel, seed: int = 0, path: Path = PAIRS_FILE) -> dict
     if not m.model.has_nsp:
         return None
     pairs = everyday_nsp_pairs(seed, path)
-    right = nsp_right(m, pairs)
+    return everyday_nsp_counts(nsp_right(m, pairs), pairs)
+
+
+def everyday_nsp_counts(right: list[bool], pairs: list[tuple[str, str, int]]) -> dict:
+    """`everyday_nsp`'s numbers from each pair's right / wrong: the accuracy and its IsNext / NotNext halves."""
     by_label = [[r for r, (*_, label) in zip(right, pairs) if label == k] for k in (0, 1)]
     return {"pairs": len(pairs), "accuracy": sum(right) / len(pairs),
             "is_next": sum(by_label[0]) / len(by_label[0]), "not_next": sum(by_label[1]) / len(by_label[1])}
 
 
+CLOZE_LISTS = {"everyday_cloze": CLOZE_FILE, "everyday_cloze_second": CLOZE_SECOND, "everyday_cloze_third": CLOZE_THIRD}
+MLM_SETS = ("heldout_wordnet", "heldout_brown", "heldout_previous")
+NSP_SETS = ("nsp", "everyday_nsp", "everyday_nsp_second")
+ITEMS_DIR = CLOZE_FILE.with_name("evaluation")  # each model's per-item results, written with the docs' numbers
+
+
 def everyday_cloze_lists(m: LoadedModel) -> dict[str, dict]:
     """Top-1 / top-5 on each everyday cloze list and on the three together (right answers added, over 190)."""
-    names = ("everyday_cloze", "everyday_cloze_second", "everyday_cloze_third")
-    out = {name: {k: v for k, v in everyday_cloze(m, path).items() if k != "rows"}
-           for name, path in zip(names, (CLOZE_FILE, CLOZE_SECOND, CLOZE_THIRD))}
-    n = sum(out[name]["sentences"] for name in names)
-    out["everyday_cloze_all"] = {"sentences": n, **{k: sum(out[name][k] * out[name]["sentences"] for name in names) / n
-                                                    for k in ("top1", "top5")}}
+    return _with_all_lists({name: {k: v for k, v in everyday_cloze(m, path).items() if k != "rows"}
+                            for name, path in CLOZE_LISTS.items()})
+
+
+def _with_all_lists(out: dict[str, dict]) -> dict[str, dict]:
+    """The three lists' counts and, under everyday_cloze_all, their right answers added over all sentences."""
+    n = sum(out[name]["sentences"] for name in CLOZE_LISTS)
+    right = {k: sum(out[name][k] * out[name]["sentences"] for name in CLOZE_LISTS) for k in ("top1", "top5")}
+    out["everyday_cloze_all"] = {"sentences": n, **{k: v / n for k, v in right.items()}}
     return out
+
+
+def mlm_sets() -> dict[str, list[str]]:
+    """The held-out MLM sets' lines, in `MLM_SETS`' order (the split is fixed; the seed only draws the masks)."""
+    _, _, heldout_lines, heldout_docs = _corpus()
+    return {"heldout_wordnet": heldout_lines, "heldout_brown": [s for d in heldout_docs for s in d.sentences],
+            "heldout_previous": previous_heldout_lines()}
+
+
+def nsp_sets(seed: int = 0) -> dict[str, list[tuple[str, str, int]]]:
+    """The NSP sets' (A, B, label) pairs, in `NSP_SETS`' order."""
+    return {"nsp": nsp_pairs(seed), "everyday_nsp": everyday_nsp_pairs(seed, PAIRS_FILE),
+            "everyday_nsp_second": everyday_nsp_pairs(seed, PAIRS_SECOND)}
+
+
+def item_results(source: str | None = None, seed: int = 0) -> dict:
+    """Every item's own result, from which `report_from_items` computes docs/models.md's numbers.
+
+    MLM sets: each line's [masked tokens, summed loss, top-1 hits, top-5 hits]; cloze lists: each sentence's five
+    best words; NSP sets (a model with an NSP head): each pair's P(IsNext). Rounded to 6 / 8 decimals, far below
+    what the table prints.
+    """
+    m = load_model(source)
+    out: dict = {"seed": seed}
+    for name, lines in mlm_sets().items():
+        out[name] = [[n, round(loss, 6), t1, t5] for n, loss, t1, t5 in mlm_line_scores(m.model, m.tokenizer, lines,
+                                                                                          seed=seed)]
+    for name, path in CLOZE_LISTS.items():
+        out[name] = [cloze_top5(m, text) for text, _ in read_cloze(path)]
+    if m.model.has_nsp:
+        for name, pairs in nsp_sets(seed).items():
+            out[name] = [round(p, 8) for p in nsp_probabilities(m, [(a, b) for a, b, _ in pairs]).tolist()]
+    return out
+
+
+def report_from_items(items: dict) -> dict:
+    """`bundled_report`'s measurements, computed from `item_results`' per-item results."""
+    report = {name: mlm_metrics(items[name]) for name in MLM_SETS}
+    report.update(_with_all_lists({name: cloze_counts([a for _, a in read_cloze(path)], items[name])
+                                   for name, path in CLOZE_LISTS.items()}))
+    pairs = nsp_sets(items["seed"])
+    right = {name: nsp_right_of(items[name], pairs[name]) for name in NSP_SETS if name in items}
+    report["nsp"] = {"pairs": len(pairs["nsp"]), "accuracy": sum(right["nsp"]) / len(pairs["nsp"])} if right else None
+    for name in NSP_SETS[1:]:
+        report[name] = everyday_nsp_counts(right[name], pairs[name]) if right else None
+    return report
+
+
+def items_path(name: str) -> Path:
+    """Where `python -m bert_core.train.evaluate NAME --markdown --write-items` keeps a bundled model's items."""
+    return ITEMS_DIR / f"{name}.json.gz"
+
+
+def read_items(name: str) -> dict:
+    with gzip.open(items_path(name), "rt", encoding="utf-8") as f:
+        return json.load(f)
 
 
 def bundled_report(source: str | None = None, seed: int = 0) -> dict:
     """Every measurement docs/models.md reports, for the model `source` (the default offline model when None)."""
-    m = load_model(source)
-    _, _, heldout_lines, heldout_docs = _corpus()
-    brown = [s for d in heldout_docs for s in d.sentences]
-    return {
-        "heldout_wordnet": evaluate_mlm(m.model, m.tokenizer, heldout_lines, seed=seed),
-        "heldout_brown": evaluate_mlm(m.model, m.tokenizer, brown, seed=seed),
-        "heldout_previous": heldout_metrics(source, seed),
-        **everyday_cloze_lists(m),
-        "nsp": nsp_accuracy(m, seed),
-        "everyday_nsp": everyday_nsp(m, seed),
-        "everyday_nsp_second": everyday_nsp(m, seed, PAIRS_SECOND),
-    }
+    return report_from_items(item_results(source, seed))
 
 
 def markdown(report: dict) -> str:
@@ -242,12 +310,26 @@ def main(argv=None) -> None:
                     help="bundled (the tiny one), bundled-minilm, a local folder or hub id; default: bundled-minilm")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--markdown", action="store_true", help="print docs/models.md's table")
+    ap.add_argument("--write-items", action="store_true",
+                    help="a bundled model: also write each item's result to tests/data/evaluation/MODEL.json.gz "
+                         "(tests/model/test_bundled.py checks the docs' table and a rerun against it)")
     ap.add_argument("--cloze-rows", action="store_true", help="also print every cloze sentence's top-5")
     args = ap.parse_args(argv)
-    report = bundled_report(args.model, args.seed)
+    name = args.model or "bundled-minilm"
+    if args.write_items and name not in ("bundled", "bundled-minilm"):
+        ap.error("--write-items is for the two bundled models, whose numbers docs/models.md prints")
+    items = item_results(args.model, args.seed)
+    report = report_from_items(items)
+    if args.write_items:
+        ITEMS_DIR.mkdir(exist_ok=True)
+        # mtime=0 and one key order: the same results give the same bytes, so a rerun leaves git with no change.
+        with open(items_path(name), "wb") as raw, \
+                gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as f:
+            f.write(json.dumps(items, separators=(",", ":")).encode())
     if args.cloze_rows:
-        for r in everyday_cloze(load_model(args.model))["rows"]:
-            print(f"{r['answer']:>12}  {' / '.join(r['top5'])}  <- {r['text']}")
+        for (text, answer), words in zip((r for path in CLOZE_LISTS.values() for r in read_cloze(path)),
+                                         (w for key in CLOZE_LISTS for w in items[key])):
+            print(f"{answer:>12}  {' / '.join(words)}  <- {text}")
     print(markdown(report) if args.markdown else json.dumps(report, indent=2))
 
 

@@ -428,7 +428,6 @@ class Trainer:
         save_pretrained(self.model, self.tok, out_dir)
 
 
-@torch.no_grad()
 def evaluate_mlm(model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines: list[str], *, seed: int = 0,
                  batch_size: int = 64, seq_len: int = 128, mlm_probability: float = 0.15) -> dict[str, float]:
     """Held-out MLM loss and top-1/top-5 accuracy on masked positions, one seeded draw per line.
@@ -436,6 +435,28 @@ def evaluate_mlm(model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines
     Every line is scored once (in order, not sampled), with the same 80/10/10 draw for a seed: the draw is made
     batch by batch in the lines' order; the forward passes then run on lines of similar length (a line's output
     does not depend on its batch, and padding mixed lengths to a batch's longest line would multiply the work).
+    """
+    return mlm_metrics(mlm_line_scores(model, tokenizer, lines, seed=seed, batch_size=batch_size, seq_len=seq_len,
+                                       mlm_probability=mlm_probability))
+
+
+def mlm_metrics(scores: list[tuple[int, float, int, int]]) -> dict[str, float]:
+    """`evaluate_mlm`'s numbers from `mlm_line_scores`' rows: sums over the lines, divided by the masked tokens."""
+    n = sum(s[0] for s in scores)
+    total_loss, top1, top5 = (sum(s[k] for s in scores) for k in (1, 2, 3))
+    return {"lines": len(scores), "masked_tokens": n, "loss": total_loss / max(n, 1),
+            "perplexity": math.exp(total_loss / max(n, 1)), "top1": top1 / max(n, 1), "top5": top5 / max(n, 1)}
+
+
+@torch.no_grad()
+def mlm_line_scores(model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines: list[str], *, seed: int = 0,
+                    batch_size: int = 64, seq_len: int = 128, mlm_probability: float = 0.15,
+                    only: list[int] | None = None) -> list[tuple[int, float, int, int]]:
+    """Each non-empty line's (masked tokens, summed loss, top-1 hits, top-5 hits) under `evaluate_mlm`'s draw.
+
+    `only`: run the model on just these rows (indices into the result), the others get (masked tokens, 0.0, 0, 0).
+    The draw is still made for every line, since a line's mask depends on the generator's state after the lines
+    before it; so a sampled row scores exactly as it does in the full evaluation.
     """
     model.eval()
     g = torch.Generator().manual_seed(seed)
@@ -449,25 +470,28 @@ def evaluate_mlm(model: BertForPreTraining, tokenizer: WordPieceTokenizer, lines
                            generator=g, mlm_probability=mlm_probability, special_ids=tokenizer.all_special_ids)
         for r, n in enumerate(attn.sum(1).tolist()):
             drawn.append((draw.input_ids[r, :n], draw.labels[r, :n]))
-    order = sorted(range(len(drawn)), key=lambda i: len(drawn[i][0]))
-    total_loss, n, top1, top5 = 0.0, 0, 0, 0
+    scores = [(int((y != -100).sum()), 0.0, 0, 0) for _, y in drawn]
+    order = sorted(range(len(drawn)) if only is None else set(only), key=lambda i: len(drawn[i][0]))
     for start in range(0, len(order), batch_size):
-        rows = [drawn[i] for i in order[start:start + batch_size]]
-        ids, attn = pad_rows([x.tolist() for x, _ in rows], pad)  # (B, T)
+        batch = order[start:start + batch_size]
+        ids, attn = pad_rows([drawn[i][0].tolist() for i in batch], pad)  # (B, T)
         labels = torch.full_like(ids, -100)
-        for r, (_, y) in enumerate(rows):
-            labels[r, : len(y)] = y
+        for r, i in enumerate(batch):
+            labels[r, : len(drawn[i][1])] = drawn[i][1]
         sel = labels != -100
         if not sel.any():
             continue
         hidden = model(ids, None, attn)
-        logits = model.mlm_logits(hidden[sel])
+        logits = model.mlm_logits(hidden[sel])  # (M, V): the masked positions, row by row
         target = labels[sel]
-        total_loss += F.cross_entropy(logits, target, reduction="sum").item()
+        row = sel.nonzero()[:, 0]  # (M,) the batch row of each masked position
         best = logits.topk(5, dim=-1).indices
-        top1 += int((best[:, 0] == target).sum())
-        top5 += int((best == target[:, None]).any(-1).sum())
-        n += int(target.numel())
-    return {"lines": len(data.lines), "masked_tokens": n, "loss": total_loss / max(n, 1),
-            "perplexity": math.exp(total_loss / max(n, 1)), "top1": top1 / max(n, 1), "top5": top5 / max(n, 1)}
+        per_row = torch.zeros(len(batch), 3, dtype=torch.float64)
+        per_row.index_add_(0, row, torch.stack([F.cross_entropy(logits, target, reduction="none").double(),
+                                                (best[:, 0] == target).double(),
+                                                (best == target[:, None]).any(-1).double()], 1))
+        for r, i in enumerate(batch):
+            loss, t1, t5 = per_row[r].tolist()
+            scores[i] = (scores[i][0], loss, int(t1), int(t5))
+    return scores
 
