@@ -19,8 +19,9 @@ Presenter mode's step keys (→ ← Page Down / Page Up) are pressed here, one r
 carries the step it was drawn for, so a second press that reaches the server before the new step's buttons are
 drawn would move to the same step again (or be merged with the first into one rerun) and be lost. A step key
 clicks its button and waits until this component is drawn with another step (`moves(step=...)`, drawn after the
-step's buttons); a presenter key pressed meanwhile (a step key, 1-9, space, Enter, Escape) is kept and then clicks
-its button on the new step, in order: one press, one action, never none and never two.
+step's buttons), as a click on Back / Next does; a presenter key (a step key, 1-9, space, Enter, Escape) or a click
+on Back / Next meanwhile is kept and then clicks its button on the new step, in order: one press, one action, never
+none and never two.
 """
 
 from __future__ import annotations
@@ -45,18 +46,30 @@ function enabled(key) {
   return b && !b.disabled ? b : null;
 }
 
+function stepButton(el) {
+  const b = el && el.closest ? el.closest('button') : null;
+  return b && Object.values(STEP_KEYS).some((k) => b.closest('.st-key-' + k)) ? b : null;
+}
+
 function installKeys(w) {
-  const s = (w.__bxKeys = {step: null, waiting: null, kept: []});
+  const s = (w.__bxKeys = {step: null, waiting: null, kept: [], own: false});
+  s.press = (b) => {  // this module's own press of a button: one click, not kept again
+    s.own = true;
+    try { b.click(); } finally { s.own = false; }
+  };
+  const held = () => {
+    if (s.waiting && Date.now() - s.waiting.at > WAIT_MS) s.waiting = null;
+    return s.waiting !== null;
+  };
   w.addEventListener('keydown', (e) => {
     if (s.step === null || document.body.dataset.bxPresent !== '1') return;
     if (e.ctrlKey || e.metaKey || e.altKey || e.shiftKey) return;
     const key = STEP_KEYS[e.key] || KEPT_KEYS[e.key] || (/^[1-9]$/.test(e.key) ? 'lesson_pick_' + e.key : null);
     const a = document.activeElement;
     if (!key || (a && (TYPING.includes(a.tagName) || a.isContentEditable))) return;
-    if (s.waiting && Date.now() - s.waiting.at > WAIT_MS) s.waiting = null;
-    if (s.waiting) {
-      const control = a && a !== document.body && a.matches(CONTROL) && !w.__bxA11y.byPointer;
-      if (control && !(e.key in STEP_KEYS)) return;  // the focused control's own space or Enter
+    const control = a && a !== document.body && a.matches(CONTROL) && !w.__bxA11y.byPointer;
+    if (control && !(e.key in STEP_KEYS)) return;  // the focused control's own space or Enter
+    if (held()) {
       e.preventDefault();
       e.stopImmediatePropagation();
       if (!e.repeat) s.kept.push(key);
@@ -67,7 +80,19 @@ function installKeys(w) {
     e.preventDefault();
     e.stopImmediatePropagation();
     s.waiting = {from: s.step, at: Date.now()};
-    b.click();
+    s.press(b);
+  }, true);
+  // A click on Back / Next (the mouse, or Enter on the focused button) waits for its step in the same way.
+  w.addEventListener('click', (e) => {
+    const b = stepButton(e.target);
+    if (!b || s.own || s.step === null || document.body.dataset.bxPresent !== '1' || b.disabled) return;
+    if (held()) {
+      e.preventDefault();
+      e.stopImmediatePropagation();
+      s.kept.push(Object.values(STEP_KEYS).find((k) => b.closest('.st-key-' + k)));
+      return;
+    }
+    s.waiting = {from: s.step, at: Date.now()};
   }, true);
 }
 
@@ -80,7 +105,7 @@ function stepDrawn(step) {
     const key = s.kept.shift(), b = enabled(key);
     if (!b) continue;  // not on this step (no Reveal once revealed, no Next on the last step)
     if (Object.values(STEP_KEYS).includes(key)) s.waiting = {from: step, at: Date.now()};
-    b.click();
+    s.press(b);
   }
 }
 
