@@ -63,3 +63,16 @@ def test_a_number_key_pressed_during_a_step_change_picks_on_the_new_step(page):
     settle(page)
     assert inputs.nth(1).is_checked(), [inputs.nth(i).is_checked() for i in range(inputs.count())]
     assert not page.errors, page.errors
+
+
+def test_a_click_on_next_and_a_key_at_once_move_two_steps(page):
+    """A click on Next then → at once, from step 5: step 7; a click on Back then ← at once: step 5."""
+    page.goto(page.base + "/lesson?present=1&step=5", wait_until="domcontentloaded")
+    settle(page)
+    page.locator(".st-key-lesson_next button").click()
+    keys(page, "ArrowRight")
+    at_step(page, 7)
+    page.locator(".st-key-lesson_back button").click()
+    keys(page, "ArrowLeft")
+    at_step(page, 5)
+    assert not page.errors, page.errors
