@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from support.browser import press, settle
-from support.page_checks import drawn, once_more
+from support.page_checks import drawn
 
 import bert_core
 from ui.lesson import content as lesson
@@ -69,11 +69,8 @@ def test_number_keys_pick_a_guess(page):
         # Streamlit binds a button's shortcut only while the button is mounted and enabled: wait for it first.
         page.wait_for_selector(f'.st-key-lesson_pick_{key} button:not([disabled])', state="attached", timeout=30_000)
         want = inputs.nth(int(key) - 1).evaluate("e => e.value")
-        # Wait for the key's result; a key lost while the page redraws its buttons (a shortcut is bound only while
-        # its button is mounted) is kept in tests/output, as evidence, and pressed again.
-        once_more(page, lambda key=key: page.keyboard.press(key),
-                  lambda ms, want=want: page.wait_for_function(checked, arg=want, timeout=ms), f"number_key_{key}",
-                  first_s=30, then_s=120)
+        page.keyboard.press(key)  # once: a key pressed while the page redraws is kept by the page (ui/a11y.py)
+        page.wait_for_function(checked, arg=want, timeout=120_000)
         settle(page)
         assert page.locator('[role="radiogroup"] input:checked').count() == 1, key
     press(page, " ")

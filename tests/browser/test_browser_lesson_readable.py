@@ -16,9 +16,9 @@ import os
 import urllib.parse
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from support.browser import OUT, settle
 from support.hub_cache import hub_cache_checkpoint
-from support.page_checks import once_more
 from support.slides import slide_problems
 
 import bert_core
@@ -55,15 +55,15 @@ def try_queries() -> dict[int, dict[str, str]]:
 
 
 def key_or_button(pg, key: str, button: str, until: str, what: str) -> None:
-    """Press `key`, then wait for the JS condition `until`; a key pressed before the page's shortcuts were bound
-    (Streamlit binds them when the buttons mount) is kept in tests/output and the button itself is clicked."""
-    def click() -> None:
-        target = pg.locator(button)
-        assert target.count(), f"{what}: no {button}; the page says: {pg.inner_text('body')[:1500]}"
-        target.first.click()
-
-    once_more(pg, lambda: pg.keyboard.press(key), lambda ms: pg.wait_for_function(until, timeout=ms),
-              f"lesson_readable_{what}_key", retry=click, first_s=20, then_s=120)
+    """Press `key` once `button` (the key's own button: Streamlit binds its shortcut when it mounts, and a presenter
+    sees no key work before the slide's buttons are there) is on the page and enabled, then wait for the JS
+    condition `until`. Pressed once: a key the page lost would fail here (`what` names the step)."""
+    pg.wait_for_selector(f"{button}:not([disabled])", state="attached", timeout=120_000)
+    pg.keyboard.press(key)
+    try:
+        pg.wait_for_function(until, timeout=120_000)
+    except PlaywrightTimeout:
+        raise AssertionError(f"{what}: {key} did nothing; the page says: {pg.inner_text('body')[:1500]}") from None
 
 
 DOCS_PICTURE = ("minilm", "own", 6)  # README's presenter picture (scripts/screenshots.py copies it)

@@ -1,12 +1,8 @@
-"""What the browser tests check on a drawn page: that it has finished drawing, and axe-core's colour contrast; and
-an action the page may lose, done once more."""
+"""What the browser tests check on a drawn page: that it has finished drawing, and axe-core's colour contrast."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-
-from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from support.paths import ROOT
 
@@ -50,24 +46,6 @@ def contrast_failures(pg) -> list[str]:
         return r.violations.flatMap(v => v.nodes.map(n =>
             n.target.join(' ') + ' :: ' + n.any.map(a => a.message).join('; ')));
     }""")
-
-
-def once_more(pg, act: Callable[[], None], wait: Callable[[float], object], what: str,
-              retry: Callable[[], None] | None = None, first_s: float = 20.0, then_s: float = 120.0) -> None:
-    """`act()`, then `wait(ms)` (a Playwright wait, raising on its timeout) for its effect. An action the page lost
-    (Streamlit binds a button's key only once the button has mounted; a click on a page being redrawn) is kept in
-    tests/output/`what`_lost.png and .txt, said, and `retry()` (by default `act` again) is done once, with `then_s`
-    seconds to take effect."""
-    act()
-    try:
-        wait(first_s * 1000)
-    except PlaywrightTimeout:
-        OUT.mkdir(parents=True, exist_ok=True)
-        pg.screenshot(path=str(OUT / f"{what}_lost.png"))
-        (OUT / f"{what}_lost.txt").write_text(pg.inner_text("body"))
-        print(f"{what}: lost once; the page is in tests/output/{what}_lost.png and .txt")
-        (retry or act)()
-        wait(then_s * 1000)
 
 
 # axe-core's WCAG 2.0/2.1 A and AA rules, and a run of them returning each violation's rule, target and summary.

@@ -145,9 +145,9 @@ class Solo:
         whether it is revealed."""
         return question_ui(live, col, q, token, k, text, pair, revealed)
 
-    def moves(self, focus: str | None, heading: str | None, say: str | None) -> None:
-        """Focus and announce what this run changed (ui/a11y.py)."""
-        moves(focus, heading, say, self.present)
+    def moves(self, focus: str | None, heading: str | None, say: str | None, k: int) -> None:
+        """Focus and announce what this run changed (ui/a11y.py); in presenter mode, that step k's keys are drawn."""
+        moves(focus, heading, say, self.present, k if self.present else None)
 
     def class_focus(self, title: str) -> tuple[str, str | None]:
         """Where focus goes once a class is started or joined, and the text that element starts with (None: any):
@@ -297,7 +297,7 @@ class Following:
             self.side(side, live, k, text, pair)
         panel(live, self.present, side, self.class_panel)
 
-    def moves(self, focus: str | None, heading: str | None, say: str | None) -> None:
+    def moves(self, focus: str | None, heading: str | None, say: str | None, k: int) -> None:
         """Carried by the step's listener, drawn last in the fragment (one component mount per pushed run)."""
         self.moved = move(focus, heading, say)
 
@@ -407,7 +407,7 @@ def _focus_and_say(role: Solo, live: Live | None, k: int, step, text: str, pair:
                    revealed: bool) -> None:
     """Focus moved and the change said, once this run has drawn the step (`what_moves`)."""
     focus, heading, say = what_moves(role, live, k, step, text, pair, token, revealed)
-    role.moves(focus, heading, say)
+    role.moves(focus, heading, say, k)
 
 
 def what_moves(role: Solo, live: Live | None, k: int, step, text: str, pair: str | None, token: str,
