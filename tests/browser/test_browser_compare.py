@@ -8,7 +8,7 @@ import urllib.parse
 
 import pytest
 from support.appserver import app_server
-from support.browser import OUT, SLOW, assert_nothing_injected, main_text, open_slow, wait_for_text
+from support.browser import OUT, POLL_MS, SLOW, assert_nothing_injected, main_text, open_slow, wait_for_text
 from support.family import write_family_checkpoint
 
 pytestmark = pytest.mark.browser
@@ -36,7 +36,7 @@ def server(roots):
 def wait_for_tables(page, n: int = 5):
     """Wait until the page shows `n` dataframes (a busy server draws them one rerun step at a time)."""
     page.wait_for_function(f"document.querySelectorAll('[data-testid=\"stDataFrame\"]').length >= {n}",
-                           timeout=SLOW * 1000)
+                           timeout=SLOW * 1000, polling=POLL_MS)
 
 
 def test_compare_bundled_with_the_session_model(watch):

@@ -10,7 +10,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
-from support.browser import after_rerun
+from support.browser import POLL_MS, after_rerun
 
 import bert_core
 from ui.lesson import content as lesson
@@ -33,7 +33,7 @@ def test_the_downloaded_handout_opens_offline_with_every_visited_step_and_no_scr
     n = len(lesson.STEPS)
     for i in VISITED:
         page.wait_for_function(f"() => document.querySelector('h2')?.innerText.startsWith('Step {i} of {n}')",
-                               timeout=120_000)
+                               timeout=120_000, polling=POLL_MS)
         if i != 3:  # a guess on steps 1 and 2; 1 is revealed
             page.locator('[data-testid="stMain"] [role="radiogroup"] label').first.click()
             watch.settle()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import urllib.parse
 
 import pytest
+from support.browser import POLL_MS
 from support.page_checks import drawn
 from support.paths import OUT
 from support.wait import until
@@ -55,7 +56,7 @@ def test_click_a_head_and_see_the_guess_without_it(watch):  # noqa: F811
           "the guess without layer 2, head 3", every=0.5)
     OUT.mkdir(parents=True, exist_ok=True)
     page.set_viewport_size({"width": 1400, "height": 2400})
-    page.wait_for_function("() => window.innerHeight === 2400")
+    page.wait_for_function("() => window.innerHeight === 2400", polling=POLL_MS)
     drawn(page, still=0.5)  # the charts resized to the tall window
     page.screenshot(path=str(OUT / "heads.png"), full_page=True)
     watch.assert_clean()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from support.browser import settle
+from support.browser import POLL_MS, settle
 
 from ui.lesson import content as lesson
 
@@ -23,7 +23,7 @@ def heading(pg) -> str:
 def at_step(pg, n: int) -> None:
     """Wait for step n's heading and an idle page, then check that no further step was made."""
     try:
-        pg.wait_for_function(AT, arg=n, timeout=120_000)
+        pg.wait_for_function(AT, arg=n, timeout=120_000, polling=POLL_MS)
     except PlaywrightTimeout:
         raise AssertionError(f"step {n} was never shown; the page shows {heading(pg)!r}") from None
     settle(pg)
@@ -57,7 +57,7 @@ def test_a_number_key_pressed_during_a_step_change_picks_on_the_new_step(page):
     inputs = page.locator('[data-testid="stMain"] [role="radiogroup"] input')
     picked = "() => document.querySelectorAll('[role=radiogroup] input:checked').length === 1"
     try:
-        page.wait_for_function(picked, timeout=60_000)
+        page.wait_for_function(picked, timeout=60_000, polling=POLL_MS)
     except PlaywrightTimeout:
         raise AssertionError("the 2 pressed during the step change picked nothing on step 4") from None
     settle(page)

@@ -5,7 +5,7 @@ test_browser_lesson_readable.py's "own" walk."""
 from __future__ import annotations
 
 import pytest
-from support.browser import press, settle
+from support.browser import POLL_MS, press, settle
 from support.page_checks import drawn
 
 import bert_core
@@ -70,7 +70,7 @@ def test_number_keys_pick_a_guess(page):
         page.wait_for_selector(f'.st-key-lesson_pick_{key} button:not([disabled])', state="attached", timeout=30_000)
         want = inputs.nth(int(key) - 1).evaluate("e => e.value")
         page.keyboard.press(key)  # once: a key pressed while the page redraws is kept by the page (ui/a11y.py)
-        page.wait_for_function(checked, arg=want, timeout=120_000)
+        page.wait_for_function(checked, arg=want, timeout=120_000, polling=POLL_MS)
         settle(page)
         assert page.locator('[role="radiogroup"] input:checked').count() == 1, key
     press(page, " ")

@@ -17,7 +17,7 @@ import urllib.parse
 
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
-from support.browser import OUT, settle
+from support.browser import OUT, POLL_MS, settle
 from support.hub_cache import hub_cache_checkpoint
 from support.slides import slide_problems
 
@@ -61,7 +61,7 @@ def key_or_button(pg, key: str, button: str, until: str, what: str) -> None:
     pg.wait_for_selector(f"{button}:not([disabled])", state="attached", timeout=120_000)
     pg.keyboard.press(key)
     try:
-        pg.wait_for_function(until, timeout=120_000)
+        pg.wait_for_function(until, timeout=120_000, polling=POLL_MS)
     except PlaywrightTimeout:
         raise AssertionError(f"{what}: {key} did nothing; the page says: {pg.inner_text('body')[:1500]}") from None
 

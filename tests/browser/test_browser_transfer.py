@@ -9,6 +9,7 @@ import io
 from pathlib import Path
 
 import pytest
+from support.browser import POLL_MS
 from support.paths import OUT
 from support.wait import until
 
@@ -74,7 +75,8 @@ def test_finetuning_pretrained_untrained_baseline_and_sample_efficiency(watch): 
     page.keyboard.type("tiny")
     page.keyboard.press("Enter")
     page.wait_for_function("() => document.querySelector('.st-key-ft_base input')?.value?.startsWith('tiny')"
-                           " || document.querySelector('.st-key-ft_base')?.innerText.includes('tiny')", timeout=30_000)
+                           " || document.querySelector('.st-key-ft_base')?.innerText.includes('tiny')",
+                           timeout=30_000, polling=POLL_MS)
     watch.settle()
     page.locator(".st-key-ft_ten button").click()  # ten steps each: the same budget, seconds on a busy machine
     watch.settle()

@@ -207,7 +207,7 @@ def after_rerun(pg, act, timeout: float = 120) -> None:
     pg.evaluate(WATCH_RUNS_JS)
     act()
     try:
-        pg.wait_for_function(RAN_JS, timeout=timeout * 1000)
+        pg.wait_for_function(RAN_JS, timeout=timeout * 1000, polling=POLL_MS)
     except PlaywrightTimeout:
         raise AssertionError(f"no rerun in {timeout:g} s after the action: {pg.evaluate(NO_RUN_JS)}") from None
     settle(pg, timeout)
