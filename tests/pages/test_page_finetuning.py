@@ -37,7 +37,9 @@ def open_finetuning(csv: str | None = CSV):
     return at
 
 
-def test_csv_task_ten_steps_figures_sentence_download():
+def test_csv_task_ten_steps_figures_sentence_download_and_a_try_box_that_survives_the_hostile_list():
+    from support.hostile import HOSTILE
+
     at = open_finetuning()
     assert any("press **Start**" in i.value for i in at.info)
     at.button(key="ft_ten").click().run()
@@ -52,6 +54,11 @@ def test_csv_task_ten_steps_figures_sentence_download():
     assert_ok(at)
     assert len(at.get("plotly_chart")) == 5
     assert [b for b in at.get("download_button") if b.key == "ft_download"]
+    for name, text in HOSTILE.items():
+        at.text_input(key="ft_try").set_value(text[:2000]).run()
+        assert not at.exception, (name, [e.value for e in at.exception])
+        for md in [*at.markdown, *at.caption, *at.warning]:
+            assert "<script>" not in md.value and "<img" not in md.value, name
     at.button(key="ft_baseline_btn").click().run()
     assert_ok(at)
     assert any("Bag-of-words logistic regression" in m.value for m in at.markdown)
@@ -109,32 +116,9 @@ def test_a_label_with_html_never_reaches_the_page_unescaped():
         assert "<script>" not in chart.proto.spec and "<b>food" not in chart.proto.spec
 
 
-def test_builtin_task_head_only():
-    at = open_page("finetuning", timeout=900)
-    at.toggle(key="ft_freeze").set_value(True)
-    at.selectbox(key="ft_batch").set_value(8)
-    at.run()
-    assert at.radio(key="ft_task").value == "topic"
-    at.button(key="ft_ten").click().run()
-    assert_ok(at)
-    t = session(at).trainer
-    assert t.task.name == "topic" and len(t.valid_rows) == 300 and session(at).step == 10
-
-
-def test_try_box_survives_the_hostile_list():
-    from support.hostile import HOSTILE
-
-    at = open_finetuning()
-    at.button(key="ft_ten").click().run()
-    for name, text in HOSTILE.items():
-        at.text_input(key="ft_try").set_value(text[:2000]).run()
-        assert not at.exception, (name, [e.value for e in at.exception])
-        for md in [*at.markdown, *at.caption, *at.warning]:
-            assert "<script>" not in md.value and "<img" not in md.value, name
-
-
-def test_default_learning_rate_follows_the_base_model_until_the_user_picks_one():
-    """The bundled MiniLM (H=384): 1e-4; head only: 1e-3; a pick is kept through freeze switches and other pages."""
+def test_default_learning_rate_follows_the_base_model_until_the_user_picks_one_then_the_builtin_task_trains():
+    """The bundled MiniLM (H=384): 1e-4; head only: 1e-3; a pick is kept through freeze switches and other pages.
+    Then ten head-only steps on the built-in task (all of its validation set evaluated) with the picked rate."""
     at = open_page("finetuning", timeout=900)
     assert_ok(at)
     lr = lambda: at.select_slider(key="ft_lr").value  # noqa: E731
@@ -163,9 +147,12 @@ def test_default_learning_rate_follows_the_base_model_until_the_user_picks_one()
     assert_ok(at)
     assert lr() == 5e-5
     at.selectbox(key="ft_batch").set_value(8).run()
+    assert at.radio(key="ft_task").value == "topic"
     at.button(key="ft_ten").click().run()
     assert_ok(at)
-    assert session(at).trainer.cfg.lr == 5e-5
+    t = session(at).trainer
+    assert t.cfg.lr == 5e-5 and t.cfg.freeze_encoder and t.cfg.batch_size == 8
+    assert t.task.name == "topic" and len(t.valid_rows) == 300 and session(at).step == 10
 
 
 def test_a_bert_base_sized_model_gets_the_classic_small_rate(tmp_path, monkeypatch):
