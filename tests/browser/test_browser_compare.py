@@ -36,7 +36,7 @@ def server(roots):
 def wait_for_tables(page, n: int = 5):
     """Wait until the page shows `n` dataframes (a busy server draws them one rerun step at a time)."""
     page.wait_for_function(f"document.querySelectorAll('[data-testid=\"stDataFrame\"]').length >= {n}",
-                           timeout=SLOW * 1000)
+                           polling=100, timeout=SLOW * 1000)  # every 100 ms, not on every animation frame
 
 
 def test_compare_bundled_with_the_session_model(watch):
