@@ -44,9 +44,9 @@ def wait_for_text(w, text: str, seconds: float = 240) -> None:
     w.settle()
 
 
-def wait_for_button(page, name: str, seconds: float = 240) -> None:
+def wait_for_button(page, name: str, seconds: float = 300) -> None:
     """Until a button named `name` is on the page, checked every 100 ms (not on every animation frame: the
-    renderer idles while the server computes)."""
+    renderer idles while the server computes); 300 s, the budget of the settle it replaces."""
     page.wait_for_function("n => [...document.querySelectorAll('button')].some(b => b.innerText.includes(n))",
                            arg=name, polling=100, timeout=seconds * 1000)
 
