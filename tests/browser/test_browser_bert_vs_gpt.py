@@ -28,8 +28,9 @@ def test_bert_vs_gpt_trains_three_models_and_shows_what_each_can_do(watch):
     steps.press("Enter")
     watch.settle(timeout=SLOW)
     page.get_by_role("button", name="Train the models").click()
+    # Polled twice a second while the three models train, within the budget of the settle and the wait it replaces.
+    wait_for_text(page, "What each model can do now", 2 * SLOW)
     watch.settle(timeout=SLOW)
-    wait_for_text(page, "What each model can do now", SLOW)
     watch.assert_clean()
     body = main_text(page)
     assert "Sample efficiency" in body and "BERT fills each [MASK] reading the words on both sides" in body

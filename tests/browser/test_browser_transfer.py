@@ -45,6 +45,13 @@ def wait_for_text(w, text: str, seconds: float = 240) -> None:
     w.settle()
 
 
+def wait_for_button(page, name: str, seconds: float = 300) -> None:
+    """Until a button named `name` is on the page, checked every 100 ms (not on every animation frame: the
+    renderer idles while the server computes); 300 s, the budget of the settle it replaces."""
+    page.wait_for_function("n => [...document.querySelectorAll('button')].some(b => b.innerText.includes(n))",
+                           arg=name, polling=100, timeout=seconds * 1000)
+
+
 def download_rows(page, button: str) -> list[dict]:
     """The rows of a table, through its CSV button (a dataframe is drawn on a canvas: its cells are not text)."""
     with page.expect_download(timeout=30_000) as d:
@@ -95,6 +102,7 @@ def test_finetuning_pretrained_untrained_baseline_and_sample_efficiency(watch): 
     assert all(0 <= y <= 1 for y in traces["same network, untrained"])
 
     page.get_by_role("button", name="Compute the sample-efficiency figure").click()
+    wait_for_button(page, "Download sample efficiency (CSV)")
     watch.settle()
     watch.assert_clean()
     rows = download_rows(page, "Download sample efficiency (CSV)")
@@ -125,7 +133,8 @@ def test_tagging_pretrained_untrained_baseline_and_sample_efficiency(watch):  # 
     assert "(so far" not in main_text(page)
 
     page.get_by_role("button", name="Compute the sample-efficiency figure").click()
-    page.wait_for_selector(".st-key-tg_se_start button[disabled]", state="detached", timeout=120_000)
+    page.wait_for_function("() => !document.querySelector('.st-key-tg_se_start button[disabled]')", polling=100,
+                           timeout=120_000)
     wait_for_text(watch, "Each point: a head fit exactly")
     watch.assert_clean()
     traces = plot_traces(page)

@@ -61,14 +61,14 @@ def test_predictions_salience_fill_in_and_pll(cached, fam):
 
 
 @pytest.mark.parametrize("fam", list(HUB_IDS))
-def test_heads_layers_and_attention(cached, fam):
+def test_heads_and_layers(cached, fam):
+    """The pages with computations behind a toggle. Inside a layer, Attention and Embeddings have none: each family
+    on each of them is tests/pages/test_page_families.py's (the same code, a local folder instead of the cache)."""
     at = _open("heads", fam, "The cat [MASK] on the mat.")
     _switch_on(at, "heads_rank")
     assert "heads-pruning" in {c.key for c in at.get("plotly_chart")}
     at = _open("layers", fam, "The cat [MASK] on the mat.")
     _switch_on(at, "lay_lens_rank", "lay_pca", "lay_cls")
-    for page in ("inside_layer", "attention", "embeddings"):
-        _open(page, fam, "The cat [MASK] on the mat.")
 
 
 @pytest.mark.parametrize("fam", ["distilbert", "albert"])

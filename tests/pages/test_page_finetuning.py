@@ -37,7 +37,9 @@ def open_finetuning(csv: str | None = CSV):
     return at
 
 
-def test_csv_task_ten_steps_figures_sentence_download():
+def test_csv_task_ten_steps_figures_sentence_download_and_a_try_box_that_survives_the_hostile_list():
+    from support.hostile import HOSTILE
+
     at = open_finetuning()
     assert any("press **Start**" in i.value for i in at.info)
     at.button(key="ft_ten").click().run()
@@ -52,6 +54,11 @@ def test_csv_task_ten_steps_figures_sentence_download():
     assert_ok(at)
     assert len(at.get("plotly_chart")) == 5
     assert [b for b in at.get("download_button") if b.key == "ft_download"]
+    for name, text in HOSTILE.items():
+        at.text_input(key="ft_try").set_value(text[:2000]).run()
+        assert not at.exception, (name, [e.value for e in at.exception])
+        for md in [*at.markdown, *at.caption, *at.warning]:
+            assert "<script>" not in md.value and "<img" not in md.value, name
     at.button(key="ft_baseline_btn").click().run()
     assert_ok(at)
     assert any("Bag-of-words logistic regression" in m.value for m in at.markdown)
@@ -74,26 +81,30 @@ def test_start_runs_on_the_timer_until_finished(slots):
     assert any("Finished" in s.value for s in at.success)
 
 
-@pytest.mark.parametrize("csv,message", [
-    ("", "empty"),
-    ("\n\n\n", "empty"),
-    ("text,label\n" + "the cat,animal\n" * 30, "two classes"),
-    ("".join(f"{i},{i % 2}\n" for i in range(30)), "only numbers"),
-    ("".join(f"example {i},{i % 2}\n" for i in range(100_000)), "larger than|more than 5,000 rows"),
-    ("a cat\n" * 30, "no label"),
-], ids=["empty", "blank lines", "one class", "numbers", "100k rows", "no label"])
-def test_bad_csv_gets_a_message_not_a_traceback(csv, message):
+BAD_CSVS = {  # name: (CSV, what the message says); the bypassed text area's case last (it sets the state itself)
+    "empty": ("", "empty"),
+    "blank lines": ("\n\n\n", "empty"),
+    "one class": ("text,label\n" + "the cat,animal\n" * 30, "two classes"),
+    "numbers": ("".join(f"{i},{i % 2}\n" for i in range(30)), "only numbers"),
+    "no label": ("a cat\n" * 30, "no label"),
+    "100k rows": ("".join(f"example {i},{i % 2}\n" for i in range(100_000)), "larger than|more than 5,000 rows"),
+}
+
+
+def test_bad_csv_gets_a_message_not_a_traceback():
+    """Each bad CSV in turn in one session (the page keeps nothing from a refused CSV: each is parsed anew)."""
     at = open_finetuning(csv=None)
     at.radio(key="ft_task").set_value("Paste CSV").run()
-    if len(csv) > 1_000_000:  # more than the text area takes: the page's CSV check must still hold
-        at.session_state["ft_csv"] = csv
-    else:
-        at.text_area(key="ft_csv").set_value(csv)
-    at.run()
-    at.button(key="ft_ten").click().run()
-    assert_ok(at)
-    assert session(at).state == IDLE
-    assert any(re.search(message, e.value) for e in at.error), [e.value for e in at.error]
+    for name, (csv, message) in BAD_CSVS.items():
+        if len(csv) > 1_000_000:  # more than the text area takes: the page's CSV check must still hold
+            at.session_state["ft_csv"] = csv
+        else:
+            at.text_area(key="ft_csv").set_value(csv)
+        at.run()
+        at.button(key="ft_ten").click().run()
+        assert_ok(at)
+        assert session(at).state == IDLE, name
+        assert any(re.search(message, e.value) for e in at.error), (name, [e.value for e in at.error])
 
 
 def test_a_label_with_html_never_reaches_the_page_unescaped():
@@ -109,32 +120,9 @@ def test_a_label_with_html_never_reaches_the_page_unescaped():
         assert "<script>" not in chart.proto.spec and "<b>food" not in chart.proto.spec
 
 
-def test_builtin_task_head_only():
-    at = open_page("finetuning", timeout=900)
-    at.toggle(key="ft_freeze").set_value(True)
-    at.selectbox(key="ft_batch").set_value(8)
-    at.run()
-    assert at.radio(key="ft_task").value == "topic"
-    at.button(key="ft_ten").click().run()
-    assert_ok(at)
-    t = session(at).trainer
-    assert t.task.name == "topic" and len(t.valid_rows) == 300 and session(at).step == 10
-
-
-def test_try_box_survives_the_hostile_list():
-    from support.hostile import HOSTILE
-
-    at = open_finetuning()
-    at.button(key="ft_ten").click().run()
-    for name, text in HOSTILE.items():
-        at.text_input(key="ft_try").set_value(text[:2000]).run()
-        assert not at.exception, (name, [e.value for e in at.exception])
-        for md in [*at.markdown, *at.caption, *at.warning]:
-            assert "<script>" not in md.value and "<img" not in md.value, name
-
-
-def test_default_learning_rate_follows_the_base_model_until_the_user_picks_one():
-    """The bundled MiniLM (H=384): 1e-4; head only: 1e-3; a pick is kept through freeze switches and other pages."""
+def test_default_learning_rate_follows_the_base_model_until_the_user_picks_one_then_the_builtin_task_trains():
+    """The bundled MiniLM (H=384): 1e-4; head only: 1e-3; a pick is kept through freeze switches and other pages.
+    Then ten head-only steps on the built-in task (all of its validation set evaluated) with the picked rate."""
     at = open_page("finetuning", timeout=900)
     assert_ok(at)
     lr = lambda: at.select_slider(key="ft_lr").value  # noqa: E731
@@ -163,9 +151,12 @@ def test_default_learning_rate_follows_the_base_model_until_the_user_picks_one()
     assert_ok(at)
     assert lr() == 5e-5
     at.selectbox(key="ft_batch").set_value(8).run()
+    assert at.radio(key="ft_task").value == "topic"
     at.button(key="ft_ten").click().run()
     assert_ok(at)
-    assert session(at).trainer.cfg.lr == 5e-5
+    t = session(at).trainer
+    assert t.cfg.lr == 5e-5 and t.cfg.freeze_encoder and t.cfg.batch_size == 8
+    assert t.task.name == "topic" and len(t.valid_rows) == 300 and session(at).step == 10
 
 
 def test_a_bert_base_sized_model_gets_the_classic_small_rate(tmp_path, monkeypatch):

@@ -32,7 +32,12 @@ def _open_with_csv(csv: str = CSV):
     return at
 
 
-def test_the_page_runs_exactly_the_recipe_a_notebook_gets():
+def test_the_notebooks_recipe_its_untrained_copy_and_the_sample_efficiency_figure_charged_to_the_ledger():
+    """One run on the sidebar's MiniLM serves the page's three claims in turn: (1) it is exactly the recipe a notebook
+    gets (finetune_defaults, the same numbers after ten steps); (2) the untrained copy trains beside it with the same
+    settings, in one table with bag of words; (3) the sample-efficiency figure's untrained copy is charged like a run:
+    with no room left it is refused with the ledger's message (not built, nothing held afterwards), with room it is
+    computed and its charge given back."""
     at = _open_with_csv()
     m = bert_core.load_model()  # the sidebar's model: the bundled MiniLM
     task = task_from_csv(CSV, name="your data", seed=0)
@@ -52,11 +57,8 @@ def test_the_page_runs_exactly_the_recipe_a_notebook_gets():
     nb.run(steps=10)
     assert nb.evaluate().loss == pytest.approx(page.evaluate().loss, abs=1e-6)
     assert nb.evaluate().accuracy == page.evaluate().accuracy
+    del nb
 
-
-def test_untrained_copy_beside_the_run_and_the_sample_efficiency_figure():
-    at = _open_with_csv()
-    at.button(key="ft_ten").click().run()
     at.button(key="ft_baseline_btn").click().run()
     assert_ok(at)
     at.button(key="ft0_ten").click().run()
@@ -68,34 +70,54 @@ def test_untrained_copy_beside_the_run_and_the_sample_efficiency_figure():
     assert len(table) == 3 and "bag of words (no BERT)" in set(table["learner"])
     assert all(isinstance(v, str) for v in table["step"]), table  # one type a column: Arrow's conversion failed on "-"
     assert any("points** ahead of the same network trained from scratch" in md.value for md in at.markdown)
+
+    from server.ledger import MEMORY as ledger  # the process's ledger: the page's runs charge it
+
+    gc.collect()  # earlier tests' sessions give their bytes back (the ledger would collect them to make room)
+    budget = ledger.max_bytes
+    try:
+        ledger.max_bytes = ledger.used() + 1_000  # room for nothing more
+        at.button(key="ft_sample_btn").click().run()
+        assert_ok(at)
+        assert any(e.value.startswith("Cannot compute:") and "memory for users' models" in e.value for e in at.error), \
+            [e.value for e in at.error]
+        assert not [d for d in at.dataframe if "examples per class" in d.value.columns]
+    finally:
+        ledger.max_bytes = budget
+    held = ledger.used()
     at.button(key="ft_sample_btn").click().run()
     assert_ok(at)
     shown = [d.value for d in at.dataframe if "examples per class" in d.value.columns][0]
     assert list(shown["examples per class"]) == ["2", "4", "8", "all"]  # 10 a class: 16 and 32 would be "all"
     assert set(shown.columns) == {"examples per class", "pretrained", "from scratch", "bag of words"}
+    assert ledger.used() == held  # the copy's charge is given back once the figure is drawn
     at.button(key="ft_reset").click().run()  # a new run forgets the comparison
     assert fs.state == IDLE and fs0.state == IDLE
 
 
-@pytest.mark.parametrize("csv,message", [
-    ("text,label\n" + "".join(f"the cat number {i},animal\n" for i in range(20)), "two classes"),
-    ("text,label\n" + "".join(f"thing {i},class{i}\n" for i in range(20)), "single example"),
-    ("text,label\n" + "".join(f"example {i},{'ab'[i % 2]}\n" for i in range(700_000)),
-     "larger than|more than 5,000 rows"),
-], ids=["one class", "one example per class", "10 MB"])
-def test_bad_input_gets_a_clear_message(csv, message):
+BAD_INPUTS = {  # name: (CSV, what the message says); the bypassed text area's case last (it sets the state itself)
+    "one class": ("text,label\n" + "".join(f"the cat number {i},animal\n" for i in range(20)), "two classes"),
+    "one example per class": ("text,label\n" + "".join(f"thing {i},class{i}\n" for i in range(20)), "single example"),
+    "10 MB": ("text,label\n" + "".join(f"example {i},{'ab'[i % 2]}\n" for i in range(700_000)),
+              "larger than|more than 5,000 rows"),
+}
+
+
+def test_bad_input_gets_a_clear_message():
+    """Each bad CSV in turn in one session (the page keeps nothing from a refused CSV: each is parsed anew)."""
     at = open_page("finetuning", timeout=900)
     at.radio(key="ft_task").set_value("Paste CSV").run()
-    if len(csv) > 1_000_000:  # a text area stops at its limit: a bypassed one must still be refused
-        at.session_state["ft_csv"] = csv
-    else:
-        at.text_area(key="ft_csv").set_value(csv)
-    at.run()
-    assert_ok(at)
-    assert any(re.search(message, e.value) for e in at.error), [e.value for e in at.error]
-    at.button(key="ft_start").click().run()
-    assert_ok(at)
-    assert at.session_state["ft_session"].state == IDLE
+    for name, (csv, message) in BAD_INPUTS.items():
+        if len(csv) > 1_000_000:  # a text area stops at its limit: a bypassed one must still be refused
+            at.session_state["ft_csv"] = csv
+        else:
+            at.text_area(key="ft_csv").set_value(csv)
+        at.run()
+        assert_ok(at)
+        assert any(re.search(message, e.value) for e in at.error), (name, [e.value for e in at.error])
+        at.button(key="ft_start").click().run()
+        assert_ok(at)
+        assert at.session_state["ft_session"].state == IDLE, name
 
 
 def test_labels_only_in_validation_are_refused_by_the_loop():
@@ -132,32 +154,6 @@ def test_one_training_example_a_class_still_compares_and_draws():
     shown = [d.value for d in at.dataframe if "examples per class" in d.value.columns][0]
     assert list(shown["examples per class"]) == ["all"]  # "2 per class" would be a lie: each class has one
     assert any("With every training example" in c.value for c in at.caption)
-
-
-def test_sample_efficiency_is_charged_to_the_ledger_and_refused_plainly_when_full():
-    """The figure's untrained copy is charged like a run: with no room left it is refused with the ledger's message
-    (not built, nothing held afterwards); with room it is computed and its charge given back."""
-    at = _open_with_csv()
-    at.selectbox(key="ft_base").set_value(TINY_BASE).run()
-    at.button(key="ft_ten").click().run()
-    from server.ledger import MEMORY as ledger  # the process's ledger: the page's runs charge it
-
-    gc.collect()  # earlier tests' sessions give their bytes back (the ledger would collect them to make room)
-    budget = ledger.max_bytes
-    try:
-        ledger.max_bytes = ledger.used() + 1_000  # room for nothing more
-        at.button(key="ft_sample_btn").click().run()
-        assert_ok(at)
-        assert any(e.value.startswith("Cannot compute:") and "memory for users' models" in e.value for e in at.error), \
-            [e.value for e in at.error]
-        assert not [d for d in at.dataframe if "examples per class" in d.value.columns]
-    finally:
-        ledger.max_bytes = budget
-    held = ledger.used()
-    at.button(key="ft_sample_btn").click().run()
-    assert_ok(at)
-    assert [d for d in at.dataframe if "examples per class" in d.value.columns]
-    assert ledger.used() == held  # the copy's charge is given back once the figure is drawn
 
 
 def test_a_run_too_big_for_the_servers_budget_is_said_plainly_and_the_recipe_fits():

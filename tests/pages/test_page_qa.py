@@ -42,8 +42,11 @@ def open_qa(train: bool = False):
     return at
 
 
-def test_the_page_starts_on_the_sidebars_model_training_every_weight():
+def test_the_page_starts_on_the_sidebars_model_training_every_weight_and_says_it_has_no_qa_head():
     at = open_qa()
+    assert any("has no question-answering head" in i.value and "qa_outputs" in i.value for i in at.info)
+    assert any("maximises" in m.value for m in at.markdown) and at.latex  # how a span is chosen
+    assert at.text_area(key="qa_context").value == builtin_qa_task().valid[0].context
     assert at.selectbox(key="qa_base").value.startswith("the sidebar's model")
     assert at.toggle(key="qa_freeze").value is False
     assert at.select_slider(key="qa_n").value == 1_000
@@ -98,14 +101,9 @@ def test_all_weights_run_then_from_scratch_and_sample_efficiency(small_task):
     assert [k for k in at.get("plotly_chart") if k.key == "qa-sample-efficiency"]
 
 
-def test_a_model_without_a_qa_head_says_so_and_offers_one():
-    at = open_qa()
-    assert any("has no question-answering head" in i.value and "qa_outputs" in i.value for i in at.info)
-    assert any("maximises" in m.value for m in at.markdown) and at.latex  # how a span is chosen
-    assert at.text_area(key="qa_context").value == builtin_qa_task().valid[0].context
-
-
-def test_ten_steps_then_spans_probabilities_metrics_and_download(small_task):
+def test_ten_steps_then_spans_metrics_download_empty_and_long_input(small_task):
+    """One 10-step reader serves: its spans, probabilities, metrics and download; an empty passage or question is
+    said (no traceback); a long passage is read in windows and its HTML escaped; Reset forgets the run."""
     at = open_qa(train=True)
     qs = session(at)
     assert qs.state in (PAUSED, FINISHED) and 6 <= qs.step <= 10 and len(qs.trainer.task.train) == 100
@@ -119,30 +117,22 @@ def test_ten_steps_then_spans_probabilities_metrics_and_download(small_task):
     base = heuristic_baseline(small_task)
     assert any(f"{100 * base['exact_match']:.1f}%" in m.value and "exact match" in m.value for m in at.markdown)
     assert [b for b in at.get("download_button") if b.key == "qa_download"]
-    at.button(key="qa_reset").click().run()
-    assert session(at).state == IDLE
 
+    for passage, question in (("", "which word?"), ("the cat sat.", "   ")):  # the message: "empty"
+        at.text_area(key="qa_context").set_value(passage)
+        at.text_input(key="qa_question").set_value(question).run()
+        assert_ok(at)
+        assert any("empty" in w.value for w in at.warning), (passage, question, [w.value for w in at.warning])
 
-@pytest.mark.parametrize("passage, question, message", [
-    ("", "which word?", "empty"),
-    ("the cat sat.", "   ", "empty"),
-])
-def test_empty_passage_or_question_says_so(small_task, passage, question, message):
-    at = open_qa(train=True)
-    at.text_area(key="qa_context").set_value(passage)
-    at.text_input(key="qa_question").set_value(question).run()
-    assert_ok(at)
-    assert any(message in w.value for w in at.warning), [w.value for w in at.warning]
-
-
-def test_long_passage_is_read_in_windows_and_html_is_escaped(small_task):
-    at = open_qa(train=True)
     at.text_area(key="qa_context").set_value("<script>alert(1)</script> the cat sat on the mat. " * 60)
     at.text_input(key="qa_question").set_value("<b>which</b> animal sat?").run()
     assert_ok(at)
     assert any("overlapping windows" in i.value for i in at.info), [i.value for i in at.info]
     for md in at.markdown:
         assert "<script>" not in md.value and "<b>which" not in md.value
+
+    at.button(key="qa_reset").click().run()
+    assert session(at).state == IDLE
 
 
 def test_a_qa_model_in_the_sidebar_answers(tmp_path, monkeypatch):

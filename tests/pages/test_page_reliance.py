@@ -1,8 +1,8 @@
 """The Predictions page's salience, several-masks and "which sentence is more natural?" sections, through AppTest.
 
 Each section is behind a toggle (it runs the model once per token or per [MASK]); the numbers on the
-page are checked against bert_core's own functions on the bundled model, and the hostile inputs of
-test_hostile_pages.py are fed with every section turned on.
+page are checked against bert_core's own functions on the bundled model. The hostile inputs reach every section
+in tests/pages/test_hostile_pages.py, which turns them all on.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import json
 import numpy as np
 import pytest
 from support.apptest import assert_ok, open_page
-from support.hostile import HOSTILE
 
 import bert_core
 from bert_core.inspect import attribution
@@ -149,17 +148,3 @@ def test_which_sentence_is_more_natural(bundled):
     assert_ok(at)
     assert any("Sentence 1" in w.value and "only special tokens" in w.value for w in at.warning)
     assert any("truncated" in c.value for c in at.caption)
-
-
-@pytest.mark.parametrize("page", ["predictions", "attention"])
-def test_hostile_text_with_every_section_on(page):
-    at = open_page(page)
-    if page == "predictions":
-        turn_on(at, *TOGGLES)
-    for name, text in HOSTILE.items():
-        at.sidebar.text_area(key="text").set_value(text).run()
-        assert not at.exception, (name, [e.value for e in at.exception])
-        for md in [*at.markdown, *at.caption]:
-            assert "<script>" not in md.value and "<img" not in md.value, name
-        for fig in figures(at):
-            assert "<script>" not in json.dumps(fig), name

@@ -67,10 +67,28 @@ def test_start_train_pause_reset(slots):
     assert at.selectbox(key="train_preset").value == TINY  # the settings survive a reset
 
 
-def test_run_ten_steps_then_use_the_model_from_the_sidebar():
+def test_a_first_visit_shows_an_example_run_then_ten_steps_replace_it_and_the_model_is_used_from_the_sidebar():
+    import base64
+    import json
+
+    import numpy as np
+
+    from bert_core import BUNDLED_DIR
+    from bert_core.runs.settings import example_run
+
     at = open_training()
+    charts = [c for c in at.get("plotly_chart")]
+    assert len(charts) == 1  # the example, before any run of the user's
+    fig = json.loads(charts[0].proto.spec)
+    report = json.loads((BUNDLED_DIR / "training_report_phase1.json").read_text())
+    loss = next(tr for tr in fig["data"] if tr["name"] == "total MLM loss")
+    y = np.frombuffer(base64.b64decode(loss["y"]["bdata"]), dtype=loss["y"]["dtype"])  # plotly's typed array
+    assert y.tolist() == [row["mlm"] for row in report["log"]]  # the bundled model's own logged numbers
+    assert any("An example, not your run" in c.value for c in at.caption)
+    assert example_run().steps == report["steps"]
     at.button(key="train_ten").click().run()
     assert_ok(at)
+    assert not any("An example, not your run" in c.value for c in at.caption)  # the user's run replaces it
     assert session(at).step == 10 and session(at).state == PAUSED
     assert metrics(at)["Step"] == "10 / 500"
     assert [b.label for b in at.get("download_button") if b.key == "train_download"]
@@ -123,7 +141,7 @@ def test_waits_in_line_when_all_slots_are_taken(slots):
     assert session(at).state == RUNNING and session(at).step > 0
 
 
-def test_pasted_corpus_too_small_has_a_clear_message():
+def test_a_pasted_corpus_too_small_has_a_clear_message_and_one_big_enough_trains():
     at = open_training()
     at.radio(key="train_corpus").set_value("Paste text").run()
     at.text_area(key="train_text").input("too few words here").run()
@@ -131,41 +149,12 @@ def test_pasted_corpus_too_small_has_a_clear_message():
     assert_ok(at)
     assert any("only 4 words" in e.value and "at least 10" in e.value for e in at.error)
     assert session(at).state == IDLE
-
-
-def test_pasted_corpus_trains():
-    at = open_training()
-    at.radio(key="train_corpus").set_value("Paste text").run()
     text = "\n".join(["the cat sat on the mat .", "the dog sat on the rug .", "a bird sang in the tree ."])
     at.text_area(key="train_text").input(text).run()
     at.button(key="train_ten").click().run()
     assert_ok(at)
     assert session(at).step == 10 and session(at).corpus_name == "pasted text"
     assert any("3 lines" in c.value for c in at.caption)
-
-
-def test_a_first_visit_shows_a_finished_run_as_an_example():
-    import base64
-    import json
-
-    import numpy as np
-
-    from bert_core import BUNDLED_DIR
-    from bert_core.runs.settings import example_run
-
-    at = open_training()
-    charts = [c for c in at.get("plotly_chart")]
-    assert len(charts) == 1  # the example, before any run of the user's
-    fig = json.loads(charts[0].proto.spec)
-    report = json.loads((BUNDLED_DIR / "training_report_phase1.json").read_text())
-    loss = next(tr for tr in fig["data"] if tr["name"] == "total MLM loss")
-    y = np.frombuffer(base64.b64decode(loss["y"]["bdata"]), dtype=loss["y"]["dtype"])  # plotly's typed array
-    assert y.tolist() == [row["mlm"] for row in report["log"]]  # the bundled model's own logged numbers
-    assert any("An example, not your run" in c.value for c in at.caption)
-    assert example_run().steps == report["steps"]
-    at.button(key="train_ten").click().run()
-    assert_ok(at)
-    assert not any("An example, not your run" in c.value for c in at.caption)  # the user's run replaces it
 
 
 @pytest.mark.parametrize("objective", ["clm", "rtd"])
