@@ -8,6 +8,7 @@ the model's answer (computed here by bert_core.lesson on the step's sentence).
 from __future__ import annotations
 
 import re
+import time
 import urllib.parse
 
 import pytest
@@ -21,6 +22,7 @@ from support.wait import until
 
 import bert_core
 from ui.lesson import content as lesson
+from ui.lesson.live_class.teacher import REVEAL_AFTER_MOVE_S
 
 pytestmark = pytest.mark.browser
 
@@ -282,6 +284,7 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
     if lan:
         assert f"http://{lan}:" in text and "http://127.0.0.1" not in text, text
     s = ScriptedStudent(server, code)
+    moved = time.monotonic()  # no Next yet: nothing to wait for
     problems = []
     try:
         with explained({"teacher": t}):
@@ -297,6 +300,9 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
                 # The charts were drawn while settle() waited: 0.5 s more, not the readable walk's 1.5 s.
                 problems += slide_problems(t, f"step {k}, split shown", 500) + _card_problems(t, code,
                                                                                             f"step {k}, split")
+                # A projector's Reveal within REVEAL_AFTER_MOVE_S of Next is taken for a slip and refused (teacher.py);
+                # the teacher's move was made before `moved` (its run had ended), so from then on Reveal counts.
+                time.sleep(max(0.0, REVEAL_AFTER_MOVE_S - (time.monotonic() - moved)))
                 t.locator(".st-key-lesson_reveal button").first.click()
                 t.wait_for_selector('[data-testid="stAlert"]', timeout=180_000)
                 settle(t)
@@ -307,6 +313,7 @@ def test_the_join_card_fits_a_projector_beside_every_step_with_the_split(server,
                 if k < 13:
                     t.locator(".st-key-lesson_next button").click()
                     settle(t)
+                    moved = time.monotonic()
     finally:
         s.close()
     assert not problems, "\n".join(problems)
