@@ -878,3 +878,23 @@ def test_starts_past_a_browsers_bucket_are_refused_and_said_and_the_live_class_w
     student(code, "Bo")
     t.run()
     assert _answered(t) == "**1 of 2** students have answered."
+
+
+def test_a_teacher_s_control_pressed_after_the_class_ended_acts_on_no_class(monkeypatch):
+    """Streamlit runs a widget's callback in the rerun its change arrives with, also when End the class came first
+    (a clean-clone run's server log: lock_class raised KeyError 'class_code'): each teacher callback then touches no
+    store and raises nothing."""
+    import streamlit as st
+
+    def no_store():
+        raise AssertionError("a callback reached the store with no class")
+
+    monkeypatch.setattr(live_teacher, "store", no_store)
+    st.session_state.pop(live_session.CODE, None)
+    live_teacher.lock_class()
+    live_teacher.show_split(True)
+    live_teacher.reveal("q", 1, "tok", "step", projector=False)
+    live_teacher.end()
+    st.session_state["class_remove_pick"] = ["seat"]
+    live_teacher.remove_seats()
+    st.session_state.pop("class_remove_pick", None)

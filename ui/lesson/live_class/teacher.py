@@ -195,9 +195,20 @@ def start() -> None:
     st.query_params.pop("me", None)
 
 
+
+def _mine() -> tuple[str, str | None] | None:
+    """(code, secret) of the class this tab teaches, or None once it has left or ended it: a teacher's control
+    pressed as the class ends (Streamlit runs a widget's callback in the rerun its change arrives with) acts on no
+    class."""
+    code = st.session_state.get(CODE)
+    return (code, st.session_state.get(SECRET)) if code else None
+
+
 def lock_class() -> None:
+    if (mine := _mine()) is None:
+        return
     try:
-        store().lock(st.session_state[CODE], st.session_state.get(SECRET), bool(st.session_state.get("class_lock")))
+        store().lock(*mine, bool(st.session_state.get("class_lock")))
     except ClassError as e:
         say(e)
 
@@ -208,9 +219,11 @@ def remove_seats() -> None:
     if not picked:
         st.session_state[REMOVE_NOTE] = "Pick the seats to remove first."
         return
+    if (mine := _mine()) is None:
+        return
     try:
         for sid in picked:
-            store().remove(st.session_state[CODE], st.session_state.get(SECRET), sid)
+            store().remove(*mine, sid)
     except classroom.StoreUnavailable as e:
         say(e)  # the panel says it is reconnecting
     except ClassError as e:
@@ -218,8 +231,10 @@ def remove_seats() -> None:
 
 
 def show_split(on: bool) -> None:
+    if (mine := _mine()) is None:
+        return
     try:
-        store().show_split(st.session_state[CODE], st.session_state.get(SECRET), on)
+        store().show_split(*mine, on)
     except ClassError as e:
         say(e)
 
@@ -233,8 +248,10 @@ def reveal(qid: str, answer: int, token: str, step_key: str, projector: bool) ->
         st.toast("Not revealed: pressed just after Next. Press Reveal again to show the class.",
                  icon=":material/info:")
         return
+    if (mine := _mine()) is None:
+        return
     try:
-        store().reveal(st.session_state[CODE], st.session_state.get(SECRET), qid, int(answer))
+        store().reveal(*mine, qid, int(answer))
     except ClassError as e:
         say(e)
         return
@@ -242,8 +259,10 @@ def reveal(qid: str, answer: int, token: str, step_key: str, projector: bool) ->
 
 
 def end() -> None:
+    if (mine := _mine()) is None:
+        return
     try:
-        store().end(st.session_state[CODE], st.session_state.get(SECRET))
+        store().end(*mine)
     except ClassError as e:
         say(e)
     leave("You ended the class.")
