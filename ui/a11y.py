@@ -21,8 +21,7 @@ drawn would move to the same step again (or be merged with the first into one re
 clicks its button and waits until this component is drawn with another step (`moves(step=...)`, drawn after the
 step's buttons), as a click on Back / Next does; a presenter key (a step key, 1-9, space, Enter, Escape) or a click
 on Back / Next meanwhile is kept and then clicks its button on the new step, in order: one press, one action, never
-none and never two. A guess's number key holds the next keys in the same way until its run is drawn (each
-presenter run draws this component anew): a step key's rerun would otherwise carry the guess box's old value.
+none and never two.
 """
 
 from __future__ import annotations
@@ -53,7 +52,7 @@ function stepButton(el) {
 }
 
 function installKeys(w) {
-  const s = (w.__bxKeys = {step: null, waiting: null, kept: [], own: false, renders: 0});
+  const s = (w.__bxKeys = {step: null, waiting: null, kept: [], own: false});
   s.press = (b) => {  // this module's own press of a button: one click, not kept again
     s.own = true;
     try { b.click(); } finally { s.own = false; }
@@ -76,14 +75,11 @@ function installKeys(w) {
       if (!e.repeat) s.kept.push(key);
       return;
     }
-    const pick = key.startsWith('lesson_pick_');
-    const b = e.key in STEP_KEYS || pick ? enabled(key) : null;
+    const b = e.key in STEP_KEYS ? enabled(key) : null;
     if (!b) return;  // any other key now: Streamlit's own shortcut
     e.preventDefault();
     e.stopImmediatePropagation();
-    // A guess waits for its run to be drawn (the next render): a step key pressed meanwhile would send the guess
-    // box's old value with its own rerun and undo the guess.
-    s.waiting = {from: s.step, at: Date.now(), render: pick ? s.renders : null};
+    s.waiting = {from: s.step, at: Date.now()};
     s.press(b);
   }, true);
   // A click on Back / Next (the mouse, or Enter on the focused button) waits for its step in the same way.
@@ -96,7 +92,7 @@ function installKeys(w) {
       s.kept.push(Object.values(STEP_KEYS).find((k) => b.closest('.st-key-' + k)));
       return;
     }
-    s.waiting = {from: s.step, at: Date.now(), render: null};
+    s.waiting = {from: s.step, at: Date.now()};
   }, true);
 }
 
@@ -104,15 +100,11 @@ function stepDrawn(step) {
   const s = window.__bxKeys;
   s.step = step;
   if (step === null) { s.waiting = null; s.kept = []; return; }
-  s.renders += 1;
-  if (s.waiting && (s.waiting.from !== step || (s.waiting.render !== null && s.renders > s.waiting.render))) {
-    s.waiting = null;
-  }
+  if (s.waiting && s.waiting.from !== step) s.waiting = null;
   while (!s.waiting && s.kept.length) {
     const key = s.kept.shift(), b = enabled(key);
     if (!b) continue;  // not on this step (no Reveal once revealed, no Next on the last step)
-    if (Object.values(STEP_KEYS).includes(key)) s.waiting = {from: step, at: Date.now(), render: null};
-    if (key.startsWith('lesson_pick_')) s.waiting = {from: step, at: Date.now(), render: s.renders};
+    if (Object.values(STEP_KEYS).includes(key)) s.waiting = {from: step, at: Date.now()};
     s.press(b);
   }
 }
@@ -219,7 +211,6 @@ CSS = ".bx-focus-target:focus {outline: none !important;} .st-key-bx_moves {disp
 
 _component = st.components.v2.component("bert_explorer.a11y_moves", js=_JS)
 _count = itertools.count(1)
-_runs = itertools.count(1)
 
 
 def move(focus: str | None = None, text: str | None = None, say: str | None = None) -> dict | None:
@@ -236,9 +227,6 @@ def moves(focus: str | None = None, text: str | None = None, say: str | None = N
     `present`: presenter mode (a guess clicked with the mouse gives the keys back to the page); `step`: the presenter's
     step whose keys this run has drawn, drawn after them (presenter keys pressed meanwhile wait for it)."""
     data = move(focus, text, say) or {"n": 0}
-    # In presenter mode each run's drawing differs (`run`), so the script sees every run end: a guess's key holds
-    # the next keys until then.
-    run = next(_runs) if step is not None else 0
     with st.container(key="bx_moves"):  # hidden (CSS): it draws nothing
-        _component(data={**data, "present": present, "step": step, "run": run},
+        _component(data={**data, "present": present, "step": step},
                    key=f"bx_moves_{data['n']}" if data["n"] else "bx_moves_idle", height=0)
