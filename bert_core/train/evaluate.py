@@ -38,7 +38,7 @@ from .corpus import (
     load_pretraining_corpus,
     split_heldout,
 )
-from .trainer import evaluate_mlm, mlm_line_scores, mlm_metrics
+from .trainer import mlm_line_scores, mlm_metrics
 
 CLOZE_FILE = Path(__file__).resolve().parents[2] / "tests" / "data" / "everyday_cloze.tsv"
 PAIRS_FILE = CLOZE_FILE.with_name("everyday_pairs.tsv")
@@ -60,12 +60,6 @@ def previous_heldout_lines() -> list[str]:
     _, heldout = split_heldout(load_builtin_corpus(), fraction=HELDOUT_FRACTION, seed=0)
     trained = set(_corpus()[0])
     return [g for g in heldout if clean_gloss(g) not in trained]
-
-
-def heldout_metrics(source: str | None = None, seed: int = 0) -> dict[str, float]:
-    """Held-out MLM metrics of the model `source` (the default offline model when None) on `previous_heldout_lines`."""
-    m = load_model(source)
-    return evaluate_mlm(m.model, m.tokenizer, previous_heldout_lines(), seed=seed)
 
 
 def _two_columns(path: Path) -> list[tuple[str, str]]:
@@ -155,14 +149,6 @@ def nsp_right(m: LoadedModel, pairs: list[tuple[str, str, int]]) -> list[bool]:
 def nsp_right_of(p_next: list[float], pairs: list[tuple[str, str, int]]) -> list[bool]:
     """`nsp_right` from each pair's P(IsNext)."""
     return [(float(p) < 0.5) == bool(label) for p, (_, _, label) in zip(p_next, pairs)]
-
-
-def nsp_accuracy(m: LoadedModel, seed: int = 0) -> dict | None:
-    """Accuracy of argmax(P(IsNext), P(NotNext)) on `nsp_pairs`; None for a model without NSP head."""
-    if not m.model.has_nsp:
-        return None
-    pairs = nsp_pairs(seed)
-    return {"pairs": len(pairs), "accuracy": sum(nsp_right(m, pairs)) / len(pairs)}
 
 
 def read_pairs(path: Path = PAIRS_FILE) -> list[tuple[str, str]]:
